@@ -1,0 +1,1 @@
+"""Work Order Desk: work orders for office staff, with AI agents under guardrails."""

@@ -1,0 +1,74 @@
+"""Building the desk: the API on a FastAPI app, start-up (database, indexes, first admin)."""
+
+import logging
+import secrets
+from dataclasses import dataclass
+
+from fastapi import APIRouter, FastAPI
+from fastapi.responses import JSONResponse
+from pymongo.asynchronous.database import AsyncDatabase
+
+from desk.auth import passwords
+from desk.auth import repository as auth_repo
+from desk.auth.api import router as auth_router
+from desk.config import Settings
+from desk.db.client import get_db, ping
+from desk.errors import DeskError
+from desk.http import install_error_handlers
+from desk.metrics.api import router as metrics_router
+from desk.users import repository as users_repo
+from desk.users import service as users_service
+from desk.users.api import router as users_router
+from desk.users.models import UserCreate
+from desk.work_orders import repository as work_orders_repo
+from desk.work_orders.api import router as work_orders_router
+
+log = logging.getLogger(__name__)
+health = APIRouter(tags=["health"])
+
+
+@health.get("/healthz")
+async def healthz() -> dict[str, str]:
+    """The process is up."""
+    return {"status": "ok"}
+
+
+@health.get("/readyz")
+async def readyz() -> JSONResponse:
+    """The database answers."""
+    ready = await ping(get_db())
+    return JSONResponse({"status": "ready" if ready else "unavailable"}, status_code=200 if ready else 503)
+
+
+def install_api(app: FastAPI) -> None:
+    """Mount every router and the error envelope on `app` (NiceGUI's app in production, a bare one in tests)."""
+    for router in (health, auth_router, work_orders_router, users_router, metrics_router):
+        app.include_router(router)
+    install_error_handlers(app)
+
+
+async def ensure_indexes(db: AsyncDatabase) -> None:
+    """Create every index the desk needs; safe to run at every start."""
+    for repository in (users_repo, auth_repo, work_orders_repo):
+        await repository.ensure_indexes(db)
+
+
+@dataclass(frozen=True)
+class FirstAdmin:
+    email: str
+    password: str | None  # set only when the desk made the password up and must show it once
+
+
+async def ensure_first_admin(db: AsyncDatabase, settings: Settings) -> FirstAdmin | None:
+    """With no users yet, create the first admin from DESK_ADMIN_* or with a one-time password."""
+    if await users_repo.count(db):
+        return None
+    email = settings.desk_admin_email or "admin@desk.local"
+    given = settings.desk_admin_password.get_secret_value() if settings.desk_admin_password else None
+    password = given or secrets.token_urlsafe(12)
+    try:
+        passwords.check_policy(password)
+        await users_service.register(db=db, data=UserCreate(email=email, name="Admin", role="admin", password=password))
+    except DeskError as error:
+        raise SystemExit(f"config error: DESK_ADMIN_PASSWORD: {error.message}") from None
+    return FirstAdmin(email=email, password=None if given else password)

@@ -1,0 +1,65 @@
+"""/api/v1/auth: log in and out, who am I, personal API tokens."""
+
+from fastapi import APIRouter, Depends, Request, Response, status
+
+from desk.auth import service
+from desk.auth.models import LoginRequest, TokenCreate, TokenCreated, TokenRead
+from desk.config import get_settings
+from desk.errors import ErrorCode
+from desk.http import AUTHED, CurrentActor, CurrentUser, Db, errors, require_csrf_header, session_cookie_name
+from desk.users.models import UserRead
+
+router = APIRouter(prefix="/api/v1/auth", tags=["auth"])
+
+
+@router.post(
+    "/login",
+    response_model=UserRead,
+    dependencies=[Depends(require_csrf_header)],
+    responses=errors(ErrorCode.UNAUTHORIZED, ErrorCode.FORBIDDEN, ErrorCode.RATE_LIMITED),
+)
+async def login(body: LoginRequest, request: Request, response: Response, db: Db) -> UserRead:
+    """Check email and password; sets the session cookie."""
+    ip = request.client.host if request.client else "unknown"
+    done = await service.login(db=db, email=body.email, password=body.password, ip=ip)
+    settings = get_settings()
+    response.set_cookie(
+        session_cookie_name(),
+        done.session_secret,
+        max_age=settings.desk_session_max_hours * 3600,
+        httponly=True,
+        samesite="lax",
+        secure=settings.desk_public_https,
+        path="/",
+    )
+    return UserRead.model_validate(done.user)
+
+
+@router.post("/logout", status_code=status.HTTP_204_NO_CONTENT, responses=errors(*AUTHED))
+async def logout(request: Request, response: Response, db: Db, _: CurrentUser) -> None:
+    """End this session (bearer tokens are revoked on their own route)."""
+    secret = request.cookies.get(session_cookie_name())
+    if secret:
+        await service.logout(db=db, secret=secret)
+    response.delete_cookie(session_cookie_name(), path="/", secure=get_settings().desk_public_https, httponly=True)
+
+
+@router.get("/me", response_model=UserRead, responses=errors(*AUTHED))
+async def me(user: CurrentUser) -> UserRead:
+    return UserRead.model_validate(user)
+
+
+@router.post("/tokens", status_code=201, response_model=TokenCreated, responses=errors(*AUTHED))
+async def create_token(body: TokenCreate, db: Db, actor: CurrentActor) -> TokenCreated:
+    """A new personal API token. The secret is shown in this answer only."""
+    return await service.create_token(db=db, actor=actor, name=body.name)
+
+
+@router.get("/tokens", response_model=list[TokenRead], responses=errors(*AUTHED))
+async def list_tokens(db: Db, actor: CurrentActor) -> list[TokenRead]:
+    return await service.list_tokens(db=db, actor=actor)
+
+
+@router.delete("/tokens/{token_id}", status_code=204, responses=errors(*AUTHED, ErrorCode.NOT_FOUND))
+async def revoke_token(token_id: str, db: Db, actor: CurrentActor) -> None:
+    await service.revoke_token(db=db, actor=actor, token_id=token_id)

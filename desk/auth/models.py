@@ -1,0 +1,43 @@
+"""Login, session and API-token shapes."""
+
+from datetime import datetime
+from typing import Annotated
+
+from pydantic import Field, StringConstraints
+
+from desk.schema import ApiModel, IdStr, ReadModel
+from desk.users.models import Password
+
+
+class LoginRequest(ApiModel):
+    email: Annotated[str, StringConstraints(strip_whitespace=True, min_length=1, max_length=254)]
+    password: Annotated[str, Field(min_length=1, max_length=1024)]
+
+
+class PasswordChange(ApiModel):
+    current_password: Annotated[str, Field(min_length=1, max_length=1024)]
+    new_password: Password
+
+
+class ProfileUpdate(ApiModel):
+    """What a person may change about themselves through the profile."""
+
+    ai_enabled: bool
+
+
+class TokenCreate(ApiModel):
+    name: Annotated[str, StringConstraints(strip_whitespace=True, min_length=1, max_length=100)]
+
+
+class TokenRead(ReadModel):
+    id: IdStr = Field(validation_alias="_id")
+    name: str
+    prefix: str
+    created_at: datetime
+    last_used_at: datetime | None = None
+
+
+class TokenCreated(TokenRead):
+    """Returned once, at creation: the only time the secret is shown."""
+
+    secret: str

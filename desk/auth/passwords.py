@@ -1,0 +1,53 @@
+"""Password hashing (argon2id) and the password policy."""
+
+import asyncio
+from functools import cache
+from importlib.resources import files
+
+from argon2 import PasswordHasher
+from argon2.exceptions import InvalidHashError, VerificationError
+
+from desk.errors import ValidationFailed
+
+MIN_LENGTH = 8
+MAX_LENGTH = 128
+
+# OWASP's minimum for argon2id: 19 MiB of memory, 2 iterations, 1 lane.
+_hasher = PasswordHasher(time_cost=2, memory_cost=19 * 1024, parallelism=1)
+# Verified when the email is unknown, so a wrong email costs as long as a wrong password.
+_DUMMY_HASH = _hasher.hash("not a real password, only for equal timing")
+
+
+@cache
+def _common_passwords() -> frozenset[str]:
+    text = files("desk.auth").joinpath("common_passwords.txt").read_text(encoding="utf-8")
+    return frozenset(line.strip().lower() for line in text.splitlines() if line.strip() and not line.startswith("#"))
+
+
+def check_policy(password: str) -> None:
+    """Raise ValidationFailed when the password is too short, too long or among the most common ones."""
+    if len(password) < MIN_LENGTH:
+        raise ValidationFailed(
+            f"The password must have at least {MIN_LENGTH} characters.", details={"field": "password"}
+        )
+    if len(password) > MAX_LENGTH:
+        raise ValidationFailed(f"The password may have at most {MAX_LENGTH} characters.", details={"field": "password"})
+    if password.lower() in _common_passwords():
+        raise ValidationFailed("That password is too common; choose another.", details={"field": "password"})
+
+
+async def hash_password(password: str) -> str:
+    """An argon2id hash, computed off the event loop."""
+    return await asyncio.to_thread(_hasher.hash, password)
+
+
+async def verify_password(password_hash: str | None, password: str) -> bool:
+    """True when `password` matches; with no hash, spends the same time and answers False."""
+
+    def verify() -> bool:
+        try:
+            return _hasher.verify(password_hash or _DUMMY_HASH, password) and password_hash is not None
+        except (VerificationError, InvalidHashError):
+            return False
+
+    return await asyncio.to_thread(verify)

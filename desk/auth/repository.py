@@ -1,0 +1,84 @@
+"""Sessions, API tokens and rate-limit counters; the only place that touches their collections."""
+
+from datetime import datetime, timedelta
+from typing import Any
+
+from bson import ObjectId
+from pymongo import ASCENDING, DESCENDING, ReturnDocument
+from pymongo.asynchronous.database import AsyncDatabase
+
+Doc = dict[str, Any]
+
+
+async def ensure_indexes(db: AsyncDatabase) -> None:
+    await db["sessions"].create_index([("userId", ASCENDING)], name="user")
+    await db["sessions"].create_index([("expiresAt", ASCENDING)], expireAfterSeconds=0, name="ttl")
+    await db["api_tokens"].create_index([("hash", ASCENDING)], unique=True, name="hash_unique")
+    await db["api_tokens"].create_index([("userId", ASCENDING), ("createdAt", DESCENDING)], name="user")
+    await db["rate_limits"].create_index([("expiresAt", ASCENDING)], expireAfterSeconds=0, name="ttl")
+
+
+# Sessions: the id is the sha256 of the cookie's secret, so a leaked database holds no usable cookie.
+
+
+async def insert_session(db: AsyncDatabase, doc: Doc) -> None:
+    await db["sessions"].insert_one(doc)
+
+
+async def get_session(db: AsyncDatabase, session_hash: str) -> Doc | None:
+    return await db["sessions"].find_one({"_id": session_hash})
+
+
+async def touch_session(db: AsyncDatabase, session_hash: str, *, seen_at: datetime, idle_until: datetime) -> None:
+    await db["sessions"].update_one(
+        {"_id": session_hash}, {"$set": {"lastSeenAt": seen_at, "idleExpiresAt": idle_until}}
+    )
+
+
+async def delete_session(db: AsyncDatabase, session_hash: str) -> Doc | None:
+    return await db["sessions"].find_one_and_delete({"_id": session_hash})
+
+
+async def delete_user_sessions(db: AsyncDatabase, user_id: ObjectId, *, keep: str | None = None) -> int:
+    query: Doc = {"userId": user_id}
+    if keep:
+        query["_id"] = {"$ne": keep}
+    return (await db["sessions"].delete_many(query)).deleted_count
+
+
+# Personal API tokens
+
+
+async def insert_token(db: AsyncDatabase, doc: Doc) -> Doc:
+    result = await db["api_tokens"].insert_one(doc)
+    return {**doc, "_id": result.inserted_id}
+
+
+async def get_token_by_hash(db: AsyncDatabase, token_hash: str) -> Doc | None:
+    return await db["api_tokens"].find_one({"hash": token_hash})
+
+
+async def list_tokens(db: AsyncDatabase, user_id: ObjectId) -> list[Doc]:
+    return await db["api_tokens"].find({"userId": user_id}).sort("createdAt", DESCENDING).to_list(100)
+
+
+async def touch_token(db: AsyncDatabase, token_id: ObjectId, *, used_at: datetime) -> None:
+    await db["api_tokens"].update_one({"_id": token_id}, {"$set": {"lastUsedAt": used_at}})
+
+
+async def delete_token(db: AsyncDatabase, token_id: ObjectId, user_id: ObjectId) -> bool:
+    return (await db["api_tokens"].delete_one({"_id": token_id, "userId": user_id})).deleted_count == 1
+
+
+# Fixed-window rate-limit counters, shared by every web process.
+
+
+async def hit(db: AsyncDatabase, key: str, *, window_end: datetime) -> int:
+    """Count one hit on `key` in the window that ends at `window_end`; returns the count so far."""
+    doc = await db["rate_limits"].find_one_and_update(
+        {"_id": f"{key}@{window_end.isoformat()}"},
+        {"$inc": {"n": 1}, "$setOnInsert": {"expiresAt": window_end + timedelta(minutes=1)}},
+        upsert=True,
+        return_document=ReturnDocument.AFTER,
+    )
+    return doc["n"]

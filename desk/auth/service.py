@@ -1,0 +1,148 @@
+"""Logging in and out, sessions, personal API tokens and login rate limits."""
+
+import hashlib
+import secrets
+from dataclasses import dataclass
+from datetime import timedelta
+
+from bson import ObjectId
+from pymongo.asynchronous.database import AsyncDatabase
+
+from desk.actors import Actor, Role
+from desk.auth import passwords
+from desk.auth import repository as repo
+from desk.auth.models import TokenCreated, TokenRead
+from desk.config import get_settings
+from desk.errors import NotFound, RateLimited, Unauthorized
+from desk.schema import now, parse_object_id
+from desk.users import repository as users_repo
+
+LOCK_MINUTES = 15
+TOUCH_EVERY = timedelta(seconds=60)  # a busy person's session is written once a minute, not on every request
+TOKEN_PREFIX = "wod_"  # noqa: S105 - a marker, not a secret
+WRONG_LOGIN = "Wrong email or password. After 5 failed attempts an account is locked for 15 minutes."
+
+
+@dataclass(frozen=True)
+class LoggedIn:
+    user: dict
+    session_secret: str
+
+
+def digest(secret: str) -> str:
+    return hashlib.sha256(secret.encode()).hexdigest()
+
+
+def actor_for(user: dict) -> Actor:
+    """The human Actor for a stored user."""
+    return Actor(id=str(user["_id"]), role=Role(user["role"]), kind="human")
+
+
+async def login(*, db: AsyncDatabase, email: str, password: str, ip: str) -> LoggedIn:
+    """Check the password and open a session; lockouts and unknown emails answer like a wrong password."""
+    await _limit_login_rate(db=db, ip=ip)
+    user = await users_repo.get_by_email(db, email.strip().lower())
+    matches = await passwords.verify_password(user["passwordHash"] if user else None, password)
+    if user is None or not user.get("active", False):
+        raise Unauthorized(WRONG_LOGIN)
+    moment = now()
+    locked_until = user.get("lockedUntil")
+    if locked_until and locked_until > moment:
+        raise Unauthorized(WRONG_LOGIN)
+    if not matches:
+        await users_repo.record_failed_login(db, user["_id"], lock_until=moment + timedelta(minutes=LOCK_MINUTES))
+        raise Unauthorized(WRONG_LOGIN)
+    if user.get("failedLoginCount") or locked_until:
+        await users_repo.clear_failed_logins(db, user["_id"])
+    return LoggedIn(user=user, session_secret=await open_session(db=db, user_id=user["_id"]))
+
+
+async def _limit_login_rate(*, db: AsyncDatabase, ip: str) -> None:
+    moment = now()
+    window_end = moment.replace(second=0, microsecond=0) + timedelta(minutes=1)
+    if await repo.hit(db, f"login:{ip}", window_end=window_end) > get_settings().desk_login_attempts_per_minute:
+        retry_after = max(1, int((window_end - moment).total_seconds()))
+        raise RateLimited("Too many login attempts from this address; wait a minute.", retry_after=retry_after)
+
+
+async def open_session(*, db: AsyncDatabase, user_id: ObjectId) -> str:
+    """A new session for the user; returns the secret for the cookie (only its hash is stored)."""
+    settings = get_settings()
+    secret = secrets.token_urlsafe(32)  # 256 bits
+    moment = now()
+    await repo.insert_session(
+        db,
+        {
+            "_id": digest(secret),
+            "userId": user_id,
+            "createdAt": moment,
+            "lastSeenAt": moment,
+            "idleExpiresAt": moment + timedelta(minutes=settings.desk_session_idle_minutes),
+            "expiresAt": moment + timedelta(hours=settings.desk_session_max_hours),
+        },
+    )
+    return secret
+
+
+async def user_for_session(*, db: AsyncDatabase, secret: str) -> dict:
+    """The active user behind a session cookie; Unauthorized when it is unknown, idle too long or too old."""
+    session = await repo.get_session(db, digest(secret)) if secret else None
+    moment = now()
+    if session is None or session["idleExpiresAt"] <= moment or session["expiresAt"] <= moment:
+        raise Unauthorized("Your session has ended; please log in again.")
+    user = await users_repo.get(db, session["userId"])
+    if user is None or not user.get("active", False):
+        raise Unauthorized("Your session has ended; please log in again.")
+    if moment - session["lastSeenAt"] >= TOUCH_EVERY:
+        idle_until = moment + timedelta(minutes=get_settings().desk_session_idle_minutes)
+        await repo.touch_session(db, session["_id"], seen_at=moment, idle_until=idle_until)
+    return user
+
+
+async def logout(*, db: AsyncDatabase, secret: str) -> None:
+    """End the session behind `secret` (no error if it already ended)."""
+    await repo.delete_session(db, digest(secret))
+
+
+async def end_sessions(*, db: AsyncDatabase, user_id: ObjectId, keep_secret: str | None = None) -> None:
+    """End every session of the user, except the one behind `keep_secret`."""
+    await repo.delete_user_sessions(db, user_id, keep=digest(keep_secret) if keep_secret else None)
+
+
+async def user_for_token(*, db: AsyncDatabase, secret: str) -> dict:
+    """The active user behind a personal API token; records when it was last used."""
+    token = await repo.get_token_by_hash(db, digest(secret)) if secret.startswith(TOKEN_PREFIX) else None
+    user = await users_repo.get(db, token["userId"]) if token else None
+    if token is None or user is None or not user.get("active", False):
+        raise Unauthorized("The API token is not valid.")
+    await repo.touch_token(db, token["_id"], used_at=now())
+    return user
+
+
+async def create_token(*, db: AsyncDatabase, actor: Actor, name: str) -> TokenCreated:
+    """A new personal API token; the secret is in this answer and nowhere else."""
+    secret = TOKEN_PREFIX + secrets.token_urlsafe(32)
+    doc = await repo.insert_token(
+        db,
+        {
+            "userId": ObjectId(actor.id),
+            "name": name,
+            "hash": digest(secret),
+            "prefix": secret[: len(TOKEN_PREFIX) + 6],
+            "createdAt": now(),
+            "lastUsedAt": None,
+        },
+    )
+    return TokenCreated.model_validate({**doc, "secret": secret})
+
+
+async def list_tokens(*, db: AsyncDatabase, actor: Actor) -> list[TokenRead]:
+    """The actor's own tokens, newest first (never their secrets)."""
+    return [TokenRead.model_validate(doc) for doc in await repo.list_tokens(db, ObjectId(actor.id))]
+
+
+async def revoke_token(*, db: AsyncDatabase, actor: Actor, token_id: str) -> None:
+    """Delete one of the actor's own tokens; someone else's is NotFound."""
+    oid = parse_object_id(token_id)
+    if oid is None or not await repo.delete_token(db, oid, ObjectId(actor.id)):
+        raise NotFound("No such API token.")

@@ -1,0 +1,144 @@
+"""Settings: every environment key the desk reads, validated once at boot."""
+
+import ipaddress
+import logging
+import socket
+import sys
+from pathlib import Path
+from typing import Annotated, Literal
+from urllib.parse import urlsplit
+
+from pydantic import Field, SecretStr, ValidationError, field_validator, model_validator
+from pydantic_settings import BaseSettings, SettingsConfigDict
+
+log = logging.getLogger(__name__)
+
+PositiveInt = Annotated[int, Field(gt=0)]
+Usd = Annotated[float, Field(ge=0)]
+
+
+class Settings(BaseSettings):
+    """The whole configuration; names match the environment keys (case-insensitive)."""
+
+    model_config = SettingsConfigDict(extra="ignore", case_sensitive=False, frozen=True)
+
+    # Storage and serving
+    mongodb_uri: SecretStr | None = None  # unset: start the embedded server under desk_data_dir
+    mongodb_db: str = Field("desk", pattern=r"^[A-Za-z0-9_-]{1,63}$")
+    desk_data_dir: Path = Path("data")
+    desk_host: str = "127.0.0.1"
+    desk_port: int = Field(8080, ge=1, le=65535)
+    desk_secret: SecretStr | None = Field(None, min_length=32)  # unset: generated once into desk_data_dir
+    desk_admin_email: str | None = None
+    desk_admin_password: SecretStr | None = None
+    desk_public_https: bool = False  # true behind https: Secure + __Host- session cookie
+
+    # Sessions and login
+    desk_session_idle_minutes: PositiveInt = 120
+    desk_session_max_hours: PositiveInt = 12
+    desk_login_attempts_per_minute: PositiveInt = 10
+
+    # AI (spec §11)
+    ai_enabled: bool = False
+    ai_base_url: str | None = None
+    ai_api_key: SecretStr | None = None
+    ai_allow_private_base_url: bool = False
+    ai_model: str = "gpt-4o-mini"
+    ai_max_steps_per_run: PositiveInt = 8
+    ai_max_output_tokens: PositiveInt = 2048
+    ai_max_context_tokens: PositiveInt = 16384
+    ai_price_per_1m_input: Usd = 0.15
+    ai_price_per_1m_output: Usd = 0.60
+    ai_daily_spend_usd: Usd = 1.00
+    agent_daily_spend_usd: Usd = 1.00
+    ai_global_daily_spend_usd: Usd = 5.00
+    ai_approval_ttl_ms: PositiveInt = 600_000
+    ai_sse_keepalive_ms: PositiveInt = 15_000
+    ai_rate_limit_max: PositiveInt = 20
+    agent_poll_interval_ms: PositiveInt = 5_000
+    agent_lease_ms: PositiveInt = 15_000
+    agent_sweep_interval_ms: PositiveInt = 30_000
+    agent_max_attempts: PositiveInt = 3
+    agent_reconcile_after_ms: PositiveInt = 60_000
+    agent_triage_mode: Literal["suggest", "auto-apply"] = "suggest"
+    agent_working_hours: str = Field("*", pattern=r"^(\*|([01]\d|2[0-3]):[0-5]\d-([01]\d|2[0-3]):[0-5]\d)$")
+    agent_concurrency: int = Field(2, ge=1, le=2)
+
+    @field_validator("desk_admin_email")
+    @classmethod
+    def _email_shape(cls, value: str | None) -> str | None:
+        if value is not None and ("@" not in value or value.strip() != value):
+            raise ValueError("must be an email address")
+        return value.lower() if value else value
+
+    @model_validator(mode="after")
+    def _ai_keys(self) -> "Settings":
+        if not self.ai_enabled:
+            return self
+        if not self.ai_base_url:
+            raise ValueError("AI_BASE_URL is required when AI_ENABLED=true")
+        if self.ai_api_key is None or not self.ai_api_key.get_secret_value():
+            raise ValueError("AI_API_KEY is required when AI_ENABLED=true")
+        check_base_url(self.ai_base_url, allow_private=self.ai_allow_private_base_url)
+        return self
+
+
+def check_base_url(url: str, *, allow_private: bool) -> None:
+    """SEC-2: https only, and the host must not resolve to a private, loopback or link-local address."""
+    parts = urlsplit(url)
+    if not parts.hostname or parts.scheme not in ("https", "http"):
+        raise ValueError("AI_BASE_URL must be an absolute https URL")
+    try:
+        infos = socket.getaddrinfo(parts.hostname, parts.port or 443, proto=socket.IPPROTO_TCP)
+    except OSError:
+        raise ValueError(f"AI_BASE_URL host {parts.hostname!r} does not resolve") from None
+    addresses = {ipaddress.ip_address(info[4][0].split("%")[0]) for info in infos}
+    internal = any(not a.is_global for a in addresses)
+    if internal and not allow_private:
+        raise ValueError(
+            "AI_BASE_URL resolves to a private, loopback or link-local address; "
+            "set AI_ALLOW_PRIVATE_BASE_URL=true for a self-hosted model"
+        )
+    if parts.scheme == "http" and not (internal and allow_private):
+        raise ValueError(
+            "AI_BASE_URL must use https (plain http only for a private host with AI_ALLOW_PRIVATE_BASE_URL)"
+        )
+    if internal:
+        log.warning("AI_BASE_URL points at a private address; allowed by AI_ALLOW_PRIVATE_BASE_URL")
+
+
+def settings_errors(error: ValidationError) -> list[str]:
+    """One readable line per problem, naming the environment key."""
+    lines = []
+    for item in error.errors():
+        key = "_".join(str(part) for part in item["loc"]).upper() or "CONFIG"
+        message = item["msg"].removeprefix("Value error, ")
+        lines.append(f"{key}: {message}" if item["loc"] else message)
+    return lines
+
+
+def load_settings(**overrides: object) -> Settings:
+    """Read the environment once; on bad values print one line per problem and exit with status 2."""
+    try:
+        return Settings(**overrides)  # type: ignore[arg-type]
+    except ValidationError as error:
+        for line in settings_errors(error):
+            print(f"config error: {line}", file=sys.stderr)
+        raise SystemExit(2) from None
+
+
+_settings: Settings | None = None
+
+
+def get_settings() -> Settings:
+    """The process-wide settings, loaded from the environment on first use."""
+    global _settings  # noqa: PLW0603 - one configuration per process
+    if _settings is None:
+        _settings = load_settings()
+    return _settings
+
+
+def use_settings(settings: Settings | None) -> None:
+    """Replace the process-wide settings (the CLI after parsing flags; tests)."""
+    global _settings  # noqa: PLW0603
+    _settings = settings

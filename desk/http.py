@@ -1,0 +1,140 @@
+"""The HTTP edge shared by every router: dependencies, the error envelope, documented error responses."""
+
+import logging
+from collections.abc import Awaitable, Callable
+from typing import Annotated, Any
+
+from fastapi import Depends, FastAPI, Request, Response
+from fastapi.exceptions import RequestValidationError
+from fastapi.responses import JSONResponse
+from pymongo.asynchronous.database import AsyncDatabase
+from starlette.exceptions import HTTPException as StarletteHTTPException
+
+from desk.actors import Actor
+from desk.auth import service as auth_service
+from desk.config import get_settings
+from desk.db.client import get_db
+from desk.errors import STATUS, DeskError, ErrorCode, ErrorEnvelope, Forbidden, Unauthorized
+
+log = logging.getLogger(__name__)
+
+API_PREFIX = "/api/"
+CSRF_HEADER = "X-Desk-CSRF"
+SAFE_METHODS = frozenset({"GET", "HEAD", "OPTIONS"})
+
+Db = Annotated[AsyncDatabase, Depends(get_db)]
+
+
+def session_cookie_name() -> str:
+    """`__Host-` pins the cookie to this exact origin over https; plain http cannot use the prefix."""
+    return "__Host-desk_session" if get_settings().desk_public_https else "desk_session"
+
+
+def require_csrf_header(request: Request) -> None:
+    """A cross-site form cannot send a custom header without a CORS preflight, which the desk refuses."""
+    if request.headers.get(CSRF_HEADER) != "1":
+        raise Forbidden(f"Missing the {CSRF_HEADER}: 1 header on a request that changes something.")
+
+
+async def current_user(request: Request, db: Db) -> dict:
+    """The stored user behind the bearer token or the session cookie of this request."""
+    authorization = request.headers.get("Authorization", "")
+    if authorization:
+        scheme, _, secret = authorization.partition(" ")
+        if scheme.lower() != "bearer" or not secret.strip():
+            raise Unauthorized("Use 'Authorization: Bearer <token>'.")
+        user = await auth_service.user_for_token(db=db, secret=secret.strip())
+    else:
+        secret = request.cookies.get(session_cookie_name(), "")
+        if not secret:
+            raise Unauthorized("Please log in.")
+        if request.method not in SAFE_METHODS:
+            require_csrf_header(request)
+        user = await auth_service.user_for_session(db=db, secret=secret)
+    request.state.user = user
+    return user
+
+
+async def current_actor(user: Annotated[dict, Depends(current_user)]) -> Actor:
+    return auth_service.actor_for(user)
+
+
+CurrentUser = Annotated[dict, Depends(current_user)]
+CurrentActor = Annotated[Actor, Depends(current_actor)]
+
+
+def errors(*codes: ErrorCode) -> dict[int | str, dict[str, Any]]:
+    """OpenAPI `responses` for the envelope errors a route can answer (validation is always possible)."""
+    documented: dict[int | str, dict[str, Any]] = {}
+    for code in (ErrorCode.VALIDATION_ERROR, *codes):
+        status = STATUS[code]
+        entry = documented.setdefault(status, {"model": ErrorEnvelope, "description": ""})
+        entry["description"] = ", ".join(filter(None, [entry["description"], code.value]))
+    return documented
+
+
+AUTHED = (ErrorCode.UNAUTHORIZED, ErrorCode.FORBIDDEN)
+
+
+def envelope(code: ErrorCode, message: str, details: Any = None, headers: dict[str, str] | None = None) -> JSONResponse:
+    body = {"code": code.value, "message": message}
+    if details is not None:
+        body["details"] = details
+    return JSONResponse({"error": body}, status_code=STATUS[code], headers=headers)
+
+
+async def _desk_error(_: Request, error: Exception) -> Response:
+    assert isinstance(error, DeskError)
+    return JSONResponse(error.envelope(), status_code=error.status, headers=error.headers)
+
+
+async def _validation_error(_: Request, error: Exception) -> Response:
+    assert isinstance(error, RequestValidationError)
+    problems = [_problem(item) for item in error.errors()]
+    if any(item["type"] == "json_invalid" for item in error.errors()):
+        return envelope(ErrorCode.VALIDATION_ERROR, "The request body is not valid JSON.", problems)
+    summary = "; ".join(f"{p['field']}: {p['message']}" if p["field"] else p["message"] for p in problems[:3])
+    return envelope(ErrorCode.VALIDATION_ERROR, f"The request is not valid: {summary}.", problems)
+
+
+def _problem(item: dict[str, Any]) -> dict[str, str]:
+    # loc is ("body", "title") or ("query", "limit"); user input is not echoed back.
+    field = ".".join(str(part) for part in item["loc"][1:]) or str(item["loc"][0]) if item.get("loc") else ""
+    message = {"extra_forbidden": "unknown field", "missing": "required"}.get(item["type"], item["msg"])
+    return {"field": field, "message": message, "type": item["type"]}
+
+
+_HTTP_CODES = {
+    400: ErrorCode.VALIDATION_ERROR,
+    401: ErrorCode.UNAUTHORIZED,
+    403: ErrorCode.FORBIDDEN,
+    404: ErrorCode.NOT_FOUND,
+    405: ErrorCode.NOT_FOUND,
+    409: ErrorCode.CONFLICT,
+    413: ErrorCode.VALIDATION_ERROR,
+    429: ErrorCode.RATE_LIMITED,
+}
+
+Handler = Callable[[Request, Exception], Awaitable[Response]]
+
+
+def install_error_handlers(app: FastAPI) -> None:
+    """Answer every error under /api/ in the envelope; other paths keep the handlers they had (NiceGUI's pages)."""
+    app.add_exception_handler(DeskError, _desk_error)
+    app.add_exception_handler(RequestValidationError, _validation_error)
+    for key in (StarletteHTTPException, 404, 405, Exception, 500):
+        app.add_exception_handler(key, _api_or(app.exception_handlers.get(key)))
+
+
+def _api_or(fallback: Handler | None) -> Handler:
+    async def handle(request: Request, error: Exception) -> Response:
+        if not request.url.path.startswith(API_PREFIX) and fallback is not None:
+            return await fallback(request, error)
+        if isinstance(error, StarletteHTTPException):
+            code = _HTTP_CODES.get(error.status_code, ErrorCode.INTERNAL)
+            message = "No such endpoint." if error.status_code in (404, 405) else str(error.detail)
+            return envelope(code, message)
+        log.error("unhandled error on %s %s", request.method, request.url.path, exc_info=error)
+        return envelope(ErrorCode.INTERNAL, "Something went wrong on our side; it has been logged.")
+
+    return handle

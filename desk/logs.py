@@ -1,0 +1,56 @@
+"""Logging: one JSON object per line, with secrets redacted before anything is written."""
+
+import json
+import logging
+import re
+import sys
+from datetime import UTC, datetime
+
+# Values that must never reach a log, whatever message carries them (SEC-1).
+_SECRET_PATTERNS = [
+    re.compile(r"(?i)(authorization|api[_-]?key|password|secret|token|cookie)(\"?\s*[:=]\s*\"?)([^\s\",}]+)"),
+    re.compile(r"(?i)bearer\s+[A-Za-z0-9._~+/=-]+"),
+    re.compile(r"wod_[A-Za-z0-9_-]{8,}"),
+    re.compile(r"sk-[A-Za-z0-9_-]{8,}"),
+]
+
+
+def redact(text: str) -> str:
+    """`text` with every secret-looking value replaced by [REDACTED]."""
+    text = _SECRET_PATTERNS[0].sub(lambda m: f"{m.group(1)}{m.group(2)}[REDACTED]", text)
+    for pattern in _SECRET_PATTERNS[1:]:
+        text = pattern.sub("[REDACTED]", text)
+    return text
+
+
+class RedactingFilter(logging.Filter):
+    """Render the message once, redact it, and drop the arguments so nothing formats them again."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        record.msg = redact(record.getMessage())
+        record.args = None
+        return True
+
+
+class JsonFormatter(logging.Formatter):
+    def format(self, record: logging.LogRecord) -> str:
+        entry = {
+            "at": datetime.fromtimestamp(record.created, UTC).isoformat(timespec="milliseconds"),
+            "level": record.levelname.lower(),
+            "logger": record.name,
+            "message": record.getMessage(),
+        }
+        if record.exc_info:
+            entry["error"] = redact(self.formatException(record.exc_info))
+        return json.dumps(entry, ensure_ascii=False)
+
+
+def configure_logging(level: int = logging.INFO) -> None:
+    """JSON lines on stderr, redacted; quiet the chatty access log."""
+    handler = logging.StreamHandler(sys.stderr)
+    handler.setFormatter(JsonFormatter())
+    handler.addFilter(RedactingFilter())
+    root = logging.getLogger()
+    root.handlers[:] = [handler]
+    root.setLevel(level)
+    logging.getLogger("pymongo").setLevel(logging.WARNING)

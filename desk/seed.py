@@ -1,0 +1,109 @@
+"""Demo data: a handful of people across the three roles and 200 realistic work orders over 60 days."""
+
+import random
+from contextlib import suppress
+from datetime import timedelta
+
+from bson import ObjectId
+from pymongo.asynchronous.database import AsyncDatabase
+
+from desk.errors import Conflict
+from desk.schema import now
+from desk.users import repository as users_repo
+from desk.users import service as users_service
+from desk.users.models import UserCreate
+from desk.work_orders import repository as orders_repo
+from desk.work_orders.models import CLOSED
+
+DEMO_PASSWORD = "desk-demo-2026"  # noqa: S105 - printed to the person who asked for demo data
+PEOPLE = [
+    ("dana.admin@example.com", "Dana Okafor", "admin"),
+    ("sam.rivera@example.com", "Sam Rivera", "user"),
+    ("priya.shah@example.com", "Priya Shah", "user"),
+    ("lee.chen@example.com", "Lee Chen", "user"),
+    ("vic.moreau@example.com", "Vic Moreau", "viewer"),
+]
+PLACES = [
+    "kitchen",
+    "2nd floor restroom",
+    "meeting room B",
+    "reception",
+    "server room",
+    "loading dock",
+    "break room",
+    "north stairwell",
+    "parking garage",
+    "room 214",
+    "print corner",
+    "lobby",
+]
+PROBLEMS = [
+    ("Leaking tap in the {p}", "Water drips constantly from the cold tap in the {p}; a bucket is catching it for now."),
+    ("Flickering lights in the {p}", "Two ceiling panels in the {p} flicker all day. People are getting headaches."),
+    (
+        "Broken door handle, {p}",
+        "The handle on the main door of the {p} came off. The door still closes but won't latch.",
+    ),
+    ("Heating not working in the {p}", "It's 16°C in the {p} this morning. The radiator valve seems stuck."),
+    ("Replace toner for the printer near the {p}", "The printer by the {p} shows 'toner low' and prints faded pages."),
+    ("Wi-Fi drops in the {p}", "Laptops lose the connection every few minutes in the {p}; wired is fine."),
+    ("Blocked sink in the {p}", "The sink in the {p} drains very slowly and smells. Please send a plumber."),
+    (
+        "Projector won't turn on in the {p}",
+        "The projector in the {p} shows a red light and doesn't start. Client demo Friday.",
+    ),
+    ("Window won't close in the {p}", "A window in the {p} is stuck half open; rain came in last night."),
+    ("Air conditioning too loud in the {p}", "The AC unit in the {p} rattles loudly. Hard to take calls."),
+    ("Order new chairs for the {p}", "Three chairs in the {p} have broken gas lifts. Need replacements."),
+    ("Badge reader failing at the {p}", "The badge reader at the {p} rejects valid badges about half of the time."),
+]
+PRIORITY_WEIGHTS = {"low": 3, "medium": 5, "high": 3, "urgent": 1}
+
+
+async def seed_demo(db: AsyncDatabase, *, count: int = 200, only_if_empty: bool = False) -> str:
+    """Add demo users (password DEMO_PASSWORD) and `count` work orders; returns what was done, in words."""
+    if only_if_empty and await db["work_orders"].estimated_document_count():
+        return "Demo data not added: the desk already has work orders."
+    owners = await _people(db)
+    rng = random.Random(2026)  # noqa: S311 - the same demo every time; nothing secret
+    moment = now()
+    for _ in range(count):
+        await orders_repo.insert(db, _order(rng, owners, moment))
+    emails = ", ".join(email for email, _, _ in PEOPLE)
+    return f"Added {count} demo work orders. Demo people ({emails}) log in with the password {DEMO_PASSWORD}."
+
+
+async def _people(db: AsyncDatabase) -> list[ObjectId]:
+    """The demo users who may own work orders (creating those missing)."""
+    ids = []
+    for email, name, role in PEOPLE:
+        with suppress(Conflict):  # seeded before: keep them as they are
+            data = UserCreate(email=email, name=name, role=role, password=DEMO_PASSWORD)
+            await users_service.register(db=db, data=data)
+        user = await users_repo.get_by_email(db, email)
+        assert user is not None
+        ids.append(user["_id"])
+    return ids
+
+
+def _order(rng: random.Random, owners: list[ObjectId], moment) -> dict:
+    title, description = rng.choice(PROBLEMS)
+    place = rng.choice(PLACES)
+    created = moment - timedelta(days=rng.uniform(0, 60))
+    age_days = (moment - created).total_seconds() / 86400
+    status = rng.choices(["pending", "in_progress", "done", "cancelled"], weights=[3, 3, 5 if age_days > 3 else 1, 1])[
+        0
+    ]
+    closed = created + timedelta(hours=rng.uniform(2, min(age_days * 24, 240))) if status in CLOSED else None
+    updated = closed or created + timedelta(hours=rng.uniform(0, min(age_days * 24, 48)))
+    return {
+        "title": title.format(p=place),
+        "description": description.format(p=place),
+        "priority": rng.choices(list(PRIORITY_WEIGHTS), weights=list(PRIORITY_WEIGHTS.values()))[0],
+        "status": status,
+        "ownerId": rng.choice(owners),
+        "version": 1,
+        "createdAt": created.replace(microsecond=created.microsecond // 1000 * 1000),
+        "updatedAt": min(updated, moment),
+        "closedAt": closed,
+    }

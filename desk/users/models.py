@@ -1,0 +1,51 @@
+"""User shapes: what admins send, what the API returns."""
+
+import re
+from datetime import datetime
+from typing import Annotated, Literal
+
+from pydantic import AfterValidator, Field, StringConstraints
+
+from desk.schema import ApiModel, IdStr, ReadModel
+
+RoleName = Literal["admin", "user", "viewer"]
+EMAIL = re.compile(r"^[^@\s]+@[^@\s]+\.[^@\s]+$")
+
+
+def _email(value: str) -> str:
+    if not EMAIL.match(value):
+        raise ValueError("must be an email address")
+    return value.lower()
+
+
+Email = Annotated[str, StringConstraints(strip_whitespace=True, max_length=254), AfterValidator(_email)]
+Name = Annotated[str, StringConstraints(strip_whitespace=True, min_length=1, max_length=100)]
+Password = Annotated[str, Field(min_length=1, max_length=128)]
+
+
+class UserCreate(ApiModel):
+    email: Email
+    name: Name
+    role: RoleName = "user"
+    password: Password
+
+
+class UserAdminUpdate(ApiModel):
+    """What an admin may change; `password` resets it and ends the user's sessions."""
+
+    name: Name | None = None
+    role: RoleName | None = None
+    ai_enabled: bool | None = None
+    active: bool | None = None
+    password: Password | None = None
+
+
+class UserRead(ReadModel):
+    id: IdStr = Field(validation_alias="_id")
+    email: str
+    name: str
+    role: RoleName
+    ai_enabled: bool
+    active: bool
+    created_at: datetime
+    updated_at: datetime

@@ -1,0 +1,74 @@
+"""The `users` collection; the only place that touches it."""
+
+from datetime import datetime
+from typing import Any
+
+from bson import ObjectId
+from pymongo import ASCENDING, DESCENDING, ReturnDocument
+from pymongo.asynchronous.database import AsyncDatabase
+
+LOCK_AFTER_FAILURES = 5
+
+Doc = dict[str, Any]
+
+
+def _users(db: AsyncDatabase):
+    return db["users"]
+
+
+async def ensure_indexes(db: AsyncDatabase) -> None:
+    await _users(db).create_index([("email", ASCENDING)], unique=True, name="email_unique")
+    await _users(db).create_index([("createdAt", DESCENDING)], name="created")
+
+
+async def insert(db: AsyncDatabase, doc: Doc) -> Doc:
+    """Store a new user; raises DuplicateKeyError when the email is taken."""
+    result = await _users(db).insert_one(doc)
+    return {**doc, "_id": result.inserted_id}
+
+
+async def get(db: AsyncDatabase, user_id: ObjectId) -> Doc | None:
+    return await _users(db).find_one({"_id": user_id})
+
+
+async def get_by_email(db: AsyncDatabase, email: str) -> Doc | None:
+    return await _users(db).find_one({"email": email})
+
+
+async def names(db: AsyncDatabase, ids: list[ObjectId]) -> dict[str, str]:
+    """Display names by id string, for the ids given."""
+    cursor = _users(db).find({"_id": {"$in": ids}}, {"name": 1})
+    return {str(doc["_id"]): doc["name"] async for doc in cursor}
+
+
+async def count(db: AsyncDatabase) -> int:
+    return await _users(db).count_documents({})
+
+
+async def page(db: AsyncDatabase, *, offset: int, limit: int) -> list[Doc]:
+    cursor = _users(db).find({}).sort([("createdAt", DESCENDING), ("_id", DESCENDING)]).skip(offset).limit(limit)
+    return await cursor.to_list()
+
+
+async def update(db: AsyncDatabase, user_id: ObjectId, fields: Doc) -> Doc | None:
+    return await _users(db).find_one_and_update(
+        {"_id": user_id}, {"$set": fields}, return_document=ReturnDocument.AFTER
+    )
+
+
+async def record_failed_login(db: AsyncDatabase, user_id: ObjectId, *, lock_until: datetime) -> Doc | None:
+    """Count a failed login atomically; the fifth in a row locks the account until `lock_until`."""
+    doc = await _users(db).find_one_and_update(
+        {"_id": user_id}, {"$inc": {"failedLoginCount": 1}}, return_document=ReturnDocument.AFTER
+    )
+    if doc and doc["failedLoginCount"] >= LOCK_AFTER_FAILURES:
+        doc = await _users(db).find_one_and_update(
+            {"_id": user_id},
+            {"$set": {"lockedUntil": lock_until, "failedLoginCount": 0}},
+            return_document=ReturnDocument.AFTER,
+        )
+    return doc
+
+
+async def clear_failed_logins(db: AsyncDatabase, user_id: ObjectId) -> None:
+    await _users(db).update_one({"_id": user_id}, {"$set": {"failedLoginCount": 0, "lockedUntil": None}})

@@ -1,0 +1,126 @@
+"""Managing people: admins run users; everyone manages their own profile."""
+
+from bson import ObjectId
+from pymongo.asynchronous.database import AsyncDatabase
+from pymongo.errors import DuplicateKeyError
+
+from desk.actors import Actor
+from desk.auth import passwords
+from desk.auth import service as auth_service
+from desk.errors import Conflict, Forbidden, NotFound, ValidationFailed
+from desk.schema import OffsetPage, PageQuery, now, parse_object_id
+from desk.users import repository as repo
+from desk.users.models import UserAdminUpdate, UserCreate, UserRead
+
+
+def _require_admin(actor: Actor) -> None:
+    if not actor.is_admin:
+        raise Forbidden("Only admins can manage users.")
+
+
+def _require_human(actor: Actor) -> None:
+    if not actor.is_human:
+        raise Forbidden()
+
+
+async def create_user(*, db: AsyncDatabase, actor: Actor, data: UserCreate) -> UserRead:
+    """Admins add a person with a role and a first password."""
+    _require_admin(actor)
+    return await register(db=db, data=data)
+
+
+async def register(*, db: AsyncDatabase, data: UserCreate) -> UserRead:
+    """Store a new user after the password policy; used by admins, the first-admin set-up and the seed."""
+    passwords.check_policy(data.password)
+    moment = now()
+    doc = {
+        "email": data.email,
+        "name": data.name,
+        "role": data.role,
+        "passwordHash": await passwords.hash_password(data.password),
+        "aiEnabled": True,
+        "active": True,
+        "failedLoginCount": 0,
+        "lockedUntil": None,
+        "createdAt": moment,
+        "updatedAt": moment,
+    }
+    try:
+        return UserRead.model_validate(await repo.insert(db, doc))
+    except DuplicateKeyError:
+        raise Conflict("A user with that email already exists.", details={"field": "email"}) from None
+
+
+async def list_users(*, db: AsyncDatabase, actor: Actor, page: PageQuery) -> OffsetPage[UserRead]:
+    """Every user, newest first (admins only)."""
+    _require_admin(actor)
+    docs = await repo.page(db, offset=page.offset, limit=page.limit)
+    items = [UserRead.model_validate(doc) for doc in docs]
+    return OffsetPage[UserRead](items=items, total=await repo.count(db), offset=page.offset, limit=page.limit)
+
+
+async def get_user(*, db: AsyncDatabase, actor: Actor, user_id: str) -> UserRead | None:
+    """A user by id, for admins and for the person themselves."""
+    _require_human(actor)
+    if not actor.is_admin and actor.id != user_id:
+        raise Forbidden()
+    oid = parse_object_id(user_id)
+    doc = await repo.get(db, oid) if oid else None
+    return UserRead.model_validate(doc) if doc else None
+
+
+async def get_user_or_raise(*, db: AsyncDatabase, actor: Actor, user_id: str) -> UserRead:
+    """Like get_user, NotFound when there is no such user."""
+    user = await get_user(db=db, actor=actor, user_id=user_id)
+    if user is None:
+        raise NotFound("No such user.")
+    return user
+
+
+async def display_names(*, db: AsyncDatabase, user_ids: set[str]) -> dict[str, str]:
+    """Names to show beside owner and actor ids (ids that are not users are left out)."""
+    oids = [oid for oid in map(parse_object_id, user_ids) if oid]
+    return await repo.names(db, oids) if oids else {}
+
+
+async def update_user(*, db: AsyncDatabase, actor: Actor, user_id: str, data: UserAdminUpdate) -> UserRead:
+    """Admins change role, AI access, active and reset passwords; deactivating or a reset ends sessions."""
+    _require_admin(actor)
+    target = await get_user_or_raise(db=db, actor=actor, user_id=user_id)
+    changes = data.model_dump(exclude_none=True, by_alias=True)
+    if actor.id == target.id and (changes.get("role", "admin") != "admin" or changes.get("active") is False):
+        raise Forbidden("You cannot remove your own admin role or deactivate yourself.")
+    if data.password is not None:
+        passwords.check_policy(data.password)
+        changes["passwordHash"] = await passwords.hash_password(changes.pop("password"))
+        changes["failedLoginCount"] = 0
+        changes["lockedUntil"] = None
+    changes["updatedAt"] = now()
+    doc = await repo.update(db, ObjectId(target.id), changes)
+    if doc is None:
+        raise NotFound("No such user.")
+    if data.password is not None or data.active is False:
+        await auth_service.end_sessions(db=db, user_id=doc["_id"])
+    return UserRead.model_validate(doc)
+
+
+async def set_own_ai(*, db: AsyncDatabase, actor: Actor, enabled: bool) -> UserRead:
+    """A person turns AI assistance on or off for themselves."""
+    _require_human(actor)
+    doc = await repo.update(db, ObjectId(actor.id), {"aiEnabled": enabled, "updatedAt": now()})
+    if doc is None:
+        raise NotFound("No such user.")
+    return UserRead.model_validate(doc)
+
+
+async def change_own_password(
+    *, db: AsyncDatabase, actor: Actor, current: str, new: str, keep_session: str | None = None
+) -> None:
+    """Change one's own password after checking the current one; every other session ends."""
+    _require_human(actor)
+    doc = await repo.get(db, ObjectId(actor.id))
+    if doc is None or not await passwords.verify_password(doc["passwordHash"], current):
+        raise ValidationFailed("The current password is not right.", details={"field": "currentPassword"})
+    passwords.check_policy(new)
+    await repo.update(db, doc["_id"], {"passwordHash": await passwords.hash_password(new), "updatedAt": now()})
+    await auth_service.end_sessions(db=db, user_id=doc["_id"], keep_secret=keep_session)

@@ -1,0 +1,56 @@
+"""/api/v1/work-orders: thin routes over the work-order service."""
+
+from typing import Annotated
+
+from fastapi import APIRouter, Query, status
+
+from desk.errors import ErrorCode
+from desk.http import AUTHED, CurrentActor, Db, errors
+from desk.schema import OffsetPage
+from desk.work_orders import service
+from desk.work_orders.models import (
+    ActivityRead,
+    Version,
+    WorkOrderCreate,
+    WorkOrderQuery,
+    WorkOrderRead,
+    WorkOrderUpdate,
+)
+
+router = APIRouter(prefix="/api/v1/work-orders", tags=["work orders"])
+MISSING = (*AUTHED, ErrorCode.NOT_FOUND)
+
+
+@router.get("", response_model=OffsetPage[WorkOrderRead], responses=errors(*AUTHED))
+async def list_orders(
+    db: Db, actor: CurrentActor, query: Annotated[WorkOrderQuery, Query()]
+) -> OffsetPage[WorkOrderRead]:
+    """Your work orders (admins: everyone's), filtered, searched (`q`: whole words) and sorted."""
+    return await service.list_orders(db=db, actor=actor, query=query)
+
+
+@router.post("", status_code=201, response_model=WorkOrderRead, responses=errors(*AUTHED))
+async def create(body: WorkOrderCreate, db: Db, actor: CurrentActor) -> WorkOrderRead:
+    return await service.create(db=db, actor=actor, data=body)
+
+
+@router.get("/{order_id}", response_model=WorkOrderRead, responses=errors(*MISSING))
+async def get(order_id: str, db: Db, actor: CurrentActor) -> WorkOrderRead:
+    return await service.get_or_raise(db=db, actor=actor, order_id=order_id)
+
+
+@router.patch("/{order_id}", response_model=WorkOrderRead, responses=errors(*MISSING, ErrorCode.CONFLICT))
+async def update(order_id: str, body: WorkOrderUpdate, db: Db, actor: CurrentActor) -> WorkOrderRead:
+    """Change fields; `version` must be the one you read, else 409 CONFLICT with the current order."""
+    return await service.update(db=db, actor=actor, order_id=order_id, data=body)
+
+
+@router.delete("/{order_id}", status_code=status.HTTP_204_NO_CONTENT, responses=errors(*MISSING, ErrorCode.CONFLICT))
+async def delete(order_id: str, version: Annotated[Version, Query()], db: Db, actor: CurrentActor) -> None:
+    await service.delete(db=db, actor=actor, order_id=order_id, version=version)
+
+
+@router.get("/{order_id}/activity", response_model=list[ActivityRead], responses=errors(*MISSING))
+async def activity(order_id: str, db: Db, actor: CurrentActor) -> list[ActivityRead]:
+    """The timeline: who changed what, and when; newest first."""
+    return await service.activity(db=db, actor=actor, order_id=order_id)

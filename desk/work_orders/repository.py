@@ -1,0 +1,124 @@
+"""The `work_orders` and `activity` collections; the only place that touches them.
+
+Every write here also moves the counters (desk/work_orders/counters.py) and appends to the
+change feed (desk/work_orders/changes.py), so no caller can forget either.
+"""
+
+from datetime import datetime
+from typing import Any
+
+from bson import ObjectId
+from pymongo import ASCENDING, DESCENDING, ReturnDocument
+from pymongo.asynchronous.database import AsyncDatabase
+
+from desk.work_orders import changes, counters, search
+from desk.work_orders.models import PRIORITIES
+
+Doc = dict[str, Any]
+
+SORTS: dict[str, list[tuple[str, int]]] = {
+    "-createdAt": [("createdAt", DESCENDING), ("_id", DESCENDING)],
+    "createdAt": [("createdAt", ASCENDING), ("_id", ASCENDING)],
+    "-updatedAt": [("updatedAt", DESCENDING), ("_id", DESCENDING)],
+    "updatedAt": [("updatedAt", ASCENDING), ("_id", ASCENDING)],
+    "-priority": [("priorityRank", DESCENDING), ("createdAt", DESCENDING), ("_id", DESCENDING)],
+    "priority": [("priorityRank", ASCENDING), ("createdAt", DESCENDING), ("_id", DESCENDING)],
+    "title": [("title", ASCENDING), ("_id", ASCENDING)],
+    "-title": [("title", DESCENDING), ("_id", DESCENDING)],
+}
+
+
+def _orders(db: AsyncDatabase):
+    return db["work_orders"]
+
+
+async def ensure_indexes(db: AsyncDatabase) -> None:
+    orders = _orders(db)
+    await orders.create_index([("createdAt", DESCENDING), ("_id", DESCENDING)], name="created")
+    await orders.create_index([("ownerId", ASCENDING), ("createdAt", DESCENDING)], name="owner_created")
+    await orders.create_index([("status", ASCENDING), ("createdAt", DESCENDING)], name="status_created")
+    await orders.create_index([("priorityRank", DESCENDING), ("createdAt", DESCENDING)], name="priority_created")
+    await db["activity"].create_index([("workOrderId", ASCENDING), ("at", DESCENDING)], name="order_at")
+    await changes.ensure_indexes(db)
+    await search.ensure_indexes(db)
+
+
+def _derived(doc: Doc) -> Doc:
+    """A field kept only for sorting by priority in its natural order."""
+    return {"priorityRank": PRIORITIES.index(doc["priority"])}
+
+
+def filters(*, owner_id: ObjectId | None, status: str | None, priority: str | None) -> Doc:
+    """The MongoDB filter for a list request (it also applies to search postings)."""
+    found: Doc = {}
+    if owner_id is not None:
+        found["ownerId"] = owner_id
+    if status:
+        found["status"] = status
+    if priority:
+        found["priority"] = priority
+    return found
+
+
+READ_FIELDS = {"priorityRank": 0}
+
+
+async def insert(db: AsyncDatabase, doc: Doc) -> Doc:
+    """Store a new work order."""
+    stored = {**doc, **_derived(doc)}
+    stored["_id"] = (await _orders(db).insert_one(stored)).inserted_id
+    await counters.apply(db, None, stored)
+    await search.reindex(db, stored["_id"], stored)
+    await changes.record(db, stored["_id"], "created")
+    return stored
+
+
+async def get(db: AsyncDatabase, order_id: ObjectId) -> Doc | None:
+    return await _orders(db).find_one({"_id": order_id}, READ_FIELDS)
+
+
+async def page(db: AsyncDatabase, filter_: Doc, *, sort: str, offset: int, limit: int) -> list[Doc]:
+    cursor = _orders(db).find(filter_, READ_FIELDS).sort(SORTS[sort]).skip(offset).limit(limit)
+    return await cursor.to_list()
+
+
+async def search_page(db: AsyncDatabase, q: str, filter_: Doc, *, sort: str, offset: int, limit: int):
+    """One page of the work orders matching every word of `q`, with the match count and whether it is exact."""
+    ids, total, exact = await search.search(db, q, filter_, SORTS[sort], offset=offset, limit=limit)
+    found = {doc["_id"]: doc async for doc in _orders(db).find({"_id": {"$in": ids}}, READ_FIELDS)}
+    return [found[oid] for oid in ids if oid in found], total, exact
+
+
+async def update(db: AsyncDatabase, before: Doc, fields: Doc, *, at: datetime) -> Doc | None:
+    """Apply `fields` only if the stored version is still `before`'s; None when someone else saved first."""
+    merged = {**before, **fields}
+    after = await _orders(db).find_one_and_update(
+        {"_id": before["_id"], "version": before["version"]},
+        {"$set": {**fields, **_derived(merged), "updatedAt": at}, "$inc": {"version": 1}},
+        projection=READ_FIELDS,
+        return_document=ReturnDocument.AFTER,
+    )
+    if after is not None:
+        await counters.apply(db, before, after)
+        await search.reindex(db, after["_id"], {**after, **_derived(after)})
+        await changes.record(db, after["_id"], "updated")
+    return after
+
+
+async def delete(db: AsyncDatabase, order_id: ObjectId, version: int) -> Doc | None:
+    """Delete only at `version`; returns what was deleted, None when the version moved on."""
+    gone = await _orders(db).find_one_and_delete({"_id": order_id, "version": version}, projection=READ_FIELDS)
+    if gone is not None:
+        await counters.apply(db, gone, None)
+        await search.reindex(db, order_id, None)
+        await changes.record(db, order_id, "deleted")
+    return gone
+
+
+async def append_activity(db: AsyncDatabase, entry: Doc) -> None:
+    await db["activity"].insert_one(entry)
+
+
+async def activity(db: AsyncDatabase, order_id: ObjectId, *, limit: int = 200) -> list[Doc]:
+    cursor = db["activity"].find({"workOrderId": order_id}).sort([("at", DESCENDING), ("_id", DESCENDING)])
+    return await cursor.limit(limit).to_list()

@@ -1,0 +1,211 @@
+"""Work-order rules: who may see and change what, optimistic versions, and the activity timeline."""
+
+from typing import Any
+
+from bson import ObjectId
+from pymongo.asynchronous.database import AsyncDatabase
+
+from desk.actors import Actor
+from desk.errors import Conflict, DeskError, Forbidden, NotFound, ValidationFailed
+from desk.schema import OffsetPage, now, parse_object_id
+from desk.users import repository as users_repo
+from desk.work_orders import counters
+from desk.work_orders import repository as repo
+from desk.work_orders.models import (
+    CLOSED,
+    ActivityRead,
+    WorkOrderCreate,
+    WorkOrderQuery,
+    WorkOrderRead,
+    WorkOrderUpdate,
+)
+
+TRACKED = ("title", "description", "priority", "status", "ownerId")
+
+
+def _require_person(actor: Actor) -> None:
+    # Defence in depth (spec §4.2): the System Actor reaches only triage_patch.
+    if not actor.is_human:
+        raise Forbidden("This action is not available to automated agents.")
+
+
+def _visible(actor: Actor, doc: dict[str, Any]) -> bool:
+    return actor.is_admin or str(doc["ownerId"]) == actor.id
+
+
+async def _owner_id(db: AsyncDatabase, actor: Actor, requested: str | None) -> ObjectId:
+    """The owner a write may set: yourself, or anyone existing when you are an admin."""
+    if requested is None or requested == actor.id:
+        return ObjectId(actor.id)
+    if not actor.is_admin:
+        raise Forbidden("Only admins can give a work order to someone else.")
+    oid = parse_object_id(requested)
+    if oid is None or await users_repo.get(db, oid) is None:
+        raise ValidationFailed("The owner does not exist.", details={"field": "ownerId"})
+    return oid
+
+
+async def create(*, db: AsyncDatabase, actor: Actor, data: WorkOrderCreate, run_id: str | None = None) -> WorkOrderRead:
+    """A new pending work order owned by the actor (admins may name another owner)."""
+    _require_person(actor)
+    if not actor.can_write:
+        raise Forbidden("Viewers cannot create work orders.")
+    moment = now()
+    doc = await repo.insert(
+        db,
+        {
+            "title": data.title,
+            "description": data.description,
+            "priority": data.priority,
+            "status": "pending",
+            "ownerId": await _owner_id(db, actor, data.owner_id),
+            "version": 1,
+            "createdAt": moment,
+            "updatedAt": moment,
+            "closedAt": None,
+        },
+    )
+    await _record(db, actor, doc["_id"], "created", before=None, after=_tracked(doc), run_id=run_id)
+    return WorkOrderRead.model_validate(doc)
+
+
+async def get(*, db: AsyncDatabase, actor: Actor, order_id: str) -> WorkOrderRead | None:
+    """The work order if the actor may see it, else None (someone else's looks like a missing one)."""
+    doc = await _get_visible(db, actor, order_id)
+    return WorkOrderRead.model_validate(doc) if doc else None
+
+
+async def get_or_raise(*, db: AsyncDatabase, actor: Actor, order_id: str) -> WorkOrderRead:
+    """Like get, NotFound when it is missing or not the actor's to see."""
+    order = await get(db=db, actor=actor, order_id=order_id)
+    if order is None:
+        raise NotFound("No such work order.")
+    return order
+
+
+async def _get_visible(db: AsyncDatabase, actor: Actor, order_id: str) -> dict[str, Any] | None:
+    _require_person(actor)
+    oid = parse_object_id(order_id)
+    doc = await repo.get(db, oid) if oid else None
+    return doc if doc and _visible(actor, doc) else None
+
+
+async def list_orders(*, db: AsyncDatabase, actor: Actor, query: WorkOrderQuery) -> OffsetPage[WorkOrderRead]:
+    """A page of the work orders the actor may see; admins see all, everyone else their own."""
+    _require_person(actor)
+    owner = await _list_owner(actor, query.owner_id)
+    filter_ = repo.filters(owner_id=owner, status=query.status, priority=query.priority)
+    if query.q:
+        docs, total, exact = await repo.search_page(
+            db, query.q, filter_, sort=query.sort, offset=query.offset, limit=query.limit
+        )
+    else:
+        docs = await repo.page(db, filter_, sort=query.sort, offset=query.offset, limit=query.limit)
+        key = counters.total_key(str(owner) if owner else None, query.status, query.priority)
+        total, exact = (await counters.read(db, [key]))[key], True
+    items = [WorkOrderRead.model_validate(doc) for doc in docs]
+    return OffsetPage[WorkOrderRead](
+        items=items, total=total, offset=query.offset, limit=query.limit, total_exact=exact
+    )
+
+
+async def _list_owner(actor: Actor, requested: str | None) -> ObjectId | None:
+    if not actor.is_admin:
+        if requested not in (None, actor.id):
+            raise Forbidden("You can only list your own work orders.")
+        return ObjectId(actor.id)
+    if requested is None:
+        return None
+    oid = parse_object_id(requested)
+    if oid is None:
+        raise ValidationFailed("ownerId is not a valid id.", details={"field": "ownerId"})
+    return oid
+
+
+async def update(
+    *, db: AsyncDatabase, actor: Actor, order_id: str, data: WorkOrderUpdate, run_id: str | None = None
+) -> WorkOrderRead:
+    """Change fields at the version the person saw; Conflict (and nothing written) when it moved on."""
+    before = await _get_writable(db, actor, order_id)
+    fields = data.changes()
+    if "ownerId" in fields:
+        fields["ownerId"] = await _owner_id(db, actor, data.owner_id)
+    _check_version(before, data.version)
+    fields = {key: value for key, value in fields.items() if before.get(key) != value}
+    if not fields:
+        return WorkOrderRead.model_validate(before)
+    if "status" in fields:
+        fields["closedAt"] = now() if fields["status"] in CLOSED else None
+    after = await repo.update(db, before, fields, at=now())
+    if after is None:
+        raise await _lost_race(db, before["_id"])
+    old, new = _tracked(before), _tracked(after)
+    changed = [key for key in TRACKED if old[key] != new[key]]
+    before_fields, after_fields = {k: old[k] for k in changed}, {k: new[k] for k in changed}
+    await _record(db, actor, before["_id"], "updated", before=before_fields, after=after_fields, run_id=run_id)
+    return WorkOrderRead.model_validate(after)
+
+
+async def delete(*, db: AsyncDatabase, actor: Actor, order_id: str, version: int, run_id: str | None = None) -> None:
+    """Delete at the version the person saw; Conflict (and nothing deleted) when it moved on."""
+    before = await _get_writable(db, actor, order_id)
+    _check_version(before, version)
+    gone = await repo.delete(db, before["_id"], version)
+    if gone is None:
+        raise await _lost_race(db, before["_id"])
+    await _record(db, actor, before["_id"], "deleted", before=_tracked(before), after=None, run_id=run_id)
+
+
+async def activity(*, db: AsyncDatabase, actor: Actor, order_id: str) -> list[ActivityRead]:
+    """The timeline of a work order the actor may see, newest first."""
+    doc = await _get_visible(db, actor, order_id)
+    if doc is None:
+        raise NotFound("No such work order.")
+    return [ActivityRead.model_validate(entry) for entry in await repo.activity(db, doc["_id"])]
+
+
+async def _get_writable(db: AsyncDatabase, actor: Actor, order_id: str) -> dict[str, Any]:
+    doc = await _get_visible(db, actor, order_id)
+    if doc is None:
+        raise NotFound("No such work order.")
+    if not actor.can_write:
+        raise Forbidden("Viewers cannot change work orders.")
+    return doc
+
+
+def _check_version(current: dict[str, Any], version: int) -> None:
+    if current["version"] != version:
+        raise _conflict(current)
+
+
+def _conflict(current: dict[str, Any]) -> Conflict:
+    return Conflict(
+        "Someone else saved this work order first. Reload to see their change, then apply yours again.",
+        details={"current": WorkOrderRead.model_validate(current).model_dump(mode="json", by_alias=True)},
+    )
+
+
+async def _lost_race(db: AsyncDatabase, order_id: ObjectId) -> DeskError:
+    """Another write landed between our read and our conditional write: say what is there now."""
+    current = await repo.get(db, order_id)
+    return _conflict(current) if current else NotFound("No such work order.")
+
+
+def _tracked(doc: dict[str, Any]) -> dict[str, Any]:
+    return {key: str(doc[key]) if key == "ownerId" else doc[key] for key in TRACKED}
+
+
+async def _record(db, actor: Actor, order_id: ObjectId, action: str, *, before, after, run_id: str | None) -> None:
+    await repo.append_activity(
+        db,
+        {
+            "workOrderId": order_id,
+            "actorId": actor.id,
+            "actorKind": actor.kind,
+            "action": action,
+            "before": before,
+            "after": after,
+            "runId": run_id,
+            "at": now(),
+        },
+    )

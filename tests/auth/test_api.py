@@ -1,0 +1,201 @@
+"""Logging in and out, lockout, rate limits, CSRF, session lifetimes and personal API tokens."""
+
+from datetime import timedelta
+
+from bson import ObjectId
+
+from desk.auth.service import digest
+from desk.config import use_settings
+from desk.http import CSRF_HEADER
+from desk.schema import now
+from tests.helpers import PASSWORD
+
+WRONG = "Wrong email or password"
+
+
+async def test_login_sets_an_http_only_lax_cookie_and_me_answers(make_user, anonymous):
+    sam = await make_user("user", email="sam@example.com")
+
+    response = await anonymous.post("/api/v1/auth/login", json={"email": "SAM@example.com ", "password": PASSWORD})
+
+    assert response.status_code == 200
+    assert response.json()["email"] == "sam@example.com"
+    assert "passwordHash" not in response.json()
+    cookie = response.headers["set-cookie"]
+    assert cookie.startswith("desk_session=")
+    assert "HttpOnly" in cookie and "SameSite=lax" in cookie and "Path=/" in cookie
+    me = await anonymous.get("/api/v1/auth/me")
+    assert me.json()["id"] == sam["id"]
+
+
+async def test_only_the_hash_of_the_session_is_stored(make_user, anonymous, db):
+    await make_user("user", email="sam@example.com")
+    response = await anonymous.post("/api/v1/auth/login", json={"email": "sam@example.com", "password": PASSWORD})
+    secret = response.cookies["desk_session"]
+
+    stored = await db["sessions"].find_one({})
+
+    assert len(secret) >= 43  # 256 random bits, base64url
+    assert stored["_id"] == digest(secret)
+    assert secret not in str(stored)
+
+
+async def test_https_deployments_get_a_secure_host_only_cookie(make_user, anonymous, settings):
+    use_settings(settings.model_copy(update={"desk_public_https": True}))
+    await make_user("user", email="sam@example.com")
+
+    response = await anonymous.post("/api/v1/auth/login", json={"email": "sam@example.com", "password": PASSWORD})
+
+    cookie = response.headers["set-cookie"]
+    assert cookie.startswith("__Host-desk_session=") and "Secure" in cookie
+
+
+async def test_wrong_password_unknown_email_and_inactive_user_all_look_the_same(make_user, anonymous, client_for):
+    admin = await make_user("admin")
+    gone = await make_user("user", email="gone@example.com")
+    await (await client_for(admin)).patch(f"/api/v1/admin/users/{gone['id']}", json={"active": False})
+    await make_user("user", email="sam@example.com")
+
+    answers = [
+        await anonymous.post("/api/v1/auth/login", json={"email": "sam@example.com", "password": "nope nope"}),
+        await anonymous.post("/api/v1/auth/login", json={"email": "nobody@example.com", "password": PASSWORD}),
+        await anonymous.post("/api/v1/auth/login", json={"email": "gone@example.com", "password": PASSWORD}),
+    ]
+
+    assert {a.status_code for a in answers} == {401}
+    assert len({a.json()["error"]["message"] for a in answers}) == 1
+    assert WRONG in answers[0].json()["error"]["message"]
+
+
+async def test_five_failures_lock_the_account_for_fifteen_minutes(make_user, anonymous, db):
+    sam = await make_user("user", email="sam@example.com")
+    for _ in range(5):
+        await anonymous.post("/api/v1/auth/login", json={"email": "sam@example.com", "password": "wrong password"})
+
+    locked = await anonymous.post("/api/v1/auth/login", json={"email": "sam@example.com", "password": PASSWORD})
+
+    assert locked.status_code == 401 and WRONG in locked.json()["error"]["message"]
+    stored = await db["users"].find_one({"_id": ObjectId(sam["id"])})
+    assert timedelta(minutes=14) < stored["lockedUntil"] - now() <= timedelta(minutes=15)
+
+    await db["users"].update_one({"_id": ObjectId(sam["id"])}, {"$set": {"lockedUntil": now() - timedelta(seconds=1)}})
+    unlocked = await anonymous.post("/api/v1/auth/login", json={"email": "sam@example.com", "password": PASSWORD})
+    assert unlocked.status_code == 200
+
+
+async def test_login_is_rate_limited_per_address(make_user, anonymous, settings):
+    use_settings(settings.model_copy(update={"desk_login_attempts_per_minute": 3}))
+    await make_user("user", email="sam@example.com")
+    body = {"email": "sam@example.com", "password": "wrong password"}
+    statuses = [(await anonymous.post("/api/v1/auth/login", json=body)).status_code for _ in range(4)]
+
+    limited = await anonymous.post("/api/v1/auth/login", json={"email": "sam@example.com", "password": PASSWORD})
+
+    assert statuses == [401, 401, 401, 429]
+    assert limited.status_code == 429
+    assert limited.json()["error"]["code"] == "RATE_LIMITED"
+    assert 1 <= int(limited.headers["Retry-After"]) <= 60
+
+
+async def test_cookie_requests_that_change_things_need_the_csrf_header(make_user, client_for, db):
+    sam = await make_user("user")
+    client = await client_for(sam)
+    del client.headers[CSRF_HEADER]
+
+    refused = await client.post("/api/v1/work-orders", json={"title": "Leaking tap"})
+    reading = await client.get("/api/v1/work-orders")
+    login = await client.post("/api/v1/auth/login", json={"email": sam["email"], "password": PASSWORD})
+
+    assert refused.status_code == 403 and CSRF_HEADER in refused.json()["error"]["message"]
+    assert reading.status_code == 200
+    assert login.status_code == 403
+    assert await db["work_orders"].count_documents({}) == 0
+
+
+async def test_logout_ends_the_session_on_the_server(make_user, client_for):
+    sam = await make_user("user")
+    client = await client_for(sam)
+    cookie = client.cookies.get("desk_session")
+
+    assert (await client.post("/api/v1/auth/logout")).status_code == 204
+
+    client.cookies.set("desk_session", cookie)  # a copy of the cookie kept by an attacker
+    assert (await client.get("/api/v1/auth/me")).status_code == 401
+
+
+async def test_idle_and_absolute_session_limits(make_user, client_for, db):
+    sam = await make_user("user")
+    idle, old = await client_for(sam), await client_for(sam)
+    sessions = await db["sessions"].find({}).to_list()
+    past = now() - timedelta(seconds=1)
+    await db["sessions"].update_one({"_id": sessions[0]["_id"]}, {"$set": {"idleExpiresAt": past}})
+    await db["sessions"].update_one({"_id": sessions[1]["_id"]}, {"$set": {"expiresAt": past}})
+
+    assert (await idle.get("/api/v1/auth/me")).status_code == 401
+    assert (await old.get("/api/v1/auth/me")).status_code == 401
+
+
+async def test_activity_pushes_the_idle_limit_forward(make_user, client_for, db, settings):
+    sam = await make_user("user")
+    client = await client_for(sam)
+    long_ago = now() - timedelta(minutes=5)
+    await db["sessions"].update_one(
+        {}, {"$set": {"lastSeenAt": long_ago, "idleExpiresAt": now() + timedelta(minutes=1)}}
+    )
+
+    assert (await client.get("/api/v1/auth/me")).status_code == 200
+
+    session = await db["sessions"].find_one({})
+    assert session["idleExpiresAt"] - now() > timedelta(minutes=settings.desk_session_idle_minutes - 1)
+
+
+async def test_deactivating_or_resetting_a_password_ends_sessions_at_once(make_user, client_for):
+    admin, sam, priya = await make_user("admin"), await make_user("user"), await make_user("user")
+    sams, priyas, admins = await client_for(sam), await client_for(priya), await client_for(admin)
+
+    await admins.patch(f"/api/v1/admin/users/{sam['id']}", json={"active": False})
+    reset = await admins.patch(f"/api/v1/admin/users/{priya['id']}", json={"password": "a brand new passphrase"})
+    assert reset.status_code == 200, reset.text
+
+    assert (await sams.get("/api/v1/auth/me")).status_code == 401
+    assert (await priyas.get("/api/v1/auth/me")).status_code == 401
+    assert (await admins.get("/api/v1/auth/me")).status_code == 200
+
+
+async def test_api_tokens_are_shown_once_hashed_at_rest_and_revocable(make_user, client_for, anonymous, db):
+    sam = await make_user("user")
+    client = await client_for(sam)
+
+    created = await client.post("/api/v1/auth/tokens", json={"name": "reporting script"})
+    secret = created.json()["secret"]
+    anonymous.headers["Authorization"] = f"Bearer {secret}"
+    del anonymous.headers[CSRF_HEADER]  # bearer requests are exempt from the CSRF header
+    made = await anonymous.post("/api/v1/work-orders", json={"title": "From a script"})
+    listed = (await client.get("/api/v1/auth/tokens")).json()
+
+    assert created.status_code == 201
+    assert made.status_code == 201 and made.json()["ownerId"] == sam["id"]
+    assert listed[0]["name"] == "reporting script" and listed[0]["lastUsedAt"] is not None
+    assert "secret" not in listed[0] and secret.startswith(listed[0]["prefix"])
+    assert secret not in str(await db["api_tokens"].find_one({}))
+
+    assert (await client.delete(f"/api/v1/auth/tokens/{listed[0]['id']}")).status_code == 204
+    assert (await anonymous.get("/api/v1/work-orders")).status_code == 401
+
+
+async def test_someone_elses_token_cannot_be_revoked(make_user, client_for):
+    sam, priya = await make_user("user"), await make_user("user")
+    token = (await (await client_for(sam)).post("/api/v1/auth/tokens", json={"name": "mine"})).json()
+
+    response = await (await client_for(priya)).delete(f"/api/v1/auth/tokens/{token['id']}")
+
+    assert response.status_code == 404
+    assert len((await (await client_for(sam)).get("/api/v1/auth/tokens")).json()) == 1
+
+
+async def test_bad_credentials_headers_are_unauthorized(anonymous):
+    for header in ["Bearer wod_not-a-real-token", "Basic dXNlcjpwYXNz", "Bearer "]:
+        anonymous.headers["Authorization"] = header
+        response = await anonymous.get("/api/v1/work-orders")
+        assert response.status_code == 401
+        assert response.json()["error"]["code"] == "UNAUTHORIZED"

@@ -1,0 +1,132 @@
+"""Session fixtures: one MongoDB for the whole run (MONGODB_URI, else the embedded server)."""
+
+import os
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
+
+import httpx
+import pytest
+from bson import ObjectId
+from fastapi import FastAPI
+from pymongo import AsyncMongoClient
+from pymongo.asynchronous.database import AsyncDatabase
+
+from desk.app import ensure_indexes, install_api
+from desk.auth import service as auth_service
+from desk.config import Settings, use_settings
+from desk.db.client import use_database
+from desk.db.embedded import EmbeddedMongo
+from desk.http import CSRF_HEADER, session_cookie_name
+from desk.users import service as users_service
+from desk.users.models import UserCreate
+from desk.work_orders import service as work_orders_service
+from desk.work_orders.models import WorkOrderCreate, WorkOrderRead
+from tests.helpers import PASSWORD, actor
+
+TEST_DB = "desk_test"
+
+
+@pytest.fixture(scope="session")
+def mongo_uri(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    """MONGODB_URI when set (a real MongoDB), else an embedded server started once for the run."""
+    if uri := os.environ.get("MONGODB_URI"):
+        yield uri
+        return
+    with EmbeddedMongo(tmp_path_factory.mktemp("mongo")) as uri:
+        yield uri
+
+
+@pytest.fixture(scope="session")
+async def db(mongo_uri: str) -> AsyncIterator[AsyncDatabase]:
+    """The `desk_test` database through one client shared by the run."""
+    client: AsyncMongoClient = AsyncMongoClient(mongo_uri, tz_aware=True)
+    try:
+        await ensure_indexes(client[TEST_DB])
+        yield client[TEST_DB]
+    finally:
+        await client.close()
+
+
+@pytest.fixture(autouse=True)
+async def clean_db(request: pytest.FixtureRequest) -> AsyncIterator[None]:
+    """Empty every collection after a test that used the database (emptied, not dropped:
+    re-creating a dropped collection breaks some indexes on the embedded engine)."""
+    yield
+    if "db" not in request.fixturenames:
+        return
+    database: AsyncDatabase = request.getfixturevalue("db")
+    for name in await database.list_collection_names():
+        if not name.startswith("system."):
+            await database[name].delete_many({})
+
+
+# --- the desk's own fixtures: real services, real database, a client per person ---
+
+
+@pytest.fixture
+def settings() -> Iterator[Settings]:
+    """Test settings (no environment file); tests that need other values build their own and `use_settings`."""
+    test_settings = Settings(desk_login_attempts_per_minute=1000)
+    use_settings(test_settings)
+    yield test_settings
+    use_settings(None)
+
+
+@pytest.fixture
+def app(db: AsyncDatabase, settings: Settings) -> FastAPI:
+    """The desk's API (the same routers and error handlers `desk run` mounts) on the test database."""
+    api_app = FastAPI()
+    install_api(api_app)
+    use_database(db)
+    return api_app
+
+
+@pytest.fixture
+async def anonymous(app: FastAPI) -> AsyncIterator[httpx.AsyncClient]:
+    """A client with no session; sends the CSRF header like the desk's own pages would."""
+    async with httpx.AsyncClient(transport=httpx.ASGITransport(app), base_url="http://desk.test") as client:
+        client.headers[CSRF_HEADER] = "1"
+        yield client
+
+
+@pytest.fixture
+def make_user(db: AsyncDatabase, settings: Settings) -> Callable[..., Awaitable[dict]]:
+    """Create a person through the real service; returns their stored user with the plain password."""
+    made = 0
+
+    async def make(role: str = "user", *, email: str | None = None, name: str | None = None) -> dict:
+        nonlocal made
+        made += 1
+        email = email or f"{role}{made}@example.com"
+        data = UserCreate(email=email, name=name or f"{role.title()} {made}", role=role, password=PASSWORD)
+        user = await users_service.register(db=db, data=data)
+        return {**user.model_dump(by_alias=True), "password": PASSWORD}
+
+    return make
+
+
+@pytest.fixture
+async def client_for(app: FastAPI, db: AsyncDatabase) -> AsyncIterator[Callable[[dict], Awaitable[httpx.AsyncClient]]]:
+    """A logged-in client for a user (a real session, opened by the auth service)."""
+    clients: list[httpx.AsyncClient] = []
+
+    async def login(user: dict) -> httpx.AsyncClient:
+        secret = await auth_service.open_session(db=db, user_id=ObjectId(user["id"]))
+        client = httpx.AsyncClient(transport=httpx.ASGITransport(app), base_url="http://desk.test")
+        client.headers[CSRF_HEADER] = "1"
+        client.cookies.set(session_cookie_name(), secret)
+        clients.append(client)
+        return client
+
+    yield login
+    for client in clients:
+        await client.aclose()
+
+
+@pytest.fixture
+def make_order(db: AsyncDatabase) -> Callable[..., Awaitable[WorkOrderRead]]:
+    """Create a work order as `user` through the real service."""
+
+    async def make(user: dict, title: str = "Leaking tap in kitchen", **fields: object) -> WorkOrderRead:
+        return await work_orders_service.create(db=db, actor=actor(user), data=WorkOrderCreate(title=title, **fields))
+
+    return make

@@ -1,0 +1,88 @@
+"""Metrics: counts by status and priority, opened and closed per day, mean time to done."""
+
+from datetime import timedelta
+
+from bson import ObjectId
+
+from desk.metrics.service import desk_metrics
+from desk.schema import now
+from desk.work_orders import counters
+from desk.work_orders import repository as orders_repo
+from tests.helpers import actor
+
+
+def _order(owner_id, *, status="pending", priority="medium", created_days_ago=0.0, closed_hours_later=None):
+    created = now() - timedelta(days=created_days_ago)
+    closed = created + timedelta(hours=closed_hours_later) if closed_hours_later is not None else None
+    return {
+        "title": "t",
+        "description": "",
+        "priority": priority,
+        "status": status,
+        "ownerId": owner_id,
+        "version": 1,
+        "createdAt": created,
+        "updatedAt": created,
+        "closedAt": closed,
+    }
+
+
+async def test_metrics_describe_the_work_orders(make_user, client_for, db):
+    admin = await make_user("admin")
+    owner = ObjectId(admin["id"])
+    await orders_repo.insert(db, _order(owner, priority="urgent", created_days_ago=2))
+    await orders_repo.insert(db, _order(owner, status="done", created_days_ago=3, closed_hours_later=10))
+    await orders_repo.insert(db, _order(owner, status="done", created_days_ago=1, closed_hours_later=20))
+    await orders_repo.insert(
+        db, _order(owner, status="cancelled", priority="low", created_days_ago=40, closed_hours_later=1)
+    )
+
+    metrics = (await (await client_for(admin)).get("/api/v1/admin/metrics")).json()
+
+    assert metrics["total"] == 4
+    assert metrics["byStatus"] == {"pending": 1, "in_progress": 0, "done": 2, "cancelled": 1}
+    assert metrics["byPriority"] == {"low": 1, "medium": 2, "high": 0, "urgent": 1}
+    assert metrics["meanHoursToDone"] == 15.0
+    days = metrics["perDay"]
+    assert len(days) == 30 and days[-1]["day"] == now().date().isoformat()
+    assert sum(d["opened"] for d in days) == 3  # the 40-day-old order is outside the window
+    assert sum(d["closed"] for d in days) == 2
+    three_days_ago = (now() - timedelta(days=3)).date().isoformat()
+    assert next(d for d in days if d["day"] == three_days_ago)["opened"] == 1
+
+
+async def test_metrics_follow_updates_and_deletes(make_user, make_order, db):
+    admin = await make_user("admin")
+    order = await make_order(admin)
+    from desk.work_orders import service
+    from desk.work_orders.models import WorkOrderUpdate
+
+    await service.update(db=db, actor=actor(admin), order_id=order.id, data=WorkOrderUpdate(version=1, status="done"))
+    after_done = await desk_metrics(db=db, actor=actor(admin))
+    await service.update(
+        db=db, actor=actor(admin), order_id=order.id, data=WorkOrderUpdate(version=2, status="pending")
+    )
+    reopened = await desk_metrics(db=db, actor=actor(admin))
+    await service.delete(db=db, actor=actor(admin), order_id=order.id, version=3)
+    deleted = await desk_metrics(db=db, actor=actor(admin))
+
+    assert (after_done.by_status["done"], after_done.per_day[-1].closed, after_done.mean_hours_to_done) == (1, 1, 0.0)
+    assert (reopened.by_status["done"], reopened.per_day[-1].closed, reopened.mean_hours_to_done) == (0, 0, None)
+    assert (deleted.total, deleted.per_day[-1].opened) == (0, 0)
+
+
+async def test_rebuilding_the_counters_gives_the_same_numbers(make_user, make_order, db):
+    admin = await make_user("admin")
+    for title in ["a", "b", "c"]:
+        await make_order(admin, title, priority="high")
+    before = await desk_metrics(db=db, actor=actor(admin))
+
+    await db["counters"].update_many({}, {"$set": {"n": 999}})
+    await counters.rebuild(db)
+
+    assert await desk_metrics(db=db, actor=actor(admin)) == before
+
+
+async def test_metrics_are_for_admins(make_user, client_for):
+    response = await (await client_for(await make_user("user"))).get("/api/v1/admin/metrics")
+    assert response.status_code == 403

@@ -1,0 +1,204 @@
+"""Bad input gets the right envelope and status, nothing is half-written, and the server never answers 500."""
+
+import pytest
+from bson import ObjectId
+
+ORDERS = "/api/v1/work-orders"
+
+
+async def _snapshot(db) -> list:
+    return [await db[name].find({}, {"_id": 0}).to_list() for name in ("work_orders", "activity", "users")]
+
+
+@pytest.mark.parametrize(
+    ("body", "field"),
+    [
+        ({"title": ""}, "title"),
+        ({"title": "   "}, "title"),
+        ({"title": "x" * 201}, "title"),
+        ({"title": "ok", "description": "x" * 5001}, "description"),
+        ({"title": "ok", "priority": "asap"}, "priority"),
+        ({"title": 42}, "title"),
+        ({"title": ["a"]}, "title"),
+        ({"title": "ok", "status": "done"}, "status"),
+        ({"title": "ok", "version": 3}, "version"),
+        ({"title": "ok", "surprise": True}, "surprise"),
+        ({}, "title"),
+    ],
+)
+async def test_invalid_create_bodies(body, field, make_user, client_for, db):
+    client = await client_for(await make_user("user"))
+    before = await _snapshot(db)
+
+    response = await client.post(ORDERS, json=body)
+
+    assert response.status_code == 400
+    error = response.json()["error"]
+    assert error["code"] == "VALIDATION_ERROR"
+    assert field in [problem["field"] for problem in error["details"]]
+    assert await _snapshot(db) == before
+
+
+@pytest.mark.parametrize(
+    ("body", "field"),
+    [
+        ({"title": "no version"}, "version"),
+        ({"version": "1", "title": "x"}, "version"),
+        ({"version": 0, "title": "x"}, "version"),
+        ({"version": -4, "title": "x"}, "version"),
+        ({"version": 1.5, "title": "x"}, "version"),
+        ({"version": 1, "status": "closed"}, "status"),
+        ({"version": 1, "title": ""}, "title"),
+        ({"version": 1, "createdAt": "2020-01-01"}, "createdAt"),
+        ({"version": 1, "id": "5f0000000000000000000000"}, "id"),
+    ],
+)
+async def test_invalid_update_bodies_write_nothing(body, field, make_user, client_for, make_order, db):
+    sam = await make_user("user")
+    client = await client_for(sam)
+    order = await make_order(sam)
+    before = await _snapshot(db)
+
+    response = await client.patch(f"{ORDERS}/{order.id}", json=body)
+
+    assert response.status_code == 400
+    assert field in [p["field"] for p in response.json()["error"]["details"]]
+    assert await _snapshot(db) == before
+
+
+async def test_malformed_json_is_a_validation_error(make_user, client_for, db):
+    client = await client_for(await make_user("user"))
+
+    response = await client.post(
+        ORDERS, content=b'{"title": "unterminated', headers={"Content-Type": "application/json"}
+    )
+
+    assert response.status_code == 400
+    assert response.json()["error"] | {"details": None} == {
+        "code": "VALIDATION_ERROR",
+        "message": "The request body is not valid JSON.",
+        "details": None,
+    }
+    assert await db["work_orders"].count_documents({}) == 0
+
+
+async def test_a_json_list_instead_of_an_object(make_user, client_for):
+    client = await client_for(await make_user("user"))
+    response = await client.post(ORDERS, json=["title", "x"])
+    assert response.status_code == 400 and response.json()["error"]["code"] == "VALIDATION_ERROR"
+
+
+@pytest.mark.parametrize(
+    "params",
+    [
+        {"offset": -1},
+        {"offset": 10_001},
+        {"limit": 0},
+        {"limit": 101},
+        {"limit": "ten"},
+        {"offset": "9" * 40},
+        {"sort": "password"},
+        {"status": "lost"},
+        {"priority": "p1"},
+        {"q": "x" * 201},
+        {"unknown": "1"},
+    ],
+)
+async def test_bad_list_parameters(params, make_user, client_for):
+    client = await client_for(await make_user("user"))
+
+    response = await client.get(ORDERS, params=params)
+
+    assert response.status_code == 400
+    assert response.json()["error"]["code"] == "VALIDATION_ERROR"
+
+
+@pytest.mark.parametrize("order_id", ["nope", "123", "5f000000000000000000000g", "5f0000000000000000000000", "%00"])
+async def test_invalid_and_unknown_ids_are_not_found(order_id, make_user, client_for):
+    client = await client_for(await make_user("admin"))
+
+    responses = [
+        await client.get(f"{ORDERS}/{order_id}"),
+        await client.patch(f"{ORDERS}/{order_id}", json={"version": 1, "title": "x"}),
+        await client.delete(f"{ORDERS}/{order_id}", params={"version": 1}),
+        await client.get(f"{ORDERS}/{order_id}/activity"),
+        await client.patch(f"/api/v1/admin/users/{order_id}", json={"name": "x"}),
+        await client.delete(f"/api/v1/auth/tokens/{order_id}"),
+    ]
+
+    assert [r.status_code for r in responses] == [404] * 6
+    assert {r.json()["error"]["code"] for r in responses} == {"NOT_FOUND"}
+
+
+async def test_invalid_owner_id_filter_is_a_validation_error(make_user, client_for):
+    client = await client_for(await make_user("admin"))
+    response = await client.get(ORDERS, params={"ownerId": "not-an-id"})
+    assert response.status_code == 400 and response.json()["error"]["details"]["field"] == "ownerId"
+
+
+async def test_delete_without_or_with_a_bad_version(make_user, client_for, make_order, db):
+    sam = await make_user("user")
+    client = await client_for(sam)
+    order = await make_order(sam)
+
+    missing = await client.delete(f"{ORDERS}/{order.id}")
+    bad = await client.delete(f"{ORDERS}/{order.id}", params={"version": "one"})
+
+    assert (missing.status_code, bad.status_code) == (400, 400)
+    assert await db["work_orders"].count_documents({"_id": ObjectId(order.id)}) == 1
+
+
+async def test_unknown_api_paths_and_methods_answer_in_the_envelope(anonymous):
+    missing = await anonymous.get("/api/v1/nothing-here")
+    wrong_method = await anonymous.put("/api/v1/work-orders")
+
+    assert missing.status_code == 404 and missing.json()["error"]["code"] == "NOT_FOUND"
+    assert wrong_method.status_code == 404 and wrong_method.json()["error"]["code"] == "NOT_FOUND"
+
+
+async def test_requests_without_a_session_are_unauthorized(anonymous):
+    for response in [
+        await anonymous.get(ORDERS),
+        await anonymous.post(ORDERS, json={"title": "x"}),
+        await anonymous.get("/api/v1/admin/metrics"),
+        await anonymous.get("/api/v1/auth/me"),
+    ]:
+        assert response.status_code == 401
+        assert response.json()["error"]["code"] == "UNAUTHORIZED"
+
+
+@pytest.mark.parametrize(
+    "body",
+    [
+        {"email": "a@example.com"},
+        {"email": "a@example.com", "password": "x" * 1025},
+        {"email": "", "password": "x"},
+        {"email": "a@example.com", "password": "secret", "remember": True},
+        {"email": 5, "password": "x"},
+    ],
+)
+async def test_bad_login_bodies(body, anonymous):
+    response = await anonymous.post("/api/v1/auth/login", json=body)
+    assert response.status_code == 400 and response.json()["error"]["code"] == "VALIDATION_ERROR"
+
+
+async def test_validation_errors_never_echo_the_password(anonymous):
+    response = await anonymous.post("/api/v1/auth/login", json={"email": ["x"], "password": "hunter2-secret"})
+    assert response.status_code == 400
+    assert "hunter2-secret" not in response.text
+
+
+@pytest.mark.parametrize(
+    "body",
+    [
+        {"email": "not-an-email", "name": "X", "password": "tulip-orbit-42"},
+        {"email": "x@example.com", "name": "", "password": "tulip-orbit-42"},
+        {"email": "x@example.com", "name": "X", "role": "root", "password": "tulip-orbit-42"},
+        {"email": "x@example.com", "name": "X", "password": "tulip-orbit-42", "passwordHash": "$argon2id$"},
+    ],
+)
+async def test_bad_user_bodies(body, make_user, client_for, db):
+    client = await client_for(await make_user("admin"))
+    response = await client.post("/api/v1/admin/users", json=body)
+    assert response.status_code == 400
+    assert await db["users"].count_documents({}) == 1

@@ -1,0 +1,159 @@
+"""Admins run users: create, list, change role / AI access / active, reset passwords; profiles."""
+
+import pytest
+from bson import ObjectId
+
+from desk.errors import ValidationFailed
+from desk.users import service
+from tests.helpers import PASSWORD, actor
+
+
+async def test_admin_creates_a_user_who_can_then_log_in(make_user, client_for, anonymous, db):
+    admin = await make_user("admin")
+    client = await client_for(admin)
+
+    created = await client.post(
+        "/api/v1/admin/users",
+        json={"email": "New.Person@Example.com", "name": "New Person", "role": "viewer", "password": "tulip-orbit-42"},
+    )
+    login = await anonymous.post(
+        "/api/v1/auth/login", json={"email": "new.person@example.com", "password": "tulip-orbit-42"}
+    )
+
+    assert created.status_code == 201
+    assert created.json() | {"id": None, "createdAt": None, "updatedAt": None} == {
+        "id": None,
+        "email": "new.person@example.com",
+        "name": "New Person",
+        "role": "viewer",
+        "aiEnabled": True,
+        "active": True,
+        "createdAt": None,
+        "updatedAt": None,
+    }
+    assert login.status_code == 200
+    stored = await db["users"].find_one({"email": "new.person@example.com"})
+    assert stored["passwordHash"].startswith("$argon2id$v=19$m=19456,t=2,p=1$")
+
+
+async def test_duplicate_email_is_a_conflict(make_user, client_for):
+    admin = await make_user("admin", email="admin@example.com")
+    body = {"email": "ADMIN@example.com", "name": "Twin", "role": "user", "password": "tulip-orbit-42"}
+
+    response = await (await client_for(admin)).post("/api/v1/admin/users", json=body)
+
+    assert response.status_code == 409
+    assert response.json()["error"]["details"] == {"field": "email"}
+
+
+@pytest.mark.parametrize(
+    ("password", "reason"),
+    [
+        ("short", "at least 8"),
+        ("password1", "too common"),
+        ("Qwerty123", "too common"),
+        ("x" * 129, "at most 128"),
+    ],
+)
+async def test_weak_passwords_are_refused(password, reason, make_user, client_for, db):
+    admin = await make_user("admin")
+    body = {"email": "weak@example.com", "name": "Weak", "role": "user", "password": password}
+
+    response = await (await client_for(admin)).post("/api/v1/admin/users", json=body)
+
+    assert response.status_code == 400
+    assert reason in response.json()["error"]["message"]
+    assert await db["users"].count_documents({"email": "weak@example.com"}) == 0
+
+
+async def test_a_long_passphrase_is_fine(make_user, client_for, anonymous):
+    admin = await make_user("admin")
+    phrase = "the quick brown fox jumps over the lazy dog while the office kettle boils " * 1
+    assert len(phrase) >= 64
+    body = {"email": "long@example.com", "name": "Long", "role": "user", "password": phrase}
+
+    assert (await (await client_for(admin)).post("/api/v1/admin/users", json=body)).status_code == 201
+    assert (
+        await anonymous.post("/api/v1/auth/login", json={"email": "long@example.com", "password": phrase})
+    ).status_code == 200
+
+
+async def test_admin_changes_role_ai_access_and_active(make_user, client_for):
+    admin, sam = await make_user("admin"), await make_user("user")
+
+    response = await (await client_for(admin)).patch(
+        f"/api/v1/admin/users/{sam['id']}", json={"role": "viewer", "aiEnabled": False, "name": "Sam R."}
+    )
+
+    assert response.status_code == 200
+    assert (response.json()["role"], response.json()["aiEnabled"], response.json()["name"]) == (
+        "viewer",
+        False,
+        "Sam R.",
+    )
+    sams = await client_for(sam)
+    assert (await sams.post("/api/v1/work-orders", json={"title": "x"})).status_code == 403
+
+
+async def test_password_reset_lets_the_user_in_with_the_new_one_only(make_user, client_for, anonymous):
+    admin, sam = await make_user("admin"), await make_user("user", email="sam@example.com")
+
+    await (await client_for(admin)).patch(f"/api/v1/admin/users/{sam['id']}", json={"password": "fresh-start-2026"})
+
+    old = await anonymous.post("/api/v1/auth/login", json={"email": "sam@example.com", "password": PASSWORD})
+    new = await anonymous.post("/api/v1/auth/login", json={"email": "sam@example.com", "password": "fresh-start-2026"})
+    assert (old.status_code, new.status_code) == (401, 200)
+
+
+async def test_admins_cannot_demote_or_deactivate_themselves(make_user, client_for, db):
+    admin = await make_user("admin")
+    client = await client_for(admin)
+
+    demote = await client.patch(f"/api/v1/admin/users/{admin['id']}", json={"role": "user"})
+    deactivate = await client.patch(f"/api/v1/admin/users/{admin['id']}", json={"active": False})
+
+    assert (demote.status_code, deactivate.status_code) == (403, 403)
+    stored = await db["users"].find_one({"_id": ObjectId(admin["id"])})
+    assert (stored["role"], stored["active"]) == ("admin", True)
+
+
+async def test_user_list_is_for_admins_and_pages(make_user, client_for):
+    admin = await make_user("admin")
+    for _ in range(3):
+        await make_user("user")
+
+    page = (await (await client_for(admin)).get("/api/v1/admin/users", params={"limit": 2})).json()
+    refused = await (await client_for(await make_user("user"))).get("/api/v1/admin/users")
+
+    assert page["total"] == 4 and len(page["items"]) == 2
+    assert all("passwordHash" not in item and "failedLoginCount" not in item for item in page["items"])
+    assert refused.status_code == 403
+
+
+@pytest.mark.parametrize("role", ["user", "viewer"])
+async def test_non_admins_cannot_manage_users(role, make_user, client_for, db):
+    person, other = await make_user(role), await make_user("user")
+    client = await client_for(person)
+
+    made = await client.post(
+        "/api/v1/admin/users", json={"email": "x@example.com", "name": "X", "password": "tulip-orbit-42"}
+    )
+    changed = await client.patch(f"/api/v1/admin/users/{other['id']}", json={"role": "admin"})
+
+    assert (made.status_code, changed.status_code) == (403, 403)
+    assert (await db["users"].find_one({"_id": ObjectId(other["id"])}))["role"] == "user"
+
+
+async def test_people_manage_their_own_profile(make_user, db):
+    sam = await make_user("user", email="sam@example.com")
+
+    off = await service.set_own_ai(db=db, actor=actor(sam), enabled=False)
+    with pytest.raises(ValidationFailed):
+        await service.change_own_password(db=db, actor=actor(sam), current="not it", new="another passphrase")
+    await service.change_own_password(db=db, actor=actor(sam), current=PASSWORD, new="another passphrase")
+
+    assert off.ai_enabled is False
+    stored = await db["users"].find_one({"_id": ObjectId(sam["id"])})
+    from desk.auth.passwords import verify_password
+
+    assert await verify_password(stored["passwordHash"], "another passphrase")
