@@ -92,3 +92,7 @@ def generated_secret() -> str:
         path.write_text(secrets.token_urlsafe(48))
         path.chmod(0o600)
     return path.read_text().strip()
+
+
+if __name__ == "__main__":
+    main()

@@ -17,8 +17,9 @@ def configure(settings: Settings, *, demo: bool = False) -> None:
     """Put the API, the docs and the start-up/shut-down hooks on NiceGUI's app (the pages register on import)."""
     import pages  # noqa: F401 - registers every @ui.page
 
+    app.title, app.version = "Work Order Desk API", "1"
     app.docs_url, app.redoc_url, app.openapi_url = "/api/docs", None, "/api/openapi.json"
-    app.setup()
+    app.setup()  # FastAPI registers the docs routes here; NiceGUI built the app without them
     install_api(app)
     stack = AsyncExitStack()
 

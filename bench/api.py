@@ -1,0 +1,285 @@
+"""API benchmark: does listing and searching stay flat as the desk grows? (DESIGN §4)
+
+Seeds work orders through the real repository into a fresh embedded MongoDB, runs `desk run` as
+a separate process on loopback and times, over HTTP, a page of 25 in the default sort and a
+one-word search, as a user (their own orders) and as an admin (everyone's), plus list requests/s
+at concurrency 8. Run by hand, never in CI:
+
+    .venv/bin/python -m bench.api [--sizes 1000,100000] [--requests 200]
+"""
+
+import argparse
+import asyncio
+import os
+import random
+import secrets
+import socket
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from collections import Counter
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import httpx
+from bson import ObjectId
+
+from desk.app import ensure_indexes
+from desk.db.client import connect
+from desk.db.embedded import EmbeddedMongo
+from desk.schema import now
+from desk.seed import _order
+from desk.users.models import UserCreate
+from desk.users.service import register
+from desk.work_orders import repository
+from desk.work_orders.search import words
+
+DB_NAME = "desk"
+PASSWORD = "bench-" + secrets.token_urlsafe(12)
+OWNERS = 20  # people who own work orders; the measured user is one of them
+BATCH = 50  # inserts in flight at once while seeding
+WARMUP = 20
+THROUGHPUT_REQUESTS = 2000
+CONCURRENCY = 8
+READY_SECONDS = 60
+MEDIUM_WORD, COMMON_WORD = "kitchen", "the"  # a place (~1 order in 12) and a word in every order
+
+
+@dataclass
+class Desk:
+    """What was seeded, tallied on our side so the frequencies and totals in the report are exact."""
+
+    owners: list[ObjectId]
+    rng: random.Random = field(default_factory=lambda: random.Random(2026))
+    moment: object = field(default_factory=now)
+    count: int = 0
+    mine: int = 0  # orders owned by owners[0], the measured user
+    words: Counter = field(default_factory=Counter)
+    my_words: Counter = field(default_factory=Counter)
+    rare_word: str | None = None  # the asset tag of the measured user's first order
+
+
+async def main(sizes: list[int], requests: int) -> None:
+    with tempfile.TemporaryDirectory(prefix="desk-bench-") as tmp:
+        mongo = EmbeddedMongo(Path(tmp) / "mongo")
+        uri = mongo.start()
+        db = connect(uri, DB_NAME)
+        try:
+            await ensure_indexes(db)
+            admin = await register(
+                db=db, data=UserCreate(email="admin@bench.local", name="Admin", role="admin", password=PASSWORD)
+            )
+            desk = Desk(owners=[await _person(db, i) for i in range(OWNERS)])
+            rows: list[tuple] = []
+            for size in sizes:
+                seconds = await _seed(db, desk, size)
+                print(f"seeded {desk.count:,} work orders in {seconds:.0f} s so far", flush=True)
+                rows += await _measure(uri, Path(tmp), desk, requests, admin.email)
+            _report(rows, sizes)
+        finally:
+            await db.client.close()
+            mongo.stop()
+
+
+async def _person(db, i: int) -> ObjectId:
+    user = await register(db=db, data=UserCreate(email=f"user{i}@bench.local", name=f"User {i}", password=PASSWORD))
+    return ObjectId(user.id)
+
+
+async def _seed(db, desk: Desk, size: int) -> float:
+    """Grow the desk to `size` orders through repository.insert, so counters and postings are real."""
+    started = last_print = time.perf_counter()
+    while desk.count < size:
+        batch = [_next_order(desk) for _ in range(min(BATCH, size - desk.count))]
+        await asyncio.gather(*(repository.insert(db, doc) for doc in batch))
+        if time.perf_counter() - last_print > 10:
+            last_print = time.perf_counter()
+            print(
+                f"  seeding: {desk.count:,}/{size:,} ({desk.count / (last_print - started):.0f}/s this stretch)",
+                flush=True,
+            )
+    return time.perf_counter() - started
+
+
+def _next_order(desk: Desk) -> dict:
+    doc = _order(desk.rng, desk.owners, desk.moment)
+    # Asset tags make rare words, as real descriptions have (a tag is shared by ~1 order in 100,000).
+    tag = f"a{desk.rng.randrange(100_000):05d}"
+    doc["description"] += f" Asset {tag}."
+    found = words(f"{doc['title']} {doc['description']}")
+    desk.count += 1
+    desk.words.update(found)
+    if doc["ownerId"] == desk.owners[0]:
+        desk.mine += 1
+        desk.my_words.update(found)
+        desk.rare_word = desk.rare_word or tag
+    return doc
+
+
+async def _measure(uri: str, tmp: Path, desk: Desk, requests: int, admin_email: str) -> list[tuple]:
+    """Time list and search for a user and an admin against a fresh `desk run`."""
+    port = _free_port()
+    server = _start_server(uri, tmp, port)
+    rows = []
+    try:
+        base = f"http://127.0.0.1:{port}"
+        await _wait_ready(base, server)
+        searches = [("search rare", desk.rare_word), ("search medium", MEDIUM_WORD), ("search common", COMMON_WORD)]
+        for who, email, seen, tally in [
+            ("user", "user0@bench.local", desk.mine, desk.my_words),
+            ("admin", admin_email, desk.count, desk.words),
+        ]:
+            cookie = await _login(base, email)
+            async with _client(base, cookie) as client:
+                for kind, q in [("list", None), *searches]:
+                    times, total = await _latencies(client, q, requests)
+                    expected = seen if q is None else min(tally[q], 1000)  # searches stop counting at 1,000
+                    assert total == expected, f"{who} {kind}: the API said {total} matches, the seed made {expected}"
+                    share = f"{tally[q] / seen:.2%} of {seen:,}" if q else f"{seen:,}"
+                    rows.append((desk.count, who, kind, q or "", share, *_percentiles(times)))
+            rate = await _throughput(base, cookie)
+            rows.append((desk.count, who, f"list x{CONCURRENCY}", "", f"{THROUGHPUT_REQUESTS} req", None, None, rate))
+    finally:
+        _stop_server(server)
+    return rows
+
+
+def _client(base: str, cookie: str) -> httpx.AsyncClient:
+    return httpx.AsyncClient(base_url=base, headers={"Cookie": f"desk_session={cookie}"}, timeout=30)
+
+
+async def _latencies(client: httpx.AsyncClient, q: str | None, requests: int) -> tuple[list[float], int]:
+    """Seconds per request, after a warm-up (first requests pay for imports, caches, connections)."""
+    params = {"q": q} if q else {}
+    for _ in range(WARMUP):
+        (await client.get("/api/v1/work-orders", params=params)).raise_for_status()
+    times = []
+    for _ in range(requests):
+        started = time.perf_counter()
+        response = await client.get("/api/v1/work-orders", params=params)
+        times.append(time.perf_counter() - started)
+        response.raise_for_status()
+    return times, response.json()["total"]
+
+
+async def _throughput(base: str, cookie: str) -> float:
+    """List requests/s with CONCURRENCY clients, each sending its next request as soon as one returns."""
+    clients = [_client(base, cookie) for _ in range(CONCURRENCY)]
+    remaining = iter(range(THROUGHPUT_REQUESTS))  # shared: workers take requests until all are sent
+
+    async def worker(client: httpx.AsyncClient) -> None:
+        for _ in remaining:
+            (await client.get("/api/v1/work-orders")).raise_for_status()
+
+    try:
+        for client in clients:  # open every connection before the clock starts
+            (await client.get("/api/v1/work-orders")).raise_for_status()
+        started = time.perf_counter()
+        await asyncio.gather(*(worker(client) for client in clients))
+        return THROUGHPUT_REQUESTS / (time.perf_counter() - started)
+    finally:
+        for client in clients:
+            await client.aclose()
+
+
+def _percentiles(times: list[float]) -> tuple[float, float, None]:
+    return statistics.median(times) * 1000, statistics.quantiles(times, n=100)[94] * 1000, None
+
+
+async def _login(base: str, email: str) -> str:
+    async with httpx.AsyncClient(base_url=base, timeout=30) as client:
+        response = await client.post(
+            "/api/v1/auth/login", json={"email": email, "password": PASSWORD}, headers={"X-Desk-CSRF": "1"}
+        )
+        response.raise_for_status()
+        return response.cookies["desk_session"]
+
+
+def _start_server(uri: str, tmp: Path, port: int) -> subprocess.Popen:
+    env = {
+        **os.environ,
+        "MONGODB_URI": uri,
+        "MONGODB_DB": DB_NAME,
+        "DESK_HOST": "127.0.0.1",
+        "DESK_PORT": str(port),
+        "DESK_DATA_DIR": str(tmp / "web"),
+        "DESK_SECRET": secrets.token_urlsafe(32),
+        "DESK_LOGIN_ATTEMPTS_PER_MINUTE": "100",
+        "AI_ENABLED": "false",
+    }
+    desk = Path(sys.executable).with_name("desk")  # the venv's console script, next to this interpreter
+    log = (tmp / f"web-{port}.log").open("wb")
+    return subprocess.Popen([str(desk), "run"], env=env, stdout=log, stderr=subprocess.STDOUT)  # noqa: S603
+
+
+async def _wait_ready(base: str, server: subprocess.Popen) -> None:
+    deadline = time.monotonic() + READY_SECONDS
+    async with httpx.AsyncClient(base_url=base, timeout=2) as client:
+        while time.monotonic() < deadline:
+            if server.poll() is not None:
+                raise RuntimeError(f"desk run exited with code {server.returncode}")
+            try:
+                if (await client.get("/readyz")).status_code == 200:
+                    return
+            except httpx.TransportError:
+                pass
+            await asyncio.sleep(0.2)
+    raise RuntimeError(f"desk run did not become ready within {READY_SECONDS} s")
+
+
+def _stop_server(server: subprocess.Popen) -> None:
+    server.terminate()
+    try:
+        server.wait(timeout=15)
+    except subprocess.TimeoutExpired:
+        server.kill()
+        server.wait()
+
+
+def _free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+def _report(rows: list[tuple], sizes: list[int]) -> None:
+    """The table, then each target against the smallest and largest sizes."""
+    print(f"\n| orders | as | request | q | matches | p50 ms | p95 ms | req/s |\n|{'---|' * 8}")
+    for size, who, kind, q, share, p50, p95, rate in rows:
+        cells = [f"{size:,}", who, kind, f"`{q}`" if q else "", share]
+        cells += [
+            f"{p50:.1f}" if p50 is not None else "",
+            f"{p95:.1f}" if p95 is not None else "",
+            f"{rate:.0f}" if rate is not None else "",
+        ]
+        print("| " + " | ".join(cells) + " |")
+    small, large = sizes[0], sizes[-1]
+    p95 = {(size, who, kind): p for size, who, kind, _, _, _, p, _ in rows if p is not None}
+    rate = {(size, who): r for size, who, _, _, _, _, _, r in rows if r is not None}
+    print()
+    for who in ("user", "admin"):
+        for kind in ("list", "search rare", "search medium", "search common"):
+            growth = p95[large, who, kind] / p95[small, who, kind]
+            _target(growth <= 3, f"{who} {kind}: p95 at {large:,} is {growth:.2f}x p95 at {small:,} (<= 3x)")
+        list_p95 = p95[large, who, "list"]
+        _target(list_p95 <= 50, f"{who} list p95 at {large:,}: {list_p95:.1f} ms (<= 50 ms)")
+        _target(
+            rate[large, who] >= 300, f"{who} list x{CONCURRENCY} at {large:,}: {rate[large, who]:.0f} req/s (>= 300)"
+        )
+
+
+def _target(met: bool, text: str) -> None:
+    print(f"{'met   ' if met else 'MISSED'} {text}")
+
+
+if __name__ == "__main__":
+    parser = argparse.ArgumentParser(prog="python -m bench.api", description=__doc__.splitlines()[0])
+    parser.add_argument(
+        "--sizes", default="1000,100000", help="desk sizes to measure at, ascending (default 1000,100000)"
+    )
+    parser.add_argument("--requests", type=int, default=200, help="timed requests per measurement (default 200)")
+    args = parser.parse_args()
+    sizes = sorted(int(size) for size in args.sizes.split(","))
+    asyncio.run(main(sizes, max(args.requests, 20)))

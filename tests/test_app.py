@@ -1,0 +1,77 @@
+"""The assembled API: health checks, OpenAPI docs with the error responses, first admin, demo seed."""
+
+import pytest
+from fastapi import FastAPI
+
+from desk.app import ensure_first_admin, install_api
+from desk.config import Settings
+from desk.seed import DEMO_PASSWORD, seed_demo
+from desk.work_orders import counters
+
+
+async def test_health_and_readiness(anonymous):
+    assert (await anonymous.get("/healthz")).json() == {"status": "ok"}
+    assert (await anonymous.get("/readyz")).json() == {"status": "ready"}
+
+
+def test_every_api_route_documents_its_error_envelope():
+    app = FastAPI()
+    install_api(app)
+    schema = app.openapi()
+
+    for path, operations in schema["paths"].items():
+        if not path.startswith("/api/"):
+            continue
+        for method, operation in operations.items():
+            documented = {code for code in operation["responses"] if code.startswith(("4", "5"))}
+            assert "400" in documented, f"{method.upper()} {path}"
+            if path != "/api/v1/auth/login":
+                assert {"401", "403"} <= documented, f"{method.upper()} {path}"
+            envelope = operation["responses"]["400"]["content"]["application/json"]["schema"]["$ref"]
+            assert envelope.endswith("/ErrorEnvelope")
+
+
+async def test_first_boot_creates_an_admin_with_a_one_time_password(db, anonymous):
+    first = await ensure_first_admin(db, Settings())
+
+    assert first.email == "admin@desk.local" and len(first.password) >= 16
+    login = await anonymous.post("/api/v1/auth/login", json={"email": first.email, "password": first.password})
+    assert login.json()["role"] == "admin"
+    assert await ensure_first_admin(db, Settings()) is None  # only on an empty desk
+
+
+async def test_first_admin_from_the_environment(db, anonymous):
+    settings = Settings(desk_admin_email="Boss@Example.com", desk_admin_password="a sturdy passphrase")
+
+    first = await ensure_first_admin(db, settings)
+
+    assert (first.email, first.password) == ("boss@example.com", None)
+    login = await anonymous.post(
+        "/api/v1/auth/login", json={"email": "boss@example.com", "password": "a sturdy passphrase"}
+    )
+    assert login.status_code == 200
+
+
+async def test_a_weak_admin_password_from_the_environment_stops_the_boot(db):
+    with pytest.raises(SystemExit, match="DESK_ADMIN_PASSWORD: That password is too common"):
+        await ensure_first_admin(db, Settings(desk_admin_password="password"))
+
+
+async def test_demo_seed_makes_a_realistic_desk(db, anonymous):
+    summary = await seed_demo(db)
+
+    assert "200 demo work orders" in summary
+    assert sorted(await db["users"].distinct("role")) == ["admin", "user", "viewer"]
+    orders = await db["work_orders"].find({}).to_list()
+    assert len(orders) == 200
+    assert {o["status"] for o in orders} == {"pending", "in_progress", "done", "cancelled"}
+    assert {o["priority"] for o in orders} == {"low", "medium", "high", "urgent"}
+    assert len({o["title"] for o in orders}) > 50
+    ages = sorted(o["createdAt"] for o in orders)
+    assert (ages[-1] - ages[0]).days >= 50
+    assert (await counters.read(db, [counters.total_key()]))[counters.total_key()] == 200
+    login = await anonymous.post(
+        "/api/v1/auth/login", json={"email": "vic.moreau@example.com", "password": DEMO_PASSWORD}
+    )
+    assert login.json()["role"] == "viewer"
+    assert "not added" in await seed_demo(db, only_if_empty=True)

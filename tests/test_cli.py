@@ -1,0 +1,82 @@
+"""The `desk` command, run as a person would: create an admin, seed demo data, and run the desk."""
+
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+
+import httpx
+
+from desk.db.embedded import EmbeddedMongo
+
+
+def _env(**extra: str) -> dict[str, str]:
+    # NiceGUI treats a process that sees PYTEST_CURRENT_TEST as a test and would not serve.
+    base = {k: v for k, v in os.environ.items() if not k.startswith("PYTEST") and k != "MONGODB_URI"}
+    return {**base, **extra}
+
+
+def _desk(*args: str, env: dict[str, str], timeout: float = 90) -> subprocess.CompletedProcess:
+    command = [sys.executable, "-m", "desk.cli", *args]
+    return subprocess.run(command, env=_env(**env), capture_output=True, text=True, timeout=timeout, check=False)  # noqa: S603
+
+
+def test_create_admin_and_seed_on_the_embedded_database(tmp_path):
+    env = {"DESK_DATA_DIR": str(tmp_path), "DESK_ADMIN_PASSWORD": "a sturdy passphrase"}
+
+    made = _desk("create-admin", "--email", "ops@example.com", env=env)
+    again = _desk("create-admin", "--email", "ops@example.com", env=env)
+    seeded = _desk("seed", "--demo", env=env)
+
+    assert made.returncode == 0 and "Created admin ops@example.com" in made.stdout
+    assert again.returncode != 0 and "already exists" in again.stderr
+    assert seeded.returncode == 0 and "Added 200 demo work orders" in seeded.stdout
+
+
+def test_a_bad_setting_stops_the_command_with_a_readable_line(tmp_path):
+    result = _desk("seed", "--demo", env={"DESK_DATA_DIR": str(tmp_path), "DESK_SESSION_IDLE_MINUTES": "-5"})
+    assert result.returncode == 2
+    assert result.stderr.strip() == "config error: DESK_SESSION_IDLE_MINUTES: Input should be greater than 0"
+
+
+def test_desk_run_serves_the_api_and_stops_cleanly(tmp_path):
+    with EmbeddedMongo(tmp_path / "mongo") as uri:
+        port = _free_port()
+        env = _env(MONGODB_URI=uri, DESK_PORT=str(port), DESK_DATA_DIR=str(tmp_path))
+        process = subprocess.Popen(
+            [sys.executable, "-m", "desk.cli", "run"],
+            env=env,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        try:
+            ready = _wait_ready(f"http://127.0.0.1:{port}/readyz")
+            docs = httpx.get(f"http://127.0.0.1:{port}/api/openapi.json").json()
+        finally:
+            process.send_signal(signal.SIGINT)
+            out, _ = process.communicate(timeout=30)
+    assert ready
+    assert docs["info"]["title"] == "Work Order Desk API"
+    assert f"open http://localhost:{port}/" in out
+    assert "Log in as admin@desk.local with the one-time password:" in out
+
+
+def _free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+def _wait_ready(url: str, timeout: float = 60) -> bool:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        try:
+            if httpx.get(url, timeout=1).status_code == 200:
+                return True
+        except httpx.HTTPError:
+            pass
+        time.sleep(0.2)
+    return False

@@ -1,0 +1,77 @@
+"""Configuration: a bad value stops the process with one readable line per problem, naming the key."""
+
+import logging
+import subprocess
+import sys
+
+import pytest
+
+from desk.config import Settings, check_base_url, load_settings
+
+PUBLIC_IP = "93.184.216.34"  # an IP literal: resolving it needs no network
+
+
+def _boot(env: dict[str, str]) -> subprocess.CompletedProcess:
+    code = "from desk.config import load_settings; load_settings(); print('booted')"
+    return subprocess.run(  # noqa: S603 - our own interpreter
+        [sys.executable, "-c", code], env={"PATH": "/usr/bin:/bin", **env}, capture_output=True, text=True, check=False
+    )
+
+
+def test_defaults_boot_without_any_ai_keys():
+    result = _boot({})
+    assert result.returncode == 0 and "booted" in result.stdout
+
+
+def test_bad_values_exit_2_with_one_line_per_problem_and_no_traceback():
+    result = _boot({"DESK_PORT": "eighty", "AI_MAX_STEPS_PER_RUN": "0", "AGENT_TRIAGE_MODE": "yolo"})
+
+    assert result.returncode == 2
+    lines = result.stderr.strip().splitlines()
+    assert len(lines) == 3
+    assert lines[0].startswith("config error: DESK_PORT:")
+    assert any(line.startswith("config error: AI_MAX_STEPS_PER_RUN:") for line in lines)
+    assert any(line.startswith("config error: AGENT_TRIAGE_MODE:") for line in lines)
+    assert "Traceback" not in result.stderr
+
+
+def test_ai_enabled_needs_its_keys():
+    result = _boot({"AI_ENABLED": "true"})
+    assert result.returncode == 2
+    assert "AI_BASE_URL is required when AI_ENABLED=true" in result.stderr
+
+
+@pytest.mark.parametrize(
+    ("url", "message"),
+    [
+        ("http://93.184.216.34/v1", "must use https"),
+        ("https://127.0.0.1/v1", "private, loopback or link-local"),
+        ("https://10.1.2.3/v1", "private, loopback or link-local"),
+        ("https://169.254.169.254/latest", "private, loopback or link-local"),
+        ("https://[::1]/v1", "private, loopback or link-local"),
+        ("ftp://93.184.216.34/", "absolute https URL"),
+        ("https://does-not-exist.invalid/v1", "does not resolve"),
+    ],
+)
+def test_ai_base_url_is_checked_at_boot(url, message):
+    with pytest.raises(ValueError, match=message):
+        check_base_url(url, allow_private=False)
+
+
+def test_a_public_https_url_is_accepted():
+    check_base_url(f"https://{PUBLIC_IP}/v1", allow_private=False)
+
+
+def test_a_private_model_server_needs_the_explicit_switch_and_is_logged(caplog):
+    with caplog.at_level(logging.WARNING):
+        settings = load_settings(
+            ai_enabled=True, ai_base_url="http://127.0.0.1:8001/v1", ai_api_key="k", ai_allow_private_base_url=True
+        )
+    assert settings.ai_enabled
+    assert "AI_ALLOW_PRIVATE_BASE_URL" in caplog.text
+
+
+def test_the_api_key_never_shows_in_settings_output():
+    settings = Settings(ai_enabled=False, ai_api_key="sk-very-secret-key-1234")
+    assert "sk-very-secret-key-1234" not in repr(settings)
+    assert "sk-very-secret-key-1234" not in str(settings.model_dump())

@@ -1,0 +1,43 @@
+"""Logs are JSON lines, and secrets never reach them (SEC-1)."""
+
+import json
+import logging
+
+from desk.logs import JsonFormatter, RedactingFilter, redact
+
+SECRETS = [
+    "Authorization: Bearer wod_abcdefghijklmnop",
+    "api_key=sk-live-0123456789abcdef",
+    '{"password": "hunter2-hunter2"}',
+    "cookie=desk_session-value-123",
+    "token wod_ZZZZZZZZZZZZZZZZ leaked",
+]
+
+
+def test_redact_hides_every_secret_shape():
+    for line in SECRETS:
+        cleaned = redact(line)
+        assert "[REDACTED]" in cleaned
+        for secret in ["wod_abcdefghijklmnop", "sk-live-0123456789abcdef", "hunter2-hunter2", "desk_session-value-123"]:
+            assert secret not in cleaned
+
+
+def test_the_handler_writes_redacted_json_lines(capsys):
+    handler = logging.StreamHandler()
+    handler.setFormatter(JsonFormatter())
+    handler.addFilter(RedactingFilter())
+    logger = logging.getLogger("desk.test.redaction")
+    logger.addHandler(handler)
+    logger.propagate = False
+    try:
+        logger.warning("provider said %s", "api_key=sk-live-0123456789abcdef")
+        try:
+            raise RuntimeError("Bearer wod_abcdefghijklmnop rejected")
+        except RuntimeError:
+            logger.exception("failed")
+    finally:
+        logger.removeHandler(handler)
+
+    lines = [json.loads(line) for line in capsys.readouterr().err.strip().splitlines()]
+    assert lines[0]["level"] == "warning" and lines[0]["message"] == "provider said api_key=[REDACTED]"
+    assert "wod_abcdefghijklmnop" not in lines[1]["error"] and "RuntimeError" in lines[1]["error"]
