@@ -20,6 +20,8 @@ import sys
 import tempfile
 import time
 from collections import Counter
+from collections.abc import Iterator
+from contextlib import contextmanager, nullcontext
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -33,14 +35,15 @@ from desk.schema import now
 from desk.seed import _order
 from desk.users.models import UserCreate
 from desk.users.service import register
-from desk.work_orders import repository
-from desk.work_orders.search import words
+from desk.work_orders import repository, search
 
 DB_NAME = "desk"
+ADMIN_EMAIL = "admin@bench.local"
 PASSWORD = "bench-" + secrets.token_urlsafe(12)
 OWNERS = 20  # people who own work orders; the measured user is one of them
 BATCH = 50  # inserts in flight at once while seeding
 WARMUP = 20
+WRITES = 10  # timed creates over HTTP per size (each pays the full write path)
 THROUGHPUT_REQUESTS = 2000
 CONCURRENCY = 8
 READY_SECONDS = 60
@@ -61,22 +64,22 @@ class Desk:
     rare_word: str | None = None  # the asset tag of the measured user's first order
 
 
-async def main(sizes: list[int], requests: int) -> None:
+async def main(sizes: list[int], requests: int, real_inserts: bool) -> None:
     with tempfile.TemporaryDirectory(prefix="desk-bench-") as tmp:
         mongo = EmbeddedMongo(Path(tmp) / "mongo")
         uri = mongo.start()
         db = connect(uri, DB_NAME)
         try:
             await ensure_indexes(db)
-            admin = await register(
-                db=db, data=UserCreate(email="admin@bench.local", name="Admin", role="admin", password=PASSWORD)
-            )
+            admin = UserCreate(email=ADMIN_EMAIL, name="Admin", role="admin", password=PASSWORD)
+            await register(db=db, data=admin)
             desk = Desk(owners=[await _person(db, i) for i in range(OWNERS)])
             rows: list[tuple] = []
             for size in sizes:
-                seconds = await _seed(db, desk, size)
-                print(f"seeded {desk.count:,} work orders in {seconds:.0f} s so far", flush=True)
-                rows += await _measure(uri, Path(tmp), desk, requests, admin.email)
+                with nullcontext() if real_inserts else _without_noop_posting_delete():
+                    seconds = await _seed(db, desk, size)
+                print(f"seeded {desk.count:,} work orders, {seconds:.0f} s for this step", flush=True)
+                rows += await _measure(size, uri, Path(tmp), desk, requests)
             _report(rows, sizes)
         finally:
             await db.client.close()
@@ -94,13 +97,32 @@ async def _seed(db, desk: Desk, size: int) -> float:
     while desk.count < size:
         batch = [_next_order(desk) for _ in range(min(BATCH, size - desk.count))]
         await asyncio.gather(*(repository.insert(db, doc) for doc in batch))
-        if time.perf_counter() - last_print > 10:
+        if time.perf_counter() - last_print > 30:
             last_print = time.perf_counter()
-            print(
-                f"  seeding: {desk.count:,}/{size:,} ({desk.count / (last_print - started):.0f}/s this stretch)",
-                flush=True,
-            )
+            print(f"  seeding: {desk.count:,}/{size:,} after {last_print - started:.0f} s", flush=True)
     return time.perf_counter() - started
+
+
+@contextmanager
+def _without_noop_posting_delete() -> Iterator[None]:
+    """search.reindex minus its delete_many, for new orders only: they have no postings to delete.
+
+    On nx-27017 that delete scans every posting (docs/benchmarks.md), which makes seeding quadratic:
+    100,000 inserts would take days. What gets stored is the same; --real-inserts keeps the delete.
+    """
+    real = search.reindex
+
+    async def insert_postings(db, order_id: ObjectId, after: dict | None) -> None:
+        assert after is not None, "only for inserts"
+        terms = search.words(f"{after['title']} {after['description']}")[: search.MAX_TERMS]
+        shared = {key: after[key] for key in search.POSTED}
+        await db["search_postings"].insert_many([{"term": term, "orderId": order_id, **shared} for term in terms])
+
+    search.reindex = insert_postings
+    try:
+        yield
+    finally:
+        search.reindex = real
 
 
 def _next_order(desk: Desk) -> dict:
@@ -108,17 +130,22 @@ def _next_order(desk: Desk) -> dict:
     # Asset tags make rare words, as real descriptions have (a tag is shared by ~1 order in 100,000).
     tag = f"a{desk.rng.randrange(100_000):05d}"
     doc["description"] += f" Asset {tag}."
-    found = words(f"{doc['title']} {doc['description']}")
-    desk.count += 1
-    desk.words.update(found)
+    _tally(desk, doc, mine=doc["ownerId"] == desk.owners[0])
     if doc["ownerId"] == desk.owners[0]:
-        desk.mine += 1
-        desk.my_words.update(found)
         desk.rare_word = desk.rare_word or tag
     return doc
 
 
-async def _measure(uri: str, tmp: Path, desk: Desk, requests: int, admin_email: str) -> list[tuple]:
+def _tally(desk: Desk, doc: dict, *, mine: bool) -> None:
+    found = search.words(f"{doc['title']} {doc['description']}")
+    desk.count += 1
+    desk.words.update(found)
+    if mine:
+        desk.mine += 1
+        desk.my_words.update(found)
+
+
+async def _measure(size: int, uri: str, tmp: Path, desk: Desk, requests: int) -> list[tuple]:
     """Time list and search for a user and an admin against a fresh `desk run`."""
     port = _free_port()
     server = _start_server(uri, tmp, port)
@@ -127,23 +154,37 @@ async def _measure(uri: str, tmp: Path, desk: Desk, requests: int, admin_email: 
         base = f"http://127.0.0.1:{port}"
         await _wait_ready(base, server)
         searches = [("search rare", desk.rare_word), ("search medium", MEDIUM_WORD), ("search common", COMMON_WORD)]
-        for who, email, seen, tally in [
-            ("user", "user0@bench.local", desk.mine, desk.my_words),
-            ("admin", admin_email, desk.count, desk.words),
-        ]:
+        for who, email in [("user", "user0@bench.local"), ("admin", ADMIN_EMAIL)]:
             cookie = await _login(base, email)
             async with _client(base, cookie) as client:
+                if who == "user":  # first, so both list and search see the new orders
+                    rows.append((size, who, "create", "", f"{WRITES} orders", *await _creates(client, desk)))
+                seen, tally = (desk.mine, desk.my_words) if who == "user" else (desk.count, desk.words)
                 for kind, q in [("list", None), *searches]:
                     times, total = await _latencies(client, q, requests)
-                    expected = seen if q is None else min(tally[q], 1000)  # searches stop counting at 1,000
+                    expected = seen if q is None else min(tally[q], search.CAP)  # searches stop counting at the cap
                     assert total == expected, f"{who} {kind}: the API said {total} matches, the seed made {expected}"
                     share = f"{tally[q] / seen:.2%} of {seen:,}" if q else f"{seen:,}"
-                    rows.append((desk.count, who, kind, q or "", share, *_percentiles(times)))
+                    rows.append((size, who, kind, q or "", share, *_percentiles(times)))
             rate = await _throughput(base, cookie)
-            rows.append((desk.count, who, f"list x{CONCURRENCY}", "", f"{THROUGHPUT_REQUESTS} req", None, None, rate))
+            rows.append((size, who, f"list x{CONCURRENCY}", "", f"{THROUGHPUT_REQUESTS} req", None, None, rate))
     finally:
         _stop_server(server)
     return rows
+
+
+async def _creates(client: httpx.AsyncClient, desk: Desk) -> tuple[float, float, None]:
+    """Time POSTs of new orders: the write path also keeps counters and postings up to date."""
+    times = []
+    for _ in range(WRITES):
+        doc = _order(desk.rng, desk.owners, desk.moment)
+        body = {key: doc[key] for key in ("title", "description", "priority")}
+        started = time.perf_counter()
+        response = await client.post("/api/v1/work-orders", json=body, headers={"X-Desk-CSRF": "1"})
+        times.append(time.perf_counter() - started)
+        response.raise_for_status()
+        _tally(desk, doc, mine=True)
+    return _percentiles(times)
 
 
 def _client(base: str, cookie: str) -> httpx.AsyncClient:
@@ -268,6 +309,8 @@ def _report(rows: list[tuple], sizes: list[int]) -> None:
         _target(
             rate[large, who] >= 300, f"{who} list x{CONCURRENCY} at {large:,}: {rate[large, who]:.0f} req/s (>= 300)"
         )
+    growth = p95[large, "user", "create"] / p95[small, "user", "create"]
+    print(f"(no target) create: p95 at {large:,} is {growth:.2f}x p95 at {small:,}")
 
 
 def _target(met: bool, text: str) -> None:
@@ -280,6 +323,7 @@ if __name__ == "__main__":
         "--sizes", default="1000,100000", help="desk sizes to measure at, ascending (default 1000,100000)"
     )
     parser.add_argument("--requests", type=int, default=200, help="timed requests per measurement (default 200)")
+    parser.add_argument("--real-inserts", action="store_true", help="seed with the posting delete too (slow, see doc)")
     args = parser.parse_args()
     sizes = sorted(int(size) for size in args.sizes.split(","))
-    asyncio.run(main(sizes, max(args.requests, 20)))
+    asyncio.run(main(sizes, max(args.requests, 20), args.real_inserts))

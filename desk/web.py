@@ -5,22 +5,29 @@ from contextlib import AsyncExitStack
 
 from nicegui import app, ui
 
+from components import live
 from desk.app import ensure_first_admin, ensure_indexes, install_api
 from desk.config import Settings
 from desk.db.client import use_database
 from desk.db.lifecycle import open_database
+from pages import ROUTERS
 
 log = logging.getLogger("desk")
 
 
-def configure(settings: Settings, *, demo: bool = False) -> None:
-    """Put the API, the docs and the start-up/shut-down hooks on NiceGUI's app (the pages register on import)."""
-    import pages  # noqa: F401 - registers every @ui.page
-
+def mount() -> None:
+    """The API, its docs and the pages on NiceGUI's app; the live feed starts with the app."""
     app.title, app.version = "Work Order Desk API", "1"
     app.docs_url, app.redoc_url, app.openapi_url = "/api/docs", None, "/api/openapi.json"
     app.setup()  # FastAPI registers the docs routes here; NiceGUI built the app without them
     install_api(app)
+    for router in ROUTERS:
+        app.include_router(router)
+    app.on_startup(live.start)
+
+
+def configure(settings: Settings, *, demo: bool = False) -> None:
+    """Everything `mount` does, after connecting the database at start-up (and closing it at the end)."""
     stack = AsyncExitStack()
 
     @app.on_startup
@@ -39,6 +46,8 @@ def configure(settings: Settings, *, demo: bool = False) -> None:
     async def stop() -> None:
         use_database(None)
         await stack.aclose()
+
+    mount()
 
 
 def serve(settings: Settings, *, demo: bool = False) -> None:

@@ -20,12 +20,17 @@ async def ensure_indexes(db: AsyncDatabase) -> None:
     await db["changes"].create_index([("at", ASCENDING)], expireAfterSeconds=KEEP_SECONDS, name="ttl")
 
 
-async def record(db: AsyncDatabase, order_id: ObjectId, kind: str) -> int:
-    """Append one change; sequence numbers come from an atomic counter, so every process sees one order."""
+async def record(db: AsyncDatabase, order_id: ObjectId, kind: str, owners: set[str]) -> int:
+    """Append one change; sequence numbers come from an atomic counter, so every process sees one order.
+
+    `owners` are the owners before and after, so a screen showing one person's orders can tell
+    whether the change concerns it without reading the work order.
+    """
     counter = await db["counters"].find_one_and_update(
         {"_id": "changes:seq"}, {"$inc": {"n": 1}}, upsert=True, return_document=ReturnDocument.AFTER
     )
-    await db["changes"].insert_one({"seq": counter["n"], "workOrderId": str(order_id), "kind": kind, "at": now()})
+    entry = {"seq": counter["n"], "workOrderId": str(order_id), "kind": kind, "owners": sorted(owners), "at": now()}
+    await db["changes"].insert_one(entry)
     return counter["n"]
 
 

@@ -69,7 +69,7 @@ async def insert(db: AsyncDatabase, doc: Doc) -> Doc:
     stored["_id"] = (await _orders(db).insert_one(stored)).inserted_id
     await counters.apply(db, None, stored)
     await search.reindex(db, stored["_id"], stored)
-    await changes.record(db, stored["_id"], "created")
+    await changes.record(db, stored["_id"], "created", {str(stored["ownerId"])})
     return stored
 
 
@@ -101,7 +101,7 @@ async def update(db: AsyncDatabase, before: Doc, fields: Doc, *, at: datetime) -
     if after is not None:
         await counters.apply(db, before, after)
         await search.reindex(db, after["_id"], {**after, **_derived(after)})
-        await changes.record(db, after["_id"], "updated")
+        await changes.record(db, after["_id"], "updated", {str(before["ownerId"]), str(after["ownerId"])})
     return after
 
 
@@ -111,7 +111,7 @@ async def delete(db: AsyncDatabase, order_id: ObjectId, version: int) -> Doc | N
     if gone is not None:
         await counters.apply(db, gone, None)
         await search.reindex(db, order_id, None)
-        await changes.record(db, order_id, "deleted")
+        await changes.record(db, order_id, "deleted", {str(gone["ownerId"])})
     return gone
 
 

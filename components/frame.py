@@ -1,0 +1,52 @@
+"""The frame around every page: header, navigation by role, who is logged in, logout."""
+
+from collections.abc import Iterator
+from contextlib import contextmanager
+from urllib.parse import quote
+
+from nicegui import ui
+
+from components import session
+
+SESSION_CHECK_SECONDS = 3.0
+
+
+@contextmanager
+def frame(title: str, user: dict, *, path: str) -> Iterator[None]:
+    """Open the page chrome; the body goes inside the `with` block."""
+    ui.page_title(f"{title} · Work Order Desk")
+    ui.colors(primary="#2f4f6f")
+    with ui.header().classes("items-center gap-4 px-4 py-2 bg-primary"):
+        ui.link("Work Order Desk", "/app").classes("text-lg font-semibold text-white no-underline")
+        with ui.row().classes("gap-3"):
+            _nav("Work orders", "/app", path)
+            if user["role"] == "admin":
+                _nav("Users", "/app/admin/users", path)
+                _nav("Metrics", "/app/admin/metrics", path)
+        ui.space()
+        # The copilot drawer's toggle goes here (Cmd/Ctrl+K stays free for it).
+        with ui.row().classes("items-center gap-2 text-white"):
+            ui.link(user["name"], "/app/profile").classes("text-white").mark("current-user")
+            ui.label(user["role"]).classes("text-xs opacity-80 border rounded px-1")
+            ui.button("Log out", on_click=_log_out).props("flat color=white").mark("logout")
+    ui.timer(SESSION_CHECK_SECONDS, lambda: _still_logged_in(path))
+    with ui.column().classes("w-full max-w-6xl mx-auto p-4 gap-4"):
+        yield
+
+
+def _nav(label: str, target: str, path: str) -> None:
+    active = path == target or (target != "/app" and path.startswith(target))
+    link = ui.link(label, target).classes("text-white no-underline px-2 py-1 rounded")
+    if active:
+        link.classes("bg-white/20")
+
+
+async def _log_out() -> None:
+    await session.sign_out()
+    ui.navigate.to("/login")
+
+
+async def _still_logged_in(path: str) -> None:
+    # Logout in another tab, an admin deactivating the person, or the idle limit: go to the login page.
+    if await session.current_user() is None:
+        ui.navigate.to(f"/login?redirect_to={quote(path, safe='')}")

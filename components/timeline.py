@@ -1,0 +1,65 @@
+"""The activity timeline of one work order: who changed what, and when; agents marked as such."""
+
+from nicegui import ui
+
+from components.chips import PRIORITY_LABELS, STATUS_LABELS
+from components.formats import ago, when
+from desk.work_orders.models import ActivityRead
+
+FIELD_NAMES = {
+    "title": "Title",
+    "description": "Description",
+    "priority": "Priority",
+    "status": "Status",
+    "ownerId": "Owner",
+}
+ACTIONS = {"created": "created this work order", "updated": "changed", "deleted": "deleted this work order"}
+
+
+def timeline(entries: list[ActivityRead], names: dict[str, str]) -> None:
+    """Newest first; every value is shown as text."""
+    if not entries:
+        ui.label("No activity yet.").classes("text-grey-7")
+        return
+    with ui.column().classes("w-full gap-2").mark("timeline"):
+        for entry in entries:
+            with ui.row().classes("w-full items-start gap-2").mark("timeline-entry"):
+                ui.icon("smart_toy" if entry.actor_kind == "system" or entry.run_id else "person").classes(
+                    "text-grey-7"
+                )
+                with ui.column().classes("gap-0 grow"):
+                    with ui.row().classes("gap-1 items-center"):
+                        ui.label(_who(entry, names)).classes("font-medium")
+                        if entry.actor_kind == "system" or entry.run_id:
+                            ui.badge("agent", color="purple-6").props("outline")
+                        ui.label(ACTIONS[entry.action])
+                        ui.label(ago(entry.at)).classes("text-xs text-grey-7").tooltip(when(entry.at))
+                    if entry.action == "updated":
+                        for field, old, new in _changes(entry, names):
+                            ui.label(f"{field}: {old} → {new}").classes("text-sm text-grey-9 break-all")
+
+
+def _who(entry: ActivityRead, names: dict[str, str]) -> str:
+    if entry.actor_kind == "system":
+        return "Triage agent"
+    name = names.get(entry.actor_id, "Someone")
+    return f"Copilot for {name} (run {entry.run_id[-6:]})" if entry.run_id else name
+
+
+def _changes(entry: ActivityRead, names: dict[str, str]) -> list[tuple[str, str, str]]:
+    before, after = entry.before or {}, entry.after or {}
+    return [
+        (FIELD_NAMES.get(key, key), _value(key, before.get(key), names), _value(key, after.get(key), names))
+        for key in after
+    ]
+
+
+def _value(field: str, value: object, names: dict[str, str]) -> str:
+    if field == "priority":
+        return PRIORITY_LABELS.get(str(value), str(value))
+    if field == "status":
+        return STATUS_LABELS.get(str(value), str(value))
+    if field == "ownerId":
+        return names.get(str(value), "someone")
+    text = str(value or "")
+    return f"“{text[:120]}…”" if len(text) > 120 else f"“{text}”"

@@ -1,0 +1,79 @@
+"""The "New work order" dialog: fields, messages beside them, and the create call."""
+
+from collections.abc import Awaitable, Callable
+
+from nicegui import ui
+from pydantic import ValidationError
+
+from components.chips import PRIORITY_LABELS
+from desk.actors import Actor
+from desk.db.client import get_db
+from desk.errors import DeskError
+from desk.work_orders import service
+from desk.work_orders.models import WorkOrderCreate, WorkOrderRead
+
+FIELDS = {"title": "title", "description": "description", "priority": "priority", "owner_id": "ownerId"}
+
+
+def new_work_order_dialog(
+    actor: Actor, owners: dict[str, str], on_created: Callable[[WorkOrderRead], Awaitable[None]]
+) -> ui.dialog:
+    """A dialog that creates a work order; `owners` (admins only) lets it be given to someone."""
+    with ui.dialog() as dialog, ui.card().classes("w-[36rem] gap-2").mark("new-dialog"):
+        ui.label("New work order").classes("text-lg font-semibold")
+        title = ui.input("Title").props("counter maxlength=200 autofocus").classes("w-full").mark("new-title")
+        description = ui.textarea("Description").props("counter maxlength=5000 autogrow").classes("w-full")
+        description.mark("new-description")
+        priority = ui.select(PRIORITY_LABELS, value="medium", label="Priority").classes("w-48").mark("new-priority")
+        owner = None
+        if actor.is_admin:
+            owner = ui.select(owners, value=actor.id, label="Owner").classes("w-64").mark("new-owner")
+        problem = ui.label().classes("text-negative text-sm")
+        inputs = {"title": title, "description": description, "priority": priority, "owner_id": owner}
+
+        async def create() -> None:
+            for element in filter(None, inputs.values()):
+                element.error = None
+            problem.set_text("")
+            values = {"title": title.value or "", "description": description.value or "", "priority": priority.value}
+            if owner is not None:
+                values["owner_id"] = owner.value
+            try:
+                order = await service.create(db=get_db(), actor=actor, data=WorkOrderCreate.model_validate(values))
+            except ValidationError as error:
+                _show_field_errors(error, inputs, problem)
+                return
+            except DeskError as error:
+                problem.set_text(error.message)
+                return
+            dialog.close()
+            title.value, description.value = "", ""
+            ui.notify(f"Created “{order.title}”", type="positive")
+            await on_created(order)
+
+        with ui.row().classes("w-full justify-end"):
+            ui.button("Cancel", on_click=dialog.close).props("flat")
+            ui.button("Create", on_click=create).mark("create")
+    return dialog
+
+
+def _show_field_errors(error: ValidationError, inputs: dict, problem: ui.label) -> None:
+    for item in error.errors():
+        field = str(item["loc"][0]) if item["loc"] else ""
+        element = inputs.get(field)
+        message = friendly(item)
+        if element is not None:
+            element.error = message
+        else:
+            problem.set_text(message)
+
+
+def friendly(item: dict) -> str:
+    """A validation problem as a sentence a person can act on."""
+    limit = (item.get("ctx") or {}).get("max_length") or (item.get("ctx") or {}).get("min_length")
+    return {
+        "string_too_short": "Required.",
+        "string_too_long": f"At most {limit} characters.",
+        "missing": "Required.",
+        "literal_error": "Choose one of the options.",
+    }.get(item["type"], item["msg"])

@@ -1,0 +1,51 @@
+"""/login: email and password, with plain messages for a wrong password, lockout and rate limit."""
+
+from fastapi import Request
+from fastapi.responses import RedirectResponse
+from nicegui import APIRouter, ui
+
+from components import session
+from desk.errors import DeskError
+
+router = APIRouter()
+
+
+@router.page("/")
+async def index(request: Request):
+    if await session.current_user() is None:
+        return session.to_login(request)
+    return RedirectResponse("/app", status_code=303)
+
+
+@router.page("/login")
+async def login_page(request: Request, redirect_to: str | None = None) -> None:
+    target = session.safe_target(redirect_to)
+    if await session.current_user() is not None:
+        ui.navigate.to(target)
+        return
+    ip = request.client.host if request.client else "unknown"
+    ui.page_title("Log in · Work Order Desk")
+
+    async def submit() -> None:
+        message.set_text("")
+        if not email.value or not password.value:
+            message.set_text("Enter your email and password.")
+            return
+        button.disable()
+        try:
+            await session.sign_in(email=email.value, password=password.value, ip=ip)
+        except DeskError as error:
+            message.set_text(error.message)
+            password.set_value("")
+            return
+        finally:
+            button.enable()
+        ui.navigate.to(target)
+
+    with ui.card().classes("absolute-center w-96 gap-3"):
+        ui.label("Work Order Desk").classes("text-xl font-semibold")
+        email = ui.input("Email").props("autofocus autocomplete=username").classes("w-full").mark("email")
+        password = ui.input("Password", password=True).props("autocomplete=current-password").classes("w-full")
+        password.mark("password").on("keydown.enter", submit)
+        message = ui.label().classes("text-negative text-sm").mark("login-message")
+        button = ui.button("Log in", on_click=submit).classes("w-full").mark("login")

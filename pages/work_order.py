@@ -1,0 +1,224 @@
+"""/app/work-orders/{id}: details, the edit form, delete, the timeline, and what to do when someone saved first."""
+
+from fastapi import Request
+from nicegui import APIRouter, ui
+from pydantic import ValidationError
+
+from components import live, session
+from components.chips import PRIORITY_LABELS, STATUS_LABELS, priority_chip, status_chip
+from components.formats import when
+from components.frame import frame
+from components.timeline import timeline
+from components.work_order_dialog import friendly
+from desk.actors import Actor
+from desk.db.client import get_db
+from desk.errors import Conflict, DeskError, NotFound
+from desk.users import service as users_service
+from desk.work_orders import service
+from desk.work_orders.models import WorkOrderRead, WorkOrderUpdate
+
+router = APIRouter()
+EDITABLE = ("title", "description", "priority", "status")
+
+
+@router.page("/app/work-orders/{order_id}")
+async def work_order_page(request: Request, order_id: str):
+    user = await session.current_user()
+    if user is None:
+        return session.to_login(request)
+    actor = session.actor_of(user)
+    order = await service.get(db=get_db(), actor=actor, order_id=order_id)
+    with frame("Work order", user, path=request.url.path):
+        ui.link("← All work orders", "/app").classes("text-sm")
+        if order is None:
+            ui.label("This work order does not exist, or it is not yours to see.").classes("text-lg").mark("missing")
+            return
+        await WorkOrderView(actor, order).build()
+
+
+class WorkOrderView:
+    """One open work order: `loaded` is the version the person sees and edits against."""
+
+    def __init__(self, actor: Actor, order: WorkOrderRead) -> None:
+        self.actor, self.loaded = actor, order
+        self.inputs: dict[str, ui.element] = {}
+        self.gone = False
+
+    async def build(self) -> None:
+        self.summary = ui.column().classes("w-full gap-1")
+        self.notice = ui.column().classes("w-full")
+        if self.actor.can_write:
+            self._form()
+        else:
+            self.read_only = ui.column().classes("w-full")
+        ui.label("Activity").classes("text-lg font-semibold mt-4")
+        self.history = ui.column().classes("w-full")
+        await self.show()
+        live.on_change(self._on_changes)
+
+    async def show(self) -> None:
+        """Draw the summary, the form values and the timeline from `loaded`."""
+        order = self.loaded
+        self.summary.clear()
+        with self.summary:
+            ui.label(order.title).classes("text-2xl font-semibold break-all").mark("detail-title")
+            with ui.row().classes("items-center gap-2"):
+                priority_chip(order.priority)
+                status_chip(order.status)
+                names = await users_service.display_names(db=get_db(), user_ids={order.owner_id})
+                ui.label(f"Owner: {names.get(order.owner_id, '—')}").classes("text-sm text-grey-8")
+                ui.label(f"Created {when(order.created_at)} · version {order.version}").classes("text-sm text-grey-7")
+        if self.actor.can_write:
+            for field in EDITABLE:
+                self.inputs[field].value = getattr(order, field)
+                self.inputs[field].error = None
+        else:
+            self.read_only.clear()
+            with self.read_only:
+                ui.label(order.description or "No description.").classes("whitespace-pre-wrap break-all")
+        await self._show_history()
+
+    async def _show_history(self) -> None:
+        self.history.clear()
+        try:
+            entries = await service.activity(db=get_db(), actor=self.actor, order_id=self.loaded.id)
+        except NotFound:
+            entries = []
+        names = await users_service.display_names(
+            db=get_db(), user_ids={e.actor_id for e in entries} | {str(v) for e in entries for v in _owner_values(e)}
+        )
+        with self.history:
+            timeline(entries, names)
+
+    def _form(self) -> None:
+        with ui.card().classes("w-full gap-2"):
+            self.inputs["title"] = ui.input("Title").props("counter maxlength=200").classes("w-full").mark("edit-title")
+            self.inputs["description"] = (
+                ui.textarea("Description").props("counter maxlength=5000 autogrow").classes("w-full")
+            ).mark("edit-description")
+            with ui.row().classes("gap-3"):
+                self.inputs["priority"] = (
+                    ui.select(PRIORITY_LABELS, label="Priority").classes("w-40").mark("edit-priority")
+                )
+                self.inputs["status"] = ui.select(STATUS_LABELS, label="Status").classes("w-40").mark("edit-status")
+            with ui.row().classes("w-full justify-between"):
+                ui.button("Delete", icon="delete", on_click=self._confirm_delete).props("flat color=negative").mark(
+                    "delete"
+                )
+                ui.button("Save", on_click=self.save).mark("save")
+
+    def edits(self) -> dict[str, object]:
+        """The fields the person changed compared with `loaded`."""
+        return {f: self.inputs[f].value for f in EDITABLE if self.inputs[f].value != getattr(self.loaded, f)}
+
+    async def save(self) -> None:
+        if self.gone:
+            return
+        edits = self.edits()
+        if not edits:
+            ui.notify("Nothing to save.")
+            return
+        try:
+            data = WorkOrderUpdate.model_validate({"version": self.loaded.version, **edits})
+            self.loaded = await service.update(db=get_db(), actor=self.actor, order_id=self.loaded.id, data=data)
+        except ValidationError as error:
+            for item in error.errors():
+                self.inputs[str(item["loc"][0])].error = friendly(item)
+            return
+        except Conflict as conflict:
+            self._conflict(WorkOrderRead.model_validate(conflict.details["current"]), edits)
+            return
+        except DeskError as error:
+            self._deleted() if isinstance(error, NotFound) else ui.notify(error.message, type="negative")
+            return
+        self.notice.clear()
+        ui.notify("Saved.", type="positive")
+        await self.show()
+
+    def _conflict(self, current: WorkOrderRead, mine: dict[str, object]) -> None:
+        """Someone saved first: say what they changed; let the person reload or apply their edit again."""
+        theirs = [f for f in EDITABLE if getattr(current, f) != getattr(self.loaded, f)]
+        self.notice.clear()
+        with self.notice, ui.card().classes("w-full bg-amber-1 gap-1").mark("conflict"):
+            ui.label("Someone else saved this work order first. Nothing of yours was saved yet.").classes("font-medium")
+            for field in theirs:
+                before, after = _shown(field, getattr(self.loaded, field)), _shown(field, getattr(current, field))
+                ui.label(f"They changed {field}: {before} → {after}").classes("text-sm break-all")
+
+            async def reload() -> None:
+                self.loaded = current
+                self.notice.clear()
+                await self.show()
+
+            async def reapply() -> None:
+                self.loaded = current
+                for field, value in mine.items():
+                    self.inputs[field].value = value
+                await self.save()
+
+            with ui.row():
+                ui.button("Reload their version", on_click=reload).props("outline").mark("conflict-reload")
+                ui.button("Apply my changes on top", on_click=reapply).mark("conflict-reapply")
+
+    async def _on_changes(self, batch: list[dict]) -> None:
+        if self.gone or not any(c["workOrderId"] == self.loaded.id for c in batch):
+            return
+        current = await service.get(db=get_db(), actor=self.actor, order_id=self.loaded.id)
+        if current is None:
+            self._deleted()
+        elif current.version != self.loaded.version:
+            if self.actor.can_write and self.edits():
+                self._changed_while_editing(current)
+            else:
+                self.loaded = current
+                await self.show()
+
+    def _changed_while_editing(self, current: WorkOrderRead) -> None:
+        # Never clobber what the person is typing: tell them, and let them choose when.
+        self.notice.clear()
+        with self.notice, ui.card().classes("w-full bg-blue-1").mark("changed-elsewhere"):
+            ui.label("Someone else just changed this work order. Your edit is kept until you choose.")
+
+            async def reload() -> None:
+                self.loaded = current
+                self.notice.clear()
+                await self.show()
+
+            ui.button("Show their version (discard my edit)", on_click=reload).props("outline")
+
+    def _deleted(self) -> None:
+        self.gone = True
+        self.notice.clear()
+        with self.notice:
+            ui.label("This work order has been deleted.").classes("text-negative font-medium").mark("deleted")
+        for element in self.inputs.values():
+            element.disable()
+
+    async def _confirm_delete(self) -> None:
+        with ui.dialog() as dialog, ui.card():
+            ui.label(f"Delete “{self.loaded.title}”? This cannot be undone.").classes("break-all")
+            with ui.row().classes("justify-end w-full"):
+                ui.button("Cancel", on_click=lambda: dialog.submit(False)).props("flat")
+                ui.button("Delete", on_click=lambda: dialog.submit(True)).props("color=negative").mark("confirm-delete")
+        if not await dialog:
+            return
+        try:
+            await service.delete(db=get_db(), actor=self.actor, order_id=self.loaded.id, version=self.loaded.version)
+        except Conflict as conflict:
+            self._conflict(WorkOrderRead.model_validate(conflict.details["current"]), {})
+            return
+        except DeskError as error:
+            ui.notify(error.message, type="negative")
+            return
+        ui.notify(f"Deleted “{self.loaded.title}”.", type="positive")
+        ui.navigate.to("/app")
+
+
+def _shown(field: str, value: object) -> str:
+    labels = {"priority": PRIORITY_LABELS, "status": STATUS_LABELS}.get(field)
+    text = labels.get(str(value), str(value)) if labels else f"“{value}”"
+    return text if len(text) <= 140 else text[:140] + "…"
+
+
+def _owner_values(entry) -> list[object]:
+    return [side.get("ownerId") for side in (entry.before, entry.after) if side and side.get("ownerId")]

@@ -1,0 +1,109 @@
+"""The login page and the session in the browser."""
+
+import asyncio
+
+from bson import ObjectId
+from nicegui.testing import User
+
+from components.frame import SESSION_CHECK_SECONDS
+from desk.auth import service as auth_service
+from tests.helpers import PASSWORD
+from tests.ui.conftest import submit
+
+
+async def test_logging_in_lands_on_the_work_orders(user: User, make_user, log_in):
+    sam = await make_user("user", name="Sam Rivera")
+    await log_in(user, sam)
+    await user.should_see("Sam Rivera")
+    await user.should_see("Work orders")
+
+
+async def test_a_protected_page_sends_you_to_login_and_back(user: User, make_user, make_order):
+    sam = await make_user("user")
+    order = await make_order(sam, "Leaking tap")
+
+    await user.open(f"/app/work-orders/{order.id}")
+    await user.should_see(marker="login")
+    submit(user, sam["email"], PASSWORD)
+
+    await user.should_see(marker="detail-title")
+    await user.should_see("Leaking tap")
+
+
+async def test_wrong_password_says_so_and_never_which_part(user: User, make_user):
+    sam = await make_user("user")
+    await user.open("/login")
+    submit(user, sam["email"], "not the password")
+    await user.should_see("Wrong email or password. After 5 failed attempts an account is locked for 15 minutes.")
+
+
+async def test_after_five_failures_even_the_right_password_is_refused(user: User, make_user, db):
+    sam = await make_user("user")
+    await user.open("/login")
+    for attempt in range(1, 6):
+        submit(user, sam["email"], "not the password")
+        await _until(lambda n=attempt: _failures(db, sam["email"], n))  # each click is handled before the next
+    submit(user, sam["email"], PASSWORD)
+    await user.should_see("locked for 15 minutes")
+    await asyncio.sleep(0.3)
+    await user.should_not_see(marker="current-user")
+
+
+async def test_rate_limit_message(user: User, make_user, settings, db):
+    from desk.config import use_settings
+
+    use_settings(settings.model_copy(update={"desk_login_attempts_per_minute": 1}))
+    sam = await make_user("user")
+    await user.open("/login")
+    submit(user, sam["email"], "not the password")
+    await _until(lambda: _failures(db, sam["email"], 1))
+    submit(user, sam["email"], PASSWORD)
+    await user.should_see("Too many login attempts from this address; wait a minute.")
+
+
+async def test_redirect_to_never_leaves_the_desk(user: User, make_user):
+    sam = await make_user("user")
+    await user.open("/login?redirect_to=//evil.example/phish")
+    submit(user, sam["email"], PASSWORD)
+    await user.should_see(marker="current-user")
+    await user.should_see("Work orders")
+
+
+async def test_logging_out_ends_the_session_in_every_tab(user: User, make_user, log_in, db):
+    sam = await make_user("user")
+    await log_in(user, sam)
+    await user.should_see(marker="current-user")
+
+    # Another tab of this browser logs out: the session ends on the server.
+    await db["sessions"].delete_many({})
+
+    await user.should_see(marker="login", retries=int(SESSION_CHECK_SECONDS * 10) + 20)
+
+
+async def test_log_out_button(user: User, make_user, log_in, db):
+    sam = await make_user("user")
+    await log_in(user, sam)
+    user.find(marker="logout").click()
+    await user.should_see(marker="login")
+    assert await db["sessions"].count_documents({}) == 0
+    await user.open("/app")
+    await user.should_see(marker="login")
+
+
+async def test_an_expired_session_lands_on_login(user: User, make_user, log_in, db):
+    sam = await make_user("user")
+    await log_in(user, sam)
+    await auth_service.end_sessions(db=db, user_id=ObjectId(sam["id"]))
+    await user.open("/app")
+    await user.should_see(marker="login")
+
+
+async def _failures(db, email: str, expected: int) -> bool:
+    stored = await db["users"].find_one({"email": email})
+    return stored["failedLoginCount"] == expected or (expected == 5 and stored["lockedUntil"] is not None)
+
+
+async def _until(check) -> None:
+    async with asyncio.timeout(5):
+        while not await check():
+            await asyncio.sleep(0.05)
