@@ -10,7 +10,7 @@ import inspect
 import logging
 from collections.abc import Awaitable, Callable
 
-from nicegui import background_tasks, ui
+from nicegui import Client, background_tasks, ui
 from pymongo.errors import PyMongoError
 
 from desk.db.client import get_db
@@ -21,7 +21,7 @@ INTERVAL = 0.5
 
 Change = dict
 Listener = Callable[[list[Change]], Awaitable[None] | None]
-_listeners: set[Listener] = set()
+_listeners: dict[Listener, Client] = {}
 
 
 def start() -> None:
@@ -31,8 +31,9 @@ def start() -> None:
 
 def on_change(listener: Listener) -> None:
     """Call `listener` with each batch of changes while the current page is open."""
-    _listeners.add(listener)
-    ui.context.client.on_delete(lambda: _listeners.discard(listener))
+    client = ui.context.client
+    _listeners[listener] = client
+    client.on_delete(lambda: _listeners.pop(listener, None))
 
 
 async def _poll() -> None:
@@ -48,7 +49,10 @@ async def _poll() -> None:
         if not batch:
             continue
         seq = batch[-1]["seq"]
-        for listener in list(_listeners):
+        for listener, client in list(_listeners.items()):
+            if client.is_deleted:  # a page left behind; its on_delete may not have run yet
+                _listeners.pop(listener, None)
+                continue
             try:
                 result = listener(batch)
             except Exception:

@@ -31,7 +31,7 @@ def timeline(entries: list[ActivityRead], names: dict[str, str]) -> None:
                     with ui.row().classes("gap-1 items-center"):
                         ui.label(_who(entry, names)).classes("font-medium")
                         if entry.actor_kind == "system" or entry.run_id:
-                            ui.badge("agent", color="purple-6").props("outline")
+                            ui.badge("agent", color="purple-6").props("outline").mark("agent-badge")
                         ui.label(ACTIONS[entry.action])
                         ui.label(ago(entry.at)).classes("text-xs text-grey-7").tooltip(when(entry.at))
                     if entry.action == "updated":

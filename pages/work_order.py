@@ -43,6 +43,8 @@ class WorkOrderView:
         self.actor, self.loaded = actor, order
         self.inputs: dict[str, ui.element] = {}
         self.gone = False
+        self.client = ui.context.client
+        self.told: int | None = None  # the newer version the person has already been told about
 
     async def build(self) -> None:
         self.summary = ui.column().classes("w-full gap-1")
@@ -91,16 +93,18 @@ class WorkOrderView:
             timeline(entries, names)
 
     def _form(self) -> None:
+        order = self.loaded  # values set here, before any await, so the form is never shown empty
         with ui.card().classes("w-full gap-2"):
-            self.inputs["title"] = ui.input("Title").props("counter maxlength=200").classes("w-full").mark("edit-title")
-            self.inputs["description"] = (
-                ui.textarea("Description").props("counter maxlength=5000 autogrow").classes("w-full")
-            ).mark("edit-description")
+            self.inputs["title"] = ui.input("Title", value=order.title).props("counter maxlength=200").classes("w-full")
+            self.inputs["description"] = ui.textarea("Description", value=order.description).classes("w-full")
+            self.inputs["description"].props("counter maxlength=5000 autogrow")
             with ui.row().classes("gap-3"):
-                self.inputs["priority"] = (
-                    ui.select(PRIORITY_LABELS, label="Priority").classes("w-40").mark("edit-priority")
+                self.inputs["priority"] = ui.select(PRIORITY_LABELS, label="Priority", value=order.priority).classes(
+                    "w-40"
                 )
-                self.inputs["status"] = ui.select(STATUS_LABELS, label="Status").classes("w-40").mark("edit-status")
+                self.inputs["status"] = ui.select(STATUS_LABELS, label="Status", value=order.status).classes("w-40")
+            for field, element in self.inputs.items():
+                element.mark(f"edit-{field}")
             with ui.row().classes("w-full justify-between"):
                 ui.button("Delete", icon="delete", on_click=self._confirm_delete).props("flat color=negative").mark(
                     "delete"
@@ -109,7 +113,8 @@ class WorkOrderView:
 
     def edits(self) -> dict[str, object]:
         """The fields the person changed compared with `loaded`."""
-        return {f: self.inputs[f].value for f in EDITABLE if self.inputs[f].value != getattr(self.loaded, f)}
+        values = {f: self.inputs[f].value if self.inputs[f].value is not None else "" for f in EDITABLE}
+        return {f: value for f, value in values.items() if value != getattr(self.loaded, f)}
 
     async def save(self) -> None:
         if self.gone:
@@ -138,6 +143,7 @@ class WorkOrderView:
     def _conflict(self, current: WorkOrderRead, mine: dict[str, object]) -> None:
         """Someone saved first: say what they changed; let the person reload or apply their edit again."""
         theirs = [f for f in EDITABLE if getattr(current, f) != getattr(self.loaded, f)]
+        self.told = current.version
         self.notice.clear()
         with self.notice, ui.card().classes("w-full bg-amber-1 gap-1").mark("conflict"):
             ui.label("Someone else saved this work order first. Nothing of yours was saved yet.").classes("font-medium")
@@ -152,8 +158,8 @@ class WorkOrderView:
 
             async def reapply() -> None:
                 self.loaded = current
-                for field, value in mine.items():
-                    self.inputs[field].value = value
+                for field in EDITABLE:  # their version, with the person's own edits on top
+                    self.inputs[field].value = mine.get(field, getattr(current, field))
                 await self.save()
 
             with ui.row():
@@ -164,9 +170,11 @@ class WorkOrderView:
         if self.gone or not any(c["workOrderId"] == self.loaded.id for c in batch):
             return
         current = await service.get(db=get_db(), actor=self.actor, order_id=self.loaded.id)
+        if self.client.is_deleted:  # the page closed while we read
+            return
         if current is None:
             self._deleted()
-        elif current.version != self.loaded.version:
+        elif current.version not in (self.loaded.version, self.told):
             if self.actor.can_write and self.edits():
                 self._changed_while_editing(current)
             else:
@@ -175,6 +183,7 @@ class WorkOrderView:
 
     def _changed_while_editing(self, current: WorkOrderRead) -> None:
         # Never clobber what the person is typing: tell them, and let them choose when.
+        self.told = current.version
         self.notice.clear()
         with self.notice, ui.card().classes("w-full bg-blue-1").mark("changed-elsewhere"):
             ui.label("Someone else just changed this work order. Your edit is kept until you choose.")
@@ -200,7 +209,9 @@ class WorkOrderView:
             with ui.row().classes("justify-end w-full"):
                 ui.button("Cancel", on_click=lambda: dialog.submit(False)).props("flat")
                 ui.button("Delete", on_click=lambda: dialog.submit(True)).props("color=negative").mark("confirm-delete")
-        if not await dialog:
+        confirmed = await dialog
+        dialog.delete()
+        if not confirmed:
             return
         try:
             await service.delete(db=get_db(), actor=self.actor, order_id=self.loaded.id, version=self.loaded.version)

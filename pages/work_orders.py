@@ -13,10 +13,10 @@ from components.frame import frame
 from components.work_order_dialog import new_work_order_dialog
 from desk.actors import Actor
 from desk.db.client import get_db
-from desk.schema import MAX_LIMIT, MAX_OFFSET, PageQuery
+from desk.schema import MAX_LIMIT, MAX_OFFSET, OffsetPage, PageQuery
 from desk.users import service as users_service
 from desk.work_orders import service
-from desk.work_orders.models import WorkOrderQuery
+from desk.work_orders.models import WorkOrderQuery, WorkOrderRead
 
 router = APIRouter()
 PAGE_SIZE = 25
@@ -63,9 +63,9 @@ async def work_orders_page(request: Request):
 
     with frame("Work orders", user, path="/app"):
         with ui.row().classes("w-full items-end gap-3"):
-            search = ui.input("Search", placeholder="Words in title or description").props("clearable dense")
-            search.classes("w-72").mark("search")
-            search.on("update:model-value", lambda: _set(filters, page=1, q=(search.value or "").strip()), throttle=0.4)
+            search = ui.input("Search", placeholder="Words in title or description").classes("w-72").mark("search")
+            search.props("clearable dense debounce=300")  # the browser sends the words once typing pauses
+            search.on_value_change(lambda e: _set(filters, page=1, q=(e.value or "").strip()))
             _filter_select(STATUS_LABELS, "Status", "status-filter", lambda v: _set(filters, page=1, status=v))
             _filter_select(PRIORITY_LABELS, "Priority", "priority-filter", lambda v: _set(filters, page=1, priority=v))
             if actor.is_admin:
@@ -77,9 +77,16 @@ async def work_orders_page(request: Request):
                 dialog = new_work_order_dialog(actor, owners, lambda _: orders.refresh())
                 ui.button("New work order", icon="add", on_click=dialog.open).mark("new-order")
 
+        latest, client = 0, ui.context.client
+
         @ui.refreshable
         async def orders() -> None:
-            await _orders_view(actor, filters, owners, lambda number: _set(filters, page=number))
+            nonlocal latest
+            latest += 1
+            mine = latest
+            page = await service.list_orders(db=get_db(), actor=actor, query=filters.query())
+            if mine == latest and not client.is_deleted:  # a newer refresh started meanwhile: let it draw
+                _orders_view(page, actor, filters, owners, lambda number: _set(filters, page=number))
 
         def _set(current: Filters, **changes) -> None:
             for key, value in changes.items():
@@ -111,8 +118,13 @@ def _filter_select(options: dict, label: str, marker: str, on_value) -> ui.selec
     return select
 
 
-async def _orders_view(actor: Actor, filters: Filters, owners: dict[str, str], on_page: Callable[[int], None]) -> None:
-    page = await service.list_orders(db=get_db(), actor=actor, query=filters.query())
+def _orders_view(
+    page: OffsetPage[WorkOrderRead],
+    actor: Actor,
+    filters: Filters,
+    owners: dict[str, str],
+    on_page: Callable[[int], None],
+) -> None:
     if not page.items:
         searching = filters.q or filters.status or filters.priority or filters.owner
         text = "Nothing matches these filters." if searching else "No work orders yet."

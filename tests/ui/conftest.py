@@ -8,6 +8,10 @@ from nicegui.testing import User
 from desk.db.client import use_database
 from tests.helpers import PASSWORD
 
+# should_see retries (0.1 s each) for outcomes that wait on the database or password hashing,
+# which take longer than the default 0.3 s when both cores are busy.
+WAIT = 50
+
 
 @pytest.fixture(autouse=True)
 def _pages_use_the_test_database(db, settings) -> None:
@@ -22,7 +26,7 @@ def log_in() -> Callable[[User, dict], Awaitable[None]]:
     async def login(user: User, person: dict, *, landing: str = "/login") -> None:
         await user.open(landing)
         submit(user, person["email"], PASSWORD)
-        await user.should_see(marker="current-user")
+        await user.should_see(marker="current-user", retries=WAIT)
 
     return login
 

@@ -8,7 +8,7 @@ from nicegui.testing import User
 from components.frame import SESSION_CHECK_SECONDS
 from desk.auth import service as auth_service
 from tests.helpers import PASSWORD
-from tests.ui.conftest import submit
+from tests.ui.conftest import WAIT, submit
 
 
 async def test_logging_in_lands_on_the_work_orders(user: User, make_user, log_in):
@@ -23,10 +23,10 @@ async def test_a_protected_page_sends_you_to_login_and_back(user: User, make_use
     order = await make_order(sam, "Leaking tap")
 
     await user.open(f"/app/work-orders/{order.id}")
-    await user.should_see(marker="login")
+    await user.should_see(marker="login", retries=WAIT)
     submit(user, sam["email"], PASSWORD)
 
-    await user.should_see(marker="detail-title")
+    await user.should_see(marker="detail-title", retries=WAIT)
     await user.should_see("Leaking tap")
 
 
@@ -44,7 +44,7 @@ async def test_after_five_failures_even_the_right_password_is_refused(user: User
         submit(user, sam["email"], "not the password")
         await _until(lambda n=attempt: _failures(db, sam["email"], n))  # each click is handled before the next
     submit(user, sam["email"], PASSWORD)
-    await user.should_see("locked for 15 minutes")
+    await user.should_see("locked for 15 minutes", retries=WAIT)
     await asyncio.sleep(0.3)
     await user.should_not_see(marker="current-user")
 
@@ -58,7 +58,7 @@ async def test_rate_limit_message(user: User, make_user, settings, db):
     submit(user, sam["email"], "not the password")
     await _until(lambda: _failures(db, sam["email"], 1))
     submit(user, sam["email"], PASSWORD)
-    await user.should_see("Too many login attempts from this address; wait a minute.")
+    await user.should_see("Too many login attempts from this address; wait a minute.", retries=WAIT)
 
 
 async def test_redirect_to_never_leaves_the_desk(user: User, make_user):
@@ -84,10 +84,10 @@ async def test_log_out_button(user: User, make_user, log_in, db):
     sam = await make_user("user")
     await log_in(user, sam)
     user.find(marker="logout").click()
-    await user.should_see(marker="login")
+    await user.should_see(marker="login", retries=WAIT)
     assert await db["sessions"].count_documents({}) == 0
     await user.open("/app")
-    await user.should_see(marker="login")
+    await user.should_see(marker="login", retries=WAIT)
 
 
 async def test_an_expired_session_lands_on_login(user: User, make_user, log_in, db):
@@ -95,7 +95,7 @@ async def test_an_expired_session_lands_on_login(user: User, make_user, log_in, 
     await log_in(user, sam)
     await auth_service.end_sessions(db=db, user_id=ObjectId(sam["id"]))
     await user.open("/app")
-    await user.should_see(marker="login")
+    await user.should_see(marker="login", retries=WAIT)
 
 
 async def _failures(db, email: str, expected: int) -> bool:

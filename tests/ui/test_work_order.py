@@ -1,0 +1,179 @@
+"""The work-order page: edit, status, delete, timeline, and two people saving the same order."""
+
+from bson import ObjectId
+from nicegui.testing import User
+
+from desk.actors import SYSTEM_TRIAGE
+from desk.work_orders import repository, service
+from desk.work_orders.models import WorkOrderUpdate
+from tests.helpers import actor
+from tests.ui.conftest import WAIT
+
+
+async def test_edit_and_change_status(user: User, make_user, make_order, log_in, db):
+    sam = await make_user("user", name="Sam Rivera")
+    order = await make_order(sam, "Leaking tap")
+    await log_in(user, sam)
+    await open_order(user, order.id)
+
+    user.find(marker="edit-title").clear().type("Leaking tap, kitchen")
+    user.find(marker="edit-status").click()
+    user.find("In progress").click()
+    user.find(marker="save").click()
+
+    await user.should_see("Saved.", retries=WAIT)
+    await user.should_see("version 2")
+    await user.should_see("Status: Pending → In progress")
+    await user.should_see("Title: “Leaking tap” → “Leaking tap, kitchen”")
+    stored = await db["work_orders"].find_one({"_id": ObjectId(order.id)})
+    assert (stored["title"], stored["status"], stored["version"]) == ("Leaking tap, kitchen", "in_progress", 2)
+
+
+async def test_invalid_edit_shows_the_problem_beside_the_field(user: User, make_user, make_order, log_in, db):
+    sam = await make_user("user")
+    order = await make_order(sam, "Leaking tap")
+    await log_in(user, sam)
+    await open_order(user, order.id)
+
+    user.find(marker="edit-title").clear()
+    user.find(marker="save").click()
+
+    await user.should_see("Required.", retries=WAIT)
+    assert (await db["work_orders"].find_one({}))["title"] == "Leaking tap"
+
+
+async def test_someone_else_saved_first_then_reapply(user: User, make_user, make_order, log_in, db):
+    sam, admin = await make_user("user"), await make_user("admin")
+    order = await make_order(sam, "Broken window")
+    await log_in(user, sam)
+    await open_order(user, order.id)
+    user.find(marker="edit-description").type("Glass cracked, taped for now.")
+
+    # Meanwhile an admin raises the priority.
+    await service.update(
+        db=db, actor=actor(admin), order_id=order.id, data=WorkOrderUpdate(version=1, priority="urgent")
+    )
+    await user.should_see(marker="changed-elsewhere", retries=WAIT)  # told at once, edit kept
+    user.find(marker="save").click()
+
+    await user.should_see(marker="conflict", retries=WAIT)
+    await user.should_see("They changed priority: Medium → Urgent")
+    stored = await db["work_orders"].find_one({})
+    assert (stored["description"], stored["version"]) == ("", 2)
+
+    user.find(marker="conflict-reapply").click()
+    await user.should_see("Saved.", retries=WAIT)
+    stored = await db["work_orders"].find_one({})
+    assert (stored["description"], stored["priority"], stored["version"]) == (
+        "Glass cracked, taped for now.",
+        "urgent",
+        3,
+    )
+
+
+async def test_someone_else_saved_first_then_reload(user: User, make_user, make_order, log_in, db):
+    sam, admin = await make_user("user"), await make_user("admin")
+    order = await make_order(sam, "Broken window")
+    await log_in(user, sam)
+    await open_order(user, order.id)
+    user.find(marker="edit-title").clear().type("My title")
+    await service.update(
+        db=db, actor=actor(admin), order_id=order.id, data=WorkOrderUpdate(version=1, title="Their title")
+    )
+    user.find(marker="save").click()
+    await user.should_see(marker="conflict", retries=WAIT)
+
+    user.find(marker="conflict-reload").click()
+
+    await user.should_see("Their title", retries=WAIT)
+    await user.should_not_see(marker="conflict")
+    assert (await db["work_orders"].find_one({}))["title"] == "Their title"
+
+
+async def test_an_untouched_page_follows_changes_live(user: User, make_user, make_order, log_in, db):
+    sam = await make_user("user")
+    order = await make_order(sam, "Projector broken")
+    await log_in(user, sam)
+    await open_order(user, order.id)
+
+    await service.update(db=db, actor=actor(sam), order_id=order.id, data=WorkOrderUpdate(version=1, status="done"))
+
+    await user.should_see("version 2", retries=WAIT)
+    await user.should_see("Status: Pending → Done")
+    await user.should_not_see(marker="changed-elsewhere")
+
+
+async def test_delete_asks_first(user: User, make_user, make_order, log_in, db):
+    sam = await make_user("user")
+    order = await make_order(sam, "Order new chairs")
+    await log_in(user, sam)
+    await open_order(user, order.id)
+
+    user.find(marker="delete").click()
+    await user.should_see("Delete “Order new chairs”? This cannot be undone.")
+    user.find("Cancel").click()
+    assert await db["work_orders"].count_documents({}) == 1
+
+    user.find(marker="delete").click()
+    await user.should_see(marker="confirm-delete", retries=WAIT)
+    user.find(marker="confirm-delete").click()
+    await user.should_see("Deleted “Order new chairs”.", retries=WAIT)
+    assert await db["work_orders"].count_documents({}) == 0
+
+
+async def test_a_page_left_open_says_when_the_order_is_deleted(user: User, make_user, make_order, log_in, db):
+    sam = await make_user("user")
+    order = await make_order(sam, "Badge reader")
+    await log_in(user, sam)
+    await open_order(user, order.id)
+
+    await service.delete(db=db, actor=actor(sam), order_id=order.id, version=1)
+
+    await user.should_see(marker="deleted", retries=WAIT)
+
+
+async def test_someone_elses_order_is_not_found(user: User, make_user, make_order, log_in):
+    sam, priya = await make_user("user"), await make_user("user")
+    order = await make_order(priya, "Priya's order")
+    await log_in(user, sam)
+    await user.open(f"/app/work-orders/{order.id}")
+    await user.should_see(marker="missing")
+    await user.should_not_see("Priya's order")
+
+
+async def test_the_timeline_marks_agent_entries(user: User, make_user, make_order, log_in, db):
+    sam = await make_user("user", name="Sam Rivera")
+    order = await make_order(sam, "Heating not working")
+    await service.update(
+        db=db,
+        actor=actor(sam),
+        order_id=order.id,
+        data=WorkOrderUpdate(version=1, priority="high"),
+        run_id="run0000abc123",
+    )
+    await repository.append_activity(
+        db,
+        {
+            "workOrderId": ObjectId(order.id),
+            "actorId": SYSTEM_TRIAGE.id,
+            "actorKind": "system",
+            "action": "updated",
+            "before": {"priority": "high"},
+            "after": {"priority": "urgent"},
+            "runId": "run0000def456",
+            "at": order.created_at,
+        },
+    )
+    await log_in(user, sam)
+    await open_order(user, order.id)
+
+    await user.should_see("Copilot for Sam Rivera (run abc123)")
+    await user.should_see("Triage agent")
+    await user.should_see("Sam Rivera")
+    assert len(user.find(marker="agent-badge").elements) == 2
+
+
+async def open_order(user: User, order_id: str) -> None:
+    """Open the page and wait until it is fully drawn (the timeline comes last)."""
+    await user.open(f"/app/work-orders/{order_id}")
+    await user.should_see(marker="timeline", retries=WAIT)

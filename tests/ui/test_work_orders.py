@@ -1,0 +1,160 @@
+"""The work-order list: search, filters, counts, the new-order dialog, roles, and live changes."""
+
+from nicegui import ui
+from nicegui.testing import User
+
+from desk.work_orders import service
+from desk.work_orders.models import WorkOrderUpdate
+from tests.helpers import actor
+from tests.ui.conftest import WAIT
+
+XSS_TITLE = "<img src=x onerror=alert(1)>"
+MARKDOWN_TITLE = "**bold**<script>alert(2)</script>"
+
+
+def titles(user: User) -> list[str]:
+    return sorted(link.text for link in user.find(marker="order-title").elements)
+
+
+async def test_a_person_sees_their_orders_with_chips_and_a_count(user: User, make_user, make_order, log_in):
+    sam, priya = await make_user("user"), await make_user("user")
+    await make_order(sam, "Leaking tap", priority="urgent")
+    await make_order(sam, "Flickering lights")
+    await make_order(priya, "Not yours")
+
+    await log_in(user, sam)
+
+    await user.should_see("Leaking tap")
+    await user.should_see("Urgent")
+    await user.should_see("1–2 of 2", retries=WAIT)
+    await user.should_not_see("Not yours")
+    assert titles(user) == ["Flickering lights", "Leaking tap"]
+
+
+async def test_search_and_filters_narrow_the_list(user: User, make_user, make_order, log_in):
+    sam = await make_user("user")
+    await make_order(sam, "Leaking tap in the kitchen", priority="high")
+    await make_order(sam, "Kitchen light out", priority="low")
+    await make_order(sam, "Projector broken", priority="high")
+    await log_in(user, sam)
+    await user.should_see("1–3 of 3")
+
+    user.find(marker="search").type("kitchen")
+    await user.should_see("1–2 of 2", retries=WAIT)
+    assert titles(user) == ["Kitchen light out", "Leaking tap in the kitchen"]
+
+    user.find(marker="priority-filter").click()
+    user.find("High").click()
+    await user.should_see("1–1 of 1", retries=WAIT)
+    assert titles(user) == ["Leaking tap in the kitchen"]
+
+    user.find(marker="search").clear().type("nothingatall")
+    await user.should_see("Nothing matches these filters.", retries=WAIT)
+
+
+async def test_new_work_order_dialog_validates_beside_the_fields_then_creates(user: User, make_user, log_in, db):
+    sam = await make_user("user")
+    await log_in(user, sam)
+    await user.should_see("No work orders yet.")
+
+    user.find(marker="new-order").click()
+    user.find(marker="create").click()
+    await user.should_see("Required.", retries=WAIT)
+    assert await db["work_orders"].count_documents({}) == 0
+
+    user.find(marker="new-title").type("Broken door handle")
+    user.find(marker="new-description").type("Main door of room 214 won't latch.")
+    user.find(marker="create").click()
+
+    await user.should_see("Created “Broken door handle”", retries=WAIT)
+    await user.should_see("1–1 of 1", retries=WAIT)
+    assert (await db["work_orders"].find_one({}))["description"] == "Main door of room 214 won't latch."
+
+
+async def test_viewers_get_no_buttons_they_cannot_use(user: User, make_user, make_order, log_in):
+    viewer, admin = await make_user("viewer"), await make_user("admin")
+    order = await make_order(admin, "Watched order", ownerId=viewer["id"])
+    await log_in(user, viewer)
+
+    await user.should_see("Watched order")
+    await user.should_not_see(marker="new-order")
+    await user.open(f"/app/work-orders/{order.id}")
+    await user.should_see(marker="detail-title", retries=WAIT)
+    await user.should_not_see(marker="save")
+    await user.should_not_see(marker="delete")
+
+
+async def test_admins_see_everyone_and_filter_by_owner(user: User, make_user, make_order, log_in):
+    admin = await make_user("admin")
+    sam, priya = await make_user("user", name="Sam Rivera"), await make_user("user", name="Priya Shah")
+    await make_order(sam, "Sam's order")
+    await make_order(priya, "Priya's order")
+    await log_in(user, admin)
+    await user.should_see("1–2 of 2", retries=WAIT)
+    await user.should_see("Priya Shah")
+
+    user.find(marker="owner-filter").click()
+    user.find("Sam Rivera").click()
+
+    await user.should_see("1–1 of 1", retries=WAIT)
+    assert titles(user) == ["Sam's order"]
+
+
+async def test_pages_of_twenty_five(user: User, make_user, make_order, log_in):
+    sam = await make_user("user")
+    for number in range(27):
+        await make_order(sam, f"Order {number:02d}")
+    await log_in(user, sam)
+    await user.should_see("1–25 of 27")
+
+    user.find(marker="pages").elements.pop().set_value(2)
+
+    await user.should_see("26–27 of 27", retries=WAIT)
+    assert titles(user) == ["Order 00", "Order 01"]
+
+
+async def test_a_change_by_someone_else_appears_without_reload(
+    user: User, create_user, make_user, make_order, log_in, db
+):
+    admin, sam = await make_user("admin"), await make_user("user")
+    order = await make_order(sam, "Heating not working")
+    await log_in(user, sam)
+    await user.should_see("Heating not working")
+
+    other = create_user()
+    await log_in(other, admin)
+    await other.open(f"/app/work-orders/{order.id}")
+    other.find(marker="edit-title").clear().type("Heating fixed?")
+    other.find(marker="save").click()
+    await other.should_see("Saved.", retries=WAIT)
+
+    await user.should_see("Heating fixed?", retries=WAIT)
+    await make_order(sam, "Created by a script")  # another process or the API: same feed
+    await user.should_see("Created by a script", retries=WAIT)
+    await service.delete(db=db, actor=actor(admin), order_id=order.id, version=2)
+    await user.should_not_see("Heating fixed?", retries=WAIT)
+
+
+async def test_payload_titles_render_as_text(user: User, make_user, make_order, log_in):
+    sam = await make_user("user", name="<b>Sam</b>")
+    await make_order(sam, XSS_TITLE)
+    order = await make_order(sam, MARKDOWN_TITLE)
+    await log_in(user, sam)
+
+    await user.should_see(XSS_TITLE)
+    await user.should_see(MARKDOWN_TITLE)
+    await user.should_see("<b>Sam</b>")
+    for element in user.find(marker="order-title").elements:
+        assert isinstance(element, ui.link) and element.text in (XSS_TITLE, MARKDOWN_TITLE)
+    await user.open(f"/app/work-orders/{order.id}")
+    await user.should_see(MARKDOWN_TITLE)
+    await service.update(
+        db=user_db(), actor=actor(sam), order_id=order.id, data=WorkOrderUpdate(version=1, title=XSS_TITLE)
+    )
+    await user.should_see(f"Title: “{MARKDOWN_TITLE}” → “{XSS_TITLE}”", retries=WAIT)
+
+
+def user_db():
+    from desk.db.client import get_db
+
+    return get_db()
