@@ -19,8 +19,8 @@ RUN --mount=type=cache,target=/root/.cache/pip \
  && useradd --create-home --uid 10001 --shell /usr/sbin/nologin desk
 
 USER desk
-# A writable working directory: NiceGUI keeps its per-user storage in ./.nicegui, and the
-# embedded database (when MONGODB_URI is unset) lives in DESK_DATA_DIR.
+# A writable data directory: NiceGUI's per-browser storage and the generated storage secret live
+# in DESK_DATA_DIR, and so does the embedded database when MONGODB_URI is unset.
 WORKDIR /home/desk
 ENV DESK_DATA_DIR=/home/desk/data
 

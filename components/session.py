@@ -11,6 +11,7 @@ from fastapi.responses import RedirectResponse
 from nicegui import app
 
 from desk.actors import Actor
+from desk.agent import sessions as agent_sessions
 from desk.auth import service as auth_service
 from desk.db.client import get_db
 from desk.errors import Unauthorized
@@ -57,8 +58,14 @@ async def sign_in(*, email: str, password: str, ip: str) -> dict:
 async def sign_out() -> None:
     """End the session on the server and forget it in this browser (every tab)."""
     secret = app.storage.user.pop(SESSION_KEY, None)
-    if secret:
-        await auth_service.logout(db=get_db(), secret=secret)
+    if not secret:
+        return
+    try:
+        user = await auth_service.user_for_session(db=get_db(), secret=secret)
+    except Unauthorized:
+        return  # it had already ended
+    await auth_service.logout(db=get_db(), secret=secret)
+    await agent_sessions.abort_runs(db=get_db(), user_id=str(user["_id"]))
 
 
 def session_secret() -> str | None:

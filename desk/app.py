@@ -8,6 +8,9 @@ from fastapi import APIRouter, FastAPI
 from fastapi.responses import JSONResponse
 from pymongo.asynchronous.database import AsyncDatabase
 
+from desk.agent import budget
+from desk.agent import runs as agent_runs
+from desk.agent.api import router as ai_router
 from desk.auth import passwords
 from desk.auth import repository as auth_repo
 from desk.auth.api import router as auth_router
@@ -42,14 +45,14 @@ async def readyz() -> JSONResponse:
 
 def install_api(app: FastAPI) -> None:
     """Mount every router and the error envelope on `app` (NiceGUI's app in production, a bare one in tests)."""
-    for router in (health, auth_router, work_orders_router, users_router, metrics_router):
+    for router in (health, auth_router, work_orders_router, users_router, metrics_router, ai_router):
         app.include_router(router)
     install_error_handlers(app)
 
 
 async def ensure_indexes(db: AsyncDatabase) -> None:
     """Create every index the desk needs; safe to run at every start."""
-    for repository in (users_repo, auth_repo, work_orders_repo):
+    for repository in (users_repo, auth_repo, work_orders_repo, agent_runs, budget):
         await repository.ensure_indexes(db)
 
 

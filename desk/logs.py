@@ -54,3 +54,4 @@ def configure_logging(level: int = logging.INFO) -> None:
     root.handlers[:] = [handler]
     root.setLevel(level)
     logging.getLogger("pymongo").setLevel(logging.WARNING)
+    logging.getLogger("apscheduler").setLevel(logging.WARNING)

@@ -1,15 +1,18 @@
 """Serving the desk: NiceGUI's app carries the API, the pages and the start-up work."""
 
 import logging
-from contextlib import AsyncExitStack
+import os
+import subprocess
+import sys
 
 from nicegui import app, ui
+from nicegui.storage import Storage
 
 from components import live
 from desk.app import ensure_first_admin, ensure_indexes, install_api
 from desk.config import Settings
-from desk.db.client import use_database
-from desk.db.lifecycle import open_database
+from desk.db.client import connect, get_db, use_database
+from desk.db.embedded import EmbeddedMongo, EmbeddedMongoError
 from pages import ROUTERS
 
 log = logging.getLogger("desk")
@@ -26,47 +29,82 @@ def mount() -> None:
     app.on_startup(live.start)
 
 
-def configure(settings: Settings, *, demo: bool = False) -> None:
-    """Everything `mount` does, after connecting the database at start-up (and closing it at the end)."""
-    stack = AsyncExitStack()
+def configure(settings: Settings, uri: str, *, demo: bool = False) -> None:
+    """Everything `mount` does, plus start-up work (indexes, first admin, demo data, the worker)."""
+    stop_worker = None
 
     @app.on_startup
     async def start() -> None:
-        db = await stack.enter_async_context(open_database(settings))
-        use_database(db)
+        nonlocal stop_worker
+        db = get_db()
         await ensure_indexes(db)
         first = await ensure_first_admin(db, settings)
         if demo:
             from desk.seed import seed_demo
 
             print(await seed_demo(db, only_if_empty=True), flush=True)
+        stop_worker = _start_worker(uri)
         _welcome(settings, first)
 
     @app.on_shutdown
     async def stop() -> None:
-        use_database(None)
-        await stack.aclose()
+        if stop_worker is not None:
+            stop_worker()
+        await get_db().client.close()
 
     mount()
 
 
 def serve(settings: Settings, *, demo: bool = False) -> None:
-    """Run the desk until interrupted."""
+    """Run the desk until interrupted; the database is connected before the first request can arrive."""
     from desk.cli import generated_secret
 
-    configure(settings, demo=demo)
+    embedded = None
+    if settings.mongodb_uri is not None:
+        uri = settings.mongodb_uri.get_secret_value()
+    else:
+        embedded = EmbeddedMongo(settings.desk_data_dir / "mongo")
+        try:
+            uri = embedded.start()
+        except EmbeddedMongoError as error:
+            raise SystemExit(f"desk: {error}") from None
+    use_database(connect(uri, settings.mongodb_db))
+    configure(settings, uri, demo=demo)
+    # NiceGUI's per-browser storage holds the desk session secret: keep it with the desk's data,
+    # not in whatever directory the desk was started from.
+    Storage.path = (settings.desk_data_dir / "nicegui").resolve()
+    app.storage = Storage()
     secret = settings.desk_secret.get_secret_value() if settings.desk_secret else generated_secret()
-    ui.run(
-        host=settings.desk_host,
-        port=settings.desk_port,
-        title="Work Order Desk",
-        reload=False,
-        show=False,
-        storage_secret=secret,
-        show_welcome_message=False,
-        uvicorn_logging_level="warning",
-        favicon="🛠",
-    )
+    try:
+        ui.run(
+            host=settings.desk_host,
+            port=settings.desk_port,
+            title="Work Order Desk",
+            reload=False,
+            show=False,
+            storage_secret=secret,
+            show_welcome_message=False,
+            uvicorn_logging_level="warning",
+            favicon="🛠",
+        )
+    finally:
+        if embedded is not None:
+            embedded.stop()
+
+
+def _start_worker(uri: str):
+    """The worker process (scheduler.py) beside the web app, on the same database; returns its stopper."""
+    env = {**os.environ, "MONGODB_URI": uri, "DESK_WORKER_PARENT": str(os.getpid())}
+    worker = subprocess.Popen([sys.executable, "-m", "desk.worker"], env=env)
+
+    def stop() -> None:
+        worker.terminate()
+        try:
+            worker.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            worker.kill()
+
+    return stop
 
 
 def _welcome(settings: Settings, first) -> None:

@@ -2,6 +2,7 @@
 
 from fastapi import APIRouter, Depends, Request, Response, status
 
+from desk.agent import sessions as agent_sessions
 from desk.auth import service
 from desk.auth.models import LoginRequest, TokenCreate, TokenCreated, TokenRead
 from desk.config import get_settings
@@ -36,11 +37,12 @@ async def login(body: LoginRequest, request: Request, response: Response, db: Db
 
 
 @router.post("/logout", status_code=status.HTTP_204_NO_CONTENT, responses=errors(*AUTHED))
-async def logout(request: Request, response: Response, db: Db, _: CurrentUser) -> None:
-    """End this session (bearer tokens are revoked on their own route)."""
+async def logout(request: Request, response: Response, db: Db, user: CurrentUser) -> None:
+    """End this session and the person's running copilot runs (bearer tokens are revoked on their own route)."""
     secret = request.cookies.get(session_cookie_name())
     if secret:
         await service.logout(db=db, secret=secret)
+    await agent_sessions.abort_runs(db=db, user_id=str(user["_id"]))
     response.delete_cookie(session_cookie_name(), path="/", secure=get_settings().desk_public_https, httponly=True)
 
 

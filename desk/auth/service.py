@@ -58,11 +58,20 @@ async def login(*, db: AsyncDatabase, email: str, password: str, ip: str) -> Log
 
 
 async def _limit_login_rate(*, db: AsyncDatabase, ip: str) -> None:
+    await limit_rate(
+        db=db,
+        key=f"login:{ip}",
+        per_minute=get_settings().desk_login_attempts_per_minute,
+        message="Too many login attempts from this address; wait a minute.",
+    )
+
+
+async def limit_rate(*, db: AsyncDatabase, key: str, per_minute: int, message: str) -> None:
+    """Count one hit on `key` in this minute (shared by every process); RateLimited past `per_minute`."""
     moment = now()
     window_end = moment.replace(second=0, microsecond=0) + timedelta(minutes=1)
-    if await repo.hit(db, f"login:{ip}", window_end=window_end) > get_settings().desk_login_attempts_per_minute:
-        retry_after = max(1, int((window_end - moment).total_seconds()))
-        raise RateLimited("Too many login attempts from this address; wait a minute.", retry_after=retry_after)
+    if await repo.hit(db, key, window_end=window_end) > per_minute:
+        raise RateLimited(message, retry_after=max(1, int((window_end - moment).total_seconds())))
 
 
 async def open_session(*, db: AsyncDatabase, user_id: ObjectId) -> str:

@@ -4,6 +4,7 @@ from typing import Annotated
 
 from fastapi import APIRouter, Query
 
+from desk.agent import sessions as agent_sessions
 from desk.errors import ErrorCode
 from desk.http import AUTHED, CurrentActor, Db, errors
 from desk.schema import OffsetPage, PageQuery
@@ -26,4 +27,7 @@ async def create_user(body: UserCreate, db: Db, actor: CurrentActor) -> UserRead
 @router.patch("/{user_id}", response_model=UserRead, responses=errors(*AUTHED, ErrorCode.NOT_FOUND))
 async def update_user(user_id: str, body: UserAdminUpdate, db: Db, actor: CurrentActor) -> UserRead:
     """Change role, aiEnabled, active, name, or reset the password (which ends the user's sessions)."""
-    return await service.update_user(db=db, actor=actor, user_id=user_id, data=body)
+    updated = await service.update_user(db=db, actor=actor, user_id=user_id, data=body)
+    if body.active is False or body.password is not None or body.ai_enabled is False:
+        await agent_sessions.abort_runs(db=db, user_id=updated.id)  # their copilot stops with their sessions
+    return updated

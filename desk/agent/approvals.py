@@ -1,0 +1,132 @@
+"""Approvals (spec §4.6): staging a write with frozen args and a pre-image, the server-rendered diff, decide.
+
+The diff comes only from the frozen arguments and the pre-image, never from model text. Deciding is
+one conditional update on a pending approval, so of many concurrent decides exactly one wins.
+"""
+
+import re
+from datetime import timedelta
+from typing import Any
+
+from bson import ObjectId
+from pymongo.asynchronous.database import AsyncDatabase
+
+from desk.actors import Actor
+from desk.agent import runs
+from desk.agent.events import Diff
+from desk.agent.models import AgentToolCallRead
+from desk.errors import Conflict, DeskError, ErrorCode, NotFound
+from desk.schema import now, parse_object_id
+
+SHOWN = ("title", "description", "priority", "status")
+CREATE_DEFAULTS = {"description": "", "priority": "medium", "status": "pending"}
+
+
+class ApprovalExpired(DeskError):
+    code = ErrorCode.AI_APPROVAL_EXPIRED
+    default_message = "This approval has expired; ask the assistant again."
+
+
+class ApprovalResolved(Conflict):
+    code = ErrorCode.AI_APPROVAL_RESOLVED
+    default_message = "This change was already decided."
+
+
+def diff(tool: str, args: dict[str, Any], before: dict[str, Any] | None) -> Diff:
+    """Before/after of a staged write: a create shows the new order, a delete the one that will go."""
+    if tool == "create_work_order":
+        after = {**CREATE_DEFAULTS, **{k: v for k, v in args.items() if k in SHOWN}}
+        return Diff(action="create", before=None, after=after, changed=[k for k in SHOWN if k in after])
+    if tool == "delete_work_order":
+        return Diff(action="delete", before=before, after=None, changed=list(SHOWN))
+    after = {**(before or {}), **{k: v for k, v in args.items() if k in SHOWN and v is not None}}
+    changed = [k for k in SHOWN if (before or {}).get(k) != after.get(k)]
+    return Diff(action="update", before=before, after=after, changed=changed)
+
+
+async def stage(
+    db: AsyncDatabase,
+    *,
+    run_id: ObjectId,
+    user_id: ObjectId,
+    tool: str,
+    call_id: str,
+    args: dict[str, Any],
+    pre_image: dict[str, Any] | None,
+    version: int | None,
+    ttl: timedelta,
+) -> dict[str, Any]:
+    """Store the proposed write with its frozen args and pre-image, waiting for the person."""
+    return await runs.insert_tool_call(
+        db,
+        {
+            "runId": run_id,
+            "userId": user_id,
+            "tool": tool,
+            "callId": call_id,
+            "args": args,
+            "outcome": "pending",
+            "result": None,
+            "latencyMs": 0,
+            "stagedVersion": version,
+            "executedVersion": None,
+            "preImage": pre_image,
+            "approval": {"status": "pending", "expiresAt": now() + ttl, "decidedAt": None, "reason": None},
+        },
+    )
+
+
+def clean_reason(reason: str | None) -> str | None:
+    """A person's rejection reason as plain, short text (it goes back to the model as data)."""
+    if not reason:
+        return None
+    return re.sub(r"[\x00-\x1f\x7f]+", " ", reason).strip()[:300] or None
+
+
+async def decide(
+    *, db: AsyncDatabase, actor: Actor, tool_call_id: str, approve: bool, reason: str | None = None
+) -> AgentToolCallRead:
+    """The run's owner approves or rejects a pending write; repeating the same decision is harmless."""
+    oid = parse_object_id(tool_call_id)
+    call = await runs.get_tool_call(db, oid) if oid else None
+    if call is None or str(call.get("userId")) != actor.id or call.get("approval") is None:
+        raise NotFound("No such change waiting for approval.")
+    wanted = "approved" if approve else "rejected"
+    moment = now()
+    run = await runs.get_run(db, call["runId"])
+    if call["approval"]["status"] == "pending" and (call["approval"]["expiresAt"] <= moment or run is None):
+        await _expire(db, call)
+        raise ApprovalExpired()
+    if run is not None and run["status"] != "running" and call["approval"]["status"] == "pending":
+        raise ApprovalExpired("The assistant's run has ended; this change can no longer be approved.")
+    fields = {"approval.status": wanted, "approval.decidedAt": moment, "approval.reason": clean_reason(reason)}
+    decided = await runs.update_tool_call(db, call["_id"], fields, only_if={"approval.status": "pending"})
+    if decided is None:
+        decided = await runs.get_tool_call(db, call["_id"])
+        if decided["approval"]["status"] != wanted:
+            if decided["approval"]["status"] == "expired":
+                raise ApprovalExpired()
+            raise ApprovalResolved(f"This change was already {decided['approval']['status']}.")
+    return AgentToolCallRead.model_validate(decided)
+
+
+async def _expire(db: AsyncDatabase, call: dict[str, Any]) -> None:
+    await runs.update_tool_call(
+        db, call["_id"], {"approval.status": "expired", "outcome": "expired"}, only_if={"approval.status": "pending"}
+    )
+
+
+async def expire_overdue(db: AsyncDatabase) -> int:
+    """The sweeper's half: pending approvals past their time expire, and so do their runs."""
+    count = 0
+    for call in await runs.overdue_approvals(db, now()):
+        await _expire(db, call)
+        await runs.finish_run(db, call["runId"], "expired")
+        count += 1
+    return count
+
+
+async def expire_for_run(db: AsyncDatabase, run_id: ObjectId) -> None:
+    """A run that ends (aborted, logout, error) leaves no approval pending."""
+    for call in await runs.pending_approvals(db, run_id):
+        await _expire(db, call)

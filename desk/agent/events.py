@@ -1,0 +1,90 @@
+"""What a copilot run tells its listener, one small frozen model per kind.
+
+The SSE route JSON-encodes these (`event: <kind>`, `data: <json>`) and the copilot drawer renders
+the same objects; event names come from this closed set, never from model text.
+"""
+
+from typing import Annotated, Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from desk.errors import ErrorCode
+
+
+class _Event(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+
+class Token(_Event):
+    kind: Literal["token"] = "token"
+    text: str
+
+
+class ToolCallStart(_Event):
+    kind: Literal["tool_call_start"] = "tool_call_start"
+    tool_call_id: str
+    tool: str
+
+
+class Diff(_Event):
+    """Before/after of a staged write, rendered by the server from the frozen args and the pre-image."""
+
+    action: Literal["create", "update", "delete"]
+    before: dict[str, Any] | None
+    after: dict[str, Any] | None
+    changed: list[str]
+
+
+class ToolApprovalRequired(_Event):
+    kind: Literal["tool_approval_required"] = "tool_approval_required"
+    tool_call_id: str
+    tool: str
+    args: dict[str, Any]
+    diff: Diff
+    expires_at: str  # ISO 8601, UTC
+
+
+class ToolApprovalExpired(_Event):
+    kind: Literal["tool_approval_expired"] = "tool_approval_expired"
+    tool_call_id: str
+
+
+class ToolResult(_Event):
+    kind: Literal["tool_result"] = "tool_result"
+    tool_call_id: str
+    tool: str
+    outcome: str
+    summary: str  # plain words for people ("Looked up 3 of your work orders")
+
+
+class MessageDone(_Event):
+    kind: Literal["message_done"] = "message_done"
+    run_id: str
+    status: str
+    notice: str | None = None
+
+
+class Error(_Event):
+    kind: Literal["error"] = "error"
+    code: ErrorCode
+    message: str
+
+
+class Ping(_Event):
+    kind: Literal["ping"] = "ping"
+
+
+RunEvent = Annotated[
+    Token | ToolCallStart | ToolApprovalRequired | ToolApprovalExpired | ToolResult | MessageDone | Error | Ping,
+    Field(discriminator="kind"),
+]
+EVENT_KINDS = (
+    "token",
+    "tool_call_start",
+    "tool_approval_required",
+    "tool_approval_expired",
+    "tool_result",
+    "message_done",
+    "error",
+    "ping",
+)

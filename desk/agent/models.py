@@ -1,0 +1,71 @@
+"""The AI surface's HTTP shapes (spec §8.3)."""
+
+from datetime import datetime
+from typing import Annotated, Any
+
+from pydantic import Field, StringConstraints
+
+from desk.schema import ApiModel, IdStr, ReadModel
+
+
+class MessageIn(ApiModel):
+    content: Annotated[str, StringConstraints(strip_whitespace=True, min_length=1, max_length=4000)]
+
+
+class DecideIn(ApiModel):
+    approve: bool
+    reason: Annotated[str, StringConstraints(strip_whitespace=True, max_length=300)] | None = None
+
+
+class CopilotSessionRead(ReadModel):
+    id: IdStr = Field(validation_alias="_id")
+    user_id: IdStr
+    status: str
+    created_at: datetime
+    updated_at: datetime
+
+
+class SessionMessage(ReadModel):
+    role: str
+    content: str
+    created_at: datetime
+
+
+class CopilotSessionWithMessages(CopilotSessionRead):
+    messages: list[SessionMessage] = Field(default_factory=list)
+
+
+class Approval(ReadModel):
+    status: str
+    expires_at: datetime
+    decided_at: datetime | None = None
+    reason: str | None = None
+
+
+class AgentToolCallRead(ReadModel):
+    id: IdStr = Field(validation_alias="_id")
+    run_id: IdStr
+    tool: str
+    args: dict[str, Any]
+    outcome: str
+    result: dict[str, Any] | None = None
+    latency_ms: int = 0
+    created_at: datetime
+    staged_version: int | None = None
+    executed_version: int | None = None
+    pre_image: dict[str, Any] | None = None
+    approval: Approval | None = None
+
+
+class AgentRunRead(ReadModel):
+    id: IdStr = Field(validation_alias="_id")
+    mode: str
+    actor_id: IdStr | None = Field(None, validation_alias="userId")
+    agent_name: str | None = None
+    status: str
+    model: str
+    input_tokens: int
+    output_tokens: int
+    started_at: datetime
+    finished_at: datetime | None = None
+    error_code: str | None = None

@@ -1,0 +1,327 @@
+"""The one LLM adapter: OpenAI-compatible `POST {AI_BASE_URL}/chat/completions`, streamed, with tools.
+
+Provider output is untrusted (SEC-3): every `data:` chunk is parsed strictly, the whole response is
+capped in bytes, and a redirect is a failure (SEC-2). Every failure becomes one generic
+`AIUnavailable` that still carries what the call must be billed (spec §4.7: failures bill too).
+Logs name only the base URL, the model and the kind of failure: never the prompt, the key or the
+provider's body (SEC-1).
+
+Close the stream when you stop early, so the upstream call is aborted at once rather than at GC:
+
+    async with contextlib.aclosing(provider.stream(messages, tools)) as events:
+        async for event in events: ...
+"""
+
+import json
+import logging
+import time
+import uuid
+from collections.abc import AsyncIterator
+from dataclasses import dataclass, field
+from typing import Any
+from urllib.parse import urlsplit
+
+import httpx
+from pydantic import BaseModel, ConfigDict, Field, NonNegativeInt, ValidationError
+
+from desk.config import Settings
+from desk.errors import DeskError, ErrorCode
+
+log = logging.getLogger(__name__)
+
+# The usual rough rule for English text and JSON; used only when the provider reports no usage.
+CHARS_PER_TOKEN = 4
+
+
+@dataclass(frozen=True)
+class ToolCallRequest:
+    id: str
+    name: str
+    arguments: str  # raw JSON text as the model produced it; the runtime parses and validates it
+
+
+@dataclass(frozen=True)
+class Usage:
+    input_tokens: int
+    output_tokens: int
+
+
+@dataclass(frozen=True)
+class TextDelta:
+    text: str
+
+
+@dataclass(frozen=True)
+class Completed:
+    tool_calls: list[ToolCallRequest]
+    usage: Usage
+    finish_reason: str | None
+
+
+ProviderEvent = TextDelta | Completed
+NO_USAGE = Usage(0, 0)
+
+
+class AIUnavailable(DeskError):
+    """The provider call failed. `usage` is what it must still be billed; `kind` names the failure for logs."""
+
+    code = ErrorCode.AI_UNAVAILABLE
+    default_message = "The AI assistant is unavailable right now; try again in a minute."
+
+    def __init__(self, message: str | None = None, *, usage: Usage = NO_USAGE, kind: str = "unknown") -> None:
+        super().__init__(message)
+        self.usage = usage
+        self.kind = kind
+
+
+class Provider:
+    """A pooled client for one configured provider; `stream` is one model call."""
+
+    def __init__(
+        self,
+        *,
+        base_url: str,
+        api_key: str,
+        model: str,
+        max_output_tokens: int,
+        price_in: float,
+        price_out: float,
+        transport: httpx.AsyncBaseTransport | None = None,
+        connect_timeout: float = 5.0,
+        read_timeout: float = 30.0,
+        max_response_bytes: int = 2_000_000,
+        total_timeout: float = 120.0,
+    ) -> None:
+        self.model = model
+        self.max_output_tokens = max_output_tokens
+        self.price_in = price_in
+        self.price_out = price_out
+        self.max_response_bytes = max_response_bytes
+        # read_timeout bounds each silence; this bounds a provider that drips a byte just often enough.
+        self.total_timeout = total_timeout
+        self._url = f"{base_url.rstrip('/')}/chat/completions"
+        self._where = _loggable(base_url)
+        # The key lives only in the client's default headers: not on self, not in any body (SEC-1).
+        self._client = httpx.AsyncClient(
+            # identity: the byte cap then counts what we hold, and no gzip bomb can expand past it.
+            headers={
+                "Authorization": f"Bearer {api_key}",
+                "Accept": "text/event-stream",
+                "Accept-Encoding": "identity",
+            },
+            timeout=httpx.Timeout(read_timeout, connect=connect_timeout),
+            follow_redirects=False,  # SEC-2: a redirect could walk the key to another host
+            transport=transport,
+        )
+
+    @classmethod
+    def from_settings(cls, settings: Settings) -> "Provider":
+        """The provider the environment configures (the URL was already vetted at boot, SEC-2)."""
+        if not settings.ai_base_url or settings.ai_api_key is None:
+            raise AIUnavailable("The AI assistant is not configured on this desk.", kind="not_configured")
+        return cls(
+            base_url=settings.ai_base_url,
+            api_key=settings.ai_api_key.get_secret_value(),
+            model=settings.ai_model,
+            max_output_tokens=settings.ai_max_output_tokens,
+            price_in=settings.ai_price_per_1m_input,
+            price_out=settings.ai_price_per_1m_output,
+        )
+
+    async def stream(self, messages: list[dict], tools: list[dict]) -> AsyncIterator[ProviderEvent]:
+        """Yield the reply's text as it arrives, then exactly one `Completed`; any failure raises `AIUnavailable`."""
+        body: dict[str, Any] = {
+            "model": self.model,
+            "messages": messages,
+            "max_tokens": self.max_output_tokens,  # per-call cap: one call can never blow the daily budget
+            "stream": True,
+            "stream_options": {"include_usage": True},
+        }
+        if tools:
+            body["tools"] = tools  # some providers reject an empty list
+        turn = _Turn(prompt_tokens=_tokens(len(json.dumps([messages, tools], ensure_ascii=False))))
+        try:
+            # `async with` closes the response however we leave (finished, failed, cancelled, closed
+            # early by the consumer), which drops the connection and so aborts the upstream call.
+            async with self._client.stream("POST", self._url, json=body) as response:
+                if not response.is_success:  # the body is never read: it may echo the prompt
+                    raise _Failure("redirect" if response.is_redirect else f"status {response.status_code}")
+                lines = _DataLines(self.max_response_bytes)
+                deadline = time.monotonic() + self.total_timeout
+                async for raw in response.aiter_raw():  # undecoded: a compressed body fails parsing
+                    if time.monotonic() > deadline:
+                        raise _Failure("deadline")
+                    for data in lines.feed(raw):
+                        if data == "[DONE]":
+                            turn.done = True
+                            break
+                        if text := turn.feed(_parse(data)):
+                            yield TextDelta(text)
+                    if turn.done:
+                        break
+            if not (turn.done or turn.finish_reason):
+                raise _Failure("truncated")  # clean EOF mid-answer: the reply may be cut anywhere
+            completed = turn.completed()
+        except _Failure as failure:
+            raise self._unavailable(failure.kind, turn) from None
+        except httpx.HTTPError as error:  # connect refused, timeouts, peer closed mid-body, bad encoding
+            # `from None`: the chained exception would carry URLs and provider bytes into tracebacks.
+            raise self._unavailable(type(error).__name__, turn) from None
+        log.debug("AI provider call complete (baseUrl=%s, model=%s)", self._where, self.model)
+        yield completed
+
+    def cost(self, usage: Usage) -> float:
+        """USD for `usage` at the AI_PRICE_PER_1M_INPUT/OUTPUT prices."""
+        return (usage.input_tokens * self.price_in + usage.output_tokens * self.price_out) / 1_000_000
+
+    async def aclose(self) -> None:
+        await self._client.aclose()
+
+    def _unavailable(self, kind: str, turn: "_Turn") -> AIUnavailable:
+        log.warning("AI provider call failed: %s (baseUrl=%s, model=%s)", kind, self._where, self.model)
+        return AIUnavailable(usage=turn.usage(), kind=kind)
+
+
+class _Failure(Exception):
+    def __init__(self, kind: str) -> None:
+        super().__init__(kind)
+        self.kind = kind
+
+
+class _DataLines:
+    """Splits the byte stream into `data:` payloads, counting every byte against the cap."""
+
+    def __init__(self, limit: int) -> None:
+        self._buffer = bytearray()
+        self._left = limit
+
+    def feed(self, chunk: bytes) -> list[str]:
+        self._left -= len(chunk)
+        if self._left < 0:
+            raise _Failure("oversize")
+        self._buffer += chunk
+        end = self._buffer.rfind(b"\n")
+        if end < 0:
+            return []
+        lines = self._buffer[:end].split(b"\n")
+        del self._buffer[: end + 1]
+        try:  # b"\n" never occurs inside a UTF-8 sequence, so each line decodes on its own
+            decoded = [line.decode().rstrip("\r") for line in lines]
+        except UnicodeDecodeError:
+            raise _Failure("malformed") from None
+        # OpenAI-compatible servers put one JSON document on each `data:` line; comments (": ping"),
+        # blank separators and other fields carry nothing we use. A multi-line event fails parsing: safe.
+        return [line[5:].strip() for line in decoded if line.startswith("data:")]
+
+
+class _Wire(BaseModel):
+    model_config = ConfigDict(strict=True, extra="ignore", frozen=True)
+
+
+class _FunctionDelta(_Wire):
+    name: str | None = None
+    arguments: str | None = None
+
+
+class _ToolCallDelta(_Wire):
+    index: NonNegativeInt  # parallel calls arrive interleaved; the index says which one a piece extends
+    id: str | None = None
+    function: _FunctionDelta | None = None
+
+
+class _Delta(_Wire):
+    content: str | None = None
+    tool_calls: list[_ToolCallDelta] | None = None
+
+
+class _Choice(_Wire):  # we never ask for n > 1, so there is one choice
+    delta: _Delta | None = None
+    finish_reason: str | None = None
+
+
+class _WireUsage(_Wire):
+    prompt_tokens: NonNegativeInt
+    completion_tokens: NonNegativeInt
+
+
+class _Chunk(_Wire):
+    choices: list[_Choice] = Field(default_factory=list)
+    usage: _WireUsage | None = None
+    error: Any = None  # some providers report a mid-stream failure as a chunk
+
+
+def _parse(data: str) -> _Chunk:
+    try:
+        return _Chunk.model_validate_json(data)
+    except ValidationError:  # its text quotes the input, which may echo the prompt: never pass it on
+        raise _Failure("malformed") from None
+
+
+@dataclass
+class _PendingCall:
+    id: str | None = None
+    name: str | None = None
+    arguments: list[str] = field(default_factory=list)
+
+
+@dataclass
+class _Turn:
+    """What one streamed completion has produced so far."""
+
+    prompt_tokens: int
+    output_chars: int = 0
+    calls: dict[int, _PendingCall] = field(default_factory=dict)
+    reported: Usage | None = None
+    finish_reason: str | None = None
+    done: bool = False
+
+    def feed(self, chunk: _Chunk) -> str:
+        """Fold one chunk in and return its text."""
+        if chunk.error is not None:
+            raise _Failure("provider_error")
+        if chunk.usage is not None:
+            self.reported = Usage(chunk.usage.prompt_tokens, chunk.usage.completion_tokens)
+        text = ""
+        for choice in chunk.choices:
+            self.finish_reason = choice.finish_reason or self.finish_reason
+            if choice.delta is None:
+                continue
+            text += choice.delta.content or ""
+            for piece in choice.delta.tool_calls or ():
+                call = self.calls.setdefault(piece.index, _PendingCall())
+                call.id = call.id or piece.id
+                if piece.function:
+                    call.name = call.name or piece.function.name  # sent once; some servers repeat it
+                    call.arguments.append(piece.function.arguments or "")
+                    self.output_chars += len(piece.function.name or "") + len(piece.function.arguments or "")
+        self.output_chars += len(text)
+        return text
+
+    def usage(self) -> Usage:
+        if self.reported is not None:
+            return self.reported
+        # The provider reported no usage (or the call failed first): estimate ~4 chars/token over the
+        # prompt JSON and over what was produced, so every call still bills something (spec §4.7).
+        return Usage(self.prompt_tokens, _tokens(self.output_chars))
+
+    def completed(self) -> Completed:
+        calls = []
+        for index in sorted(self.calls):
+            call = self.calls[index]
+            if not call.name:
+                raise _Failure("malformed")
+            # The runtime keys results by id; a provider that omits it still gets a unique one.
+            call_id = call.id or f"call_{uuid.uuid4().hex[:24]}"
+            calls.append(ToolCallRequest(id=call_id, name=call.name, arguments="".join(call.arguments)))
+        return Completed(tool_calls=calls, usage=self.usage(), finish_reason=self.finish_reason)
+
+
+def _tokens(chars: int) -> int:
+    return -(-chars // CHARS_PER_TOKEN)
+
+
+def _loggable(url: str) -> str:
+    """scheme://host[:port]/path: no userinfo or query, which could hold credentials."""
+    parts = urlsplit(url)
+    port = f":{parts.port}" if parts.port else ""
+    return f"{parts.scheme}://{parts.hostname}{port}{parts.path}"

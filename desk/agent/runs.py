@@ -1,0 +1,236 @@
+"""Copilot sessions, agent runs, messages, tool calls and idempotency keys; the only code touching them.
+
+Run status moves only from `running` to one terminal status, by a conditional update, so two
+writers (the runtime, the sweeper, a logout) can never both finish a run.
+"""
+
+from datetime import datetime, timedelta
+from typing import Any
+
+from bson import ObjectId
+from pymongo import ASCENDING, DESCENDING, ReturnDocument
+from pymongo.asynchronous.database import AsyncDatabase
+from pymongo.errors import DuplicateKeyError
+
+from desk.schema import now
+
+Doc = dict[str, Any]
+TERMINAL = ("complete", "error", "budget_exceeded", "expired", "aborted")
+KEEP_TRANSCRIPT = timedelta(days=90)  # SEC-12: messages and tool-call results
+KEEP_RUNS = timedelta(days=365)  # SEC-12: run and session records
+
+
+async def ensure_indexes(db: AsyncDatabase) -> None:
+    await db["copilot_sessions"].create_index([("activeFor", ASCENDING)], unique=True, sparse=True, name="one_active")
+    await db["copilot_sessions"].create_index([("userId", ASCENDING), ("createdAt", DESCENDING)], name="user")
+    await db["copilot_sessions"].create_index([("expiresAt", ASCENDING)], expireAfterSeconds=0, name="ttl")
+    await db["agent_runs"].create_index([("sessionId", ASCENDING), ("startedAt", ASCENDING)], name="session")
+    await db["agent_runs"].create_index([("userId", ASCENDING), ("startedAt", DESCENDING)], name="user")
+    await db["agent_runs"].create_index([("status", ASCENDING), ("leaseUntil", ASCENDING)], name="status_lease")
+    await db["agent_runs"].create_index([("expiresAt", ASCENDING)], expireAfterSeconds=0, name="ttl")
+    await db["agent_messages"].create_index([("sessionId", ASCENDING), ("createdAt", ASCENDING)], name="session")
+    await db["agent_messages"].create_index([("expiresAt", ASCENDING)], expireAfterSeconds=0, name="ttl")
+    await db["agent_tool_calls"].create_index([("runId", ASCENDING), ("createdAt", ASCENDING)], name="run")
+    await db["agent_tool_calls"].create_index(
+        [("approval.status", ASCENDING), ("approval.expiresAt", ASCENDING)], name="approval"
+    )
+    await db["agent_tool_calls"].create_index([("expiresAt", ASCENDING)], expireAfterSeconds=0, name="ttl")
+    await db["agent_idempotency"].create_index([("expiresAt", ASCENDING)], expireAfterSeconds=0, name="ttl")
+
+
+# Sessions: `activeFor` (the user id) is set only on the active one; a sparse unique index makes
+# "one active session per user" atomic.
+
+
+async def insert_session(db: AsyncDatabase, user_id: ObjectId) -> Doc | None:
+    """A new active session, or None when the user already has one."""
+    moment = now()
+    doc = {
+        "userId": user_id,
+        "activeFor": user_id,
+        "status": "active",
+        "runningRunId": None,
+        "createdAt": moment,
+        "updatedAt": moment,
+        "expiresAt": moment + KEEP_RUNS,
+    }
+    try:
+        doc["_id"] = (await db["copilot_sessions"].insert_one(doc)).inserted_id
+    except DuplicateKeyError:
+        return None
+    return doc
+
+
+async def get_session(db: AsyncDatabase, session_id: ObjectId) -> Doc | None:
+    return await db["copilot_sessions"].find_one({"_id": session_id})
+
+
+async def active_session(db: AsyncDatabase, user_id: ObjectId) -> Doc | None:
+    return await db["copilot_sessions"].find_one({"activeFor": user_id})
+
+
+async def archive_session(db: AsyncDatabase, session_id: ObjectId) -> bool:
+    """Archive an idle active session (none of its runs is running)."""
+    result = await db["copilot_sessions"].update_one(
+        {"_id": session_id, "status": "active", "runningRunId": None},
+        {"$set": {"status": "archived", "updatedAt": now()}, "$unset": {"activeFor": ""}},
+    )
+    return result.modified_count == 1
+
+
+async def recent_sessions(db: AsyncDatabase, user_id: ObjectId, *, limit: int = 20) -> list[Doc]:
+    cursor = db["copilot_sessions"].find({"userId": user_id}).sort("createdAt", DESCENDING).limit(limit)
+    return await cursor.to_list()
+
+
+async def claim_session(db: AsyncDatabase, session_id: ObjectId, run_id: ObjectId) -> bool:
+    """Mark the session busy with `run_id`; False when another run holds it (one stream at a time)."""
+    result = await db["copilot_sessions"].update_one(
+        {"_id": session_id, "status": "active", "runningRunId": None},
+        {"$set": {"runningRunId": run_id, "updatedAt": now()}},
+    )
+    return result.modified_count == 1
+
+
+async def release_session(db: AsyncDatabase, session_id: ObjectId, run_id: ObjectId) -> None:
+    await db["copilot_sessions"].update_one(
+        {"_id": session_id, "runningRunId": run_id}, {"$set": {"runningRunId": None, "updatedAt": now()}}
+    )
+
+
+# Idempotency keys: the first POST with a key wins; a replay finds the run it started.
+
+
+async def remember_key(db: AsyncDatabase, user_id: ObjectId, key: str, run_id: ObjectId) -> ObjectId | None:
+    """Record `key` for `run_id`; returns the earlier run's id when the key was used before."""
+    try:
+        await db["agent_idempotency"].insert_one(
+            {"_id": f"{user_id}:{key}", "runId": run_id, "expiresAt": now() + timedelta(days=1)}
+        )
+    except DuplicateKeyError:
+        earlier = await db["agent_idempotency"].find_one({"_id": f"{user_id}:{key}"})
+        return earlier["runId"] if earlier else run_id
+    return None
+
+
+# Runs
+
+
+def new_run(*, session_id: ObjectId | None, user_id: ObjectId | None, mode: str, model: str, lease: timedelta) -> Doc:
+    moment = now()
+    return {
+        "_id": ObjectId(),
+        "sessionId": session_id,
+        "userId": user_id,
+        "mode": mode,
+        "agentName": "copilot",
+        "status": "running",
+        "model": model,
+        "inputTokens": 0,
+        "outputTokens": 0,
+        "costUsd": 0.0,
+        "steps": 0,
+        "startedAt": moment,
+        "finishedAt": None,
+        "errorCode": None,
+        "leaseUntil": moment + lease,
+        "expiresAt": moment + KEEP_RUNS,
+    }
+
+
+async def insert_run(db: AsyncDatabase, run: Doc) -> None:
+    await db["agent_runs"].insert_one(run)
+
+
+async def get_run(db: AsyncDatabase, run_id: ObjectId) -> Doc | None:
+    return await db["agent_runs"].find_one({"_id": run_id})
+
+
+async def user_runs(db: AsyncDatabase, user_id: ObjectId, *, limit: int = 50) -> list[Doc]:
+    return await db["agent_runs"].find({"userId": user_id}).sort("startedAt", DESCENDING).limit(limit).to_list()
+
+
+async def record_usage(
+    db: AsyncDatabase, run_id: ObjectId, *, input_tokens: int, output_tokens: int, cost: float
+) -> None:
+    await db["agent_runs"].update_one(
+        {"_id": run_id},
+        {"$inc": {"inputTokens": input_tokens, "outputTokens": output_tokens, "costUsd": cost, "steps": 1}},
+    )
+
+
+async def renew_lease(db: AsyncDatabase, run_id: ObjectId, lease: timedelta) -> bool:
+    """Extend a running run's lease; False when the run is no longer running (aborted, expired...)."""
+    result = await db["agent_runs"].update_one(
+        {"_id": run_id, "status": "running"}, {"$set": {"leaseUntil": now() + lease}}
+    )
+    return result.matched_count == 1
+
+
+async def finish_run(db: AsyncDatabase, run_id: ObjectId, status: str, *, error_code: str | None = None) -> bool:
+    """running -> `status`, only if it is still running; returns whether this call made the move."""
+    assert status in TERMINAL
+    result = await db["agent_runs"].update_one(
+        {"_id": run_id, "status": "running"},
+        {"$set": {"status": status, "finishedAt": now(), "errorCode": error_code, "leaseUntil": None}},
+    )
+    return result.modified_count == 1
+
+
+async def running_runs(db: AsyncDatabase, user_id: ObjectId) -> list[Doc]:
+    return await db["agent_runs"].find({"userId": user_id, "status": "running"}).to_list()
+
+
+async def stale_runs(db: AsyncDatabase, before: datetime) -> list[Doc]:
+    return await db["agent_runs"].find({"status": "running", "leaseUntil": {"$lt": before}}).to_list(500)
+
+
+# Messages and tool calls (kept 90 days)
+
+
+async def add_message(db: AsyncDatabase, message: Doc) -> None:
+    moment = now()
+    await db["agent_messages"].insert_one({**message, "createdAt": moment, "expiresAt": moment + KEEP_TRANSCRIPT})
+
+
+async def session_messages(db: AsyncDatabase, session_id: ObjectId, *, limit: int = 50) -> list[Doc]:
+    """The newest `limit` messages of a session, oldest first."""
+    cursor = db["agent_messages"].find({"sessionId": session_id}).sort("createdAt", DESCENDING).limit(limit)
+    return list(reversed(await cursor.to_list()))
+
+
+async def run_messages(db: AsyncDatabase, run_id: ObjectId) -> list[Doc]:
+    return await db["agent_messages"].find({"runId": run_id}).sort("createdAt", ASCENDING).to_list()
+
+
+async def insert_tool_call(db: AsyncDatabase, call: Doc) -> Doc:
+    moment = now()
+    doc = {"_id": ObjectId(), **call, "createdAt": moment, "expiresAt": moment + KEEP_TRANSCRIPT}
+    await db["agent_tool_calls"].insert_one(doc)
+    return doc
+
+
+async def get_tool_call(db: AsyncDatabase, call_id: ObjectId) -> Doc | None:
+    return await db["agent_tool_calls"].find_one({"_id": call_id})
+
+
+async def run_tool_calls(db: AsyncDatabase, run_id: ObjectId) -> list[Doc]:
+    return await db["agent_tool_calls"].find({"runId": run_id}).sort("createdAt", ASCENDING).to_list()
+
+
+async def update_tool_call(
+    db: AsyncDatabase, call_id: ObjectId, fields: Doc, *, only_if: Doc | None = None
+) -> Doc | None:
+    """Set `fields` (when the stored call also matches `only_if`); returns the call after, or None."""
+    return await db["agent_tool_calls"].find_one_and_update(
+        {"_id": call_id, **(only_if or {})}, {"$set": fields}, return_document=ReturnDocument.AFTER
+    )
+
+
+async def pending_approvals(db: AsyncDatabase, run_id: ObjectId) -> list[Doc]:
+    return await db["agent_tool_calls"].find({"runId": run_id, "approval.status": "pending"}).to_list()
+
+
+async def overdue_approvals(db: AsyncDatabase, before: datetime) -> list[Doc]:
+    query = {"approval.status": "pending", "approval.expiresAt": {"$lt": before}}
+    return await db["agent_tool_calls"].find(query).to_list(500)

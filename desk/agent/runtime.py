@@ -1,0 +1,557 @@
+"""The copilot runtime (spec §4.4 to §4.7): one run = one turn of the person, a bounded loop of model calls.
+
+`begin` does every check that can refuse the turn before anything streams (so refusals are the
+JSON envelope); `CopilotTurn.events()` then runs the loop and yields typed events, which the SSE
+route and the copilot drawer both consume.
+"""
+
+import asyncio
+import contextlib
+import hashlib
+import json
+import logging
+import re
+import time
+from collections.abc import AsyncIterator
+from dataclasses import dataclass, field
+from datetime import timedelta
+from typing import Any
+
+from bson import ObjectId
+from pydantic import ValidationError
+from pymongo.asynchronous.database import AsyncDatabase
+
+from desk.actors import Actor
+from desk.agent import approvals, budget, runs
+from desk.agent.events import (
+    Error,
+    MessageDone,
+    RunEvent,
+    Token,
+    ToolApprovalExpired,
+    ToolApprovalRequired,
+    ToolCallStart,
+    ToolResult,
+)
+from desk.agent.prompt import SYSTEM_PROMPT
+from desk.agent.provider import CHARS_PER_TOKEN, AIUnavailable, Completed, Provider, ToolCallRequest, Usage
+from desk.agent.tools import REGISTRY
+from desk.agent.tools.registry import Refusal, Tool, ToolContext
+from desk.config import Settings
+from desk.errors import Conflict, DeskError, ErrorCode, Forbidden, NotFound
+from desk.schema import now, parse_object_id
+from desk.users import service as users_service
+
+log = logging.getLogger(__name__)
+AGENT = "copilot"
+LEASE = timedelta(seconds=60)
+POLL_SECONDS = 0.2  # how often a run waiting for a decision looks at the approval
+OBJECT_ID = re.compile(r"\b[0-9a-f]{24}\b")
+
+
+class ApprovalPending(Conflict):
+    code = ErrorCode.AI_APPROVAL_PENDING
+    default_message = "The assistant is still working on your last message (or waiting for your approval)."
+
+
+class MessageDuplicate(Conflict):
+    code = ErrorCode.AI_MESSAGE_DUPLICATE
+    default_message = "This message was already sent."
+
+
+async def begin(
+    *,
+    db: AsyncDatabase,
+    settings: Settings,
+    provider: Provider,
+    actor: Actor,
+    session_id: str,
+    content: str,
+    ip: str,
+    idempotency_key: str | None = None,
+) -> "CopilotTurn":
+    """Refuse early (AI off, someone else's session, a run in progress, budget, rate) or start the run."""
+    user = await require_ai_user(db, settings, actor)
+    oid = parse_object_id(session_id)
+    session = await runs.get_session(db, oid) if oid else None
+    if session is None or str(session["userId"]) != actor.id:
+        raise NotFound("No such copilot session.")  # SEC-14: someone else's session looks missing
+    if session["status"] != "active":
+        raise ApprovalPending("This conversation is closed; start a new one.")
+    await budget.check(db, settings, user_id=actor.id, agent=AGENT)
+    from desk.auth.service import limit_rate  # the shared per-minute limiter
+
+    await limit_rate(
+        db=db,
+        key=f"ai:{actor.id}:{ip}",
+        per_minute=settings.ai_rate_limit_max,
+        message="Too many messages to the assistant; wait a minute.",
+    )
+    run = runs.new_run(
+        session_id=session["_id"], user_id=user["_id"], mode="copilot", model=settings.ai_model, lease=LEASE
+    )
+    if idempotency_key:
+        earlier = await runs.remember_key(db, user["_id"], idempotency_key[:200], run["_id"])
+        if earlier is not None:
+            raise MessageDuplicate(details={"runId": str(earlier)})
+    if not await runs.claim_session(db, session["_id"], run["_id"]):
+        raise ApprovalPending()
+    await runs.insert_run(db, run)
+    await runs.add_message(db, {"sessionId": session["_id"], "runId": run["_id"], "role": "user", "content": content})
+    return CopilotTurn(db=db, settings=settings, provider=provider, actor=actor, run=run, session=session)
+
+
+async def require_ai_user(db: AsyncDatabase, settings: Settings, actor: Actor) -> dict:
+    if not settings.ai_enabled:
+        raise Forbidden("The AI assistant is turned off on this desk.")
+    user = await users_service.get_user(db=db, actor=actor, user_id=actor.id) if actor.is_human else None
+    if user is None or not user.ai_enabled or not user.active:
+        raise Forbidden("AI assistance is turned off for you. You can turn it on in your profile.")
+    return {"_id": ObjectId(user.id), "aiEnabled": user.ai_enabled}
+
+
+@dataclass
+class RunState:
+    """What one run learned: ids it saw, versions it read, answers it can reuse, mistakes it counted."""
+
+    seen_ids: set[str] = field(default_factory=set)
+    versions: dict[str, int] = field(default_factory=dict)
+    cache: dict[str, str] = field(default_factory=dict)
+    rejected: dict[str, int] = field(default_factory=dict)
+    unknown_tools: int = 0
+    bad_args: int = 0
+
+
+class RunEnded(Exception):
+    """The run reached a terminal status inside a tool call (expired, aborted, loop detected)."""
+
+    def __init__(self, status: str, event: RunEvent | None = None, code: str | None = None):
+        super().__init__(status)
+        self.status, self.event, self.code = status, event, code
+
+
+class CopilotTurn:
+    def __init__(self, *, db, settings: Settings, provider: Provider, actor: Actor, run: dict, session: dict):
+        self.db, self.settings, self.provider, self.actor = db, settings, provider, actor
+        self.run, self.session = run, session
+        self.run_id = str(run["_id"])
+        self.state = RunState()
+        self.finished = False
+
+    async def events(self) -> AsyncIterator[RunEvent]:
+        """The run, as events; if the listener goes away mid-run, the run is recorded as aborted."""
+        ended = False
+        try:
+            async for event in self._loop():
+                yield event
+            ended = True
+        finally:
+            if not ended:  # the consumer stopped (disconnect, Stop) or the task was cancelled
+                await asyncio.shield(self._finish("aborted"))
+            await asyncio.shield(self._release())
+
+    async def _loop(self) -> AsyncIterator[RunEvent]:
+        messages = await self._history()
+        tools = [tool.schema() for tool in REGISTRY.allowed("copilot", self.actor)]
+        try:
+            for _ in range(self.settings.ai_max_steps_per_run):
+                async for event in self._step(messages, tools):
+                    yield event
+                if self.finished:
+                    return
+        except RunEnded as ended:
+            await self._finish(ended.status, ended.code)
+            if ended.event is not None:
+                yield ended.event
+            yield await self._done(ended.status)
+            return
+        await self._finish("budget_exceeded", "step_cap")
+        yield Error(code=ErrorCode.AI_BUDGET_EXCEEDED, message="The assistant used all its steps for this message.")
+        yield await self._done("budget_exceeded")
+
+    async def _step(self, messages: list[dict], tools: list[dict]) -> AsyncIterator[RunEvent]:
+        """One model call and its tool calls; sets `finished` when the run ended in this step."""
+        refusal = await self._before_call(messages)
+        if refusal is not None:
+            status = "budget_exceeded" if refusal.code == ErrorCode.AI_BUDGET_EXCEEDED else "error"
+            raise RunEnded(status, refusal, refusal.code.value)
+        text, completed, billed = "", None, False
+        try:
+            async with contextlib.aclosing(self.provider.stream(messages, tools)) as stream:
+                async for chunk in stream:  # leaving early closes the upstream call at once
+                    if isinstance(chunk, Completed):
+                        completed = chunk
+                    else:
+                        text += chunk.text
+                        yield Token(text=chunk.text)
+        except AIUnavailable as failure:
+            billed = True
+            await self._bill(failure.usage)
+            raise RunEnded(
+                "error", Error(code=ErrorCode.AI_UNAVAILABLE, message=failure.message), "AI_UNAVAILABLE"
+            ) from None
+        finally:
+            if completed is None and not billed:  # cancelled mid-call: every call bills (spec §4.7), estimated
+                await asyncio.shield(self._bill(Usage(_tokens(messages), len(text) // CHARS_PER_TOKEN)))
+        assert completed is not None
+        await self._bill(completed.usage)
+        if not completed.tool_calls:
+            await self._say("assistant", text)
+            notice = None if text.strip() else "The assistant finished without an answer."
+            await self._finish("complete")
+            self.finished = True
+            yield await self._done("complete", notice)
+            return
+        messages.append(_assistant_message(text, completed.tool_calls))
+        await self._say("assistant", text, toolCalls=[c.name for c in completed.tool_calls])
+        async for event in self._tool_calls(completed.tool_calls, messages):
+            yield event
+
+    # --- one step's tool calls -------------------------------------------------------------
+
+    async def _tool_calls(self, calls: list[ToolCallRequest], messages: list[dict]) -> AsyncIterator[RunEvent]:
+        """Reads run in order; at most one write per step is staged; every call gets a tool message."""
+        wrote = False
+        for call in calls:
+            yield ToolCallStart(tool_call_id=call.id, tool=call.name[:80])
+            started = time.monotonic()
+            answer: dict[str, Any] = {}
+            async for event in self._one_call(call, wrote, answer):
+                yield event
+            wrote = wrote or answer.get("staged", False)
+            content = answer["content"]
+            messages.append({"role": "tool", "tool_call_id": call.id, "content": content})
+            await self._say("tool", content, toolCallId=call.id, name=call.name[:80])
+            if answer.get("record", True):
+                await self._record(call, answer, started)
+            yield ToolResult(
+                tool_call_id=call.id, tool=call.name[:80], outcome=answer["outcome"], summary=answer["summary"]
+            )
+
+    async def _one_call(self, call: ToolCallRequest, wrote: bool, answer: dict) -> AsyncIterator[RunEvent]:
+        gated = REGISTRY.gate(call.name, mode="copilot", actor=self.actor, ai_enabled=await self._ai_still_on())
+        if isinstance(gated, Refusal):
+            if gated.outcome == "unknown_tool":
+                self.state.unknown_tools += 1
+                if self.state.unknown_tools >= 3:
+                    raise RunEnded(
+                        "error",
+                        Error(
+                            code=ErrorCode.INTERNAL,
+                            message="The assistant kept asking for tools that do not exist, so it was stopped.",
+                        ),
+                        "unknown_tools",
+                    )
+            _fill(
+                answer,
+                gated.outcome,
+                {"error": gated.message},
+                "Refused a tool it may not use"
+                if gated.outcome == "forbidden"
+                else "Asked for a tool that does not exist",
+            )
+            return
+        tool = gated
+        args = self._parse(tool, call, answer)
+        if args is None:
+            return
+        answer["args"] = args
+        key = _fingerprint(tool.name, args)
+        if not tool.writes:
+            await self._read(tool, args, key, answer)
+            return
+        if wrote:
+            _fill(
+                answer,
+                "error",
+                {
+                    "error": "Only one change can be proposed at a time. Propose the next one after "
+                    "the person decided on this one."
+                },
+                "Held back a second change",
+            )
+            return
+        async for event in self._write(tool, call, args, key, answer):
+            yield event
+
+    def _parse(self, tool: Tool, call: ToolCallRequest, answer: dict) -> dict | None:
+        """JSON-decode and validate the model's arguments; a failure is an error result, twice ends the run."""
+        try:
+            raw = json.loads(call.arguments or "{}")
+            args = tool.args.model_validate(raw)
+        except (json.JSONDecodeError, ValidationError, TypeError) as problem:
+            self.state.bad_args += 1
+            if self.state.bad_args >= 2:
+                raise RunEnded(
+                    "error",
+                    Error(
+                        code=ErrorCode.VALIDATION_ERROR,
+                        message="The assistant sent invalid tool arguments twice, so it was stopped.",
+                    ),
+                    "malformed_args",
+                ) from None
+            detail = "not valid JSON" if isinstance(problem, json.JSONDecodeError) else _validation_text(problem)
+            _fill(answer, "error", {"error": f"Invalid arguments: {detail}"}, "Sent invalid arguments to a tool")
+            return None
+        return args.model_dump(exclude_none=True)
+
+    async def _read(self, tool: Tool, args: dict, key: str, answer: dict) -> None:
+        if key in self.state.cache:  # convergence guard: the same question gets a short reminder, not a re-paste
+            _fill(answer, "ok", {"note": "Same result as your earlier identical call."}, "Reused an earlier answer")
+            return
+        try:
+            output = await tool.run(self._context(), tool.args.model_validate(args))
+        except DeskError as error:
+            _fill(answer, "error", {"error": error.message}, f"Could not use {tool.name}")
+            return
+        self.state.versions.update(output.seen)
+        self.state.seen_ids.update(output.seen)
+        self.state.seen_ids.update(OBJECT_ID.findall(json.dumps(output.result)))
+        self.state.cache[key] = "done"
+        _fill(answer, "ok", output.result, tool.say(output))
+        answer["result"] = output.result
+
+    async def _write(self, tool: Tool, call: ToolCallRequest, args: dict, key: str, answer: dict):
+        target = tool.target(tool.args.model_validate(args))
+        if self.actor.role == "viewer":  # COP-5 (the gate already refuses; kept explicit for the audit)
+            _fill(answer, "forbidden", {"error": "Viewers cannot change work orders."}, "Refused a change")
+            return
+        if target is not None and target not in self.state.seen_ids:
+            _fill(
+                answer,
+                "blocked",
+                {
+                    "error": ErrorCode.AI_INJECTION_BLOCKED.value,
+                    "message": "That work order did "
+                    "not appear in any result of this conversation, so it cannot be changed.",
+                },
+                "Blocked a change to a work order it had not looked up",
+            )
+            return
+        if target is not None and target not in self.state.versions:
+            _fill(
+                answer,
+                "need_read_first",
+                {"error": "need_read_first", "message": "Look this work order up with a list or search tool first."},
+                "Needs to look the work order up first",
+            )
+            return
+        async for event in self._stage_and_wait(tool, call, args, key, answer):
+            yield event
+
+    async def _stage_and_wait(self, tool: Tool, call: ToolCallRequest, args: dict, key: str, answer: dict):
+        pre, version = None, None
+        if tool.preimage is not None:
+            image = await tool.preimage(self._context(), tool.args.model_validate(args))
+            if image is None:
+                _fill(answer, "error", {"error": "That work order no longer exists."}, "Found the work order gone")
+                return
+            pre, version = image.fields, image.version
+        answer["staged"] = True
+        answer["record"] = False  # the staged tool call is its own record
+        ttl = timedelta(milliseconds=self.settings.ai_approval_ttl_ms)
+        while True:
+            staged = await approvals.stage(
+                self.db,
+                run_id=self.run["_id"],
+                user_id=self.run["userId"],
+                tool=tool.name,
+                call_id=call.id,
+                args=args,
+                pre_image=pre,
+                version=version,
+                ttl=ttl,
+            )
+            yield ToolApprovalRequired(
+                tool_call_id=str(staged["_id"]),
+                tool=tool.name,
+                args=args,
+                diff=approvals.diff(tool.name, args, pre),
+                expires_at=staged["approval"]["expiresAt"].isoformat(),
+            )
+            decided = await self._wait_for_decision(staged)
+            status = decided["approval"]["status"]
+            if status == "expired":
+                raise RunEnded("expired", ToolApprovalExpired(tool_call_id=str(staged["_id"])))
+            if status == "rejected":
+                await self._rejected(tool, staged, key, decided, answer)
+                return
+            refreshed = await self._execute(tool, staged, args, version, answer)
+            if refreshed is None:
+                return
+            pre, version = refreshed  # stale: stage again with the fresh pre-image
+
+    async def _wait_for_decision(self, staged: dict) -> dict:
+        while True:
+            await asyncio.sleep(POLL_SECONDS)
+            current = await runs.get_tool_call(self.db, staged["_id"])
+            if current["approval"]["status"] != "pending":
+                return current
+            if current["approval"]["expiresAt"] <= now():
+                await approvals.expire_for_run(self.db, self.run["_id"])
+                return {**current, "approval": {**current["approval"], "status": "expired"}}
+            if not await runs.renew_lease(self.db, self.run["_id"], LEASE):  # aborted by logout or the sweeper
+                raise RunEnded("aborted")
+
+    async def _rejected(self, tool: Tool, staged: dict, key: str, decided: dict, answer: dict) -> None:
+        self.state.rejected[key] = self.state.rejected.get(key, 0) + 1
+        await runs.update_tool_call(self.db, staged["_id"], {"outcome": "rejected"})
+        if self.state.rejected[key] >= 2:
+            raise RunEnded(
+                "error",
+                Error(
+                    code=ErrorCode.VALIDATION_ERROR,
+                    message="The assistant proposed the same rejected change again, so it was stopped.",
+                ),
+                "loop_detected",
+            )
+        reason = decided["approval"].get("reason")
+        result = {"rejected": True, "reason": reason} if reason else {"rejected": True}
+        _fill(answer, "rejected", result, "You rejected the change")
+
+    async def _execute(self, tool: Tool, staged: dict, args: dict, version: int | None, answer: dict):
+        """Run an approved write at the staged version; a moved version re-stages instead (never executes stale)."""
+        started = time.monotonic()
+        parsed = tool.args.model_validate(args)  # frozen args, validated again at execution
+        if tool.preimage is not None:
+            image = await tool.preimage(self._context(), parsed)
+            if image is None:
+                await runs.update_tool_call(self.db, staged["_id"], {"outcome": "error", "result": {"error": "gone"}})
+                _fill(answer, "error", {"error": "That work order no longer exists."}, "Found the work order gone")
+                return None
+            if image.version != version:
+                await runs.update_tool_call(self.db, staged["_id"], {"outcome": "stale", "approval.status": "stale"})
+                return image.fields, image.version
+        try:
+            output = await tool.run(self._context(), parsed, version)
+        except Conflict:
+            await runs.update_tool_call(self.db, staged["_id"], {"outcome": "stale", "approval.status": "stale"})
+            image = await tool.preimage(self._context(), parsed) if tool.preimage else None
+            if image is None:
+                _fill(answer, "error", {"error": "That work order changed and is gone."}, "Found the work order gone")
+                return None
+            return image.fields, image.version
+        except DeskError as error:
+            await runs.update_tool_call(
+                self.db, staged["_id"], {"outcome": "error", "result": {"error": error.message}}
+            )
+            _fill(answer, "error", {"error": error.message}, "The change could not be made")
+            return None
+        executed = next(iter(output.seen.values()), None)
+        await runs.update_tool_call(
+            self.db,
+            staged["_id"],
+            {
+                "outcome": "executed",
+                "result": output.result,
+                "executedVersion": executed,
+                "latencyMs": int((time.monotonic() - started) * 1000),
+            },
+        )
+        self.state.versions.update(output.seen)
+        self.state.seen_ids.update(output.seen)
+        _fill(answer, "executed", output.result, tool.say(output))
+        return None
+
+    # --- bookkeeping ---------------------------------------------------------------------
+
+    def _context(self) -> ToolContext:
+        return ToolContext(db=self.db, actor=self.actor, run_id=self.run_id)
+
+    async def _ai_still_on(self) -> bool:
+        user = await users_service.get_user(db=self.db, actor=self.actor, user_id=self.actor.id)
+        return bool(self.settings.ai_enabled and user and user.ai_enabled and user.active)
+
+    async def _before_call(self, messages: list[dict]) -> Error | None:
+        """Checks between steps: still running (not aborted), still allowed, budget left, context fits."""
+        if not await runs.renew_lease(self.db, self.run["_id"], LEASE):
+            raise RunEnded("aborted")  # ended elsewhere (logout, the sweeper): stop
+        if not await self._ai_still_on():
+            return Error(code=ErrorCode.FORBIDDEN, message="AI assistance was turned off.")
+        try:
+            await budget.check(self.db, self.settings, user_id=self.actor.id, agent=AGENT)
+        except budget.BudgetExceeded as error:
+            return Error(code=ErrorCode.AI_BUDGET_EXCEEDED, message=error.message)
+        if _tokens(messages) > self.settings.ai_max_context_tokens:
+            return Error(code=ErrorCode.AI_BUDGET_EXCEEDED, message="This conversation is too long; start a new one.")
+        return None
+
+    async def _bill(self, usage: Usage) -> None:
+        cost = self.provider.cost(usage)
+        await budget.charge(self.db, user_id=self.actor.id, agent=AGENT, usd=cost)
+        await runs.record_usage(
+            self.db, self.run["_id"], input_tokens=usage.input_tokens, output_tokens=usage.output_tokens, cost=cost
+        )
+
+    async def _history(self) -> list[dict]:
+        """System prompt, earlier turns of this session (oldest dropped first to fit), this message."""
+        earlier = await runs.session_messages(self.db, self.session["_id"], limit=50)
+        turns = [
+            {"role": m["role"], "content": m["content"]}
+            for m in earlier
+            if m["role"] in ("user", "assistant") and m["content"]
+        ]
+        messages = [{"role": "system", "content": SYSTEM_PROMPT}, *turns]
+        while len(messages) > 2 and _tokens(messages) > self.settings.ai_max_context_tokens * 3 // 4:
+            del messages[1]
+        return messages
+
+    async def _say(self, role: str, content: str, **extra: Any) -> None:
+        await runs.add_message(
+            self.db,
+            {"sessionId": self.session["_id"], "runId": self.run["_id"], "role": role, "content": content, **extra},
+        )
+
+    async def _record(self, call: ToolCallRequest, answer: dict, started: float) -> None:
+        await runs.insert_tool_call(
+            self.db,
+            {
+                "runId": self.run["_id"],
+                "userId": self.run["userId"],
+                "tool": call.name[:80],
+                "callId": call.id,
+                "args": answer.get("args", {}),
+                "outcome": answer["outcome"],
+                "result": answer.get("result_doc"),
+                "latencyMs": int((time.monotonic() - started) * 1000),
+            },
+        )
+
+    async def _finish(self, status: str, code: str | None = None) -> None:
+        if await runs.finish_run(self.db, self.run["_id"], status, error_code=code):
+            await approvals.expire_for_run(self.db, self.run["_id"])
+
+    async def _release(self) -> None:
+        await runs.release_session(self.db, self.session["_id"], self.run["_id"])
+
+    async def _done(self, status: str, notice: str | None = None) -> MessageDone:
+        stored = await runs.get_run(self.db, self.run["_id"])
+        return MessageDone(run_id=self.run_id, status=stored["status"] if stored else status, notice=notice)
+
+
+def _fill(answer: dict, outcome: str, result: dict, summary: str) -> None:
+    answer.update(outcome=outcome, content=json.dumps(result, ensure_ascii=False), summary=summary, result_doc=result)
+
+
+def _fingerprint(tool: str, args: dict) -> str:
+    return hashlib.sha256(f"{tool}:{json.dumps(args, sort_keys=True)}".encode()).hexdigest()
+
+
+def _validation_text(error: Exception) -> str:
+    if isinstance(error, ValidationError):
+        return "; ".join(f"{'.'.join(map(str, e['loc'])) or 'arguments'}: {e['msg']}" for e in error.errors()[:3])
+    return "wrong shape"
+
+
+def _tokens(messages: list[dict]) -> int:
+    return len(json.dumps(messages)) // CHARS_PER_TOKEN
+
+
+def _assistant_message(text: str, calls: list[ToolCallRequest]) -> dict:
+    return {
+        "role": "assistant",
+        "content": text or None,
+        "tool_calls": [
+            {"id": c.id, "type": "function", "function": {"name": c.name, "arguments": c.arguments}} for c in calls
+        ],
+    }

@@ -1,0 +1,73 @@
+"""Copilot read tools for admins: every work order, the people, the desk's metrics."""
+
+from pydantic import Field
+
+from desk.agent.tools.registry import MAX_ITEMS, Tool, ToolArgs, ToolContext, ToolOutput, clip
+from desk.agent.tools.work_orders import NoArgs, listing
+from desk.metrics import service as metrics_service
+from desk.schema import PageQuery
+from desk.users import service as users_service
+from desk.work_orders import service
+from desk.work_orders.models import Priority, Status, WorkOrderQuery
+
+ADMINS = frozenset({"admin"})
+
+
+class AdminListArgs(ToolArgs):
+    q: str | None = Field(None, max_length=200, description="Words that must all appear, if given")
+    status: Status | None = None
+    priority: Priority | None = None
+
+
+async def all_orders(ctx: ToolContext, args: AdminListArgs) -> ToolOutput:
+    query = WorkOrderQuery(q=args.q, status=args.status, priority=args.priority, limit=MAX_ITEMS)
+    page = await service.list_orders(db=ctx.db, actor=ctx.actor, query=query)
+    return listing(page.items, page.total)
+
+
+async def people(ctx: ToolContext, _: NoArgs) -> ToolOutput:
+    page = await users_service.list_users(db=ctx.db, actor=ctx.actor, page=PageQuery(limit=MAX_ITEMS))
+    shown = [
+        {"name": u.name, "email": u.email, "role": u.role, "active": u.active, "aiEnabled": u.ai_enabled}
+        for u in page.items
+    ]
+    return ToolOutput(clip({"total": page.total, "shown": len(shown), "users": shown}))
+
+
+async def metrics(ctx: ToolContext, _: NoArgs) -> ToolOutput:
+    found = await metrics_service.desk_metrics(db=ctx.db, actor=ctx.actor)
+    return ToolOutput(found.model_dump(mode="json", by_alias=True))
+
+
+TOOLS = [
+    Tool(
+        "admin_list_work_orders",
+        "Admins: list or search every work order on the desk.",
+        AdminListArgs,
+        "read",
+        ADMINS,
+        "copilot",
+        all_orders,
+        lambda o: f"Looked up {o.result['shown']} work orders on the desk",
+    ),
+    Tool(
+        "admin_list_users",
+        "Admins: the people of the desk.",
+        NoArgs,
+        "read",
+        ADMINS,
+        "copilot",
+        people,
+        lambda o: f"Looked up {o.result['shown']} people",
+    ),
+    Tool(
+        "admin_metrics",
+        "Admins: counts by status and priority, opened/closed per day, mean time to done.",
+        NoArgs,
+        "read",
+        ADMINS,
+        "copilot",
+        metrics,
+        lambda _: "Looked up the desk's metrics",
+    ),
+]

@@ -1,0 +1,123 @@
+"""The tool registry: what each tool accepts, who may use it, whether it writes, and the gate.
+
+Every check here runs after the model answered, in code (spec §4.2, SEC-5): the model can ask for
+anything; it gets only what the mode allowlist, the person's role and their AI switch permit.
+"""
+
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, create_model
+from pymongo.asynchronous.database import AsyncDatabase
+
+from desk.actors import Actor
+
+Mode = Literal["copilot", "triage"]
+MAX_ITEMS = 10  # spec §4.7: at most 10 documents from a list or search
+MAX_CHARS = 4000  # ... and at most 4,000 characters each
+
+
+@dataclass(frozen=True)
+class ToolContext:
+    db: AsyncDatabase
+    actor: Actor
+    run_id: str
+
+
+@dataclass(frozen=True)
+class ToolOutput:
+    """What the model is shown, and the work-order versions it saw (kept by the runtime, never shown)."""
+
+    result: dict[str, Any]
+    seen: dict[str, int] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class PreImage:
+    """The target as it was when a write was staged: the diff's "before" and the version to write at."""
+
+    fields: dict[str, Any]
+    version: int
+
+
+@dataclass(frozen=True)
+class Tool:
+    name: str
+    description: str
+    args: type[BaseModel]
+    kind: Literal["read", "write"]
+    roles: frozenset[str]
+    mode: Mode
+    run: Callable[..., Awaitable[ToolOutput]]  # reads: run(ctx, args); writes: run(ctx, args, version)
+    say: Callable[[ToolOutput], str]  # what happened, in plain words for the person
+    target: Callable[[BaseModel], str | None] = lambda _: None  # the work order a write names
+    preimage: Callable[[ToolContext, BaseModel], Awaitable[PreImage | None]] | None = None
+
+    @property
+    def writes(self) -> bool:
+        return self.kind == "write"
+
+    def schema(self) -> dict[str, Any]:
+        """The OpenAI `tools` entry the model sees."""
+        parameters = self.args.model_json_schema()
+        parameters.pop("title", None)
+        return {
+            "type": "function",
+            "function": {"name": self.name, "description": self.description, "parameters": parameters},
+        }
+
+
+class ToolArgs(BaseModel):
+    """Arguments from the model: strict types, nothing unknown."""
+
+    model_config = ConfigDict(extra="forbid", strict=True)
+
+
+ObjectIdText = Field(pattern=r"^[0-9a-f]{24}$", description="A work-order id from an earlier tool result")
+
+
+def derive(name: str, source: type[BaseModel], *, drop: set[str], with_id: bool = False) -> type[ToolArgs]:
+    """A tool's argument model made from a write model: the same fields and rules, minus `drop`."""
+    fields: dict[str, Any] = {"id": (str, ObjectIdText)} if with_id else {}
+    for field_name, info in source.model_fields.items():
+        if field_name not in drop:
+            fields[field_name] = (info.annotation, info)
+    return create_model(name, __base__=ToolArgs, **fields)
+
+
+@dataclass(frozen=True)
+class Refusal:
+    outcome: Literal["unknown_tool", "forbidden"]
+    message: str
+
+
+class Registry:
+    def __init__(self, tools: list[Tool]) -> None:
+        self.tools = {tool.name: tool for tool in tools}
+
+    def allowed(self, mode: Mode, actor: Actor) -> list[Tool]:
+        """The tools offered to the model for this mode and person."""
+        return [t for t in self.tools.values() if t.mode == mode and actor.role in t.roles]
+
+    def gate(self, name: str, *, mode: Mode, actor: Actor, ai_enabled: bool) -> Tool | Refusal:
+        """The tool if this person may use it now, else why not (checked again for every call)."""
+        tool = self.tools.get(name)
+        if tool is None or tool.mode != mode:
+            return Refusal("unknown_tool", f"There is no tool named {name[:60]!r}.")
+        if not ai_enabled:
+            return Refusal("forbidden", "AI assistance is turned off for this person.")
+        if actor.role not in tool.roles:
+            return Refusal("forbidden", f"The tool {name} is not available to this person.")
+        return tool
+
+
+def clip(value: Any) -> Any:
+    """Cap every string in a tool result at MAX_CHARS."""
+    if isinstance(value, str):
+        return value if len(value) <= MAX_CHARS else value[:MAX_CHARS] + "…"
+    if isinstance(value, dict):
+        return {k: clip(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [clip(v) for v in value]
+    return value

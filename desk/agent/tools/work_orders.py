@@ -1,0 +1,163 @@
+"""Copilot tools over work orders and the person's profile. They call services, as the person."""
+
+from pydantic import Field
+
+from desk.agent.tools.registry import MAX_ITEMS, PreImage, Tool, ToolArgs, ToolContext, ToolOutput, clip, derive
+from desk.users import service as users_service
+from desk.work_orders import service
+from desk.work_orders.models import Priority, Status, WorkOrderCreate, WorkOrderQuery, WorkOrderRead, WorkOrderUpdate
+
+EVERYONE = frozenset({"admin", "user", "viewer"})
+WRITERS = frozenset({"admin", "user"})
+SHOWN = ("title", "description", "priority", "status")
+
+
+def order_view(order: WorkOrderRead) -> dict:
+    """A work order as the model sees it: no version, no owner id."""
+    return {
+        "id": order.id,
+        **{f: getattr(order, f) for f in SHOWN},
+        "createdAt": order.created_at.isoformat(),
+        "updatedAt": order.updated_at.isoformat(),
+    }
+
+
+def listing(orders: list[WorkOrderRead], total: int) -> ToolOutput:
+    shown = orders[:MAX_ITEMS]
+    result = {"total": total, "shown": len(shown), "workOrders": [order_view(o) for o in shown]}
+    return ToolOutput(clip(result), seen={o.id: o.version for o in shown})
+
+
+class ListArgs(ToolArgs):
+    status: Status | None = None
+    priority: Priority | None = None
+
+
+class SearchArgs(ToolArgs):
+    q: str = Field(min_length=1, max_length=200, description="Words that must all appear in title or description")
+    status: Status | None = None
+
+
+class NoArgs(ToolArgs):
+    pass
+
+
+async def list_mine(ctx: ToolContext, args: ListArgs) -> ToolOutput:
+    query = WorkOrderQuery(status=args.status, priority=args.priority, ownerId=ctx.actor.id, limit=MAX_ITEMS)
+    page = await service.list_orders(db=ctx.db, actor=ctx.actor, query=query)
+    return listing(page.items, page.total)
+
+
+async def search_mine(ctx: ToolContext, args: SearchArgs) -> ToolOutput:
+    query = WorkOrderQuery(q=args.q, status=args.status, ownerId=ctx.actor.id, limit=MAX_ITEMS)
+    page = await service.list_orders(db=ctx.db, actor=ctx.actor, query=query)
+    return listing(page.items, page.total)
+
+
+async def profile(ctx: ToolContext, _: NoArgs) -> ToolOutput:
+    user = await users_service.get_user_or_raise(db=ctx.db, actor=ctx.actor, user_id=ctx.actor.id)
+    return ToolOutput({"name": user.name, "email": user.email, "role": user.role, "aiEnabled": user.ai_enabled})
+
+
+CreateArgs = derive("CreateWorkOrderArgs", WorkOrderCreate, drop={"owner_id"})
+UpdateArgs = derive("UpdateWorkOrderArgs", WorkOrderUpdate, drop={"owner_id", "version"}, with_id=True)
+
+
+class DeleteArgs(ToolArgs):
+    id: str = Field(pattern=r"^[0-9a-f]{24}$", description="A work-order id from an earlier tool result")
+
+
+async def create(ctx: ToolContext, args: ToolArgs, version: int | None = None) -> ToolOutput:
+    data = WorkOrderCreate.model_validate(args.model_dump())
+    order = await service.create(db=ctx.db, actor=ctx.actor, data=data, run_id=ctx.run_id)
+    return ToolOutput({"created": order_view(order)}, seen={order.id: order.version})
+
+
+async def update(ctx: ToolContext, args: ToolArgs, version: int) -> ToolOutput:
+    fields = args.model_dump(exclude={"id"}, exclude_none=True)
+    data = WorkOrderUpdate.model_validate({"version": version, **fields})
+    order = await service.update(db=ctx.db, actor=ctx.actor, order_id=args.id, data=data, run_id=ctx.run_id)
+    return ToolOutput({"updated": order_view(order)}, seen={order.id: order.version})
+
+
+async def delete(ctx: ToolContext, args: DeleteArgs, version: int) -> ToolOutput:
+    await service.delete(db=ctx.db, actor=ctx.actor, order_id=args.id, version=version, run_id=ctx.run_id)
+    return ToolOutput({"deleted": args.id})
+
+
+async def preimage(ctx: ToolContext, args: ToolArgs) -> PreImage | None:
+    order = await service.get(db=ctx.db, actor=ctx.actor, order_id=args.id)
+    return PreImage({f: getattr(order, f) for f in SHOWN}, order.version) if order else None
+
+
+def _count(output: ToolOutput) -> str:
+    shown = output.result.get("shown", 0)
+    return f"Looked up {shown} of your work order{'s' if shown != 1 else ''}"
+
+
+TOOLS = [
+    Tool(
+        "list_my_work_orders",
+        "List the person's own work orders, newest first; optional status/priority filter.",
+        ListArgs,
+        "read",
+        EVERYONE,
+        "copilot",
+        list_mine,
+        _count,
+    ),
+    Tool(
+        "search_my_work_orders",
+        "Search the person's own work orders for words in title or description.",
+        SearchArgs,
+        "read",
+        EVERYONE,
+        "copilot",
+        search_mine,
+        _count,
+    ),
+    Tool(
+        "get_profile",
+        "The person's name, email, role and AI setting.",
+        NoArgs,
+        "read",
+        EVERYONE,
+        "copilot",
+        profile,
+        lambda _: "Looked up your profile",
+    ),
+    Tool(
+        "create_work_order",
+        "Propose a new work order owned by the person. The person must approve it.",
+        CreateArgs,
+        "write",
+        WRITERS,
+        "copilot",
+        create,
+        lambda _: "Created a work order",
+    ),
+    Tool(
+        "update_work_order",
+        "Propose changes to one of the person's work orders (id from an earlier result). The person must approve it.",
+        UpdateArgs,
+        "write",
+        WRITERS,
+        "copilot",
+        update,
+        lambda _: "Updated a work order",
+        target=lambda a: a.id,
+        preimage=preimage,
+    ),
+    Tool(
+        "delete_work_order",
+        "Propose deleting one of the person's work orders (id from an earlier result). The person must approve it.",
+        DeleteArgs,
+        "write",
+        WRITERS,
+        "copilot",
+        delete,
+        lambda _: "Deleted a work order",
+        target=lambda a: a.id,
+        preimage=preimage,
+    ),
+]

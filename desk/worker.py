@@ -1,0 +1,76 @@
+"""The worker process (`scheduler.py`): APScheduler jobs beside the web app; the triage agent joins later."""
+
+import asyncio
+import logging
+import os
+import signal
+
+from apscheduler.schedulers.asyncio import AsyncIOScheduler
+
+from desk.agent.sweeper import sweep
+from desk.config import Settings, load_settings
+from desk.db.client import connect
+from desk.logs import configure_logging
+
+log = logging.getLogger("desk.worker")
+
+
+async def serve(settings: Settings, uri: str, *, stop: asyncio.Event | None = None) -> None:
+    """Run the jobs until `stop` is set (or SIGTERM/SIGINT)."""
+    db = connect(uri, settings.mongodb_db)
+    stop = stop or asyncio.Event()
+    loop = asyncio.get_running_loop()
+    for sig in (signal.SIGTERM, signal.SIGINT):
+        loop.add_signal_handler(sig, stop.set)
+
+    async def sweep_job() -> None:
+        swept = await sweep(db)
+        if swept.stale_runs or swept.expired_approvals:
+            log.info("sweeper: %d stale runs ended, %d approvals expired", swept.stale_runs, swept.expired_approvals)
+
+    scheduler = AsyncIOScheduler()
+    # coalesce + one instance: a slow pass is never run twice at once or caught up in a burst
+    scheduler.add_job(
+        sweep_job,
+        "interval",
+        seconds=settings.agent_sweep_interval_ms / 1000,
+        id="sweep",
+        coalesce=True,
+        max_instances=1,
+        next_run_time=None,
+    )
+    scheduler.start()
+    watchdog = None
+    if os.environ.get("DESK_WORKER_PARENT"):  # started by `desk run`: never outlive it
+        watchdog = asyncio.create_task(_exit_with_parent(int(os.environ["DESK_WORKER_PARENT"]), stop))
+    log.info("worker started")
+    try:
+        await sweep_job()
+        await stop.wait()
+    finally:
+        if watchdog is not None:
+            watchdog.cancel()
+        scheduler.shutdown(wait=False)
+        await db.client.close()
+        log.info("worker stopped")
+
+
+async def _exit_with_parent(parent: int, stop: asyncio.Event) -> None:
+    while os.getppid() == parent:  # noqa: ASYNC110 - nothing signals a parent's death; polling is the way
+        await asyncio.sleep(1)
+    stop.set()
+
+
+def main() -> None:
+    configure_logging()
+    settings = load_settings()
+    if settings.mongodb_uri is None:
+        raise SystemExit(
+            "config error: MONGODB_URI: the worker needs the database the web app uses "
+            "(`desk run` passes it when it starts the worker)"
+        )
+    asyncio.run(serve(settings, settings.mongodb_uri.get_secret_value()))
+
+
+if __name__ == "__main__":
+    main()

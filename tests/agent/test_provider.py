@@ -1,0 +1,316 @@
+"""The provider adapter against the scripted fake on loopback: streaming, tool calls, every failure."""
+
+import asyncio
+import gzip
+import json
+import logging
+import socket
+import ssl
+from collections.abc import AsyncIterator
+from contextlib import aclosing
+from typing import Any
+
+import httpx
+import pytest
+
+from desk.agent.provider import AIUnavailable, Completed, Provider, ProviderEvent, TextDelta, Usage
+from desk.config import Settings
+from desk.errors import ErrorCode
+from tests.agent.fake_provider import FAKE_SECRET, FakeProvider, Turn
+
+KEY = "test-key-never-logged-9c2d7"
+PROMPT = "PROMPT-CANARY: the gate code for the boiler room is 4471"
+MESSAGES = [
+    {"role": "system", "content": "You are the work order desk copilot."},
+    {"role": "user", "content": PROMPT},
+]
+TOOLS = [
+    {
+        "type": "function",
+        "function": {
+            "name": "list_my_work_orders",
+            "description": "List the caller's work orders.",
+            "parameters": {"type": "object", "properties": {}, "additionalProperties": False},
+        },
+    }
+]
+
+
+# Building a TLS context costs ~0.15 s; the clients share one (the fake is plain http on loopback anyway).
+TLS = ssl.create_default_context()
+
+
+def make_provider(url: str, **overrides: Any) -> Provider:
+    options: dict[str, Any] = {
+        "transport": httpx.AsyncHTTPTransport(verify=TLS),
+        "base_url": url,
+        "api_key": KEY,
+        "model": "fake-model",
+        "max_output_tokens": 2048,
+        "price_in": 0.15,
+        "price_out": 0.60,
+    }
+    return Provider(**(options | overrides))
+
+
+@pytest.fixture
+async def provider(fake_provider: FakeProvider) -> AsyncIterator[Provider]:
+    provider = make_provider(fake_provider.url)
+    yield provider
+    await provider.aclose()
+
+
+async def run(provider: Provider) -> list[ProviderEvent]:
+    async with aclosing(provider.stream(MESSAGES, TOOLS)) as events:
+        return [event async for event in events]
+
+
+# --- what a good call looks like ---
+
+
+async def test_text_streams_as_several_deltas_then_one_completed(fake_provider: FakeProvider, provider: Provider):
+    fake_provider.script(Turn.text("Hello! You have three open work orders.", chunks=3, usage=(120, 30)))
+
+    events = await run(provider)
+
+    *deltas, completed = events
+    assert len(deltas) == 3
+    assert all(isinstance(delta, TextDelta) for delta in deltas)
+    assert "".join(delta.text for delta in deltas) == "Hello! You have three open work orders."
+    assert completed == Completed(tool_calls=[], usage=Usage(120, 30), finish_reason="stop")
+    assert fake_provider.client_disconnects == 0
+
+
+@pytest.mark.parametrize("interleaved", [False, True], ids=["one-after-another", "interleaved"])
+async def test_parallel_tool_calls_are_assembled_with_their_arguments_intact(
+    fake_provider: FakeProvider, provider: Provider, interleaved: bool
+):
+    update = {"id": "665f1c2e9b1e8a0012345678", "priority": "high", "description": 'says "urgent", {really}'}
+    fake_provider.script(
+        Turn.tool_calls(
+            ("list_my_work_orders", {}, "call_a"),
+            ("update_work_order", update, "call_b"),
+            pieces=5,
+            interleaved=interleaved,
+        )
+    )
+
+    (completed,) = await run(provider)
+
+    assert isinstance(completed, Completed)
+    assert completed.finish_reason == "tool_calls"
+    assert [(call.id, call.name) for call in completed.tool_calls] == [
+        ("call_a", "list_my_work_orders"),
+        ("call_b", "update_work_order"),
+    ]
+    assert json.loads(completed.tool_calls[0].arguments) == {}
+    assert json.loads(completed.tool_calls[1].arguments) == update
+
+
+async def test_tool_call_arguments_and_names_are_passed_on_raw_for_the_runtime_to_judge(
+    fake_provider: FakeProvider, provider: Provider
+):
+    fake_provider.script(Turn.tool_calls(("launch_the_rockets", '{"id": "66', "call_x"), text="Sure."))
+
+    *deltas, completed = await run(provider)
+
+    assert "".join(delta.text for delta in deltas) == "Sure."
+    assert completed.tool_calls[0].name == "launch_the_rockets"
+    assert completed.tool_calls[0].arguments == '{"id": "66'
+
+
+async def test_the_request_carries_model_max_tokens_stream_flags_and_tools(
+    fake_provider: FakeProvider, provider: Provider
+):
+    fake_provider.script(Turn.text())
+
+    await run(provider)
+
+    (body,) = fake_provider.requests
+    assert body["model"] == "fake-model"
+    assert body["max_tokens"] == 2048
+    assert body["stream"] is True
+    assert body["stream_options"] == {"include_usage": True}
+    assert body["messages"] == MESSAGES
+    assert body["tools"] == TOOLS
+
+
+async def test_the_key_travels_only_in_the_authorization_header(fake_provider: FakeProvider, provider: Provider):
+    fake_provider.script(Turn.text())
+
+    await run(provider)
+
+    (headers,) = fake_provider.headers
+    assert headers["authorization"] == f"Bearer {KEY}"
+    assert headers["accept-encoding"] == "identity"
+    assert KEY not in json.dumps(fake_provider.requests[0])
+    assert [value for name, value in headers.items() if KEY in value and name != "authorization"] == []
+
+
+async def test_usage_is_estimated_when_the_provider_reports_none(fake_provider: FakeProvider, provider: Provider):
+    fake_provider.script(Turn.text("x" * 400, usage=None))
+
+    *_, completed = await run(provider)
+
+    prompt_chars = len(json.dumps([MESSAGES, TOOLS], ensure_ascii=False))
+    assert completed.usage == Usage(input_tokens=-(-prompt_chars // 4), output_tokens=100)
+
+
+async def test_a_finish_reason_without_done_still_completes(fake_provider: FakeProvider, provider: Provider):
+    chunk = {"choices": [{"index": 0, "delta": {"content": "Done."}, "finish_reason": "stop"}]}
+    fake_provider.script(Turn.chunks(chunk, done=False))
+
+    events = await run(provider)
+
+    assert events == [TextDelta("Done."), Completed(tool_calls=[], usage=events[-1].usage, finish_reason="stop")]
+
+
+# --- every failure is one generic AIUnavailable that leaks nothing and still bills ---
+
+# We ask for identity encoding and read raw bytes, so a body compressed regardless fails instead of inflating.
+GZIPPED = gzip.compress(Turn.text("compressed").frames[1] * 1000)
+FAILURES = {
+    "malformed-chunk": (Turn.malformed(), {}),
+    "http-500": (Turn.error(500), {}),
+    "http-429": (Turn.error(429), {}),
+    "redirect": (Turn.redirect(), {}),
+    "oversized": (Turn.oversized(200_000), {"max_response_bytes": 50_000}),
+    "read-timeout": (Turn.slow(delay=1.0), {"read_timeout": 0.2}),
+    "disconnect": (Turn.disconnect(), {}),
+    "truncated": (Turn.truncated(), {}),
+    "error-chunk": (Turn.chunks({"error": {"message": f"overloaded {FAKE_SECRET}"}}), {}),
+    "non-utf8": (Turn(frames=(b"data: \xff\xfe\n\n",)), {}),
+    "compressed-anyway": (Turn(frames=(GZIPPED,), headers=(("content-encoding", "gzip"),)), {}),
+    "tool-call-without-name": (Turn.chunks({"choices": [{"delta": {"tool_calls": [{"index": 0, "id": "c"}]}}]}), {}),
+}
+
+
+@pytest.mark.parametrize(("turn", "overrides"), FAILURES.values(), ids=FAILURES.keys())
+async def test_a_failed_call_raises_ai_unavailable_without_leaking_anything(
+    fake_provider: FakeProvider, caplog: pytest.LogCaptureFixture, turn: Turn, overrides: dict[str, Any]
+):
+    caplog.set_level(logging.DEBUG)
+    fake_provider.script(turn, Turn.text("a redirect must not be followed here"))
+    provider = make_provider(fake_provider.url, **overrides)
+    try:
+        with pytest.raises(AIUnavailable) as caught:
+            await run(provider)
+    finally:
+        await provider.aclose()
+
+    error = caught.value
+    assert error.code == ErrorCode.AI_UNAVAILABLE
+    assert error.status == 503
+    assert error.message == str(error) == AIUnavailable.default_message
+    assert error.__cause__ is None
+    assert error.usage.input_tokens > 0
+    assert len(fake_provider.requests) == 1  # never retried, never redirected
+    assert "AI provider call failed" in caplog.text
+    assert "fake-model" in caplog.text
+    for leak in (KEY, "boiler room", FAKE_SECRET):
+        assert leak not in str(error)
+        assert leak not in repr(error.envelope())
+        assert leak not in caplog.text
+
+
+async def test_a_failure_after_some_output_bills_that_output_too(fake_provider: FakeProvider, provider: Provider):
+    fake_provider.script(Turn.disconnect("x" * 80))
+
+    with pytest.raises(AIUnavailable) as caught:
+        await run(provider)
+
+    assert caught.value.usage.output_tokens == 20
+
+
+async def test_an_unreachable_provider_is_unavailable(caplog: pytest.LogCaptureFixture):
+    with socket.socket() as sock:  # a port nobody listens on
+        sock.bind(("127.0.0.1", 0))
+        port = sock.getsockname()[1]
+    provider = make_provider(f"http://127.0.0.1:{port}/v1", connect_timeout=1.0)
+
+    with pytest.raises(AIUnavailable) as caught:
+        await run(provider)
+    await provider.aclose()
+
+    assert caught.value.kind == "ConnectError"
+    assert caught.value.usage.input_tokens > 0
+    assert KEY not in caplog.text
+
+
+async def test_a_call_with_no_turn_scripted_fails_loudly(fake_provider: FakeProvider, provider: Provider):
+    with pytest.raises(AIUnavailable):
+        await run(provider)
+
+    assert fake_provider.unscripted == 1
+    fake_provider.unscripted = 0  # meant: let the fixture's teardown pass
+
+
+# --- stopping early aborts the upstream call ---
+
+
+async def test_cancelling_the_consumer_closes_the_upstream_connection(fake_provider: FakeProvider, provider: Provider):
+    fake_provider.script(Turn.slow(delay=0.05, chunks=20))
+    first = asyncio.Event()
+
+    async def consume() -> None:
+        async with aclosing(provider.stream(MESSAGES, TOOLS)) as events:
+            async for _ in events:
+                first.set()
+
+    task = asyncio.create_task(consume())
+    await asyncio.wait_for(first.wait(), 2)
+    task.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await task
+
+    assert await fake_provider.wait_for_disconnect()
+
+
+async def test_closing_the_stream_early_closes_the_upstream_connection(fake_provider: FakeProvider, provider: Provider):
+    fake_provider.script(Turn.slow(delay=0.05, chunks=20))
+
+    async with aclosing(provider.stream(MESSAGES, TOOLS)) as events:
+        async for event in events:
+            assert isinstance(event, TextDelta)
+            break
+
+    assert await fake_provider.wait_for_disconnect()
+
+
+# --- configuration and money ---
+
+
+def test_cost_uses_the_per_million_prices():
+    provider = make_provider("https://llm.example/v1", price_in=0.15, price_out=0.60)
+
+    assert provider.cost(Usage(1_000_000, 1_000_000)) == pytest.approx(0.75)
+    assert provider.cost(Usage(120, 30)) == pytest.approx(120 * 0.15e-6 + 30 * 0.60e-6)
+    assert provider.cost(Usage(0, 0)) == 0
+
+
+async def test_from_settings_uses_the_ai_keys(fake_provider: FakeProvider):
+    settings = Settings(
+        ai_enabled=False,
+        ai_base_url=fake_provider.url,
+        ai_api_key=KEY,
+        ai_model="m-1",
+        ai_max_output_tokens=64,
+        ai_price_per_1m_input=2,
+    )
+    provider = Provider.from_settings(settings)
+    fake_provider.script(Turn.text())
+
+    await run(provider)
+    await provider.aclose()
+
+    assert fake_provider.requests[0]["model"] == "m-1"
+    assert fake_provider.requests[0]["max_tokens"] == 64
+    assert fake_provider.headers[0]["authorization"] == f"Bearer {KEY}"
+    assert provider.cost(Usage(1_000_000, 0)) == pytest.approx(2)
+
+
+def test_from_settings_without_ai_config_is_unavailable():
+    with pytest.raises(AIUnavailable) as caught:
+        Provider.from_settings(Settings(ai_enabled=False, ai_base_url=None, ai_api_key=None))
+
+    assert caught.value.kind == "not_configured"
