@@ -1,12 +1,13 @@
 """The frame around every page: header, navigation by role, who is logged in, logout."""
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from urllib.parse import quote
 
 from nicegui import ui
 
 from components import session
+from components.copilot import Copilot, ai_off_reason
 
 SESSION_CHECK_SECONDS = 3.0
 
@@ -16,6 +17,8 @@ def frame(title: str, user: dict, *, path: str) -> Iterator[None]:
     """Open the page chrome; the body goes inside the `with` block."""
     ui.page_title(f"{title} · Work Order Desk")
     ui.colors(primary="#2f4f6f")
+    off = ai_off_reason(user)
+    toggle = _copilot_drawer(user) if off is None else None
     with ui.header().classes("items-center gap-4 px-4 py-2 bg-primary"):
         ui.link("Work Order Desk", "/app").classes("text-lg font-semibold text-white no-underline")
         with ui.row().classes("gap-3"):
@@ -24,7 +27,11 @@ def frame(title: str, user: dict, *, path: str) -> Iterator[None]:
                 _nav("Users", "/app/admin/users", path)
                 _nav("Metrics", "/app/admin/metrics", path)
         ui.space()
-        # The copilot drawer's toggle goes here (Cmd/Ctrl+K stays free for it).
+        if toggle is not None:
+            assistant = ui.button("Assistant", icon="auto_awesome", on_click=toggle).props("flat color=white")
+            assistant.mark("copilot-toggle").tooltip("Ctrl+K / ⌘K")
+        else:  # no shortcut and no dead button: a plain reason where the assistant would be
+            ui.label(off).classes("text-xs text-white opacity-80 max-w-64").mark("copilot-off")
         with ui.row().classes("items-center gap-2 text-white"):
             ui.link(user["name"], "/app/profile").classes("text-white").mark("current-user")
             ui.label(user["role"]).classes("text-xs opacity-80 border rounded px-1")
@@ -32,6 +39,25 @@ def frame(title: str, user: dict, *, path: str) -> Iterator[None]:
     ui.timer(SESSION_CHECK_SECONDS, lambda: _still_logged_in(path))
     with ui.column().classes("w-full max-w-6xl mx-auto p-4 gap-4"):
         yield
+
+
+def _copilot_drawer(user: dict) -> Callable[[], None]:
+    """The assistant in a right drawer, opened and closed with Ctrl+K / Cmd+K (focus lands in its input)."""
+    with ui.right_drawer(value=False).props("width=420 bordered").classes("p-3") as drawer:
+        panel = Copilot(session.actor_of(user))
+        panel.build()
+
+    def toggle() -> None:
+        drawer.toggle()
+        if drawer.value:
+            panel.input.run_method("focus")
+
+    def shortcut(event) -> None:
+        if event.action.keydown and event.key == "k" and (event.modifiers.ctrl or event.modifiers.meta):
+            toggle()
+
+    ui.keyboard(on_key=shortcut, ignore=[])
+    return toggle
 
 
 def _nav(label: str, target: str, path: str) -> None:

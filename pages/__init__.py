@@ -1,5 +1,12 @@
 """The desk's screens; each module holds one NiceGUI router."""
 
-from pages import login, work_order, work_orders
+from pages import admin_metrics, admin_users, login, profile, work_order, work_orders
 
-ROUTERS = [login.router, work_orders.router, work_order.router]
+ROUTERS = [
+    login.router,
+    work_orders.router,
+    work_order.router,
+    admin_users.router,
+    admin_metrics.router,
+    profile.router,
+]

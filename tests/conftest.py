@@ -10,6 +10,8 @@ from fastapi import FastAPI
 from pymongo import AsyncMongoClient
 from pymongo.asynchronous.database import AsyncDatabase
 
+from desk.agent.api import use_provider
+from desk.agent.provider import Provider
 from desk.app import ensure_indexes, install_api
 from desk.auth import service as auth_service
 from desk.config import Settings, use_settings
@@ -20,6 +22,7 @@ from desk.users import service as users_service
 from desk.users.models import UserCreate
 from desk.work_orders import service as work_orders_service
 from desk.work_orders.models import WorkOrderCreate, WorkOrderRead
+from tests.agent.fake_provider import fake_provider  # noqa: F401 - the fixture, for every test directory
 from tests.helpers import PASSWORD, actor
 
 TEST_DB = "desk_test"
@@ -130,3 +133,32 @@ def make_order(db: AsyncDatabase) -> Callable[..., Awaitable[WorkOrderRead]]:
         return await work_orders_service.create(db=db, actor=actor(user), data=WorkOrderCreate(title=title, **fields))
 
     return make
+
+
+# --- AI: the scripted fake provider on loopback is the only fake in the suite ---
+
+API_KEY = "sk-test-key-never-logged"
+
+
+@pytest.fixture
+def ai_settings(settings: Settings, fake_provider) -> Settings:  # noqa: F811
+    """AI on, pointed at the fake provider on loopback (a private address, so explicitly allowed)."""
+    enabled = Settings(
+        desk_login_attempts_per_minute=settings.desk_login_attempts_per_minute,
+        ai_enabled=True,
+        ai_base_url=fake_provider.url,
+        ai_api_key=API_KEY,
+        ai_allow_private_base_url=True,
+    )
+    use_settings(enabled)
+    return enabled
+
+
+@pytest.fixture
+async def provider(ai_settings: Settings):
+    """The real provider adapter talking to the fake over HTTP; also what the API routes use."""
+    adapter = Provider.from_settings(ai_settings)
+    use_provider(adapter)
+    yield adapter
+    use_provider(None)
+    await adapter.aclose()

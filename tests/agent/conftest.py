@@ -1,4 +1,4 @@
-"""Fixtures for the agent tests: the scripted fake provider on loopback, AI settings, a copilot driver."""
+"""Agent-test fixtures: a copilot driver and approvals (AI settings, the fake provider: tests/conftest.py)."""
 
 import asyncio
 from collections.abc import Awaitable, Callable
@@ -6,40 +6,11 @@ from collections.abc import Awaitable, Callable
 import pytest
 
 from desk.agent import approvals, runtime
-from desk.agent.api import use_provider
 from desk.agent.events import RunEvent
 from desk.agent.provider import Provider
 from desk.agent.sessions import current_session
-from desk.config import Settings, use_settings
-from tests.agent.fake_provider import fake_provider  # noqa: F401 - registers the fixture for tests/agent/
+from desk.config import Settings
 from tests.helpers import actor
-
-API_KEY = "sk-test-key-never-logged"
-
-
-@pytest.fixture
-def ai_settings(settings: Settings, fake_provider) -> Settings:  # noqa: F811
-    """AI on, pointed at the fake provider on loopback (a private address, so explicitly allowed)."""
-    enabled = Settings(
-        desk_login_attempts_per_minute=settings.desk_login_attempts_per_minute,
-        ai_enabled=True,
-        ai_base_url=fake_provider.url,
-        ai_api_key=API_KEY,
-        ai_allow_private_base_url=True,
-    )
-    use_settings(enabled)
-    return enabled
-
-
-@pytest.fixture
-async def provider(ai_settings: Settings):
-    """The real provider adapter talking to the fake over HTTP; also what the API routes use."""
-    adapter = Provider.from_settings(ai_settings)
-    use_provider(adapter)
-    yield adapter
-    use_provider(None)
-    await adapter.aclose()
-
 
 Decider = Callable[[RunEvent], Awaitable[None]]
 

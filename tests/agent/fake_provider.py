@@ -13,7 +13,7 @@ server-sent events the way OpenAI-compatible providers stream them, including th
         ...
         assert fake_provider.requests[0]["max_tokens"] == 2048
 
-The `fake_provider` fixture comes from tests/agent/conftest.py for tests under tests/agent/;
+The `fake_provider` fixture is registered for the whole suite by tests/conftest.py;
 elsewhere import it into the test module or a conftest:
 
     from tests.agent.fake_provider import Turn, fake_provider  # noqa: F401

@@ -1,0 +1,221 @@
+"""/app/admin/users: admins add people, set their role, AI access and whether they may log in, reset passwords."""
+
+from fastapi import Request
+from nicegui import APIRouter, ui
+from pydantic import ValidationError
+
+from components import session
+from components.forbidden import forbidden
+from components.frame import frame
+from components.work_order_dialog import friendly
+from desk.actors import Actor
+from desk.agent import sessions as agent_sessions
+from desk.db.client import get_db
+from desk.errors import DeskError
+from desk.schema import MAX_OFFSET, PageQuery
+from desk.users import service as users_service
+from desk.users.models import UserAdminUpdate, UserCreate, UserRead
+
+router = APIRouter()
+PAGE_SIZE = 25
+ROLES = {"admin": "Admin", "user": "User", "viewer": "Viewer"}
+ROLE_NOUNS = {"admin": "an admin", "user": "a user", "viewer": "a viewer"}
+
+
+@router.page("/app/admin/users")
+async def admin_users_page(request: Request):
+    user = await session.current_user()
+    if user is None:
+        return session.to_login(request)
+    actor = session.actor_of(user)
+    with frame("Users", user, path="/app/admin/users"):
+        if not actor.is_admin:
+            forbidden()
+            return
+        screen = UsersScreen(actor)
+        screen.new_user_form()
+        await screen.build_list()
+
+
+class UsersScreen:
+    """The form to add a person above the list of everyone, newest first."""
+
+    def __init__(self, actor: Actor) -> None:
+        self.actor = actor
+        self.page = 1
+
+    def new_user_form(self) -> None:
+        with ui.card().classes("w-full gap-2").mark("new-user"):
+            ui.label("Add a person").classes("text-lg font-semibold")
+            with ui.row().classes("w-full items-start gap-3"):
+                email = ui.input("Email").props("autocomplete=off").classes("w-64").mark("new-email")
+                name = ui.input("Name").props("counter maxlength=100").classes("w-56").mark("new-name")
+                role = ui.select(ROLES, value="user", label="Role").classes("w-32").mark("new-role")
+                password = ui.input("First password", password=True, password_toggle_button=True)
+                password.props("autocomplete=new-password").classes("w-56").mark("new-password")
+            ui.label("Give them the first password in person; they can change it on their profile.").classes(
+                "text-sm text-grey-7"
+            )
+            problem = ui.label().classes("text-negative text-sm").mark("new-user-problem")
+            inputs = {"email": email, "name": name, "role": role, "password": password}
+
+            async def create() -> None:
+                clear_problems(inputs, problem)
+                values = {k: (e.value or "") for k, e in inputs.items()}
+                try:
+                    made = await users_service.create_user(
+                        db=get_db(), actor=self.actor, data=UserCreate.model_validate(values)
+                    )
+                except (ValidationError, DeskError) as error:
+                    show_problems(error, inputs, problem)
+                    return
+                email.value, name.value, password.value, role.value = "", "", "", "user"
+                ui.notify(f"Added {made.name} as {ROLE_NOUNS[made.role]}.", type="positive")
+                self.page = 1
+                await self.build_list()
+
+            with ui.row().classes("w-full justify-end"):
+                ui.button("Add user", icon="person_add", on_click=create).mark("create-user")
+        self.list_area = ui.column().classes("w-full gap-2")
+
+    async def build_list(self) -> None:
+        query = PageQuery(offset=(self.page - 1) * PAGE_SIZE, limit=PAGE_SIZE)
+        found = await users_service.list_users(db=get_db(), actor=self.actor, page=query)
+        self.list_area.clear()
+        with self.list_area:
+            ui.label(f"{found.total} {'person' if found.total == 1 else 'people'}").classes("text-sm text-grey-7")
+            with ui.column().classes("w-full gap-0 border rounded"):
+                with ui.row().classes("w-full gap-3 px-3 py-1 text-xs text-grey-7 border-b"):
+                    for heading, width in (("Name", "w-48"), ("Email", "w-64"), ("Role", "w-32"), ("AI", "w-28")):
+                        ui.label(heading).classes(width)
+                    ui.label("Access")
+                for person in found.items:
+                    UserRow(self.actor, person)
+            pages = min(max(1, -(-found.total // PAGE_SIZE)), MAX_OFFSET // PAGE_SIZE + 1)
+            if pages > 1:
+                pager = ui.pagination(1, pages, direction_links=True, value=self.page).mark("user-pages")
+                pager.on_value_change(lambda e: self._go(e.value))
+
+    async def _go(self, page: int) -> None:
+        self.page = page
+        await self.build_list()
+
+
+class UserRow:
+    """One person with their controls; `shown` is what is stored, so a refused change can be put back."""
+
+    def __init__(self, actor: Actor, person: UserRead) -> None:
+        self.actor, self.shown = actor, person
+        with ui.row().classes("w-full items-center gap-3 px-3 py-1 border-b").mark(f"user-row user:{person.email}"):
+            with ui.row().classes("w-48 items-center gap-1 no-wrap"):
+                ui.label(person.name).classes("break-all").mark("user-name")
+                if person.id == actor.id:
+                    ui.label("(you)").classes("text-xs text-grey-7")
+            ui.label(person.email).classes("w-64 break-all text-sm").mark("user-email")
+            self.role = ui.select(ROLES, value=person.role).props("dense options-dense").classes("w-32").mark("role")
+            self.role.on_value_change(lambda e: self.change("role", e.value))
+            self.ai = ui.switch(_ai_text(person.ai_enabled), value=person.ai_enabled).classes("w-28").mark("ai")
+            self.ai.on_value_change(lambda e: self.change("ai_enabled", e.value))
+            self.active = ui.switch(_active_text(person.active), value=person.active).mark("active")
+            self.active.on_value_change(lambda e: self.change("active", e.value))
+            ui.space()
+            ui.button("Reset password", icon="key", on_click=self.reset_password).props("flat dense").mark("reset")
+
+    async def change(self, field: str, value: object) -> None:
+        if getattr(self.shown, field) == value:
+            return  # the control was put back to what is stored
+        try:
+            data = UserAdminUpdate.model_validate({field: value})
+            person_id = self.shown.id
+            self.shown = await users_service.update_user(db=get_db(), actor=self.actor, user_id=person_id, data=data)
+        except (ValidationError, DeskError) as error:
+            message = error.message if isinstance(error, DeskError) else _sentence(error.errors()[0])
+            ui.notify(message, type="negative")
+            self._show_stored()
+            return
+        self._show_stored()
+        if value is False:  # deactivated or AI turned off: their copilot stops too, as through the API
+            await agent_sessions.abort_runs(db=get_db(), user_id=self.shown.id)
+        ui.notify(_changed(self.shown, field), type="positive")
+
+    def _show_stored(self) -> None:
+        self.role.value, self.ai.value, self.active.value = self.shown.role, self.shown.ai_enabled, self.shown.active
+        self.ai.text, self.active.text = _ai_text(self.shown.ai_enabled), _active_text(self.shown.active)
+
+    async def reset_password(self) -> None:
+        person = self.shown
+        with ui.dialog() as dialog, ui.card().classes("w-[28rem] gap-2").mark("reset-dialog"):
+            ui.label("Reset password").classes("text-lg font-semibold")
+            ui.label(f"New password for {person.name} ({person.email})").classes("break-all")
+            ui.label("They are logged out everywhere and need this password to log in again.").classes(
+                "text-sm text-grey-7"
+            )
+            password = ui.input("New password", password=True, password_toggle_button=True).classes("w-full")
+            password.props("autocomplete=new-password autofocus").mark("reset-password")
+            problem = ui.label().classes("text-negative text-sm")
+
+            async def save() -> None:
+                clear_problems({"password": password}, problem)
+                try:
+                    data = UserAdminUpdate.model_validate({"password": password.value or ""})
+                    await users_service.update_user(db=get_db(), actor=self.actor, user_id=person.id, data=data)
+                    await agent_sessions.abort_runs(db=get_db(), user_id=person.id)  # their sessions ended
+                except (ValidationError, DeskError) as error:
+                    show_problems(error, {"password": password}, problem)
+                    return
+                dialog.submit(True)
+
+            with ui.row().classes("w-full justify-end"):
+                ui.button("Cancel", on_click=lambda: dialog.submit(False)).props("flat")
+                ui.button("Set password", on_click=save).mark("reset-save")
+        done = await dialog
+        dialog.delete()  # the typed password leaves the page with the dialog
+        if done:
+            ui.notify(f"Password reset for {person.name}; their sessions have ended.", type="positive")
+
+
+def clear_problems(inputs: dict[str, ui.element], problem: ui.label) -> None:
+    for element in inputs.values():
+        element.error = None
+    problem.set_text("")
+
+
+def show_problems(error: ValidationError | DeskError, inputs: dict[str, ui.element], problem: ui.label) -> None:
+    """Each message beside its field (pydantic's location or the service's `details.field`); the rest below."""
+    if isinstance(error, DeskError):
+        items = [((error.details or {}).get("field"), error.message)]
+    else:
+        items = [(str(item["loc"][0]) if item["loc"] else None, _sentence(item)) for item in error.errors()]
+    for field, message in items:
+        element = inputs.get(field or "")
+        if element is not None:
+            element.error = message
+        else:
+            problem.set_text(message)
+
+
+def _sentence(item: dict) -> str:
+    if item["type"] == "value_error":  # our own validators' words, e.g. "must be an email address"
+        text = str((item.get("ctx") or {}).get("error", item["msg"]))
+        return text[:1].upper() + text[1:] + "."
+    return friendly(item)
+
+
+def _ai_text(enabled: bool) -> str:
+    return "AI on" if enabled else "AI off"
+
+
+def _active_text(active: bool) -> str:
+    return "Active" if active else "Deactivated"
+
+
+def _changed(person: UserRead, field: str) -> str:
+    match field:
+        case "role":
+            return f"{person.name} is now {ROLE_NOUNS[person.role]}."
+        case "ai_enabled":
+            return f"AI assistance turned {'on' if person.ai_enabled else 'off'} for {person.name}."
+        case _:
+            if person.active:
+                return f"{person.name} can log in again."
+            return f"{person.name} is deactivated; their sessions have ended."

@@ -1,0 +1,189 @@
+"""/app/profile: one's own password, personal API tokens and AI assistance; open to every role."""
+
+from fastapi import Request
+from nicegui import APIRouter, ui
+from pydantic import ValidationError
+
+from components import session
+from components.formats import ago, when
+from components.frame import frame
+from desk.actors import Actor
+from desk.agent import sessions as agent_sessions
+from desk.auth import service as auth_service
+from desk.auth.models import PasswordChange, TokenCreate, TokenCreated, TokenRead
+from desk.db.client import get_db
+from desk.errors import DeskError
+from desk.users import service as users_service
+from pages.admin_users import clear_problems, show_problems
+
+router = APIRouter()
+
+
+@router.page("/app/profile")
+async def profile_page(request: Request):
+    user = await session.current_user()
+    if user is None:
+        return session.to_login(request)
+    actor = session.actor_of(user)
+    with frame("Profile", user, path="/app/profile"):
+        with ui.column().classes("gap-0"):
+            ui.label(user["name"]).classes("text-2xl font-semibold break-all").mark("profile-name")
+            ui.label(f"{user['email']} · {user['role']}").classes("text-grey-7 break-all")
+        _password_card(actor)
+        _ai_card(actor, enabled=bool(user.get("aiEnabled", True)))
+        await TokensCard(actor).build()
+
+
+def _password_card(actor: Actor) -> None:
+    with ui.card().classes("w-full max-w-xl gap-2").mark("password-card"):
+        ui.label("Change password").classes("text-lg font-semibold")
+        current = ui.input("Current password", password=True).props("autocomplete=current-password")
+        current.classes("w-full").mark("current-password")
+        new = ui.input("New password", password=True, password_toggle_button=True).props("autocomplete=new-password")
+        new.classes("w-full").mark("new-password")
+        repeat = ui.input("Repeat the new password", password=True).props("autocomplete=new-password")
+        repeat.classes("w-full").mark("repeat-password")
+        ui.label("At least 8 characters and not a common password. Your other sessions will be logged out.").classes(
+            "text-sm text-grey-7"
+        )
+        problem = ui.label().classes("text-negative text-sm").mark("password-problem")
+        # The model's and the service's field names, each beside the input it is about.
+        inputs = {"current_password": current, "currentPassword": current, "new_password": new, "password": new}
+        inputs["repeat"] = repeat
+
+        async def change() -> None:
+            clear_problems(inputs, problem)
+            if (new.value or "") != (repeat.value or ""):
+                repeat.error = "The two new passwords are not the same."
+                return
+            try:
+                data = PasswordChange.model_validate(
+                    {"current_password": current.value or "", "new_password": new.value or ""}
+                )
+                await users_service.change_own_password(
+                    db=get_db(),
+                    actor=actor,
+                    current=data.current_password,
+                    new=data.new_password,
+                    keep_session=session.session_secret(),  # this browser stays logged in
+                )
+            except (ValidationError, DeskError) as error:
+                show_problems(error, inputs, problem)
+                return
+            current.value, new.value, repeat.value = "", "", ""
+            ui.notify("Password changed. Your other sessions have been logged out.", type="positive")
+
+        with ui.row().classes("w-full justify-end"):
+            ui.button("Change password", on_click=change).mark("change-password")
+
+
+def _ai_card(actor: Actor, *, enabled: bool) -> None:
+    with ui.card().classes("w-full max-w-xl gap-1").mark("ai-card"):
+        ui.label("AI assistance").classes("text-lg font-semibold")
+        ui.label("The copilot and its suggestions on your work orders.").classes("text-sm text-grey-7")
+        switch = ui.switch("Use AI assistance", value=enabled).mark("own-ai")
+
+        async def toggle(value: bool) -> None:
+            try:
+                await users_service.set_own_ai(db=get_db(), actor=actor, enabled=value)
+                if not value:
+                    await agent_sessions.abort_runs(db=get_db(), user_id=actor.id)  # a running copilot stops
+            except DeskError as error:
+                ui.notify(error.message, type="negative")
+                return
+            ui.notify(f"AI assistance is {'on' if value else 'off'} for you.", type="positive")
+
+        switch.on_value_change(lambda e: toggle(e.value))
+
+
+class TokensCard:
+    """Personal API tokens: create (the secret shown once), list without secrets, revoke."""
+
+    def __init__(self, actor: Actor) -> None:
+        self.actor = actor
+
+    async def build(self) -> None:
+        with ui.card().classes("w-full gap-2").mark("tokens-card"):
+            ui.label("Personal API tokens").classes("text-lg font-semibold")
+            ui.label("For scripts and other programs: send one as “Authorization: Bearer <token>”.").classes(
+                "text-sm text-grey-7"
+            )
+            with ui.row().classes("items-start gap-3"):
+                self.name = ui.input("Token name", placeholder="e.g. Reporting script").props("counter maxlength=100")
+                self.name.classes("w-72").mark("token-name").on("keydown.enter", self.create)
+                ui.button("Create token", icon="add", on_click=self.create).mark("create-token")
+            self.problem = ui.label().classes("text-negative text-sm")
+            self.list_area = ui.column().classes("w-full gap-0")
+        await self.show()
+
+    async def show(self) -> None:
+        tokens = await auth_service.list_tokens(db=get_db(), actor=self.actor)
+        self.list_area.clear()
+        with self.list_area:
+            if not tokens:
+                ui.label("You have no API tokens.").classes("text-grey-7").mark("no-tokens")
+            for token in tokens:
+                self._row(token)
+
+    def _row(self, token: TokenRead) -> None:
+        with ui.row().classes("w-full items-center gap-3 py-1 border-b").mark(f"token-row token:{token.id}"):
+            ui.label(token.name).classes("grow break-all font-medium").mark("token-row-name")
+            ui.label(f"{token.prefix}…").classes("font-mono text-xs text-grey-7")
+            ui.label(f"Created {when(token.created_at)}").classes("text-sm text-grey-8")
+            if token.last_used_at:
+                used = ui.label(f"Last used {ago(token.last_used_at)}").tooltip(when(token.last_used_at))
+            else:
+                used = ui.label("Never used")
+            used.classes("text-sm text-grey-8 w-36").mark("token-used")
+            ui.button("Revoke", on_click=lambda: self.revoke(token)).props("flat dense color=negative").mark("revoke")
+
+    async def create(self) -> None:
+        clear_problems({"name": self.name}, self.problem)
+        try:
+            data = TokenCreate.model_validate({"name": self.name.value or ""})
+            created = await auth_service.create_token(db=get_db(), actor=self.actor, name=data.name)
+        except (ValidationError, DeskError) as error:
+            show_problems(error, {"name": self.name}, self.problem)
+            return
+        self.name.value = ""
+        await self.show()
+        await _show_secret_once(created)
+
+    async def revoke(self, token: TokenRead) -> None:
+        with ui.dialog() as dialog, ui.card().classes("w-96").mark("revoke-dialog"):
+            ui.label("Revoke this token?").classes("text-lg font-semibold")
+            ui.label(token.name).classes("break-all font-medium")
+            ui.label("Programs using it stop working at once. This cannot be undone.").classes("text-sm")
+            with ui.row().classes("w-full justify-end"):
+                ui.button("Cancel", on_click=lambda: dialog.submit(False)).props("flat")
+                ui.button("Revoke", on_click=lambda: dialog.submit(True)).props("color=negative").mark("confirm-revoke")
+        confirmed = await dialog
+        dialog.delete()
+        if not confirmed:
+            return
+        try:
+            await auth_service.revoke_token(db=get_db(), actor=self.actor, token_id=token.id)
+        except DeskError as error:
+            ui.notify(error.message, type="negative")
+        else:
+            ui.notify("Token revoked.", type="positive")
+        await self.show()
+
+
+async def _show_secret_once(created: TokenCreated) -> None:
+    """The only time the secret is on screen: the dialog and the secret leave the page when it closes."""
+    with ui.dialog().props("persistent") as dialog, ui.card().classes("w-[36rem] gap-2").mark("token-dialog"):
+        ui.label("Your new API token").classes("text-lg font-semibold")
+        ui.label(created.name).classes("break-all font-medium")
+        ui.label(created.secret).classes("font-mono break-all bg-grey-2 rounded p-2 w-full").mark("token-secret")
+        ui.label("Copy it now: you won't see this token again.").classes("text-warning font-medium")
+
+        def copy() -> None:
+            ui.clipboard.write(created.secret)
+            ui.notify("Copied to the clipboard.")
+
+        with ui.row().classes("w-full justify-end"):
+            ui.button("Copy", icon="content_copy", on_click=copy).props("outline").mark("copy-token")
+            ui.button("Done", on_click=lambda: dialog.submit(None)).mark("token-done")
+    await dialog
+    dialog.delete()

@@ -1,0 +1,210 @@
+"""/app/admin/users: admins add people and change them; nobody else gets in."""
+
+import asyncio
+
+import pytest
+from nicegui import ui
+from nicegui.testing import User
+
+from components.forbidden import MESSAGE as NO_ACCESS
+from components.frame import SESSION_CHECK_SECONDS
+from desk.auth import service as auth_service
+from desk.errors import Unauthorized
+from tests.helpers import PASSWORD
+from tests.ui.conftest import WAIT, submit
+
+PAGE = "/app/admin/users"
+NEW_PASSWORD = "a lighthouse keeper's ledger"
+SELF_GUARD = "You cannot remove your own admin role or deactivate yourself."
+
+
+async def open_as_admin(user: User, make_user, log_in) -> dict:
+    ada = await make_user("admin", email="ada@example.com", name="Ada Lovelace")
+    await log_in(user, ada, landing=PAGE)
+    await user.should_see(marker="user-row", retries=WAIT)  # the list arrives just after the page
+    return ada
+
+
+def choose(user: User, marker: str, option: str) -> None:
+    """Open a select and pick one of its options, as a person would."""
+    user.find(marker=marker).click()
+    user.find(option).click()
+
+
+def error_of(user: User, marker: str) -> str | None:
+    """The message shown beside a field."""
+    (element,) = user.find(marker=marker).elements
+    return element.error
+
+
+async def test_an_admin_adds_a_person_who_can_then_log_in(user: User, create_user, make_user, log_in):
+    await open_as_admin(user, make_user, log_in)
+
+    user.find(marker="new-email").type("Dana.Scully@Example.com")
+    user.find(marker="new-name").type("Dana Scully")
+    with user.scope(marker="new-user"):
+        choose(user, "new-role", "Viewer")
+    user.find(marker="new-password").type(NEW_PASSWORD)
+    user.find(marker="create-user").click()
+
+    await user.should_see("Added Dana Scully as a viewer.", retries=WAIT)
+    await user.should_see(marker="user:dana.scully@example.com", retries=WAIT)
+    with user.scope(marker="user:dana.scully@example.com"):
+        await user.should_see("Dana Scully", retries=WAIT)
+        await user.should_see("Viewer", retries=WAIT)
+        await user.should_see("AI on", retries=WAIT)
+        await user.should_see("Active", retries=WAIT)
+    assert user.find(marker="new-email").elements.pop().value == ""  # the form is ready for the next person
+
+    dana = create_user()
+    await dana.open("/login")
+    submit(dana, "dana.scully@example.com", NEW_PASSWORD)
+    await dana.should_see(marker="current-user", retries=WAIT)
+    await dana.should_see("Dana Scully", retries=WAIT)
+
+
+async def test_messages_appear_beside_the_fields(user: User, make_user, log_in, db):
+    await open_as_admin(user, make_user, log_in)
+
+    user.find(marker="create-user").click()
+    await user.should_see("Must be an email address.", retries=WAIT)
+    assert error_of(user, "new-email") == "Must be an email address."
+    assert error_of(user, "new-name") == "Required."
+    assert error_of(user, "new-password") == "Required."
+
+    user.find(marker="new-email").type("ada@example.com")
+    user.find(marker="new-name").type("Another Ada")
+    user.find(marker="new-password").type("short")
+    user.find(marker="create-user").click()
+    await user.should_see("The password must have at least 8 characters.", retries=WAIT)
+    assert error_of(user, "new-password") == "The password must have at least 8 characters."
+    assert error_of(user, "new-email") is None
+
+    user.find(marker="new-password").clear().type("password")
+    user.find(marker="create-user").click()
+    await user.should_see("That password is too common; choose another.", retries=WAIT)
+    assert error_of(user, "new-password") == "That password is too common; choose another."
+
+    user.find(marker="new-password").clear().type(NEW_PASSWORD)
+    user.find(marker="create-user").click()
+    await user.should_see("A user with that email already exists.", retries=WAIT)
+    assert error_of(user, "new-email") == "A user with that email already exists."
+    assert error_of(user, "new-password") is None
+    assert await db["users"].count_documents({}) == 1
+
+
+async def test_an_admin_changes_role_and_ai_access(user: User, make_user, log_in, db):
+    sam = await make_user("user", email="sam@example.com", name="Sam Rivera")
+    await open_as_admin(user, make_user, log_in)
+
+    with user.scope(marker="user:sam@example.com"):
+        choose(user, "role", "Viewer")
+    await user.should_see("Sam Rivera is now a viewer.", retries=WAIT)
+    assert (await db["users"].find_one({"email": sam["email"]}))["role"] == "viewer"
+
+    with user.scope(marker="user:sam@example.com"):
+        user.find(marker="ai").click()
+        await user.should_see("AI off", retries=WAIT)
+    await user.should_see("AI assistance turned off for Sam Rivera.", retries=WAIT)
+    assert (await db["users"].find_one({"email": sam["email"]}))["aiEnabled"] is False
+
+    await user.open(PAGE)  # what is shown is what is stored
+    await user.should_see(marker="user-row", retries=WAIT)
+    with user.scope(marker="user:sam@example.com"):
+        await user.should_see("Viewer", retries=WAIT)
+        await user.should_see("AI off", retries=WAIT)
+
+
+async def test_deactivating_someone_ends_their_open_session(user: User, create_user, make_user, log_in, db):
+    sam = await make_user("user", email="sam@example.com", name="Sam Rivera")
+    sams_browser = create_user()
+    await log_in(sams_browser, sam)
+    await open_as_admin(user, make_user, log_in)
+
+    with user.scope(marker="user:sam@example.com"):
+        user.find(marker="active").click()
+        await user.should_see("Deactivated", retries=WAIT)
+    await user.should_see("Sam Rivera is deactivated; their sessions have ended.", retries=WAIT)
+    assert (await db["users"].find_one({"email": sam["email"]}))["active"] is False
+
+    await sams_browser.should_see(marker="login", retries=int(SESSION_CHECK_SECONDS * 10) + 20)
+    submit(sams_browser, sam["email"], PASSWORD)
+    await sams_browser.should_see("Wrong email or password.", retries=WAIT)
+
+
+async def test_an_admin_resets_a_password(user: User, make_user, log_in, db):
+    sam = await make_user("user", email="sam@example.com", name="Sam Rivera")
+    await open_as_admin(user, make_user, log_in)
+
+    with user.scope(marker="user:sam@example.com"):
+        user.find(marker="reset").click()
+    await user.should_see(marker="reset-dialog", retries=WAIT)
+    await user.should_see("New password for Sam Rivera (sam@example.com)")
+    user.find(marker="reset-password").type("short")
+    user.find(marker="reset-save").click()
+    await user.should_see("The password must have at least 8 characters.", retries=WAIT)
+    assert error_of(user, "reset-password") == "The password must have at least 8 characters."
+
+    user.find(marker="reset-password").clear().type(NEW_PASSWORD)
+    user.find(marker="reset-save").click()
+    await user.should_see("Password reset for Sam Rivera; their sessions have ended.", retries=WAIT)
+    await user.should_not_see(marker="reset-dialog", retries=WAIT)
+
+    with pytest.raises(Unauthorized):
+        await auth_service.login(db=db, email=sam["email"], password=PASSWORD, ip="test")
+    done = await auth_service.login(db=db, email=sam["email"], password=NEW_PASSWORD, ip="test")
+    assert done.user["email"] == sam["email"]
+
+
+async def test_an_admin_cannot_demote_or_deactivate_themselves(user: User, make_user, log_in, db):
+    ada = await open_as_admin(user, make_user, log_in)
+    row = f"user:{ada['email']}"
+    with user.scope(marker=row):
+        await user.should_see("(you)")
+        choose(user, "role", "User")
+    await user.should_see(SELF_GUARD, retries=WAIT)
+    with user.scope(marker=row):
+        await user.should_see("Admin", retries=WAIT)  # the select is put back
+    assert user.find(marker="role").elements.pop().value == "admin"
+
+    with user.scope(marker=row):
+        user.find(marker="active").click()
+    await _until(lambda: user.notify.messages.count(SELF_GUARD) == 2)
+    with user.scope(marker=row):
+        await user.should_see("Active", retries=WAIT)
+    stored = await db["users"].find_one({"email": ada["email"]})
+    assert (stored["role"], stored["active"]) == ("admin", True)
+
+
+@pytest.mark.parametrize("role", ["user", "viewer"])
+async def test_others_get_the_no_access_page(user: User, make_user, log_in, role):
+    person = await make_user(role, email=f"{role}@example.com", name="Pat Doe")
+    await make_user("user", email="secret.person@example.com", name="Someone Else")
+    await log_in(user, person)
+    await user.should_not_see(kind=ui.link, content="Users", retries=WAIT)  # the frame never offers the link
+
+    await user.open(PAGE)
+    await user.should_see(NO_ACCESS, retries=WAIT)
+    await user.should_see(marker="current-user", retries=WAIT)  # inside the frame, still logged in
+    await user.should_not_see(marker="new-user", retries=WAIT)
+    await user.should_not_see("Someone Else", retries=WAIT)
+    user.find(marker="back").click()
+    await user.should_see("Work orders", retries=WAIT)
+
+
+async def test_names_are_shown_as_typed_never_as_html(user: User, make_user, log_in):
+    await make_user("user", email="mallory@example.com", name="<img src=x onerror=alert(1)>")
+    await open_as_admin(user, make_user, log_in)
+
+    with user.scope(marker="user:mallory@example.com"):
+        (name,) = user.find(marker="user-name").elements
+    assert isinstance(name, ui.label)
+    assert name.text == "<img src=x onerror=alert(1)>"
+    await user.should_not_see(kind=ui.html, retries=WAIT)
+    await user.should_not_see(kind=ui.markdown, retries=WAIT)
+
+
+async def _until(check) -> None:
+    async with asyncio.timeout(5):
+        while not check():
+            await asyncio.sleep(0.05)

@@ -1,0 +1,204 @@
+"""The copilot drawer: streamed answers, approvals (approve, reject, dismiss, expiry, stale), stop, off states."""
+
+import pytest
+from bson import ObjectId
+from nicegui.testing import User
+
+from desk.config import Settings, use_settings
+from desk.work_orders import service
+from desk.work_orders.models import WorkOrderUpdate
+from tests.agent.fake_provider import Turn
+from tests.helpers import actor
+from tests.ui.conftest import WAIT
+
+
+@pytest.fixture
+async def ai_on(ai_settings, provider):
+    return ai_settings
+
+
+async def open_copilot(user: User, person: dict, log_in) -> None:
+    await log_in(user, person)
+    user.find(marker="copilot-toggle").click()
+
+
+def ask(user: User, text: str) -> None:
+    user.find(marker="copilot-input").clear().type(text)
+    user.find(marker="copilot-send").click()
+
+
+async def test_a_streamed_answer_rendered_as_escaped_markdown(user: User, ai_on, fake_provider, make_user, log_in):
+    sam = await make_user("user")
+    fake_provider.script(Turn.text("You have **2** orders <img src=x onerror=alert(1)> [site](https://evil.example)"))
+    await open_copilot(user, sam, log_in)
+
+    ask(user, "How many orders do I have?")
+
+    await user.should_see(marker="copilot-answer", retries=WAIT)
+    answer = user.find(marker="copilot-answer").elements.pop()
+    html = answer.props["innerHTML"]
+    assert "<strong>2</strong>" in html
+    assert "<img" not in html and "&lt;img src=x" in html
+    assert "href" not in html and "evil.example" not in html and "site" in html
+
+
+async def test_approve_a_change_and_see_it_everywhere(
+    user: User, ai_on, fake_provider, make_user, make_order, log_in, db
+):
+    sam = await make_user("user")
+    order = await make_order(sam, "Leaking tap")
+    fake_provider.script(
+        Turn.tool_calls(("list_my_work_orders", {})),
+        Turn.tool_calls(("update_work_order", {"id": order.id, "priority": "urgent"})),
+        Turn.text("It is urgent now."),
+    )
+    await open_copilot(user, sam, log_in)
+
+    ask(user, "Make the leaking tap urgent")
+
+    await user.should_see(marker="approval", retries=WAIT)
+    await user.should_see("Change this work order?")
+    await user.should_see(marker="diff-changed")
+    with user.scope(marker="diff"):
+        await user.should_see("Medium")
+        await user.should_see("Urgent")
+    await user.should_see("Looked up 1 of your work order")
+    user.find(marker="approve").click()
+    await user.should_see("It is urgent now.", retries=WAIT)
+    stored = await db["work_orders"].find_one({"_id": ObjectId(order.id)})
+    assert (stored["priority"], stored["version"]) == ("urgent", 2)
+    await user.should_see("Urgent", retries=WAIT)  # the list behind the drawer follows live
+
+
+async def test_reject_with_a_reason_and_the_model_revises(
+    user: User, ai_on, fake_provider, make_user, make_order, log_in, db
+):
+    sam = await make_user("user")
+    order = await make_order(sam, "Leaking tap")
+    fake_provider.script(
+        Turn.tool_calls(("list_my_work_orders", {})),
+        Turn.tool_calls(("delete_work_order", {"id": order.id})),
+        Turn.text("Understood, I kept it."),
+    )
+    await open_copilot(user, sam, log_in)
+    ask(user, "Clean up my orders")
+    await user.should_see("Delete this work order?", retries=WAIT)
+
+    user.find(marker="reject-reason").type("Still leaking, keep it")
+    user.find(marker="reject").click()
+
+    await user.should_see("Understood, I kept it.", retries=WAIT)
+    assert await db["work_orders"].count_documents({}) == 1
+    tool_message = fake_provider.requests[-1]["messages"][-1]
+    assert tool_message["role"] == "tool" and "Still leaking, keep it" in tool_message["content"]
+
+
+async def test_dismiss_then_reopen_from_the_chip(user: User, ai_on, fake_provider, make_user, log_in, db):
+    sam = await make_user("user")
+    fake_provider.script(Turn.tool_calls(("create_work_order", {"title": "Order new chairs"})), Turn.text("Created."))
+    await open_copilot(user, sam, log_in)
+    ask(user, "Order chairs")
+    await user.should_see("Create this work order?", retries=WAIT)
+
+    user.find(marker="approval-dismiss").click()
+    await user.should_see(marker="approval-chip")
+    assert await db["work_orders"].count_documents({}) == 0
+    user.find(marker="approval-chip").click()
+    user.find(marker="approve").click()
+
+    await user.should_see("Created.", retries=WAIT)
+    assert (await db["work_orders"].find_one({}))["title"] == "Order new chairs"
+
+
+async def test_an_expired_approval_says_so(user: User, fake_provider, provider, make_user, log_in, db, ai_settings):
+    use_settings(Settings(**{**ai_settings.model_dump(), "ai_approval_ttl_ms": 600}))
+    sam = await make_user("user")
+    fake_provider.script(Turn.tool_calls(("create_work_order", {"title": "Order new chairs"})))
+    await open_copilot(user, sam, log_in)
+    ask(user, "Order chairs")
+
+    await user.should_see("The approval expired, so nothing was changed.", retries=WAIT)
+    assert await db["work_orders"].count_documents({}) == 0
+
+
+async def test_a_stale_version_shows_the_fresh_diff(
+    user: User, ai_on, fake_provider, make_user, make_order, log_in, db
+):
+    sam = await make_user("user")
+    order = await make_order(sam, "Leaking tap")
+    fake_provider.script(
+        Turn.tool_calls(("list_my_work_orders", {})),
+        Turn.tool_calls(("update_work_order", {"id": order.id, "priority": "urgent"})),
+        Turn.text("Done."),
+    )
+    await open_copilot(user, sam, log_in)
+    ask(user, "Make it urgent")
+    await user.should_see(marker="approval", retries=WAIT)
+
+    await service.update(
+        db=db, actor=actor(sam), order_id=order.id, data=WorkOrderUpdate(version=1, title="Tap, kitchen")
+    )
+    user.find(marker="approve").click()
+
+    await user.should_see("Tap, kitchen", retries=WAIT)  # the re-staged diff shows the fresh title
+    assert (await db["work_orders"].find_one({}))["priority"] == "medium"
+    user.find(marker="approve").click()
+    await user.should_see("Done.", retries=WAIT)
+    stored = await db["work_orders"].find_one({})
+    assert (stored["title"], stored["priority"], stored["version"]) == ("Tap, kitchen", "urgent", 3)
+
+
+async def test_stop_mid_stream(user: User, ai_on, fake_provider, make_user, log_in, db):
+    sam = await make_user("user")
+    fake_provider.script(Turn.slow("Let me think about all of your orders one by one", delay=0.4, chunks=20))
+    await open_copilot(user, sam, log_in)
+    ask(user, "Summarise everything")
+    await user.should_see(marker="copilot-answer", retries=WAIT)
+
+    user.find(marker="copilot-stop").click()
+
+    await user.should_see("Stopped. Nothing pending was carried out.", retries=WAIT)
+    assert await fake_provider.wait_for_disconnect()
+    run = await db["agent_runs"].find_one({})
+    assert run["status"] == "aborted"
+
+
+async def test_budget_exceeded_reads_as_a_plain_sentence(
+    user: User, fake_provider, provider, make_user, log_in, ai_settings
+):
+    use_settings(Settings(**{**ai_settings.model_dump(), "ai_daily_spend_usd": 0.0}))
+    sam = await make_user("user")
+    await open_copilot(user, sam, log_in)
+    ask(user, "Hello")
+    await user.should_see(
+        "Today's AI budget is used up. It resets at midnight UTC; the desk works as usual.", retries=WAIT
+    )
+
+
+async def test_viewers_can_ask_but_are_never_offered_a_write(user: User, ai_on, fake_provider, make_user, log_in, db):
+    viewer = await make_user("viewer")
+    fake_provider.script(Turn.tool_calls(("create_work_order", {"title": "Sneaky"})), Turn.text("I can't do that."))
+    await open_copilot(user, viewer, log_in)
+    ask(user, "Create an order")
+
+    await user.should_see("I can't do that.", retries=WAIT)
+    await user.should_not_see(marker="approval")
+    assert await db["work_orders"].count_documents({}) == 0
+    offered = {tool["function"]["name"] for tool in fake_provider.requests[0]["tools"]}
+    assert offered == {"list_my_work_orders", "search_my_work_orders", "get_profile"}
+
+
+async def test_ai_off_for_the_desk_or_the_person(user: User, make_user, log_in, create_user, ai_settings, db):
+    use_settings(Settings(**{**ai_settings.model_dump(), "ai_enabled": False}))
+    sam = await make_user("user")
+    await log_in(user, sam)
+    await user.should_see("The AI assistant is not enabled on this desk.")
+    await user.should_not_see(marker="copilot-toggle")
+
+    use_settings(ai_settings)
+    priya = await make_user("user")
+    await db["users"].update_one({"_id": ObjectId(priya["id"])}, {"$set": {"aiEnabled": False}})
+    other = create_user()
+    await log_in(other, priya)
+    await other.should_see("AI assistance is off for you. You can turn it on in your profile.")
+    await other.should_not_see(marker="copilot-toggle")
