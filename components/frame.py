@@ -23,6 +23,8 @@ def frame(title: str, user: dict, *, path: str) -> Iterator[None]:
         ui.link("Work Order Desk", "/app").classes("text-lg font-semibold text-white no-underline")
         with ui.row().classes("gap-3"):
             _nav("Work orders", "/app", path)
+            if toggle is not None:
+                _nav("Assistant", "/app/copilot", path)
             if user["role"] == "admin":
                 _nav("Users", "/app/admin/users", path)
                 _nav("Metrics", "/app/admin/metrics", path)

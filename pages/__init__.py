@@ -1,6 +1,6 @@
 """The desk's screens; each module holds one NiceGUI router."""
 
-from pages import admin_metrics, admin_users, login, profile, work_order, work_orders
+from pages import admin_metrics, admin_users, copilot, login, profile, work_order, work_orders
 
 ROUTERS = [
     login.router,
@@ -9,4 +9,5 @@ ROUTERS = [
     admin_users.router,
     admin_metrics.router,
     profile.router,
+    copilot.router,
 ]

@@ -202,3 +202,18 @@ async def test_ai_off_for_the_desk_or_the_person(user: User, make_user, log_in, 
     await log_in(other, priya)
     await other.should_see("AI assistance is off for you. You can turn it on in your profile.")
     await other.should_not_see(marker="copilot-toggle")
+
+
+async def test_the_full_page_lists_conversations_and_runs(user: User, ai_on, fake_provider, make_user, log_in):
+    sam = await make_user("user")
+    fake_provider.script(Turn.text("Nothing open right now."))
+    await open_copilot(user, sam, log_in)
+    ask(user, "Anything open?")
+    await user.should_see("Nothing open right now.", retries=WAIT)
+
+    await user.open("/app/copilot")
+
+    await user.should_see("Recent conversations")
+    await user.should_see("2 messages")
+    with user.scope(marker="runs"):
+        await user.should_see("Answered")
