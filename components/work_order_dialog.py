@@ -6,13 +6,12 @@ from nicegui import ui
 from pydantic import ValidationError
 
 from components.chips import PRIORITY_LABELS
+from components.fields import clear_problems, show_problems
 from desk.actors import Actor
 from desk.db.client import get_db
 from desk.errors import DeskError
 from desk.work_orders import service
 from desk.work_orders.models import WorkOrderCreate, WorkOrderRead
-
-FIELDS = {"title": "title", "description": "description", "priority": "priority", "owner_id": "ownerId"}
 
 
 def new_work_order_dialog(
@@ -32,16 +31,14 @@ def new_work_order_dialog(
         inputs = {"title": title, "description": description, "priority": priority, "owner_id": owner}
 
         async def create() -> None:
-            for element in filter(None, inputs.values()):
-                element.error = None
-            problem.set_text("")
+            clear_problems({k: v for k, v in inputs.items() if v is not None}, problem)
             values = {"title": title.value or "", "description": description.value or "", "priority": priority.value}
             if owner is not None:
                 values["owner_id"] = owner.value
             try:
                 order = await service.create(db=get_db(), actor=actor, data=WorkOrderCreate.model_validate(values))
             except ValidationError as error:
-                _show_field_errors(error, inputs, problem)
+                show_problems(error, inputs, problem)
                 return
             except DeskError as error:
                 problem.set_text(error.message)
@@ -55,25 +52,3 @@ def new_work_order_dialog(
             ui.button("Cancel", on_click=dialog.close).props("flat")
             ui.button("Create", on_click=create).mark("create")
     return dialog
-
-
-def _show_field_errors(error: ValidationError, inputs: dict, problem: ui.label) -> None:
-    for item in error.errors():
-        field = str(item["loc"][0]) if item["loc"] else ""
-        element = inputs.get(field)
-        message = friendly(item)
-        if element is not None:
-            element.error = message
-        else:
-            problem.set_text(message)
-
-
-def friendly(item: dict) -> str:
-    """A validation problem as a sentence a person can act on."""
-    limit = (item.get("ctx") or {}).get("max_length") or (item.get("ctx") or {}).get("min_length")
-    return {
-        "string_too_short": "Required.",
-        "string_too_long": f"At most {limit} characters.",
-        "missing": "Required.",
-        "literal_error": "Choose one of the options.",
-    }.get(item["type"], item["msg"])

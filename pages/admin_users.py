@@ -5,9 +5,9 @@ from nicegui import APIRouter, ui
 from pydantic import ValidationError
 
 from components import session
+from components.fields import clear_problems, sentence, show_problems
 from components.forbidden import forbidden
 from components.frame import frame
-from components.work_order_dialog import friendly
 from desk.actors import Actor
 from desk.agent import sessions as agent_sessions
 from desk.db.client import get_db
@@ -129,7 +129,7 @@ class UserRow:
             person_id = self.shown.id
             self.shown = await users_service.update_user(db=get_db(), actor=self.actor, user_id=person_id, data=data)
         except (ValidationError, DeskError) as error:
-            message = error.message if isinstance(error, DeskError) else _sentence(error.errors()[0])
+            message = error.message if isinstance(error, DeskError) else sentence(error.errors()[0])
             ui.notify(message, type="negative")
             self._show_stored()
             return
@@ -172,33 +172,6 @@ class UserRow:
         dialog.delete()  # the typed password leaves the page with the dialog
         if done:
             ui.notify(f"Password reset for {person.name}; their sessions have ended.", type="positive")
-
-
-def clear_problems(inputs: dict[str, ui.element], problem: ui.label) -> None:
-    for element in inputs.values():
-        element.error = None
-    problem.set_text("")
-
-
-def show_problems(error: ValidationError | DeskError, inputs: dict[str, ui.element], problem: ui.label) -> None:
-    """Each message beside its field (pydantic's location or the service's `details.field`); the rest below."""
-    if isinstance(error, DeskError):
-        items = [((error.details or {}).get("field"), error.message)]
-    else:
-        items = [(str(item["loc"][0]) if item["loc"] else None, _sentence(item)) for item in error.errors()]
-    for field, message in items:
-        element = inputs.get(field or "")
-        if element is not None:
-            element.error = message
-        else:
-            problem.set_text(message)
-
-
-def _sentence(item: dict) -> str:
-    if item["type"] == "value_error":  # our own validators' words, e.g. "must be an email address"
-        text = str((item.get("ctx") or {}).get("error", item["msg"]))
-        return text[:1].upper() + text[1:] + "."
-    return friendly(item)
 
 
 def _ai_text(enabled: bool) -> str:

@@ -5,6 +5,7 @@ from nicegui import APIRouter, ui
 from pydantic import ValidationError
 
 from components import session
+from components.fields import clear_problems, show_problems
 from components.formats import ago, when
 from components.frame import frame
 from desk.actors import Actor
@@ -14,7 +15,6 @@ from desk.auth.models import PasswordChange, TokenCreate, TokenCreated, TokenRea
 from desk.db.client import get_db
 from desk.errors import DeskError
 from desk.users import service as users_service
-from pages.admin_users import clear_problems, show_problems
 
 router = APIRouter()
 

@@ -6,10 +6,10 @@ from pydantic import ValidationError
 
 from components import live, session
 from components.chips import PRIORITY_LABELS, STATUS_LABELS, priority_chip, status_chip
+from components.fields import show_problems
 from components.formats import when
 from components.frame import frame
 from components.timeline import timeline
-from components.work_order_dialog import friendly
 from desk.actors import Actor
 from desk.db.client import get_db
 from desk.errors import Conflict, DeskError, NotFound
@@ -127,8 +127,7 @@ class WorkOrderView:
             data = WorkOrderUpdate.model_validate({"version": self.loaded.version, **edits})
             self.loaded = await service.update(db=get_db(), actor=self.actor, order_id=self.loaded.id, data=data)
         except ValidationError as error:
-            for item in error.errors():
-                self.inputs[str(item["loc"][0])].error = friendly(item)
+            show_problems(error, self.inputs, None)
             return
         except Conflict as conflict:
             self._conflict(WorkOrderRead.model_validate(conflict.details["current"]), edits)
