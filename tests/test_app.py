@@ -25,6 +25,7 @@ def test_every_api_route_documents_its_error_envelope():
         for method, operation in operations.items():
             documented = {code for code in operation["responses"] if code.startswith(("4", "5"))}
             assert "400" in documented, f"{method.upper()} {path}"
+            assert "422" not in documented, f"{method.upper()} {path}: validation errors are 400 in the envelope"
             if path != "/api/v1/auth/login":
                 assert {"401", "403"} <= documented, f"{method.upper()} {path}"
             envelope = operation["responses"]["400"]["content"]["application/json"]["schema"]["$ref"]
