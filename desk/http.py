@@ -128,6 +128,8 @@ def install_error_handlers(app: FastAPI) -> None:
 
 def _api_or(fallback: Handler | None) -> Handler:
     async def handle(request: Request, error: Exception) -> Response:
+        if await request.is_disconnected():  # the browser left mid-request: nobody to answer, nothing to log
+            return Response(status_code=499)
         if not request.url.path.startswith(API_PREFIX) and fallback is not None:
             return await fallback(request, error)
         if isinstance(error, StarletteHTTPException):

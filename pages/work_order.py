@@ -135,8 +135,10 @@ class WorkOrderView:
         except DeskError as error:
             self._deleted() if isinstance(error, NotFound) else ui.notify(error.message, type="negative")
             return
-        self.notice.clear()
+        # Notify first: when Save came from the conflict card, clearing the notice deletes the
+        # element this handler runs in, and a notification after that has nowhere to go.
         ui.notify("Saved.", type="positive")
+        self.notice.clear()
         await self.show()
 
     def _conflict(self, current: WorkOrderRead, mine: dict[str, object]) -> None:

@@ -1,0 +1,1 @@
+"""Browser tests: headless Chromium drives a real `desk run` server."""

@@ -1,0 +1,119 @@
+"""Two people on one work order in real browsers: create, edit, collide, resolve, watch it live, log out."""
+
+from desk.work_orders import service
+from tests.e2e.browser import Browser
+from tests.helpers import actor
+
+LIVE = 5.0  # seconds a change made elsewhere may take to show on an open screen
+SESSION_CHECK = 5.0  # seconds another tab may take to notice a logout (the frame checks every 3 s)
+
+
+async def test_two_people_edit_one_work_order(browser, make_person, e2e_db):
+    owner = await make_person(name="Robin Owner")
+    admin = await make_person("admin", name="Ada Admin")
+
+    robin = browser("robin")
+    robin.log_in(owner)
+    robin.see("No work orders yet. Create the first one with “New work order” (or press n).")
+    robin.shoot("logged-in")
+
+    robin.press("New work order")
+    robin.fill("Title", "Boiler pressure low")
+    robin.fill("Description", "Gauge reads 0.5 bar in the basement.")
+    robin.choose("Priority", "High")
+    robin.shoot("new-order-dialog")
+    with robin.expect_notification("Created “Boiler pressure low”"):
+        robin.press("Create")
+    robin.see("1–1 of 1")
+    robin.shoot("created")
+
+    robin.click_link("Boiler pressure low")
+    robin.see_containing("version 1")
+    order_id = robin.path.removeprefix("/app/work-orders/")
+    robin.fill("Title", "Boiler pressure low in basement")
+    robin.choose("Status", "In progress")
+    with robin.expect_notification("Saved."):
+        robin.press("Save")
+    robin.see_containing("version 2")
+    robin.see("Title: “Boiler pressure low” → “Boiler pressure low in basement”")
+    robin.see("Status: Pending → In progress")
+    robin.shoot("saved")
+
+    robin.choose("Priority", "Urgent")  # not saved yet: Ada saves first
+
+    ada = browser("ada")
+    ada.log_in(admin)
+    ada.click_link("Boiler pressure low in basement")
+    ada.see_containing("version 2")
+    ada.fill("Description", "Valve replaced; pressure back to 1.5 bar.")
+    with ada.expect_notification("Saved."):
+        ada.press("Save")
+    ada.see_containing("version 3")
+    ada.shoot("saved-first")
+
+    robin.see("Someone else just changed this work order. Your edit is kept until you choose.", timeout=LIVE)
+    assert robin.field("Priority").get_attribute("value") == "Urgent"
+    robin.press("Save")
+    robin.see("Someone else saved this work order first. Nothing of yours was saved yet.")
+    robin.see(
+        "They changed description: “Gauge reads 0.5 bar in the basement.” → “Valve replaced; pressure back to 1.5 bar.”"
+    )
+    robin.shoot("conflict")
+    with robin.expect_notification("Saved."):
+        robin.press("Apply my changes on top")
+    robin.do_not_see("Someone else saved this work order first. Nothing of yours was saved yet.")
+    robin.see_containing("version 4")
+    robin.see("Priority: High → Urgent")
+    robin.shoot("applied-on-top")
+
+    stored = await service.get(db=e2e_db, actor=actor(admin), order_id=order_id)
+    assert stored is not None
+    assert stored.model_dump(include={"title", "description", "priority", "status", "version"}) == {
+        "title": "Boiler pressure low in basement",
+        "description": "Valve replaced; pressure back to 1.5 bar.",
+        "priority": "urgent",
+        "status": "in_progress",
+        "version": 4,
+    }
+
+    ada.see_containing("version 4", timeout=LIVE)  # Ada had nothing unsaved: her screen simply moved on
+    robin.click_link("← All work orders")
+    robin.see("Boiler pressure low in basement")
+    robin.run_js("window.__sameLoad = true")  # gone if the page reloads
+    ada.fill("Title", "Boiler fixed, check weekly")
+    with ada.expect_notification("Saved."):
+        ada.press("Save")
+    robin.see("Boiler fixed, check weekly", timeout=LIVE)
+    assert robin.run_js("return window.__sameLoad") is True
+    robin.shoot("live-list")
+
+    robin.press("Log out")
+    robin.wait_for_path("/login")
+    robin.open("/app")
+    _assert_on_login_page(robin, back_to="/app")
+    robin.shoot("logged-out")
+
+
+async def test_logging_out_in_one_window_ends_the_session_in_the_other(browser, make_person):
+    person = await make_person(name="Sam Twowindows")
+    sam = browser("sam")
+    sam.log_in(person)
+    first = sam.driver.current_window_handle
+    sam.open_window()
+    sam.open("/app")
+    sam.see("Sam Twowindows")
+
+    sam.press("Log out")
+    sam.wait_for_path("/login")
+    sam.use_window(first)
+    sam.wait_for_path("/login", timeout=SESSION_CHECK)
+    _assert_on_login_page(sam, back_to="/app")
+    sam.shoot("other-window-logged-out")
+
+
+def _assert_on_login_page(person: Browser, *, back_to: str) -> None:
+    person.wait_for_path("/login")
+    assert person.query == {"redirect_to": [back_to]}
+    person.field("Email")
+    person.field("Password")
+    person.see("Log in")
