@@ -31,6 +31,7 @@ from desk.users import service as users_service
 from desk.users.models import UserCreate
 from desk.work_orders import service as work_orders_service
 from desk.work_orders.models import WorkOrderCreate, WorkOrderRead
+from tests.agent.fake_provider import _shared_fake
 from tests.e2e.browser import Browser, Screenshots
 from tests.helpers import PASSWORD, actor
 
@@ -77,6 +78,11 @@ def desk(chromes: "Chromes", mongo_uri: str, tmp_path_factory: pytest.TempPathFa
         DESK_ADMIN_EMAIL=ADMIN_EMAIL,
         DESK_ADMIN_PASSWORD=ADMIN_PASSWORD,
         DESK_LOGIN_ATTEMPTS_PER_MINUTE="1000",  # every browser logs in from 127.0.0.1
+        # The copilot talks to the scripted fake provider that runs in this test process, on loopback.
+        AI_ENABLED="true",
+        AI_BASE_URL=_shared_fake().url,
+        AI_API_KEY="sk-e2e-key",
+        AI_ALLOW_PRIVATE_BASE_URL="true",
         NICEGUI_STORAGE_PATH=str(home / ".nicegui"),
     )
     log = home / "desk.log"

@@ -1,0 +1,100 @@
+"""The copilot in a real browser: Ctrl+K, a proposed change, its diff, approve or reject, and XSS."""
+
+from selenium.webdriver.common.by import By
+from selenium.webdriver.common.keys import Keys
+
+from tests.agent.fake_provider import Turn
+from tests.e2e.browser import Browser
+
+INPUT = "//textarea[@placeholder='Ask about your work orders…']"
+
+
+def ask(person: Browser, question: str) -> None:
+    """Open the drawer with Ctrl+K (focus lands in its input), type, and send."""
+    person.driver.find_element(By.TAG_NAME, "body").send_keys(Keys.CONTROL, "k")
+    person.wait_until(
+        lambda: person.driver.switch_to.active_element.get_attribute("placeholder") == "Ask about your work orders…",
+        "the focus to land in the assistant's input",
+    )
+    person.driver.switch_to.active_element.send_keys(question)
+    person.press("Send")
+
+
+def mark_page(person: Browser) -> None:
+    person.run_js("window.__notReloaded = true")
+
+
+def still_same_page(person: Browser) -> bool:
+    return person.run_js("return window.__notReloaded === true") is True
+
+
+async def test_approve_a_priority_change_from_the_drawer(browser, make_person, make_order, fake_provider, e2e_db):
+    person = await make_person(name="Robin Reed")
+    order = await make_order(person, "Leaking tap in the kitchen")
+    fake_provider.script(
+        Turn.tool_calls(("list_my_work_orders", {})),
+        Turn.tool_calls(("update_work_order", {"id": order.id, "priority": "urgent"})),
+        Turn.text("Done: the leaking tap is **urgent** now."),
+    )
+    robin = browser("robin")
+    robin.log_in(person)
+    robin.see("Leaking tap in the kitchen")
+    mark_page(robin)
+
+    ask(robin, "Make the leaking tap urgent")
+
+    robin.see("Change this work order?")
+    robin.see("Urgent")
+    robin.shoot("copilot-diff")
+    robin.press("Approve")
+    robin.see_containing("Done: the leaking tap is")
+    robin.wait_until(lambda: "Urgent" in robin.texts("div.q-chip"), "the list to show the new priority")
+    assert still_same_page(robin)
+    robin.shoot("copilot-approved")
+    stored = await e2e_db["work_orders"].find_one({})
+    assert (stored["priority"], stored["version"]) == ("urgent", 2)
+
+
+async def test_reject_a_change_with_a_reason(browser, make_person, make_order, fake_provider, e2e_db):
+    person = await make_person(name="Robin Reed")
+    order = await make_order(person, "Leaking tap in the kitchen")
+    fake_provider.script(
+        Turn.tool_calls(("list_my_work_orders", {})),
+        Turn.tool_calls(("update_work_order", {"id": order.id, "priority": "low"})),
+        Turn.text("Understood, I left it as it was."),
+    )
+    robin = browser("robin")
+    robin.log_in(person)
+    ask(robin, "Lower the priority of the tap")
+
+    robin.see("Change this work order?")
+    robin.fill("Reason (optional, goes back to the assistant)", "It is still leaking")
+    robin.press("Reject")
+
+    robin.see("Understood, I left it as it was.")
+    robin.shoot("copilot-rejected")
+    assert (await e2e_db["work_orders"].find_one({}))["priority"] == "medium"
+    assert "It is still leaking" in fake_provider.requests[-1]["messages"][-1]["content"]
+
+
+async def test_model_text_and_titles_in_the_drawer_stay_text(browser, make_person, make_order, fake_provider):
+    person = await make_person(name="Pat Payload")
+    order = await make_order(person, '<img src=x onerror="window.__xss=7">')
+    fake_provider.script(
+        Turn.text('Here: <img src=x onerror="window.__xss=4"> and <script>window.__xss=5</script> **ok**'),
+    )
+    pat = browser("pat")
+    pat.log_in(person)
+    ask(pat, "Say something odd")
+    pat.see_containing("and <script>window.__xss=5</script>")
+    pat.shoot("copilot-xss")
+    found = pat.run_js(
+        """return {
+            images: document.querySelectorAll('img[src="x"]').length,
+            scripts: [...document.scripts].filter(s => s.textContent.includes('__xss')).length,
+            xss: typeof window.__xss,
+        }"""
+    )
+    assert found == {"images": 0, "scripts": 0, "xss": "undefined"}
+    assert not pat.alert_open()
+    assert order.title in pat.texts("a[href^='/app/work-orders/']")
