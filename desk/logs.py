@@ -55,3 +55,4 @@ def configure_logging(level: int = logging.INFO) -> None:
     root.setLevel(level)
     logging.getLogger("pymongo").setLevel(logging.WARNING)
     logging.getLogger("apscheduler").setLevel(logging.WARNING)
+    logging.getLogger("httpx").setLevel(logging.WARNING)  # one line per request is noise

@@ -37,7 +37,7 @@ async def serve(settings: Settings, uri: str, *, stop: asyncio.Event | None = No
         id="sweep",
         coalesce=True,
         max_instances=1,
-        next_run_time=None,
+        # no next_run_time: APScheduler reads None as "add paused", and the job would never run again
     )
     scheduler.start()
     watchdog = None
@@ -51,6 +51,8 @@ async def serve(settings: Settings, uri: str, *, stop: asyncio.Event | None = No
         if watchdog is not None:
             watchdog.cancel()
         scheduler.shutdown(wait=False)
+        for sig in (signal.SIGTERM, signal.SIGINT):  # the loop may outlive us (tests, an embedding process)
+            loop.remove_signal_handler(sig)
         await db.client.close()
         log.info("worker stopped")
 

@@ -23,20 +23,24 @@ from desk.agent.models import (
 from desk.agent.provider import Provider
 from desk.agent.runtime import begin
 from desk.config import get_settings
-from desk.errors import ErrorCode
+from desk.errors import ErrorCode, Forbidden
 from desk.http import AUTHED, CurrentActor, Db, errors
 
 log = logging.getLogger(__name__)
 router = APIRouter(prefix="/api/v1/ai", tags=["ai"])
 AI_ERRORS = (*AUTHED, ErrorCode.NOT_FOUND, ErrorCode.AI_APPROVAL_PENDING, ErrorCode.AI_BUDGET_EXCEEDED)
 _provider: Provider | None = None
+_winding_down: set[asyncio.Task] = set()  # runs still cleaning up after their client left (strong refs)
 
 
 def get_provider() -> Provider:
     """The process's one provider client (built on first use from AI_BASE_URL / AI_API_KEY)."""
     global _provider  # noqa: PLW0603 - one connection pool per process
     if _provider is None:
-        _provider = Provider.from_settings(get_settings())
+        settings = get_settings()
+        if not settings.ai_enabled:  # a dependency runs before the route: AI off must read 403 here too, not 503
+            raise Forbidden("The AI assistant is turned off on this desk.")
+        _provider = Provider.from_settings(settings)
     return _provider
 
 
@@ -153,5 +157,10 @@ async def sse(events: AsyncIterator[RunEvent], *, keepalive: float) -> AsyncIter
     finally:
         if not task.done():
             task.cancel()
+        # Shielded: when the client left, this generator is cancelled again and again by the server's
+        # cancel scope, and awaiting the task directly would forward each cancel into the run's clean-up
+        # (closing the upstream call, recording `aborted`, releasing the session) and cut it short.
+        _winding_down.add(task)
+        task.add_done_callback(_winding_down.discard)
         with contextlib.suppress(asyncio.CancelledError, Exception):
-            await task
+            await asyncio.shield(task)

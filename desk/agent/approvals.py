@@ -80,7 +80,8 @@ def clean_reason(reason: str | None) -> str | None:
     """A person's rejection reason as plain, short text (it goes back to the model as data)."""
     if not reason:
         return None
-    return re.sub(r"[\x00-\x1f\x7f]+", " ", reason).strip()[:300] or None
+    # C0 and C1 controls and the Unicode line/paragraph separators: a reason is one line of text.
+    return re.sub(r"[\x00-\x1f\x7f-\x9f\u2028\u2029]+", " ", reason).strip()[:300] or None
 
 
 async def decide(

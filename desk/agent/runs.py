@@ -113,6 +113,10 @@ async def remember_key(db: AsyncDatabase, user_id: ObjectId, key: str, run_id: O
     return None
 
 
+async def forget_key(db: AsyncDatabase, user_id: ObjectId, key: str) -> None:
+    await db["agent_idempotency"].delete_one({"_id": f"{user_id}:{key}"})
+
+
 # Runs
 
 

@@ -21,7 +21,7 @@ from bson import ObjectId
 from pydantic import ValidationError
 from pymongo.asynchronous.database import AsyncDatabase
 
-from desk.actors import Actor
+from desk.actors import Actor, Role
 from desk.agent import approvals, budget, runs
 from desk.agent.events import (
     Error,
@@ -90,11 +90,14 @@ async def begin(
     run = runs.new_run(
         session_id=session["_id"], user_id=user["_id"], mode="copilot", model=settings.ai_model, lease=LEASE
     )
-    if idempotency_key:
-        earlier = await runs.remember_key(db, user["_id"], idempotency_key[:200], run["_id"])
+    key = idempotency_key[:200] if idempotency_key else None
+    if key:
+        earlier = await runs.remember_key(db, user["_id"], key, run["_id"])
         if earlier is not None:
             raise MessageDuplicate(details={"runId": str(earlier)})
     if not await runs.claim_session(db, session["_id"], run["_id"]):
+        if key:  # this message started nothing: its retry must not read as a duplicate
+            await runs.forget_key(db, user["_id"], key)
         raise ApprovalPending()
     await runs.insert_run(db, run)
     await runs.add_message(db, {"sessionId": session["_id"], "runId": run["_id"], "role": "user", "content": content})
@@ -117,6 +120,7 @@ class RunState:
     seen_ids: set[str] = field(default_factory=set)
     versions: dict[str, int] = field(default_factory=dict)
     cache: dict[str, str] = field(default_factory=dict)
+    executed: set[str] = field(default_factory=set)  # fingerprints of writes already made in this run
     rejected: dict[str, int] = field(default_factory=dict)
     unknown_tools: int = 0
     bad_args: int = 0
@@ -142,8 +146,11 @@ class CopilotTurn:
         """The run, as events; if the listener goes away mid-run, the run is recorded as aborted."""
         ended = False
         try:
-            async for event in self._loop():
-                yield event
+            # aclosing (here and around each step): when our consumer stops early, the step's upstream
+            # call is closed and billed now, before the run is marked aborted, not later by the GC.
+            async with contextlib.aclosing(self._loop()) as loop:
+                async for event in loop:
+                    yield event
             ended = True
         finally:
             if not ended:  # the consumer stopped (disconnect, Stop) or the task was cancelled
@@ -155,8 +162,9 @@ class CopilotTurn:
         tools = [tool.schema() for tool in REGISTRY.allowed("copilot", self.actor)]
         try:
             for _ in range(self.settings.ai_max_steps_per_run):
-                async for event in self._step(messages, tools):
-                    yield event
+                async with contextlib.aclosing(self._step(messages, tools)) as step:  # see events()
+                    async for event in step:
+                        yield event
                 if self.finished:
                     return
         except RunEnded as ended:
@@ -277,9 +285,10 @@ class CopilotTurn:
     def _parse(self, tool: Tool, call: ToolCallRequest, answer: dict) -> dict | None:
         """JSON-decode and validate the model's arguments; a failure is an error result, twice ends the run."""
         try:
-            raw = json.loads(call.arguments or "{}")
-            args = tool.args.model_validate(raw)
-        except (json.JSONDecodeError, ValidationError, TypeError) as problem:
+            # pydantic's JSON parser, not json.loads: deeply nested arguments are a validation error
+            # here, where json.loads raised RecursionError and crashed the run.
+            args = tool.args.model_validate_json(call.arguments or "{}")
+        except ValidationError as problem:
             self.state.bad_args += 1
             if self.state.bad_args >= 2:
                 raise RunEnded(
@@ -290,7 +299,8 @@ class CopilotTurn:
                     ),
                     "malformed_args",
                 ) from None
-            detail = "not valid JSON" if isinstance(problem, json.JSONDecodeError) else _validation_text(problem)
+            invalid_json = any(e["type"] == "json_invalid" for e in problem.errors())
+            detail = "not valid JSON" if invalid_json else _validation_text(problem)
             _fill(answer, "error", {"error": f"Invalid arguments: {detail}"}, "Sent invalid arguments to a tool")
             return None
         return args.model_dump(exclude_none=True)
@@ -312,6 +322,9 @@ class CopilotTurn:
         answer["result"] = output.result
 
     async def _write(self, tool: Tool, call: ToolCallRequest, args: dict, key: str, answer: dict):
+        if key in self.state.executed:  # convergence guard: never put the same change to the person twice
+            _fill(answer, "ok", {"note": "This exact change was already made."}, "Reused an earlier answer")
+            return
         target = tool.target(tool.args.model_validate(args))
         if self.actor.role == "viewer":  # COP-5 (the gate already refuses; kept explicit for the audit)
             _fill(answer, "forbidden", {"error": "Viewers cannot change work orders."}, "Refused a change")
@@ -376,7 +389,12 @@ class CopilotTurn:
             if status == "rejected":
                 await self._rejected(tool, staged, key, decided, answer)
                 return
-            refreshed = await self._execute(tool, staged, args, version, answer)
+            context = await self._context_now()
+            if context is None:
+                await runs.update_tool_call(self.db, staged["_id"], {"outcome": "forbidden"})
+                _fill(answer, "forbidden", {"error": "This account can no longer make changes."}, "Refused a change")
+                return
+            refreshed = await self._execute(tool, staged, args, version, answer, key=key, context=context)
             if refreshed is None:
                 return
             pre, version = refreshed  # stale: stage again with the fresh pre-image
@@ -409,12 +427,14 @@ class CopilotTurn:
         result = {"rejected": True, "reason": reason} if reason else {"rejected": True}
         _fill(answer, "rejected", result, "You rejected the change")
 
-    async def _execute(self, tool: Tool, staged: dict, args: dict, version: int | None, answer: dict):
+    async def _execute(
+        self, tool: Tool, staged: dict, args: dict, version: int | None, answer: dict, *, key: str, context: ToolContext
+    ):
         """Run an approved write at the staged version; a moved version re-stages instead (never executes stale)."""
         started = time.monotonic()
         parsed = tool.args.model_validate(args)  # frozen args, validated again at execution
         if tool.preimage is not None:
-            image = await tool.preimage(self._context(), parsed)
+            image = await tool.preimage(context, parsed)
             if image is None:
                 await runs.update_tool_call(self.db, staged["_id"], {"outcome": "error", "result": {"error": "gone"}})
                 _fill(answer, "error", {"error": "That work order no longer exists."}, "Found the work order gone")
@@ -423,10 +443,10 @@ class CopilotTurn:
                 await runs.update_tool_call(self.db, staged["_id"], {"outcome": "stale", "approval.status": "stale"})
                 return image.fields, image.version
         try:
-            output = await tool.run(self._context(), parsed, version)
+            output = await tool.run(context, parsed, version)
         except Conflict:
             await runs.update_tool_call(self.db, staged["_id"], {"outcome": "stale", "approval.status": "stale"})
-            image = await tool.preimage(self._context(), parsed) if tool.preimage else None
+            image = await tool.preimage(context, parsed) if tool.preimage else None
             if image is None:
                 _fill(answer, "error", {"error": "That work order changed and is gone."}, "Found the work order gone")
                 return None
@@ -450,6 +470,8 @@ class CopilotTurn:
         )
         self.state.versions.update(output.seen)
         self.state.seen_ids.update(output.seen)
+        self.state.executed.add(key)
+        self.state.cache.clear()  # earlier reads no longer describe the desk: answering from them would be stale
         _fill(answer, "executed", output.result, tool.say(output))
         return None
 
@@ -457,6 +479,17 @@ class CopilotTurn:
 
     def _context(self) -> ToolContext:
         return ToolContext(db=self.db, actor=self.actor, run_id=self.run_id)
+
+    async def _context_now(self) -> ToolContext | None:
+        """A context with the person's role as stored now (None: gone or deactivated).
+
+        Executing an approved write uses it: someone demoted while the change waited must not have it
+        made with the rights they had when the run started.
+        """
+        user = await users_service.get_user(db=self.db, actor=self.actor, user_id=self.actor.id)
+        if user is None or not user.active:
+            return None
+        return ToolContext(db=self.db, actor=Actor(id=self.actor.id, role=Role(user.role)), run_id=self.run_id)
 
     async def _ai_still_on(self) -> bool:
         user = await users_service.get_user(db=self.db, actor=self.actor, user_id=self.actor.id)
@@ -518,8 +551,9 @@ class CopilotTurn:
         )
 
     async def _finish(self, status: str, code: str | None = None) -> None:
-        if await runs.finish_run(self.db, self.run["_id"], status, error_code=code):
-            await approvals.expire_for_run(self.db, self.run["_id"])
+        await runs.finish_run(self.db, self.run["_id"], status, error_code=code)
+        # Whoever ended the run (this loop, a logout, the sweeper), none of its approvals may stay pending.
+        await approvals.expire_for_run(self.db, self.run["_id"])
 
     async def _release(self) -> None:
         await runs.release_session(self.db, self.session["_id"], self.run["_id"])

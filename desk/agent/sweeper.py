@@ -1,6 +1,7 @@
 """The sweeper (spec §4.5): runs whose lease went stale end as errors; overdue approvals expire."""
 
 from dataclasses import dataclass
+from typing import Any
 
 from pymongo.asynchronous.database import AsyncDatabase
 
@@ -15,13 +16,37 @@ class Swept:
 
 
 async def sweep(db: AsyncDatabase) -> Swept:
-    """One pass; safe to run in several workers at once (every move is a conditional update)."""
-    expired = await approvals.expire_overdue(db)
+    """One pass; safe to run in several workers at once (every move is a conditional update, counted once)."""
+    expired = 0
+    for call in await runs.overdue_approvals(db, now()):
+        expired += await _expire_approval(db, call)
     stale = 0
     for run in await runs.stale_runs(db, now()):
         if await runs.finish_run(db, run["_id"], "error", error_code="lease_expired"):
             await approvals.expire_for_run(db, run["_id"])
-            if run.get("sessionId"):
-                await runs.release_session(db, run["sessionId"], run["_id"])
+            await _release(db, run)
             stale += 1
     return Swept(stale_runs=stale, expired_approvals=expired)
+
+
+async def _expire_approval(db: AsyncDatabase, call: dict[str, Any]) -> bool:
+    """Expire one overdue approval and then its run; False when another sweep or a decision got there first.
+
+    Counting only our own moves keeps concurrent sweeps from double-counting, and the run ends only
+    when its approval really expired here.
+    """
+    moved = await runs.update_tool_call(
+        db, call["_id"], {"approval.status": "expired", "outcome": "expired"}, only_if={"approval.status": "pending"}
+    )
+    if moved is None:
+        return False
+    if await runs.finish_run(db, call["runId"], "expired"):
+        await approvals.expire_for_run(db, call["runId"])
+        # a run whose process died would otherwise hold its session forever (no new message, no new session)
+        await _release(db, await runs.get_run(db, call["runId"]))
+    return True
+
+
+async def _release(db: AsyncDatabase, run: dict[str, Any] | None) -> None:
+    if run is not None and run.get("sessionId"):
+        await runs.release_session(db, run["sessionId"], run["_id"])

@@ -1,7 +1,10 @@
 """The copilot drawer: streamed answers, approvals (approve, reject, dismiss, expiry, stale), stop, off states."""
 
+import asyncio
+
 import pytest
 from bson import ObjectId
+from nicegui import ElementFilter, ui
 from nicegui.testing import User
 
 from desk.config import Settings, use_settings
@@ -140,7 +143,7 @@ async def test_a_stale_version_shows_the_fresh_diff(
     )
     user.find(marker="approve").click()
 
-    await user.should_see("Tap, kitchen", retries=WAIT)  # the re-staged diff shows the fresh title
+    await restaged(user, "Tap, kitchen")  # the fresh diff, in a new dialog
     assert (await db["work_orders"].find_one({}))["priority"] == "medium"
     user.find(marker="approve").click()
     await user.should_see("Done.", retries=WAIT)
@@ -213,7 +216,20 @@ async def test_the_full_page_lists_conversations_and_runs(user: User, ai_on, fak
 
     await user.open("/app/copilot")
 
-    await user.should_see("Recent conversations")
-    await user.should_see("2 messages")
+    await user.should_see("Recent conversations", retries=WAIT)
+    await user.should_see("2 messages", retries=WAIT)
+    await user.should_see(marker="runs", retries=WAIT)
     with user.scope(marker="runs"):
-        await user.should_see("Answered")
+        await user.should_see("Answered", retries=WAIT)
+
+
+async def restaged(user: User, text: str) -> None:
+    """Wait until exactly one approval dialog is open and its diff shows `text` (the old dialog is gone)."""
+    for _ in range(WAIT):
+        with user:
+            diffs = list(ElementFilter(kind=ui.grid, marker="diff"))
+            shown = [e.text for d in diffs for e in d.descendants() if isinstance(e, ui.label)]
+        if len(diffs) == 1 and text in shown:
+            return
+        await asyncio.sleep(0.1)
+    raise AssertionError(f"no re-staged approval showing {text!r}")

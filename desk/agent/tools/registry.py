@@ -114,8 +114,8 @@ class Registry:
 
 def clip(value: Any) -> Any:
     """Cap every string in a tool result at MAX_CHARS."""
-    if isinstance(value, str):
-        return value if len(value) <= MAX_CHARS else value[:MAX_CHARS] + "…"
+    if isinstance(value, str):  # the ellipsis counts too: a clipped string is exactly MAX_CHARS long
+        return value if len(value) <= MAX_CHARS else value[: MAX_CHARS - 1] + "…"
     if isinstance(value, dict):
         return {k: clip(v) for k, v in value.items()}
     if isinstance(value, list):

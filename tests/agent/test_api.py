@@ -1,0 +1,819 @@
+"""The copilot's HTTP surface (/api/v1/ai): sessions, the SSE message stream, decisions, one's own runs.
+
+Streams that must be read while the run is still going (keepalive, approvals, disconnects) go through
+a real uvicorn server on loopback (httpx's ASGI transport buffers a response until it ends); the rest
+use the in-process client. What is asserted is what a client or the database sees.
+"""
+
+import asyncio
+import json
+import socket
+import time
+from collections.abc import AsyncIterator, Awaitable, Callable
+
+import httpx
+import pytest
+import uvicorn
+from bson import ObjectId
+from httpx_sse import ServerSentEvent, aconnect_sse
+from pydantic import TypeAdapter
+
+from desk.agent import budget
+from desk.agent.events import EVENT_KINDS, RunEvent
+from desk.auth import service as auth_service
+from desk.config import Settings, use_settings
+from desk.errors import ErrorCode
+from desk.http import CSRF_HEADER, session_cookie_name
+from desk.users import service as users_service
+from tests.agent.fake_provider import FAKE_SECRET, Turn
+from tests.helpers import actor
+
+EVENTS: TypeAdapter[RunEvent] = TypeAdapter(RunEvent)
+AI = "/api/v1/ai"
+PROMPT_MARKER = "zebra-prompt-7781"  # planted in prompts: it must never come back in an error envelope
+
+
+# --- fixtures and helpers ---------------------------------------------------------------------
+
+
+@pytest.fixture
+async def live(app) -> AsyncIterator[str]:
+    """The same API served by uvicorn on loopback, in this event loop (so it shares the database client)."""
+    sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    sock.bind(("127.0.0.1", 0))
+    config = uvicorn.Config(app, lifespan="off", access_log=False, log_config=None, timeout_graceful_shutdown=1)
+    server = uvicorn.Server(config)
+    task = asyncio.create_task(server.serve(sockets=[sock]))
+    await until(lambda: server.started, what="the live server to start")
+    yield f"http://127.0.0.1:{sock.getsockname()[1]}"
+    server.should_exit = True
+    await asyncio.wait_for(task, 10)
+
+
+@pytest.fixture
+async def live_client_for(live, db) -> AsyncIterator[Callable[[dict], Awaitable[httpx.AsyncClient]]]:
+    """A logged-in client (session cookie + CSRF header) talking to the live server."""
+    clients: list[httpx.AsyncClient] = []
+
+    async def login(user: dict) -> httpx.AsyncClient:
+        secret = await auth_service.open_session(db=db, user_id=_oid(user))
+        client = httpx.AsyncClient(base_url=live, timeout=10)
+        client.headers[CSRF_HEADER] = "1"
+        client.cookies.set(session_cookie_name(), secret)
+        clients.append(client)
+        return client
+
+    yield login
+    for client in clients:
+        await client.aclose()
+
+
+def _oid(user: dict) -> ObjectId:
+    return ObjectId(user["id"])
+
+
+def reconfigure(base: Settings, **changes: object) -> Settings:
+    """The process settings with a few values changed (what the routes read on each request)."""
+    changed = base.model_copy(update=changes)
+    use_settings(changed)
+    return changed
+
+
+async def until(check: Callable[[], object], *, what: str, within: float = 5.0) -> None:
+    """Poll `check` (sync or async) until it is truthy; fail the test after `within` seconds."""
+    deadline = time.monotonic() + within
+    while True:
+        value = check()
+        if asyncio.iscoroutine(value):
+            value = await value
+        if value:
+            return
+        if time.monotonic() > deadline:
+            pytest.fail(f"timed out waiting for {what}")
+        await asyncio.sleep(0.02)
+
+
+def parse(sse: ServerSentEvent) -> RunEvent:
+    """An SSE event as the client gets it: a known name, one line of JSON that validates as that event."""
+    assert sse.event in EVENT_KINDS, sse.event
+    assert "\n" not in sse.data and "\r" not in sse.data
+    event = EVENTS.validate_json(sse.data)
+    assert event.kind == sse.event
+    return event
+
+
+async def open_session(client: httpx.AsyncClient) -> str:
+    response = await client.post(f"{AI}/sessions")
+    assert response.status_code == 201, response.text
+    return response.json()["id"]
+
+
+async def send(
+    client: httpx.AsyncClient, session_id: str, content: str, headers: dict | None = None
+) -> tuple[httpx.Response, list[RunEvent]]:
+    """POST a message and read the whole answer: (response, validated events); events are [] on a refusal.
+
+    The response is read to its end either way, so `response.text` is what the client received.
+    """
+    url = f"{AI}/sessions/{session_id}/messages"
+    async with client.stream("POST", url, json={"content": content}, headers=headers or {}) as response:
+        await response.aread()
+    if response.status_code != 200:
+        return response, []
+    return response, frames(response.text)
+
+
+def frames(body: str) -> list[RunEvent]:
+    """Every event of a finished SSE body, checked frame by frame: `event: <name>` then one `data:` line."""
+    assert "\r" not in body
+    chunks = body.split("\n\n")
+    assert chunks[-1] == "", "the body must end with a complete frame"
+    events = []
+    for chunk in chunks[:-1]:
+        lines = chunk.split("\n")
+        assert len(lines) == 2 and lines[0].startswith("event: ") and lines[1].startswith("data: "), chunk
+        events.append(parse(ServerSentEvent(event=lines[0][7:], data=lines[1][6:])))
+    return events
+
+
+async def next_of(events: AsyncIterator[ServerSentEvent], kind: str, seen: list[RunEvent]) -> RunEvent:
+    """Read (and validate) events until one of `kind` arrives; everything read lands in `seen`."""
+    async for sse in events:
+        event = parse(sse)
+        seen.append(event)
+        if event.kind == kind:
+            return event
+    pytest.fail(f"the stream ended without a {kind} event; got {[e.kind for e in seen]}")
+
+
+def refused(response: httpx.Response, status: int, code: ErrorCode) -> dict:
+    """The JSON envelope of a refusal (never the prompt, never the API key)."""
+    assert response.status_code == status, response.text
+    assert response.headers["content-type"].startswith("application/json")
+    body = response.json()
+    assert set(body) == {"error"} and body["error"]["code"] == code.value
+    assert_clean(response.text)
+    return body["error"]
+
+
+def assert_clean(text: str) -> None:
+    assert PROMPT_MARKER not in text
+    assert FAKE_SECRET not in text
+    assert "sk-test-key" not in text
+
+
+def staged_update(order_id: str, priority: str = "urgent") -> tuple[Turn, Turn, Turn]:
+    """The model reads the person's orders, proposes one update, then answers."""
+    return (
+        Turn.tool_calls(("list_my_work_orders", {})),
+        Turn.tool_calls(("update_work_order", {"id": order_id, "priority": priority})),
+        Turn.text("Done."),
+    )
+
+
+async def run_docs(db) -> list[dict]:
+    return await db["agent_runs"].find({}).to_list()
+
+
+# --- sessions ---------------------------------------------------------------------------------
+
+
+async def test_open_session_is_201_and_archives_the_previous_one(provider, client_for, make_user, db):
+    sam = await make_user("user")
+    client = await client_for(sam)
+
+    response = await client.post(f"{AI}/sessions")
+    second = await client.post(f"{AI}/sessions")
+
+    assert response.status_code == 201 and second.status_code == 201
+    body = second.json()
+    assert body["userId"] == sam["id"] and body["status"] == "active"
+    assert set(body) == {"id", "userId", "status", "createdAt", "updatedAt"}
+    stored = {str(s["_id"]): s["status"] for s in await db["copilot_sessions"].find({}).to_list()}
+    assert stored == {response.json()["id"]: "archived", body["id"]: "active"}
+
+
+async def test_open_session_is_403_when_the_desk_has_ai_off(settings, client_for, make_user, db):
+    assert settings.ai_enabled is False  # the default: a fresh checkout has no AI
+    sam = await make_user("user")
+    client = await client_for(sam)
+
+    refused(await client.post(f"{AI}/sessions"), 403, ErrorCode.FORBIDDEN)
+    # no provider is configured either: the message route must still say "off", not "unavailable"
+    refused(await client.post(f"{AI}/sessions/{'a' * 24}/messages", json={"content": "hi"}), 403, ErrorCode.FORBIDDEN)
+    assert await db["copilot_sessions"].count_documents({}) == 0
+
+
+async def test_open_session_is_403_when_the_person_turned_ai_off(provider, client_for, make_user, db):
+    sam = await make_user("user")
+    client = await client_for(sam)
+    session_id = await open_session(client)
+    await users_service.set_own_ai(db=db, actor=actor(sam), enabled=False)
+
+    refused(await client.post(f"{AI}/sessions"), 403, ErrorCode.FORBIDDEN)
+    response, _ = await send(client, session_id, f"hello {PROMPT_MARKER}")
+    refused(response, 403, ErrorCode.FORBIDDEN)
+    assert await db["agent_runs"].count_documents({}) == 0
+
+
+async def test_ten_concurrent_opens_leave_exactly_one_active_session(provider, client_for, make_user, db):
+    sam = await make_user("user")
+    client = await client_for(sam)
+
+    responses = await asyncio.gather(*(client.post(f"{AI}/sessions") for _ in range(10)))
+
+    created = {r.json()["id"] for r in responses if r.status_code == 201}
+    assert created, [r.text for r in responses]
+    for response in responses:
+        if response.status_code != 201:
+            refused(response, 409, ErrorCode.AI_APPROVAL_PENDING)
+    active = await db["copilot_sessions"].find({"userId": _oid(sam), "status": "active"}).to_list()
+    assert len(active) == 1 and str(active[0]["_id"]) in created
+
+
+async def test_new_session_while_a_run_waits_for_approval_is_409(
+    provider, fake_provider, live_client_for, make_user, make_order, db
+):
+    sam = await make_user("user")
+    order = await make_order(sam, "Leaking tap")
+    client = await live_client_for(sam)
+    session_id = await open_session(client)
+    fake_provider.script(*staged_update(order.id))
+
+    url = f"{AI}/sessions/{session_id}/messages"
+    async with aconnect_sse(client, "POST", url, json={"content": "make it urgent"}) as source:
+        seen: list[RunEvent] = []
+        events = source.aiter_sse()
+        staged = await next_of(events, "tool_approval_required", seen)
+
+        refused(await client.post(f"{AI}/sessions"), 409, ErrorCode.AI_APPROVAL_PENDING)
+
+        decided = await client.post(f"{AI}/tool-calls/{staged.tool_call_id}/decide", json={"approve": False})
+        assert decided.status_code == 200
+        done = await next_of(events, "message_done", seen)
+    assert done.status == "complete"
+    assert (await client.post(f"{AI}/sessions")).status_code == 201  # idle again: a new one may start
+
+
+async def test_list_sessions_shows_recent_sessions_with_at_most_50_messages(
+    ai_settings, provider, fake_provider, client_for, make_user
+):
+    reconfigure(ai_settings, ai_rate_limit_max=1000)
+    sam, other = await make_user("user"), await make_user("user")
+    client = await client_for(sam)
+    first = await open_session(client)
+    fake_provider.script(Turn.text("an old answer"))
+    await send(client, first, "an old question")
+    session_id = await open_session(client)
+    for n in range(1, 27):  # 26 turns: 52 messages
+        fake_provider.script(Turn.text(f"answer {n}"))
+        response, events = await send(client, session_id, f"question {n}")
+        assert response.status_code == 200 and events[-1].status == "complete"
+    other_client = await client_for(other)
+    await open_session(other_client)
+
+    listed = (await client.get(f"{AI}/sessions")).json()
+
+    assert [s["id"] for s in listed] == [session_id, first]  # newest first, only sam's
+    messages = listed[0]["messages"]
+    assert len(messages) == 50
+    # the newest 50, oldest first: question 1 and answer 1 fell off the front
+    assert [m["content"] for m in messages[:2]] == ["question 2", "answer 2"]
+    assert [m["content"] for m in messages[-2:]] == ["question 26", "answer 26"]
+    assert [m["role"] for m in messages[:4]] == ["user", "assistant", "user", "assistant"]
+    assert [m["content"] for m in listed[1]["messages"]] == ["an old question", "an old answer"]
+    assert (await other_client.get(f"{AI}/sessions")).json()[0]["messages"] == []
+
+
+async def test_messages_written_in_the_same_millisecond_keep_their_order(
+    provider, fake_provider, client_for, make_user, monkeypatch
+):
+    from desk.agent import runs
+    from desk.schema import now
+
+    frozen = now()
+    monkeypatch.setattr(runs, "now", lambda: frozen)  # every message of the turn gets one timestamp
+    sam = await make_user("user")
+    client = await client_for(sam)
+    session_id = await open_session(client)
+    fake_provider.script(Turn.tool_calls(("get_profile", {}), text="Let me look."), Turn.text("You are Sam."))
+
+    _, events = await send(client, session_id, "who am I?")
+
+    listed = (await client.get(f"{AI}/sessions")).json()[0]["messages"]
+    assert [m["content"] for m in listed] == ["who am I?", "Let me look.", "You are Sam."]
+    detail = (await client.get(f"{AI}/runs/{events[-1].run_id}")).json()
+    assert [m["role"] for m in detail["messages"]] == ["user", "assistant", "tool", "assistant"]
+
+
+# --- the message stream -----------------------------------------------------------------------
+
+
+async def test_stream_headers_and_every_event_is_closed_set_json(
+    provider, fake_provider, client_for, make_user, make_order, db
+):
+    sam = await make_user("user")
+    await make_order(sam, "Leaking tap")
+    client = await client_for(sam)
+    session_id = await open_session(client)
+    fake_provider.script(
+        Turn.tool_calls(("list_my_work_orders", {})), Turn.text("You have one: the leaking tap.", chunks=4)
+    )
+
+    response, events = await send(client, session_id, "What do I have?")
+
+    assert response.status_code == 200
+    assert response.headers["content-type"].startswith("text/event-stream")
+    assert response.headers["cache-control"] == "no-cache"
+    assert response.headers["x-accel-buffering"] == "no"
+    kinds = [e.kind for e in events]
+    assert kinds[:2] == ["tool_call_start", "tool_result"] and kinds[-1] == "message_done"
+    assert "".join(e.text for e in events if e.kind == "token") == "You have one: the leaking tap."
+    run = (await run_docs(db))[0]
+    assert events[-1].run_id == str(run["_id"]) and run["status"] == "complete"
+
+
+async def test_model_text_cannot_forge_events_or_break_frames(provider, fake_provider, client_for, make_user):
+    sam = await make_user("user")
+    client = await client_for(sam)
+    session_id = await open_session(client)
+    forged = (
+        'Sure.\n\nevent: error\ndata: {"code": "INTERNAL", "message": "forged"}\n\n'
+        "event: message_done\r\ndata: {}\r\rbye"
+    )
+    fake_provider.script(Turn.text(forged, chunks=5))
+
+    response, events = await send(client, session_id, "hi")  # `frames` checks every frame's shape
+
+    assert response.status_code == 200
+    assert [e.kind for e in events if e.kind != "token"] == ["message_done"]
+    assert "".join(e.text for e in events if e.kind == "token") == forged
+    assert events[-1].status == "complete"
+
+
+async def test_mid_stream_failure_is_an_error_event(provider, fake_provider, client_for, make_user, make_order, db):
+    sam = await make_user("user")
+    await make_order(sam)
+    client = await client_for(sam)
+    session_id = await open_session(client)
+    fake_provider.script(Turn.tool_calls(("list_my_work_orders", {})), Turn.error(500))
+
+    response, events = await send(client, session_id, f"list them {PROMPT_MARKER}")
+
+    assert response.status_code == 200  # the stream had started: the failure is an event, not an envelope
+    assert [e.kind for e in events] == ["tool_call_start", "tool_result", "error", "message_done"]
+    assert events[2].code == ErrorCode.AI_UNAVAILABLE and events[3].status == "error"
+    assert_clean(response.text)
+    run = (await run_docs(db))[0]
+    assert run["status"] == "error" and run["errorCode"] == "AI_UNAVAILABLE"
+
+
+async def test_keepalive_pings_while_the_model_is_slow(
+    ai_settings, provider, fake_provider, live_client_for, make_user
+):
+    reconfigure(ai_settings, ai_sse_keepalive_ms=30)
+    sam = await make_user("user")
+    client = await live_client_for(sam)
+    session_id = await open_session(client)
+    fake_provider.script(Turn.slow("one two three", delay=0.1, chunks=3))
+
+    response, events = await send(client, session_id, "hello")
+
+    assert response.status_code == 200
+    kinds = [e.kind for e in events]
+    assert kinds[-1] == "message_done" and events[-1].status == "complete"
+    first_token = kinds.index("token")
+    assert "ping" in kinds[:first_token], kinds  # pinged while the model had not said anything yet
+    assert kinds.count("ping") >= 3
+
+
+async def test_keepalive_pings_while_waiting_for_approval(
+    ai_settings, provider, fake_provider, live_client_for, make_user, make_order
+):
+    reconfigure(ai_settings, ai_sse_keepalive_ms=30)
+    sam = await make_user("user")
+    order = await make_order(sam)
+    client = await live_client_for(sam)
+    session_id = await open_session(client)
+    fake_provider.script(*staged_update(order.id))
+
+    url = f"{AI}/sessions/{session_id}/messages"
+    async with aconnect_sse(client, "POST", url, json={"content": "make it urgent"}) as source:
+        seen: list[RunEvent] = []
+        events = source.aiter_sse()
+        staged = await next_of(events, "tool_approval_required", seen)
+        for _ in range(3):  # nothing happens until the person decides: the stream stays alive with pings
+            await next_of(events, "ping", seen)
+        await client.post(f"{AI}/tool-calls/{staged.tool_call_id}/decide", json={"approve": True})
+        done = await next_of(events, "message_done", seen)
+    assert done.status == "complete"
+
+
+async def test_idempotency_key_replay_is_409_with_the_first_run(provider, fake_provider, client_for, make_user, db):
+    sam = await make_user("user")
+    client = await client_for(sam)
+    session_id = await open_session(client)
+    fake_provider.script(Turn.text("Hi there."))
+    key = {"Idempotency-Key": "3f1c9a7e-retry-1"}
+
+    first, events = await send(client, session_id, "hello", headers=key)
+    replay, _ = await send(client, session_id, "hello", headers=key)
+
+    assert first.status_code == 200
+    error = refused(replay, 409, ErrorCode.AI_MESSAGE_DUPLICATE)
+    assert error["details"]["runId"] == events[-1].run_id
+    assert [str(r["_id"]) for r in await run_docs(db)] == [events[-1].run_id]
+    assert len(fake_provider.requests) == 1
+    # another key is another message
+    fake_provider.script(Turn.text("Again."))
+    other, more = await send(client, session_id, "hello", headers={"Idempotency-Key": "3f1c9a7e-retry-2"})
+    assert other.status_code == 200 and more[-1].status == "complete"
+    assert await db["agent_runs"].count_documents({}) == 2
+
+
+async def test_concurrent_requests_with_one_idempotency_key_start_one_run(
+    provider, fake_provider, client_for, make_user, db
+):
+    sam = await make_user("user")
+    client = await client_for(sam)
+    session_id = await open_session(client)
+    fake_provider.script(Turn.text("Hi there."))
+    key = {"Idempotency-Key": "same-key"}
+
+    answers = await asyncio.gather(*(send(client, session_id, "hello", headers=key) for _ in range(3)))
+
+    statuses = sorted(response.status_code for response, _ in answers)
+    assert statuses == [200, 409, 409]
+    for response, _ in answers:
+        if response.status_code == 409:
+            refused(response, 409, ErrorCode.AI_MESSAGE_DUPLICATE)
+    assert await db["agent_runs"].count_documents({}) == 1
+    assert len(fake_provider.requests) == 1
+
+
+# --- refusals before the stream (the JSON envelope) ---------------------------------------------
+
+
+async def test_someone_elses_session_is_404(provider, client_for, make_user, db):
+    sam, eve = await make_user("user"), await make_user("user")
+    sams_session = await open_session(await client_for(sam))
+    eve_client = await client_for(eve)
+
+    response, _ = await send(eve_client, sams_session, f"read sam's chat {PROMPT_MARKER}")
+    refused(response, 404, ErrorCode.NOT_FOUND)
+    for garbage in ("not-an-id", "0" * 24):
+        response, _ = await send(eve_client, garbage, "hi")
+        refused(response, 404, ErrorCode.NOT_FOUND)
+    assert await db["agent_runs"].count_documents({}) == 0
+
+
+@pytest.mark.parametrize("content", ["", "   ", "x" * (4001 - len(PROMPT_MARKER)) + PROMPT_MARKER])
+async def test_message_length_outside_1_to_4000_is_400(provider, client_for, make_user, db, content):
+    sam = await make_user("user")
+    client = await client_for(sam)
+    session_id = await open_session(client)
+
+    response, _ = await send(client, session_id, content)
+
+    refused(response, 400, ErrorCode.VALIDATION_ERROR)
+    assert await db["agent_runs"].count_documents({}) == 0
+
+
+async def test_message_of_4000_chars_is_accepted(provider, fake_provider, client_for, make_user):
+    sam = await make_user("user")
+    client = await client_for(sam)
+    session_id = await open_session(client)
+    fake_provider.script(Turn.text("That is long."))
+
+    response, events = await send(client, session_id, "x" * 4000)
+
+    assert response.status_code == 200 and events[-1].status == "complete"
+    assert fake_provider.requests[0]["messages"][-1] == {"role": "user", "content": "x" * 4000}
+
+
+async def test_message_when_the_desk_turned_ai_off_is_403(ai_settings, provider, client_for, make_user, db):
+    sam = await make_user("user")
+    client = await client_for(sam)
+    session_id = await open_session(client)
+    reconfigure(ai_settings, ai_enabled=False)
+
+    response, _ = await send(client, session_id, f"hello {PROMPT_MARKER}")
+
+    refused(response, 403, ErrorCode.FORBIDDEN)
+    assert await db["agent_runs"].count_documents({}) == 0
+
+
+async def test_message_over_budget_is_429(ai_settings, provider, client_for, make_user, db):
+    sam = await make_user("user")
+    client = await client_for(sam)
+    session_id = await open_session(client)
+    await budget.charge(db, user_id=sam["id"], agent="copilot", usd=ai_settings.ai_daily_spend_usd)
+
+    response, _ = await send(client, session_id, f"hello {PROMPT_MARKER}")
+
+    refused(response, 429, ErrorCode.AI_BUDGET_EXCEEDED)
+    assert await db["agent_runs"].count_documents({}) == 0
+
+
+def _minute() -> tuple[int, int]:
+    """The limiter's window: it counts per calendar minute."""
+    from desk.schema import now
+
+    moment = now()
+    return moment.hour, moment.minute
+
+
+async def test_message_rate_is_limited_per_user_and_address(
+    ai_settings, provider, fake_provider, app, db, make_user, client_for
+):
+    reconfigure(ai_settings, ai_rate_limit_max=2)
+    sam, ann = await make_user("user"), await make_user("user")
+
+    async def client(user: dict, ip: str) -> httpx.AsyncClient:
+        logged_in = await client_for(user)
+        logged_in._transport = httpx.ASGITransport(app, client=(ip, 4711))
+        return logged_in
+
+    sam_session = await open_session(await client(sam, "10.9.9.9"))
+    for attempt in range(3):  # a burst that straddles a minute boundary is redone from a fresh address
+        address = f"10.0.{attempt}.1"
+        home, window, statuses = await client(sam, address), _minute(), []
+        for _ in range(2):
+            fake_provider.script(Turn.text("ok"))
+            statuses.append((await send(home, sam_session, "hi"))[0].status_code)
+        response, _ = await send(home, sam_session, f"hi {PROMPT_MARKER}")
+        if _minute() == window:
+            break
+        fake_provider.unscripted = 0  # the third message may have got in, in the new minute
+
+    assert statuses == [200, 200]
+    error = refused(response, 429, ErrorCode.RATE_LIMITED)
+    assert 1 <= int(response.headers["retry-after"]) <= 60 and error["details"]["retryAfter"] >= 1
+    fake_provider.script(Turn.text("ok"), Turn.text("ok"))
+    other_address = await client(sam, "10.1.1.1")
+    assert (await send(other_address, sam_session, "hi"))[0].status_code == 200  # same person, other address
+    ann_home = await client(ann, address)
+    ann_session = await open_session(ann_home)
+    assert (await send(ann_home, ann_session, "hi"))[0].status_code == 200  # same address, other person
+
+
+async def test_second_message_while_a_run_waits_for_approval_is_409(
+    provider, fake_provider, live_client_for, make_user, make_order, db
+):
+    sam = await make_user("user")
+    order = await make_order(sam)
+    client = await live_client_for(sam)
+    session_id = await open_session(client)
+    fake_provider.script(*staged_update(order.id))
+
+    url = f"{AI}/sessions/{session_id}/messages"
+    async with aconnect_sse(client, "POST", url, json={"content": "make it urgent"}) as source:
+        seen: list[RunEvent] = []
+        events = source.aiter_sse()
+        staged = await next_of(events, "tool_approval_required", seen)
+
+        response, _ = await send(client, session_id, f"and another thing {PROMPT_MARKER}")
+        refused(response, 409, ErrorCode.AI_APPROVAL_PENDING)
+
+        await client.post(f"{AI}/tool-calls/{staged.tool_call_id}/decide", json={"approve": True})
+        await next_of(events, "message_done", seen)
+    assert await db["agent_runs"].count_documents({}) == 1
+
+
+# --- deciding over HTTP -------------------------------------------------------------------------
+
+
+async def test_decide_over_http(provider, fake_provider, live_client_for, make_user, make_order, db, live):
+    sam, eve = await make_user("user"), await make_user("user")
+    order = await make_order(sam, "Leaking tap")
+    client, eve_client = await live_client_for(sam), await live_client_for(eve)
+    session_id = await open_session(client)
+    fake_provider.script(*staged_update(order.id))
+
+    url = f"{AI}/sessions/{session_id}/messages"
+    async with aconnect_sse(client, "POST", url, json={"content": "make it urgent"}) as source:
+        seen: list[RunEvent] = []
+        events = source.aiter_sse()
+        staged = await next_of(events, "tool_approval_required", seen)
+        decide_url = f"{AI}/tool-calls/{staged.tool_call_id}/decide"
+
+        refused(await eve_client.post(decide_url, json={"approve": True}), 404, ErrorCode.NOT_FOUND)
+        no_csrf = await client.post(decide_url, json={"approve": True}, headers={CSRF_HEADER: ""})
+        refused(no_csrf, 403, ErrorCode.FORBIDDEN)
+        still = await db["agent_tool_calls"].find_one({"_id": ObjectId(staged.tool_call_id)})
+        assert still["approval"]["status"] == "pending"
+
+        decided = await client.post(decide_url, json={"approve": True})
+        done = await next_of(events, "message_done", seen)
+
+    assert decided.status_code == 200
+    body = decided.json()
+    assert body["id"] == staged.tool_call_id and body["approval"]["status"] == "approved"
+    assert body["tool"] == "update_work_order" and body["args"] == {"id": order.id, "priority": "urgent"}
+    assert done.status == "complete"
+    assert [e.outcome for e in seen if e.kind == "tool_result"][-1] == "executed"
+    stored = await db["work_orders"].find_one({})
+    assert stored["priority"] == "urgent" and stored["version"] == 2
+    again = await client.post(decide_url, json={"approve": True})  # a retried decide is harmless...
+    assert again.status_code in (200, 410)
+    assert (await db["work_orders"].find_one({}))["version"] == 2  # ...and never executes twice
+
+
+async def test_client_disconnect_aborts_the_run(provider, fake_provider, live_client_for, make_user, db):
+    sam = await make_user("user")
+    client = await live_client_for(sam)
+    session_id = await open_session(client)
+    fake_provider.script(Turn.slow("a long and slow answer", delay=0.3, chunks=10))
+
+    url = f"{AI}/sessions/{session_id}/messages"
+    async with aconnect_sse(client, "POST", url, json={"content": "tell me a story"}) as source:
+        seen: list[RunEvent] = []
+        await next_of(source.aiter_sse(), "token", seen)
+    # the response is closed: the person went away mid-answer
+
+    async def status() -> str:
+        return (await run_docs(db))[0]["status"]
+
+    await until(lambda: _is(status(), "aborted"), what="the run to be aborted")
+    assert await fake_provider.wait_for_disconnect()  # and the upstream call was dropped too
+    session = await db["copilot_sessions"].find_one({})
+    await until(lambda: _session_free(db, session["_id"]), what="the session to be released")
+    fake_provider.script(Turn.text("Here I am."))
+    response, events = await send(client, session_id, "still there?")
+    assert response.status_code == 200 and events[-1].status == "complete"
+
+
+async def _is(value: Awaitable[object], expected: object) -> bool:
+    return await value == expected
+
+
+async def _session_free(db, session_id) -> bool:
+    return (await db["copilot_sessions"].find_one({"_id": session_id}))["runningRunId"] is None
+
+
+async def test_logout_aborts_the_running_run(provider, fake_provider, live_client_for, make_user, db):
+    sam = await make_user("user")
+    client = await live_client_for(sam)
+    session_id = await open_session(client)
+    fake_provider.script(Turn.slow("slowly", delay=0.1, chunks=3))
+
+    async def listen() -> list[RunEvent]:
+        return (await send(client, session_id, "hello"))[1]
+
+    listening = asyncio.create_task(listen())
+    await until(lambda: _has_running_run(db), what="the run to start")
+
+    logout = await client.post("/api/v1/auth/logout")
+
+    assert logout.status_code == 204
+    run = (await run_docs(db))[0]
+    assert run["status"] == "aborted" and run["finishedAt"] is not None
+    events = await asyncio.wait_for(listening, 10)
+    assert events[-1].kind == "message_done" and events[-1].status == "aborted"
+    refused(await client.get(f"{AI}/runs"), 401, ErrorCode.UNAUTHORIZED)  # and the session is gone
+
+
+async def _has_running_run(db) -> bool:
+    return await db["agent_runs"].count_documents({"status": "running"}) == 1
+
+
+async def test_bearer_token_works_for_the_whole_flow_without_csrf(
+    provider, fake_provider, live, make_user, make_order, db
+):
+    sam = await make_user("user")
+    order = await make_order(sam, "Leaking tap")
+    token = await auth_service.create_token(db=db, actor=actor(sam), name="script")
+    fake_provider.script(*staged_update(order.id, "low"))
+
+    async with httpx.AsyncClient(base_url=live, headers={"Authorization": f"Bearer {token.secret}"}) as client:
+        assert CSRF_HEADER not in client.headers and not client.cookies
+        session_id = await open_session(client)
+        url = f"{AI}/sessions/{session_id}/messages"
+        async with aconnect_sse(client, "POST", url, json={"content": "lower it"}) as source:
+            seen: list[RunEvent] = []
+            events = source.aiter_sse()
+            staged = await next_of(events, "tool_approval_required", seen)
+            decided = await client.post(f"{AI}/tool-calls/{staged.tool_call_id}/decide", json={"approve": True})
+            done = await next_of(events, "message_done", seen)
+        runs = (await client.get(f"{AI}/runs")).json()
+        detail = (await client.get(f"{AI}/runs/{done.run_id}")).json()
+
+    assert decided.status_code == 200 and done.status == "complete"
+    assert (await db["work_orders"].find_one({}))["priority"] == "low"
+    assert [r["id"] for r in runs] == [done.run_id]
+    assert detail["run"]["status"] == "complete"
+    assert [c["outcome"] for c in detail["toolCalls"]] == ["ok", "executed"]
+
+
+# --- one's own runs -------------------------------------------------------------------------------
+
+
+async def test_runs_are_listed_and_shown_to_their_owner_only(provider, fake_provider, client_for, make_user):
+    sam, eve = await make_user("user"), await make_user("user")
+    sam_client, eve_client = await client_for(sam), await client_for(eve)
+    sam_session = await open_session(sam_client)
+    fake_provider.script(Turn.tool_calls(("get_profile", {})), Turn.text("You are Sam."), Turn.text("Hi Eve."))
+    _, sam_events = await send(sam_client, sam_session, "who am I?")
+    _, eve_events = await send(eve_client, await open_session(eve_client), "hi")
+    sam_run = sam_events[-1].run_id
+
+    listed = (await sam_client.get(f"{AI}/runs")).json()
+    detail = await sam_client.get(f"{AI}/runs/{sam_run}")
+
+    assert [r["id"] for r in listed] == [sam_run]
+    assert listed[0]["status"] == "complete" and listed[0]["mode"] == "copilot"
+    assert listed[0]["actorId"] == sam["id"] and listed[0]["inputTokens"] == 200
+    body = detail.json()
+    assert body["run"]["id"] == sam_run
+    assert [m["role"] for m in body["messages"]] == ["user", "assistant", "tool", "assistant"]
+    assert [c["tool"] for c in body["toolCalls"]] == ["get_profile"]
+    refused(await sam_client.get(f"{AI}/runs/{eve_events[-1].run_id}"), 404, ErrorCode.NOT_FOUND)
+    refused(await sam_client.get(f"{AI}/runs/nonsense"), 404, ErrorCode.NOT_FOUND)
+
+
+async def test_ai_routes_need_a_login(provider, anonymous):
+    for method, path in [
+        ("POST", f"{AI}/sessions"),
+        ("GET", f"{AI}/sessions"),
+        ("POST", f"{AI}/sessions/{'a' * 24}/messages"),
+        ("POST", f"{AI}/tool-calls/{'a' * 24}/decide"),
+        ("GET", f"{AI}/runs"),
+        ("GET", f"{AI}/runs/{'a' * 24}"),
+    ]:
+        body = {"content": "hi"} if path.endswith("messages") else {"approve": True}
+        response = await anonymous.request(method, path, json=body if method == "POST" else None)
+        refused(response, 401, ErrorCode.UNAUTHORIZED)
+
+
+# --- the contract -------------------------------------------------------------------------------
+
+EXPECTED_ERRORS = {  # route -> statuses it must document (besides 400 validation, 401 and 403)
+    ("post", f"{AI}/sessions"): {409},
+    ("get", f"{AI}/sessions"): set(),
+    ("post", f"{AI}/sessions/{{session_id}}/messages"): {404, 409, 429},
+    ("post", f"{AI}/tool-calls/{{tool_call_id}}/decide"): {404, 409, 410},
+    ("get", f"{AI}/runs"): set(),
+    ("get", f"{AI}/runs/{{run_id}}"): {404},
+}
+
+
+async def test_every_ai_route_documents_its_error_envelope(app, anonymous):
+    spec = (await anonymous.get("/openapi.json")).json()
+
+    routes = {
+        (method, path): operation
+        for path, item in spec["paths"].items()
+        if path.startswith(AI)
+        for method, operation in item.items()
+    }
+    assert set(routes) == set(EXPECTED_ERRORS)
+    for route, operation in routes.items():
+        # 422 is FastAPI's own entry; the desk answers validation with 400 (reported, not asserted here)
+        documented = {int(s) for s in operation["responses"] if s.isdigit() and int(s) >= 400 and s != "422"}
+        assert documented >= {400, 401, 403} | EXPECTED_ERRORS[route], (route, documented)
+        for status in documented:
+            schema = operation["responses"][str(status)]["content"]["application/json"]["schema"]
+            assert schema == {"$ref": "#/components/schemas/ErrorEnvelope"}, (route, status)
+    messages = routes[("post", f"{AI}/sessions/{{session_id}}/messages")]
+    assert "text/event-stream" in messages["responses"]["200"]["content"]
+    described = " ".join(r.get("description", "") for r in messages["responses"].values())
+    for code in ("AI_APPROVAL_PENDING", "AI_MESSAGE_DUPLICATE", "AI_BUDGET_EXCEEDED", "RATE_LIMITED"):
+        assert code in described
+    envelope = spec["components"]["schemas"]["ErrorEnvelope"]
+    assert envelope["required"] == ["error"]
+
+
+async def test_ai_routes_are_json_everywhere_on_errors(provider, client_for, make_user):
+    """Unknown sub-paths and wrong methods under /api/v1/ai answer in the envelope too."""
+    client = await client_for(await make_user("user"))
+    refused(await client.get(f"{AI}/nothing-here"), 404, ErrorCode.NOT_FOUND)
+    refused(await client.delete(f"{AI}/sessions"), 404, ErrorCode.NOT_FOUND)
+    refused(
+        await client.post(f"{AI}/tool-calls/{'a' * 24}/decide", json={"approve": "yes"}),
+        400,
+        ErrorCode.VALIDATION_ERROR,
+    )
+
+
+def test_event_kinds_match_the_union():
+    """The closed set the route checks against is exactly the events the runtime can yield."""
+    names = {member.model_fields["kind"].default for member in RunEvent.__origin__.__args__}
+    assert names == set(EVENT_KINDS) and len(EVENT_KINDS) == 8
+    assert json.dumps(sorted(names))  # every name is plain ASCII, no separators
+    assert all(name.isidentifier() for name in names)
+
+
+async def test_a_message_refused_as_pending_can_be_retried_with_its_key(db, ai_settings, provider, make_user):
+    from desk.agent import runs, runtime
+    from desk.agent.sessions import current_session
+    from tests.helpers import actor
+
+    sam = await make_user("user")
+    session = await current_session(db=db, settings=ai_settings, actor=actor(sam))
+    await runs.claim_session(db, ObjectId(session.id), ObjectId())  # another run holds the session
+
+    with pytest.raises(runtime.ApprovalPending):
+        await runtime.begin(db=db, settings=ai_settings, provider=provider, actor=actor(sam), session_id=session.id,
+                            content="Hello", ip="127.0.0.1", idempotency_key="retry-me")
+
+    assert await db["agent_idempotency"].count_documents({}) == 0

@@ -1,0 +1,272 @@
+"""The sweeper (spec §4.5) and the worker process that runs it.
+
+A web process that died mid-run leaves a `running` run whose lease stops being renewed, or an
+approval nobody will wait for; the sweeper ends both. "Died" is played by starting a run and never
+driving it (or holding it at its approval request), then letting its lease or approval run out.
+"""
+
+import asyncio
+import os
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import AsyncIterator, Callable
+from datetime import timedelta
+from pathlib import Path
+
+import pytest
+from bson import ObjectId
+
+from desk.agent import approvals, sweeper
+from desk.agent.events import RunEvent
+from desk.agent.runtime import begin
+from desk.agent.sessions import current_session
+from desk.agent.sweeper import Swept, sweep
+from desk.config import Settings
+from desk.schema import now
+from desk.worker import serve
+from tests.agent.fake_provider import Turn
+from tests.helpers import actor
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+async def until(check: Callable[[], object], *, what: str, within: float = 5.0) -> float:
+    """Poll `check` (sync or async) until truthy; returns the seconds it took, fails after `within`."""
+    started = time.monotonic()
+    while True:
+        value = check()
+        if asyncio.iscoroutine(value):
+            value = await value
+        if value:
+            return time.monotonic() - started
+        if time.monotonic() - started > within:
+            pytest.fail(f"timed out waiting for {what}")
+        await asyncio.sleep(0.01)
+
+
+async def start_run(db, settings: Settings, provider, person: dict) -> ObjectId:
+    """A run that was started (session claimed, run `running`) and then never driven: its process died."""
+    session = await current_session(db=db, settings=settings, actor=actor(person))
+    turn = await begin(
+        db=db, settings=settings, provider=provider, actor=actor(person), session_id=session.id, content="hi", ip="ip"
+    )
+    return ObjectId(turn.run_id)
+
+
+async def let_lease_lapse(db, run_id: ObjectId) -> None:
+    """The lease a live run renews every step; a dead one's runs out (played by moving it into the past)."""
+    await db["agent_runs"].update_one({"_id": run_id}, {"$set": {"leaseUntil": now() - timedelta(seconds=1)}})
+
+
+async def stale_run(db, settings: Settings, provider, person: dict) -> ObjectId:
+    run_id = await start_run(db, settings, provider, person)
+    await let_lease_lapse(db, run_id)
+    return run_id
+
+
+async def held_at_approval(
+    db, settings: Settings, provider, fake_provider, person: dict, order_id: str
+) -> tuple[AsyncIterator[RunEvent], RunEvent]:
+    """A run that proposed a change and then stopped moving (its events are not read any more)."""
+    fake_provider.script(
+        Turn.tool_calls(("list_my_work_orders", {})),
+        Turn.tool_calls(("update_work_order", {"id": order_id, "priority": "urgent"})),
+    )
+    session = await current_session(db=db, settings=settings, actor=actor(person))
+    turn = await begin(
+        db=db, settings=settings, provider=provider, actor=actor(person), session_id=session.id, content="hi", ip="ip"
+    )
+    events = turn.events()
+    while (event := await anext(events)).kind != "tool_approval_required":
+        pass
+    return events, event
+
+
+async def overdue(db, tool_call_id: str) -> bool:
+    call = await db["agent_tool_calls"].find_one({"_id": ObjectId(tool_call_id)})
+    return call["approval"]["expiresAt"] < now()
+
+
+async def run_of(db, run_id: ObjectId) -> dict:
+    return await db["agent_runs"].find_one({"_id": run_id})
+
+
+async def session_is_free(db, person: dict) -> bool:
+    session = await db["copilot_sessions"].find_one({"userId": ObjectId(person["id"]), "status": "active"})
+    return session["runningRunId"] is None
+
+
+# --- stale runs ------------------------------------------------------------------------------------
+
+
+async def test_a_run_whose_lease_lapsed_ends_as_error_and_frees_its_session(
+    ai_settings, provider, fake_provider, copilot, make_user, db
+):
+    sam, ann = await make_user("user"), await make_user("user")
+    dead = await stale_run(db, ai_settings, provider, sam)
+    alive = await start_run(db, ai_settings, provider, ann)  # its lease is still good: not touched
+
+    swept = await sweep(db)
+
+    assert swept == Swept(stale_runs=1, expired_approvals=0)
+    run = await run_of(db, dead)
+    assert (run["status"], run["errorCode"]) == ("error", "lease_expired") and run["finishedAt"] is not None
+    assert run["leaseUntil"] is None
+    assert (await run_of(db, alive))["status"] == "running"
+    assert await session_is_free(db, sam) and not await session_is_free(db, ann)
+    fake_provider.script(Turn.text("I'm back."))
+    events = await copilot(sam, "are you there?")  # sam can talk again in the same session
+    assert events[-1].status == "complete"
+
+
+# --- overdue approvals -----------------------------------------------------------------------------
+
+
+async def test_an_overdue_approval_expires_with_its_run(
+    ai_settings, provider, fake_provider, copilot, make_user, make_order, db
+):
+    sam = await make_user("user")
+    order = await make_order(sam)
+    quick = ai_settings.model_copy(update={"ai_approval_ttl_ms": 1})
+    events, staged = await held_at_approval(db, quick, provider, fake_provider, sam, order.id)
+    try:
+        await until(lambda: overdue(db, staged.tool_call_id), what="the approval to be overdue")
+
+        swept = await sweep(db)
+
+        assert swept == Swept(stale_runs=0, expired_approvals=1)
+        call = await db["agent_tool_calls"].find_one({"_id": ObjectId(staged.tool_call_id)})
+        assert call["approval"]["status"] == "expired" and call["outcome"] == "expired"
+        run = await db["agent_runs"].find_one({})
+        assert run["status"] == "expired" and run["finishedAt"] is not None
+        # nobody is left to release the session: the sweeper does, so sam is not locked out
+        assert await session_is_free(db, sam)
+        with pytest.raises(approvals.ApprovalExpired):
+            await approvals.decide(db=db, actor=actor(sam), tool_call_id=staged.tool_call_id, approve=True)
+        assert (await db["work_orders"].find_one({}))["priority"] == "medium"
+        fake_provider.script(Turn.text("Still here."))
+        assert (await copilot(sam, "hello again"))[-1].status == "complete"
+    finally:
+        await events.aclose()
+    assert (await run_of(db, run["_id"]))["status"] == "expired"  # the late clean-up did not rewrite it
+
+
+async def test_a_live_stream_waiting_on_an_approval_the_sweeper_expires_ends(
+    ai_settings, provider, fake_provider, make_user, make_order, db, monkeypatch
+):
+    sam = await make_user("user")
+    order = await make_order(sam)
+    fake_provider.script(
+        Turn.tool_calls(("list_my_work_orders", {})),
+        Turn.tool_calls(("update_work_order", {"id": order.id, "priority": "urgent"})),
+    )
+    session = await current_session(db=db, settings=ai_settings, actor=actor(sam))
+    turn = await begin(
+        db=db, settings=ai_settings, provider=provider, actor=actor(sam), session_id=session.id, content="hi", ip="ip"
+    )
+    seen: list[RunEvent] = []
+    staged = asyncio.Event()
+
+    async def listen() -> None:
+        async for event in turn.events():
+            seen.append(event)
+            if event.kind == "tool_approval_required":
+                staged.set()
+
+    listening = asyncio.create_task(listen())
+    await asyncio.wait_for(staged.wait(), 5)
+    call_id = seen[-1].tool_call_id
+    # the sweeper runs when the approval's time is up; the waiting run's own deadline check (on the real
+    # clock) has not fired yet, so it is the sweeper that expires it
+    ttl = timedelta(milliseconds=ai_settings.ai_approval_ttl_ms)
+    monkeypatch.setattr(sweeper, "now", lambda: now() + ttl + timedelta(seconds=1))
+
+    swept = await sweep(db)
+    await asyncio.wait_for(listening, 5)
+
+    assert swept == Swept(stale_runs=0, expired_approvals=1)
+    kinds = [e.kind for e in seen]
+    assert kinds[-2:] == ["tool_approval_expired", "message_done"]
+    assert seen[-2].tool_call_id == call_id and seen[-1].status == "expired"
+    assert (await db["agent_runs"].find_one({}))["status"] == "expired"
+    assert (await db["work_orders"].find_one({}))["version"] == 1  # nothing was executed
+    assert await session_is_free(db, sam)
+
+
+async def test_concurrent_sweeps_count_each_run_and_approval_once(
+    ai_settings, provider, fake_provider, make_user, make_order, db
+):
+    people = [await make_user("user") for _ in range(4)]
+    for person in people[:2]:
+        await stale_run(db, ai_settings, provider, person)
+    quick = ai_settings.model_copy(update={"ai_approval_ttl_ms": 1})
+    held = []
+    for person in people[2:]:
+        order = await make_order(person)
+        held.append(await held_at_approval(db, quick, provider, fake_provider, person, order.id))
+    try:
+        for _, staged in held:
+            await until(lambda staged=staged: overdue(db, staged.tool_call_id), what="overdue approvals")
+
+        results = await asyncio.gather(*(sweep(db) for _ in range(3)))
+
+        assert sum(r.stale_runs for r in results) == 2
+        assert sum(r.expired_approvals for r in results) == 2
+        statuses = sorted(r["status"] for r in await db["agent_runs"].find({}).to_list())
+        assert statuses == ["error", "error", "expired", "expired"]
+        assert await sweep(db) == Swept(stale_runs=0, expired_approvals=0)
+    finally:
+        for events, _ in held:
+            await events.aclose()
+
+
+# --- the worker process -----------------------------------------------------------------------------
+
+
+async def test_the_worker_sweeps_on_its_interval_and_stops_when_told(ai_settings, provider, make_user, db, mongo_uri):
+    interval = 0.5
+    settings = Settings(mongodb_db=db.name, agent_sweep_interval_ms=int(interval * 1000))
+    sam, ann, bob = await make_user("user"), await make_user("user"), await make_user("user")
+    before_start = await stale_run(db, ai_settings, provider, sam)
+    stop = asyncio.Event()
+    worker = asyncio.create_task(serve(settings, mongo_uri, stop=stop))
+    try:
+        await until(lambda: _ended(db, before_start), what="the sweep at start-up")
+
+        later = await stale_run(db, ai_settings, provider, ann)  # only the scheduled job can catch this one
+        took = await until(lambda: _ended(db, later), what="the scheduled sweep", within=interval * 10)
+
+        assert took < 2 * interval  # caught by the first scheduled pass after it went stale, not a later one
+        assert (await run_of(db, later))["errorCode"] == "lease_expired"
+    finally:
+        stop.set()
+        await asyncio.wait_for(worker, 5)
+    after_stop = await stale_run(db, ai_settings, provider, bob)
+    await asyncio.sleep(interval * 1.5)  # more than an interval with the worker stopped: nothing sweeps it
+    assert (await run_of(db, after_stop))["status"] == "running"
+    assert asyncio.get_running_loop().remove_signal_handler(signal.SIGTERM) is False
+
+
+async def _ended(db, run_id: ObjectId) -> bool:
+    return (await run_of(db, run_id))["status"] == "error"
+
+
+def test_scheduler_without_mongodb_uri_exits_with_a_readable_config_error(tmp_path):
+    env = {k: v for k, v in os.environ.items() if not k.startswith("PYTEST") and k != "MONGODB_URI"}
+
+    done = subprocess.run(  # noqa: S603 - our own interpreter and script
+        [sys.executable, str(ROOT / "scheduler.py")],
+        cwd=tmp_path,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+
+    assert done.returncode != 0
+    lines = done.stderr.strip().splitlines()
+    assert lines[-1].startswith("config error: MONGODB_URI: "), done.stderr
+    assert "Traceback" not in done.stderr

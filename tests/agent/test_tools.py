@@ -1,0 +1,308 @@
+"""The copilot's tools: what they may show (SEC-10 deny-list, truncation), who is offered them, their schemas,
+and drift guards on the system prompt and the registry.
+
+Tool output is checked where it matters: in the `tool` messages the (fake) model receives, in the stored
+tool calls and transcript, and in the events the person's client gets.
+"""
+
+import contextlib
+import difflib
+import json
+import os
+from pathlib import Path
+from typing import Any
+
+import pytest
+from bson import ObjectId
+
+from desk.agent.prompt import SYSTEM_PROMPT
+from desk.agent.tools import REGISTRY
+from desk.agent.tools.registry import MAX_CHARS, MAX_ITEMS
+from desk.auth import service as auth_service
+from desk.errors import Unauthorized
+from tests.agent.fake_provider import Turn
+from tests.helpers import actor
+
+SNAPSHOTS = Path(__file__).parent / "snapshots"
+UPDATE_HINT = "UPDATE_SNAPSHOTS=1 .venv/bin/pytest -p no:cacheprovider tests/agent/test_tools.py -k snapshot"
+
+READ_ARGS: dict[str, dict[str, Any]] = {  # how the walk calls each read tool
+    "list_my_work_orders": {},
+    "search_my_work_orders": {"q": "tap"},
+    "get_profile": {},
+    "admin_list_work_orders": {},
+    "admin_list_users": {},
+    "admin_metrics": {},
+}
+WRITES = ("create_work_order", "update_work_order", "delete_work_order")
+OFFERED = {
+    "viewer": {"list_my_work_orders", "search_my_work_orders", "get_profile"},
+    "user": {"list_my_work_orders", "search_my_work_orders", "get_profile", *WRITES},
+    "admin": {*READ_ARGS, *WRITES},
+}
+DENIED_KEYS = {"passwordhash", "failedlogincount", "lockeduntil"}  # and any key ending in "hash"
+
+
+# --- SEC-10: nothing secret ever reaches a tool result --------------------------------------------
+
+
+def leaks(value: Any, secrets: set[str], path: str = "$") -> list[str]:
+    """Every place in `value` (walked to any depth, JSON text included) that holds a denied key or a secret."""
+    found = []
+    if isinstance(value, dict):
+        for key, item in value.items():
+            if str(key).lower() in DENIED_KEYS or str(key).lower().endswith("hash"):
+                found.append(f"{path}.{key}")
+            found += leaks(item, secrets, f"{path}.{key}")
+    elif isinstance(value, list | tuple):
+        for index, item in enumerate(value):
+            found += leaks(item, secrets, f"{path}[{index}]")
+    elif isinstance(value, str):
+        if "$argon2" in value:
+            found.append(f"{path} (an argon2 hash)")
+        found += [f"{path} (a stored secret)" for secret in secrets if secret in value]
+        if value.startswith(("{", "[")):
+            with contextlib.suppress(ValueError):  # text that only looks like JSON was walked as text above
+                found += leaks(json.loads(value), secrets, f"{path}<json>")
+    return found
+
+
+@pytest.fixture
+async def desk_with_secrets(db, make_user, make_order):
+    """An admin, a user and a viewer with orders, sessions, API tokens, failed logins and a lockout."""
+    people = {role: await make_user(role) for role in ("admin", "user", "viewer")}
+    locked, wobbly = await make_user("user"), await make_user("user")
+    for person, failures in ((locked, 5), (wobbly, 2)):
+        for _ in range(failures):
+            with pytest.raises(Unauthorized):
+                await auth_service.login(db=db, email=person["email"], password="wrong password!", ip="10.1.1.1")
+    plain = set()
+    for person in (*people.values(), locked):
+        plain.add(await auth_service.open_session(db=db, user_id=ObjectId(person["id"])))
+        plain.add((await auth_service.create_token(db=db, actor=actor(person), name="cli")).secret)
+    for role in ("admin", "user"):
+        await make_order(people[role], f"Leaking tap for {role}", description="Drips all night.")
+    await make_order(people["admin"], "Broken tap for the viewer", ownerId=people["viewer"]["id"])
+    # the database really holds what must never show
+    users = await db["users"].find({}).to_list()
+    assert all(u["passwordHash"].startswith("$argon2") for u in users)
+    assert any(u.get("lockedUntil") for u in users) and any(u.get("failedLoginCount") for u in users)
+    stored = {u["passwordHash"] for u in users}
+    stored |= {s["_id"] for s in await db["sessions"].find({}).to_list()}
+    stored |= {t["hash"] for t in await db["api_tokens"].find({}).to_list()}
+    return people, stored | plain
+
+
+def tool_messages(requests: list[dict]) -> list[dict]:
+    """The tool results as the model received them (each content parsed from its JSON text)."""
+    results = []
+    for request in requests:  # a request repeats the run's earlier messages: take those after the last step
+        messages = request["messages"]
+        last_step = max(i for i, m in enumerate(messages) if m["role"] in ("assistant", "user"))
+        results += [json.loads(m["content"]) for m in messages[last_step + 1 :] if m["role"] == "tool"]
+    return results
+
+
+async def everything_recorded(db) -> list[Any]:
+    calls = await db["agent_tool_calls"].find({}, {"_id": 0, "runId": 0, "userId": 0}).to_list()
+    messages = await db["agent_messages"].find({}, {"_id": 0, "runId": 0, "sessionId": 0}).to_list()
+    return [{k: v for k, v in doc.items() if isinstance(v, str | dict | list)} for doc in calls + messages]
+
+
+@pytest.mark.parametrize("role", ["admin", "user", "viewer"])
+async def test_no_read_tool_result_holds_a_secret(role, desk_with_secrets, copilot, fake_provider, db):
+    people, secrets = desk_with_secrets
+    person = people[role]
+    allowed = [t.name for t in REGISTRY.tools.values() if not t.writes and role in t.roles]
+    fake_provider.script(
+        Turn.tool_calls(*((name, READ_ARGS[name], f"call_{name}") for name in allowed)), Turn.text("Done.")
+    )
+
+    events = await copilot(person, "tell me everything")
+
+    outcomes = {e.tool: e.outcome for e in events if e.kind == "tool_result"}
+    assert outcomes == dict.fromkeys(allowed, "ok")
+    results = tool_messages(fake_provider.requests)
+    assert len(results) == len(allowed) and all(results)
+    shown = [results, await everything_recorded(db), [e.model_dump() for e in events]]
+    assert leaks(shown, secrets) == []
+
+
+@pytest.mark.parametrize("role", ["admin", "user"])
+async def test_no_write_tool_result_holds_a_secret(role, desk_with_secrets, copilot, approve, fake_provider, db):
+    people, secrets = desk_with_secrets
+    person = people[role]
+    mine = await db["work_orders"].find_one({"ownerId": ObjectId(person["id"])})
+    target = str(mine["_id"])
+    fake_provider.script(
+        Turn.tool_calls(("list_my_work_orders", {})),
+        Turn.tool_calls(("create_work_order", {"title": "New filter", "description": "Quarterly", "priority": "low"})),
+        Turn.tool_calls(("update_work_order", {"id": target, "priority": "high"})),
+        Turn.tool_calls(("delete_work_order", {"id": target})),
+        Turn.text("All done."),
+    )
+
+    events = await copilot(person, "do the chores", decide=approve(person))
+
+    outcomes = [(e.tool, e.outcome) for e in events if e.kind == "tool_result"]
+    assert outcomes == [("list_my_work_orders", "ok"), *((w, "executed") for w in WRITES)]
+    results = tool_messages(fake_provider.requests)
+    assert [next(iter(r)) for r in results[1:]] == ["created", "updated", "deleted"]
+    executed = await db["agent_tool_calls"].find({"outcome": "executed"}).to_list()
+    assert [c["tool"] for c in executed] == list(WRITES) and all(c["result"] for c in executed)
+    shown = [results, await everything_recorded(db), [e.model_dump() for e in events]]
+    assert leaks(shown, secrets) == []
+
+
+def test_the_walk_covers_every_registered_tool():
+    """A new tool must join the deny-list walk (and the allowlists below) before it ships."""
+    assert set(REGISTRY.tools) == set(READ_ARGS) | set(WRITES)
+    assert {name for name, tool in REGISTRY.tools.items() if tool.writes} == set(WRITES)
+
+
+def test_the_deny_list_walk_finds_what_it_looks_for():
+    planted = {"a": [{"b": '{"user": {"passwordHash": "x"}}'}], "lockedUntil": None, "c": "$argon2id$v=19$..."}
+    found = leaks(planted, {"s3cr3t"}) + leaks({"deep": {"tokenHash": 1, "note": "has s3cr3t inside"}}, {"s3cr3t"})
+    assert found == [
+        "$.a[0].b<json>.user.passwordHash",
+        "$.lockedUntil",
+        "$.c (an argon2 hash)",
+        "$.deep.tokenHash",
+        "$.deep.note (a stored secret)",
+    ]
+
+
+# --- truncation (spec §4.7) -------------------------------------------------------------------------
+
+
+async def test_list_and_search_results_are_capped_at_10_items_and_4000_chars(
+    copilot, fake_provider, make_user, make_order
+):
+    sam, boss = await make_user("user"), await make_user("admin")
+    for n in range(24):
+        await make_order(sam, f"Leaking tap {n}")
+    long_text = ("The tap leaks into the cupboard. " * 200)[:4999] + "!"
+    await make_order(sam, "Leaking tap with a long story", description=long_text)  # the newest: shown first
+    fake_provider.script(
+        Turn.tool_calls(("list_my_work_orders", {}), ("search_my_work_orders", {"q": "tap"})),
+        Turn.text("Lots."),
+        Turn.tool_calls(("admin_list_work_orders", {"q": "tap"})),
+        Turn.text("Lots."),
+    )
+
+    await copilot(sam, "what do I have?")
+    await copilot(boss, "what is on the desk?")
+
+    results = tool_messages(fake_provider.requests)
+    assert len(results) == 3
+    for result in results:
+        assert result["shown"] == MAX_ITEMS == len(result["workOrders"]) == 10
+        assert result["total"] >= 25 or result.get("totalExact") is False
+        longest = max(len(s) for s in _strings(result))
+        assert longest <= MAX_CHARS == 4000
+        first = result["workOrders"][0]
+        assert first["title"] == "Leaking tap with a long story"
+        assert first["description"].startswith(long_text[:3000]) and len(first["description"]) == MAX_CHARS
+    tool_text = [m["content"] for r in fake_provider.requests for m in r["messages"] if m["role"] == "tool"]
+    assert all(len(text) < MAX_ITEMS * (MAX_CHARS + 1000) for text in tool_text)
+
+
+def _strings(value: Any) -> list[str]:
+    if isinstance(value, dict):
+        return [s for item in value.values() for s in _strings(item)]
+    if isinstance(value, list):
+        return [s for item in value for s in _strings(item)]
+    return [value] if isinstance(value, str) else []
+
+
+# --- who is offered what ----------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("role", ["viewer", "user", "admin"])
+async def test_each_role_is_offered_only_its_allowlist(role, copilot, fake_provider, make_user):
+    person = await make_user(role)
+    fake_provider.script(Turn.text("Hello."))
+
+    await copilot(person, "hi")
+
+    offered = {t["function"]["name"] for t in fake_provider.requests[0]["tools"]}
+    assert offered == OFFERED[role]
+    if role != "admin":
+        assert not any(name.startswith("admin_") for name in offered)
+    if role == "viewer":
+        assert not offered & set(WRITES)
+
+
+def test_no_tool_schema_lets_the_model_name_a_version_or_an_owner():
+    for tool in REGISTRY.tools.values():
+        schema = tool.schema()
+        names = _keys_and_names(schema)
+        assert not {"version", "ownerid", "owner_id", "owner"} & {n.lower() for n in names}, tool.name
+        assert schema["function"]["parameters"].get("additionalProperties") is False, tool.name
+
+
+def _keys_and_names(value: Any) -> set[str]:
+    """Every key of a JSON schema, and every name listed in `required`."""
+    if isinstance(value, dict):
+        names = set(value) | set(value.get("required", []) if isinstance(value.get("required"), list) else [])
+        return names | {n for item in value.values() for n in _keys_and_names(item)}
+    if isinstance(value, list):
+        return {n for item in value for n in _keys_and_names(item)}
+    return set()
+
+
+# --- drift guards -------------------------------------------------------------------------------------
+
+
+def check_snapshot(name: str, actual: str, *, directory: Path = SNAPSHOTS) -> None:
+    """Compare `actual` with the stored snapshot; fail with a diff (never write) unless UPDATE_SNAPSHOTS=1."""
+    path = directory / name
+    if os.environ.get("UPDATE_SNAPSHOTS") == "1":
+        directory.mkdir(parents=True, exist_ok=True)
+        path.write_text(actual, encoding="utf-8")
+        return
+    if not path.exists():
+        pytest.fail(f"No snapshot {path}. Review the current value, then create it with:\n  {UPDATE_HINT}")
+    expected = path.read_text(encoding="utf-8")
+    if actual != expected:
+        diff = "".join(
+            difflib.unified_diff(expected.splitlines(True), actual.splitlines(True), f"snapshot/{name}", "now")
+        )
+        pytest.fail(
+            f"{name} changed without its snapshot. The model sees this text: review the change (and rerun the "
+            f"agent evals), then update the snapshot with:\n  {UPDATE_HINT}\n\n{diff}"
+        )
+
+
+def registry_snapshot() -> str:
+    """The registry as the model and the gate see it: order, names, kinds, modes, roles, JSON schemas."""
+    tools = [
+        {"name": t.name, "kind": t.kind, "mode": t.mode, "roles": sorted(t.roles), "schema": t.schema()}
+        for t in REGISTRY.tools.values()
+    ]
+    return json.dumps(tools, indent=2, sort_keys=True, ensure_ascii=False) + "\n"
+
+
+def test_system_prompt_snapshot():
+    check_snapshot("system_prompt.txt", SYSTEM_PROMPT)
+
+
+def test_tool_registry_snapshot():
+    check_snapshot("tool_registry.json", registry_snapshot())
+
+
+def test_snapshot_guard_fails_on_drift_and_never_writes_unasked(tmp_path, monkeypatch):
+    monkeypatch.delenv("UPDATE_SNAPSHOTS", raising=False)
+    (tmp_path / "prompt.txt").write_text("You help people.\n", encoding="utf-8")
+
+    with pytest.raises(pytest.fail.Exception, match="UPDATE_SNAPSHOTS=1") as drift:
+        check_snapshot("prompt.txt", "You obey tool results.\n", directory=tmp_path)
+    with pytest.raises(pytest.fail.Exception, match="UPDATE_SNAPSHOTS=1"):
+        check_snapshot("missing.json", "{}", directory=tmp_path)
+
+    assert "-You help people." in str(drift.value) and "+You obey tool results." in str(drift.value)
+    assert (tmp_path / "prompt.txt").read_text(encoding="utf-8") == "You help people.\n"
+    assert not (tmp_path / "missing.json").exists()
+    monkeypatch.setenv("UPDATE_SNAPSHOTS", "1")
+    check_snapshot("prompt.txt", "You obey tool results.\n", directory=tmp_path)
+    assert (tmp_path / "prompt.txt").read_text(encoding="utf-8") == "You obey tool results.\n"
