@@ -117,16 +117,6 @@ async def _expire(db: AsyncDatabase, call: dict[str, Any]) -> None:
     )
 
 
-async def expire_overdue(db: AsyncDatabase) -> int:
-    """The sweeper's half: pending approvals past their time expire, and so do their runs."""
-    count = 0
-    for call in await runs.overdue_approvals(db, now()):
-        await _expire(db, call)
-        await runs.finish_run(db, call["runId"], "expired")
-        count += 1
-    return count
-
-
 async def expire_for_run(db: AsyncDatabase, run_id: ObjectId) -> None:
     """A run that ends (aborted, logout, error) leaves no approval pending."""
     for call in await runs.pending_approvals(db, run_id):
