@@ -9,7 +9,7 @@ ENV PYTHONDONTWRITEBYTECODE=1 \
     PIP_ROOT_USER_ACTION=ignore
 
 # Installed by root from a root-owned copy, so the running user cannot change the code it runs.
-# (scheduler.py, the worker, is run from this copy too once it exists.)
+# (scheduler.py, the worker process, runs from this copy too: see docker-compose.yml.)
 WORKDIR /src
 COPY . .
 # The pip cache lives in a BuildKit cache mount: rebuilds after a code change skip the downloads,

@@ -813,7 +813,15 @@ async def test_a_message_refused_as_pending_can_be_retried_with_its_key(db, ai_s
     await runs.claim_session(db, ObjectId(session.id), ObjectId())  # another run holds the session
 
     with pytest.raises(runtime.ApprovalPending):
-        await runtime.begin(db=db, settings=ai_settings, provider=provider, actor=actor(sam), session_id=session.id,
-                            content="Hello", ip="127.0.0.1", idempotency_key="retry-me")
+        await runtime.begin(
+            db=db,
+            settings=ai_settings,
+            provider=provider,
+            actor=actor(sam),
+            session_id=session.id,
+            content="Hello",
+            ip="127.0.0.1",
+            idempotency_key="retry-me",
+        )
 
     assert await db["agent_idempotency"].count_documents({}) == 0
