@@ -1,6 +1,7 @@
 """UI tests: NiceGUI's `user` fixture drives the real pages against the test database."""
 
 from collections.abc import Awaitable, Callable
+from functools import partialmethod
 
 import pytest
 from nicegui.testing import User
@@ -11,6 +12,13 @@ from tests.helpers import PASSWORD
 # should_see retries (0.1 s each) for outcomes that wait on the database or password hashing,
 # which take longer than the default 0.3 s when both cores are busy.
 WAIT = 50
+
+
+@pytest.fixture(autouse=True)
+def _patient_user(monkeypatch: pytest.MonkeyPatch) -> None:
+    # What a person would see after a click often waits on the database or password hashing; on two
+    # busy cores that can take longer than should_see's default 0.3 s. Wait up to WAIT instead.
+    monkeypatch.setattr(User, "should_see", partialmethod(User.should_see, retries=WAIT))
 
 
 @pytest.fixture(autouse=True)
