@@ -50,7 +50,10 @@ async def check(db: AsyncDatabase, settings: Settings, *, user_id: str | None, a
         "agent": settings.agent_daily_spend_usd,
         "global": settings.ai_global_daily_spend_usd,
     }
-    for key in keys(user_id=user_id, agent=agent):
-        if await spent(db, key) >= caps[key.split(":", 1)[0]]:
-            scope = {"user": "your", "agent": "the assistant's", "global": "the desk's"}[key.split(":", 1)[0]]
-            raise BudgetExceeded(f"Today's AI budget ({scope} daily limit) is used up. It resets at midnight UTC.")
+    scopes = keys(user_id=user_id, agent=agent)
+    found = {doc["_id"]: float(doc["spentUsd"]) async for doc in db["agent_spend"].find({"_id": {"$in": scopes}})}
+    for key in scopes:  # one read for every scope: this check sits in front of the model's first token
+        scope = key.split(":", 1)[0]
+        if found.get(key, 0.0) >= caps[scope]:
+            whose = {"user": "your", "agent": "the assistant's", "global": "the desk's"}[scope]
+            raise BudgetExceeded(f"Today's AI budget ({whose} daily limit) is used up. It resets at midnight UTC.")

@@ -12,7 +12,7 @@ import json
 import logging
 import re
 import time
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Awaitable
 from dataclasses import dataclass, field
 from datetime import timedelta
 from typing import Any
@@ -37,6 +37,7 @@ from desk.agent.prompt import SYSTEM_PROMPT
 from desk.agent.provider import CHARS_PER_TOKEN, AIUnavailable, Completed, Provider, ToolCallRequest, Usage
 from desk.agent.tools import REGISTRY
 from desk.agent.tools.registry import Refusal, Tool, ToolContext
+from desk.auth.service import limit_rate
 from desk.config import Settings
 from desk.errors import Conflict, DeskError, ErrorCode, Forbidden, NotFound
 from desk.schema import now, parse_object_id
@@ -70,22 +71,27 @@ async def begin(
     ip: str,
     idempotency_key: str | None = None,
 ) -> "CopilotTurn":
-    """Refuse early (AI off, someone else's session, a run in progress, budget, rate) or start the run."""
-    user = await require_ai_user(db, settings, actor)
+    """Refuse early (AI off, someone else's session, a run in progress, budget, rate) or start the run.
+
+    Independent checks run side by side: everything here stands between the person and the first
+    token. When several fail, the first in this order is the one reported.
+    """
     oid = parse_object_id(session_id)
-    session = await runs.get_session(db, oid) if oid else None
+    user, session = await _first_failure(
+        require_ai_user(db, settings, actor), runs.get_session(db, oid) if oid else _none()
+    )
     if session is None or str(session["userId"]) != actor.id:
         raise NotFound("No such copilot session.")  # SEC-14: someone else's session looks missing
     if session["status"] != "active":
         raise ApprovalPending("This conversation is closed; start a new one.")
-    await budget.check(db, settings, user_id=actor.id, agent=AGENT)
-    from desk.auth.service import limit_rate  # the shared per-minute limiter
-
-    await limit_rate(
-        db=db,
-        key=f"ai:{actor.id}:{ip}",
-        per_minute=settings.ai_rate_limit_max,
-        message="Too many messages to the assistant; wait a minute.",
+    await _first_failure(
+        budget.check(db, settings, user_id=actor.id, agent=AGENT),
+        limit_rate(
+            db=db,
+            key=f"ai:{actor.id}:{ip}",
+            per_minute=settings.ai_rate_limit_max,
+            message="Too many messages to the assistant; wait a minute.",
+        ),
     )
     run = runs.new_run(
         session_id=session["_id"], user_id=user["_id"], mode="copilot", model=settings.ai_model, lease=LEASE
@@ -99,9 +105,22 @@ async def begin(
         if key:  # this message started nothing: its retry must not read as a duplicate
             await runs.forget_key(db, user["_id"], key)
         raise ApprovalPending()
-    await runs.insert_run(db, run)
-    await runs.add_message(db, {"sessionId": session["_id"], "runId": run["_id"], "role": "user", "content": content})
-    return CopilotTurn(db=db, settings=settings, provider=provider, actor=actor, run=run, session=session)
+    message = {"sessionId": session["_id"], "runId": run["_id"], "role": "user", "content": content}
+    await asyncio.gather(runs.insert_run(db, run), runs.add_message(db, message))
+    return CopilotTurn(db=db, settings=settings, provider=provider, actor=actor, run=run, session=session, fresh=True)
+
+
+async def _none() -> None:
+    return None
+
+
+async def _first_failure(*checks: Awaitable[Any]) -> list[Any]:
+    """Await side by side; raise the first failure in argument order (not in the order they finished)."""
+    results = await asyncio.gather(*checks, return_exceptions=True)
+    for result in results:
+        if isinstance(result, BaseException):
+            raise result
+    return results
 
 
 async def require_ai_user(db: AsyncDatabase, settings: Settings, actor: Actor) -> dict:
@@ -135,12 +154,15 @@ class RunEnded(Exception):
 
 
 class CopilotTurn:
-    def __init__(self, *, db, settings: Settings, provider: Provider, actor: Actor, run: dict, session: dict):
+    def __init__(
+        self, *, db, settings: Settings, provider: Provider, actor: Actor, run: dict, session: dict, fresh: bool = False
+    ):
         self.db, self.settings, self.provider, self.actor = db, settings, provider, actor
         self.run, self.session = run, session
         self.run_id = str(run["_id"])
         self.state = RunState()
         self.finished = False
+        self.fresh = fresh  # `begin` has just checked AI access and budget: the first call needs no second look
 
     async def events(self) -> AsyncIterator[RunEvent]:
         """The run, as events; if the listener goes away mid-run, the run is recorded as aborted."""
@@ -497,6 +519,9 @@ class CopilotTurn:
 
     async def _before_call(self, messages: list[dict]) -> Error | None:
         """Checks between steps: still running (not aborted), still allowed, budget left, context fits."""
+        if self.fresh:
+            self.fresh = False
+            return self._context_too_long(messages)
         if not await runs.renew_lease(self.db, self.run["_id"], LEASE):
             raise RunEnded("aborted")  # ended elsewhere (logout, the sweeper): stop
         if not await self._ai_still_on():
@@ -505,6 +530,9 @@ class CopilotTurn:
             await budget.check(self.db, self.settings, user_id=self.actor.id, agent=AGENT)
         except budget.BudgetExceeded as error:
             return Error(code=ErrorCode.AI_BUDGET_EXCEEDED, message=error.message)
+        return self._context_too_long(messages)
+
+    def _context_too_long(self, messages: list[dict]) -> Error | None:
         if _tokens(messages) > self.settings.ai_max_context_tokens:
             return Error(code=ErrorCode.AI_BUDGET_EXCEEDED, message="This conversation is too long; start a new one.")
         return None

@@ -6,6 +6,7 @@ anything; it gets only what the mode allowlist, the person's role and their AI s
 
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
+from functools import cache
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, create_model
@@ -59,13 +60,15 @@ class Tool:
         return self.kind == "write"
 
     def schema(self) -> dict[str, Any]:
-        """The OpenAI `tools` entry the model sees."""
-        parameters = self.args.model_json_schema()
-        parameters.pop("title", None)
-        return {
-            "type": "function",
-            "function": {"name": self.name, "description": self.description, "parameters": parameters},
-        }
+        """The OpenAI `tools` entry the model sees (built once: it sits in front of every first token)."""
+        return _schema(self.name, self.description, self.args)
+
+
+@cache
+def _schema(name: str, description: str, args: type[BaseModel]) -> dict[str, Any]:
+    parameters = args.model_json_schema()
+    parameters.pop("title", None)
+    return {"type": "function", "function": {"name": name, "description": description, "parameters": parameters}}
 
 
 class ToolArgs(BaseModel):
