@@ -68,7 +68,7 @@ async def insert(db: AsyncDatabase, doc: Doc) -> Doc:
     stored = {**doc, **_derived(doc)}
     stored["_id"] = (await _orders(db).insert_one(stored)).inserted_id
     await counters.apply(db, None, stored)
-    await search.reindex(db, stored["_id"], stored)
+    await search.reindex(db, stored["_id"], None, stored)
     await changes.record(db, stored["_id"], "created", {str(stored["ownerId"])})
     return stored
 
@@ -100,7 +100,7 @@ async def update(db: AsyncDatabase, before: Doc, fields: Doc, *, at: datetime) -
     )
     if after is not None:
         await counters.apply(db, before, after)
-        await search.reindex(db, after["_id"], {**after, **_derived(after)})
+        await search.reindex(db, after["_id"], before, {**after, **_derived(after)})
         await changes.record(db, after["_id"], "updated", {str(before["ownerId"]), str(after["ownerId"])})
     return after
 
@@ -110,7 +110,7 @@ async def delete(db: AsyncDatabase, order_id: ObjectId, version: int) -> Doc | N
     gone = await _orders(db).find_one_and_delete({"_id": order_id, "version": version}, projection=READ_FIELDS)
     if gone is not None:
         await counters.apply(db, gone, None)
-        await search.reindex(db, order_id, None)
+        await search.reindex(db, order_id, gone, None)
         await changes.record(db, order_id, "deleted", {str(gone["ownerId"])})
     return gone
 

@@ -202,3 +202,17 @@ async def test_admin_creates_for_someone_else_and_reassigns(make_user, client_fo
 
     nobody = await client.post("/api/v1/work-orders", json={"title": "x", "ownerId": "5f0000000000000000000000"})
     assert nobody.status_code == 400 and nobody.json()["error"]["details"]["field"] == "ownerId"
+
+
+async def test_search_follows_edits_and_deletes(make_user, client_for, make_order):
+    sam = await make_user("user")
+    client = await client_for(sam)
+    order = await make_order(sam, "Leaking tap", description="in the kitchen")
+
+    await client.patch(f"/api/v1/work-orders/{order.id}", json={"version": 1, "title": "Dripping faucet"})
+    old = (await client.get("/api/v1/work-orders", params={"q": "leaking"})).json()
+    new = (await client.get("/api/v1/work-orders", params={"q": "faucet kitchen"})).json()
+    assert (old["total"], new["total"]) == (0, 1)
+
+    await client.delete(f"/api/v1/work-orders/{order.id}", params={"version": 2})
+    assert (await client.get("/api/v1/work-orders", params={"q": "faucet"})).json()["total"] == 0
