@@ -1,0 +1,197 @@
+"""Copilot benchmark: how much latency does the desk add to the model's first token? (issue: M1 engine)
+
+A fake OpenAI-compatible provider on loopback answers at once. Time to first token is measured
+straight from the fake, and through `POST /api/v1/ai/sessions/:id/messages` of a real `desk run`
+(auth, checks, run bookkeeping, the SSE stream), for sequential turns and for concurrent streams
+(one per user: a person has one stream at a time). Run by hand, never in CI:
+
+    .venv/bin/python -m bench.copilot [--turns 200] [--concurrent 10] [--rounds 20]
+"""
+
+import argparse
+import asyncio
+import json
+import os
+import secrets
+import socket
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from pathlib import Path
+
+import httpx
+import uvicorn
+
+from desk.db.embedded import EmbeddedMongo
+
+ADMIN_EMAIL, PASSWORD = "admin@bench.local", "bench-" + secrets.token_urlsafe(12)
+CHUNKS = ["Hello", " there,", " nothing", " is", " open."]
+
+
+async def fake_provider(scope, receive, send) -> None:
+    """Streams a short answer; the first token leaves as soon as the request is read."""
+    if scope["type"] != "http":
+        return
+    while (await receive()).get("more_body"):
+        pass
+    await send({"type": "http.response.start", "status": 200, "headers": [(b"content-type", b"text/event-stream")]})
+    for index, text in enumerate(CHUNKS):
+        chunk = {"choices": [{"index": 0, "delta": {"content": text}, "finish_reason": None}]}
+        await send({"type": "http.response.body", "body": f"data: {json.dumps(chunk)}\n\n".encode(), "more_body": True})
+        if index == 0:
+            await asyncio.sleep(0)
+    done = {
+        "choices": [{"index": 0, "delta": {}, "finish_reason": "stop"}],
+        "usage": {"prompt_tokens": 200, "completion_tokens": 5},
+    }
+    tail = f"data: {json.dumps(done)}\n\ndata: [DONE]\n\n".encode()
+    await send({"type": "http.response.body", "body": tail, "more_body": False})
+
+
+def serve_fake(port: int) -> uvicorn.Server:
+    server = uvicorn.Server(uvicorn.Config(fake_provider, host="127.0.0.1", port=port, log_level="warning"))
+    threading.Thread(target=server.run, daemon=True).start()
+    while not server.started:
+        time.sleep(0.01)
+    return server
+
+
+async def ttft_direct(client: httpx.AsyncClient, url: str) -> float:
+    body = {"model": "m", "stream": True, "messages": [{"role": "user", "content": "hi"}]}
+    started = time.perf_counter()
+    async with client.stream("POST", f"{url}/chat/completions", json=body) as response:
+        async for line in response.aiter_lines():
+            if line.startswith("data: {"):
+                return time.perf_counter() - started
+    raise RuntimeError("no token from the fake")
+
+
+async def ttft_desk(client: httpx.AsyncClient, session_id: str) -> float:
+    started = time.perf_counter()
+    first = None
+    async with client.stream(
+        "POST", f"/api/v1/ai/sessions/{session_id}/messages", json={"content": "Anything open?"}
+    ) as response:
+        if response.status_code != 200:
+            raise RuntimeError(f"desk answered {response.status_code}: {await response.aread()!r}")
+        async for line in response.aiter_lines():  # read to the end: the run must finish before the next turn
+            if first is None and line == "event: token":
+                first = time.perf_counter() - started
+    if first is None:
+        raise RuntimeError("no token event from the desk")
+    return first
+
+
+def percentile(values: list[float], q: float) -> float:
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, round(q * (len(ordered) - 1)))]
+
+
+def report(title: str, direct: list[float], desk: list[float]) -> tuple[float, float]:
+    added = [d - f for d, f in zip(desk, direct, strict=True)]
+    p50, p95 = percentile(added, 0.5) * 1000, percentile(added, 0.95) * 1000
+    print(
+        f"{title:<28} n={len(desk):>4}  fake p50 {percentile(direct, 0.5) * 1000:6.1f} ms  "
+        f"desk p50 {percentile(desk, 0.5) * 1000:6.1f} ms  p95 {percentile(desk, 0.95) * 1000:6.1f} ms  "
+        f"added p50 {p50:5.1f} ms  p95 {p95:5.1f} ms"
+    )
+    return p50, p95
+
+
+async def login_tokens(base: str, count: int) -> list[str]:
+    """Bearer tokens for `count` people (the admin creates them), each with a copilot session."""
+    async with httpx.AsyncClient(base_url=base, headers={"X-Desk-CSRF": "1"}, timeout=30) as admin:
+        (await admin.post("/api/v1/auth/login", json={"email": ADMIN_EMAIL, "password": PASSWORD})).raise_for_status()
+        tokens = []
+        for n in range(count):
+            email = f"person{n}@bench.local"
+            body = {"email": email, "name": f"Person {n}", "role": "user", "password": PASSWORD}
+            (await admin.post("/api/v1/admin/users", json=body)).raise_for_status()
+            async with httpx.AsyncClient(base_url=base, headers={"X-Desk-CSRF": "1"}, timeout=30) as person:
+                await person.post("/api/v1/auth/login", json={"email": email, "password": PASSWORD})
+                token = (await person.post("/api/v1/auth/tokens", json={"name": "bench"})).json()["secret"]
+            tokens.append(token)
+        return tokens
+
+
+async def measure(base: str, fake_url: str, turns: int, concurrent: int, rounds: int) -> None:
+    tokens = await login_tokens(base, concurrent)
+    clients = [httpx.AsyncClient(base_url=base, headers={"Authorization": f"Bearer {t}"}, timeout=60) for t in tokens]
+    fakes = [httpx.AsyncClient(timeout=30) for _ in tokens]
+    sessions = [(await c.post("/api/v1/ai/sessions")).json()["id"] for c in clients]
+    for _ in range(10):  # warm up both paths
+        await ttft_direct(fakes[0], fake_url)
+        await ttft_desk(clients[0], sessions[0])
+    direct, desk = [], []
+    for _ in range(turns):
+        direct.append(await ttft_direct(fakes[0], fake_url))
+        desk.append(await ttft_desk(clients[0], sessions[0]))
+    sequential = report("sequential", direct, desk)
+    direct, desk = [], []
+    for _ in range(rounds):
+        direct += await asyncio.gather(*(ttft_direct(f, fake_url) for f in fakes))
+        desk += await asyncio.gather(*(ttft_desk(c, s) for c, s in zip(clients, sessions, strict=True)))
+    loaded = report(f"{concurrent} concurrent streams", direct, desk)
+    for client in clients + fakes:
+        await client.aclose()
+    print(
+        f"\ntargets: added p50 <= 5 ms ({sequential[0]:.1f}), p95 <= 15 ms sequential ({sequential[1]:.1f}), "
+        f"p95 <= 30 ms at {concurrent} concurrent ({loaded[1]:.1f})"
+    )
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--turns", type=int, default=200)
+    parser.add_argument("--concurrent", type=int, default=10)
+    parser.add_argument("--rounds", type=int, default=20)
+    args = parser.parse_args()
+    fake_port, desk_port = free_port(), free_port()
+    fake = serve_fake(fake_port)
+    fake_url = f"http://127.0.0.1:{fake_port}/v1"
+    with tempfile.TemporaryDirectory(prefix="desk-copilot-bench-") as tmp, EmbeddedMongo(Path(tmp) / "mongo") as uri:
+        env = {k: v for k, v in os.environ.items() if not k.startswith("PYTEST")}
+        env |= {
+            "MONGODB_URI": uri,
+            "DESK_PORT": str(desk_port),
+            "DESK_DATA_DIR": tmp,
+            "DESK_SECRET": "b" * 40,
+            "DESK_ADMIN_EMAIL": ADMIN_EMAIL,
+            "DESK_ADMIN_PASSWORD": PASSWORD,
+            "AI_ENABLED": "true",
+            "AI_BASE_URL": fake_url,
+            "AI_API_KEY": "bench-key",
+            "AI_ALLOW_PRIVATE_BASE_URL": "true",
+            "AI_RATE_LIMIT_MAX": "100000",
+            "AI_DAILY_SPEND_USD": "1000",
+            "AGENT_DAILY_SPEND_USD": "1000",
+            "AI_GLOBAL_DAILY_SPEND_USD": "1000",
+            "DESK_LOGIN_ATTEMPTS_PER_MINUTE": "1000",
+        }
+        desk = subprocess.Popen([sys.executable, "-m", "desk.cli", "run"], env=env, stdout=subprocess.DEVNULL)
+        try:
+            base = f"http://127.0.0.1:{desk_port}"
+            deadline = time.monotonic() + 60
+            while time.monotonic() < deadline:
+                try:
+                    if httpx.get(f"{base}/readyz", timeout=1).status_code == 200:
+                        break
+                except httpx.HTTPError:
+                    time.sleep(0.2)
+            asyncio.run(measure(base, fake_url, args.turns, args.concurrent, args.rounds))
+        finally:
+            desk.terminate()
+            desk.wait(timeout=30)
+            fake.should_exit = True
+
+
+if __name__ == "__main__":
+    main()
