@@ -20,9 +20,8 @@ import sys
 import tempfile
 import time
 from collections import Counter
-from collections.abc import Iterator
-from contextlib import contextmanager, nullcontext
 from dataclasses import dataclass, field
+from datetime import datetime
 from pathlib import Path
 
 import httpx
@@ -47,6 +46,7 @@ WRITES = 10  # timed creates over HTTP per size (each pays the full write path)
 THROUGHPUT_REQUESTS = 2000
 CONCURRENCY = 8
 READY_SECONDS = 60
+REQUEST_SECONDS = 120
 MEDIUM_WORD, COMMON_WORD = "kitchen", "the"  # a place (~1 order in 12) and a word in every order
 
 
@@ -56,7 +56,7 @@ class Desk:
 
     owners: list[ObjectId]
     rng: random.Random = field(default_factory=lambda: random.Random(2026))
-    moment: object = field(default_factory=now)
+    moment: datetime = field(default_factory=now)
     count: int = 0
     mine: int = 0  # orders owned by owners[0], the measured user
     words: Counter = field(default_factory=Counter)
@@ -64,7 +64,7 @@ class Desk:
     rare_word: str | None = None  # the asset tag of the measured user's first order
 
 
-async def main(sizes: list[int], requests: int, real_inserts: bool) -> None:
+async def main(sizes: list[int], requests: int) -> None:
     with tempfile.TemporaryDirectory(prefix="desk-bench-") as tmp:
         mongo = EmbeddedMongo(Path(tmp) / "mongo")
         uri = mongo.start()
@@ -76,9 +76,8 @@ async def main(sizes: list[int], requests: int, real_inserts: bool) -> None:
             desk = Desk(owners=[await _person(db, i) for i in range(OWNERS)])
             rows: list[tuple] = []
             for size in sizes:
-                with nullcontext() if real_inserts else _without_noop_posting_delete():
-                    seconds = await _seed(db, desk, size)
-                print(f"seeded {desk.count:,} work orders, {seconds:.0f} s for this step", flush=True)
+                seconds = await _seed(db, desk, size)
+                print(f"seeded {desk.count:,} work orders; this step took {seconds:.0f} s", flush=True)
                 rows += await _measure(size, uri, Path(tmp), desk, requests)
             _report(rows, sizes)
         finally:
@@ -101,28 +100,6 @@ async def _seed(db, desk: Desk, size: int) -> float:
             last_print = time.perf_counter()
             print(f"  seeding: {desk.count:,}/{size:,} after {last_print - started:.0f} s", flush=True)
     return time.perf_counter() - started
-
-
-@contextmanager
-def _without_noop_posting_delete() -> Iterator[None]:
-    """search.reindex minus its delete_many, for new orders only: they have no postings to delete.
-
-    On nx-27017 that delete scans every posting (docs/benchmarks.md), which makes seeding quadratic:
-    100,000 inserts would take days. What gets stored is the same; --real-inserts keeps the delete.
-    """
-    real = search.reindex
-
-    async def insert_postings(db, order_id: ObjectId, after: dict | None) -> None:
-        assert after is not None, "only for inserts"
-        terms = search.words(f"{after['title']} {after['description']}")[: search.MAX_TERMS]
-        shared = {key: after[key] for key in search.POSTED}
-        await db["search_postings"].insert_many([{"term": term, "orderId": order_id, **shared} for term in terms])
-
-    search.reindex = insert_postings
-    try:
-        yield
-    finally:
-        search.reindex = real
 
 
 def _next_order(desk: Desk) -> dict:
@@ -153,6 +130,7 @@ async def _measure(size: int, uri: str, tmp: Path, desk: Desk, requests: int) ->
     try:
         base = f"http://127.0.0.1:{port}"
         await _wait_ready(base, server)
+        load_before = os.getloadavg()[0]
         searches = [("search rare", desk.rare_word), ("search medium", MEDIUM_WORD), ("search common", COMMON_WORD)]
         for who, email in [("user", "user0@bench.local"), ("admin", ADMIN_EMAIL)]:
             cookie = await _login(base, email)
@@ -168,6 +146,9 @@ async def _measure(size: int, uri: str, tmp: Path, desk: Desk, requests: int) ->
                     rows.append((size, who, kind, q or "", share, *_percentiles(times)))
             rate = await _throughput(base, cookie)
             rows.append((size, who, f"list x{CONCURRENCY}", "", f"{THROUGHPUT_REQUESTS} req", None, None, rate))
+        # Other work on the machine skews every number here; say how busy it was.
+        load_after = os.getloadavg()[0]
+        print(f"load average (1 min) while measuring at {size:,}: {load_before:.1f} before, {load_after:.1f} after")
     finally:
         _stop_server(server)
     return rows
@@ -188,7 +169,8 @@ async def _creates(client: httpx.AsyncClient, desk: Desk) -> tuple[float, float,
 
 
 def _client(base: str, cookie: str) -> httpx.AsyncClient:
-    return httpx.AsyncClient(base_url=base, headers={"Cookie": f"desk_session={cookie}"}, timeout=30)
+    # Generous but bounded: a create at 100k pays for a scan of every posting (see docs/benchmarks.md).
+    return httpx.AsyncClient(base_url=base, headers={"Cookie": f"desk_session={cookie}"}, timeout=REQUEST_SECONDS)
 
 
 async def _latencies(client: httpx.AsyncClient, q: str | None, requests: int) -> tuple[list[float], int]:
@@ -323,7 +305,6 @@ if __name__ == "__main__":
         "--sizes", default="1000,100000", help="desk sizes to measure at, ascending (default 1000,100000)"
     )
     parser.add_argument("--requests", type=int, default=200, help="timed requests per measurement (default 200)")
-    parser.add_argument("--real-inserts", action="store_true", help="seed with the posting delete too (slow, see doc)")
     args = parser.parse_args()
     sizes = sorted(int(size) for size in args.sizes.split(","))
-    asyncio.run(main(sizes, max(args.requests, 20), args.real_inserts))
+    asyncio.run(main(sizes, max(args.requests, 20)))
