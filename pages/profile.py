@@ -5,6 +5,7 @@ from nicegui import APIRouter, ui
 from pydantic import ValidationError
 
 from components import session
+from components.confirm import confirm
 from components.fields import clear_problems, show_problems
 from components.formats import ago, when
 from components.frame import frame
@@ -150,16 +151,8 @@ class TokensCard:
         await _show_secret_once(created)
 
     async def revoke(self, token: TokenRead) -> None:
-        with ui.dialog() as dialog, ui.card().classes("w-96").mark("revoke-dialog"):
-            ui.label("Revoke this token?").classes("text-lg font-semibold")
-            ui.label(token.name).classes("break-all font-medium")
-            ui.label("Programs using it stop working at once. This cannot be undone.").classes("text-sm")
-            with ui.row().classes("w-full justify-end"):
-                ui.button("Cancel", on_click=lambda: dialog.submit(False)).props("flat")
-                ui.button("Revoke", on_click=lambda: dialog.submit(True)).props("color=negative").mark("confirm-revoke")
-        confirmed = await dialog
-        dialog.delete()
-        if not confirmed:
+        question = ("Revoke this token?", token.name, "Programs using it stop working at once. This cannot be undone.")
+        if not await confirm(*question, action="Revoke", marker="confirm-revoke"):
             return
         try:
             await auth_service.revoke_token(db=get_db(), actor=self.actor, token_id=token.id)

@@ -6,6 +6,7 @@ from pydantic import ValidationError
 
 from components import live, session
 from components.chips import PRIORITY_LABELS, STATUS_LABELS, priority_chip, status_chip
+from components.confirm import confirm
 from components.fields import show_problems
 from components.formats import when
 from components.frame import frame
@@ -205,14 +206,9 @@ class WorkOrderView:
             element.disable()
 
     async def _confirm_delete(self) -> None:
-        with ui.dialog() as dialog, ui.card():
-            ui.label(f"Delete “{self.loaded.title}”? This cannot be undone.").classes("break-all")
-            with ui.row().classes("justify-end w-full"):
-                ui.button("Cancel", on_click=lambda: dialog.submit(False)).props("flat")
-                ui.button("Delete", on_click=lambda: dialog.submit(True)).props("color=negative").mark("confirm-delete")
-        confirmed = await dialog
-        dialog.delete()
-        if not confirmed:
+        if not await confirm(
+            f"Delete “{self.loaded.title}”? This cannot be undone.", action="Delete", marker="confirm-delete"
+        ):
             return
         try:
             await service.delete(db=get_db(), actor=self.actor, order_id=self.loaded.id, version=self.loaded.version)

@@ -121,13 +121,13 @@ async def test_an_api_token_is_shown_once_then_listed_used_and_revoked(user: Use
     await user.should_not_see(secret, retries=WAIT)
 
     user.find(marker="revoke").click()
-    await user.should_see(marker="revoke-dialog", retries=WAIT)
+    await user.should_see("Revoke this token?", retries=WAIT)
     user.find("Cancel").click()
-    await user.should_not_see(marker="revoke-dialog", retries=WAIT)
+    await user.should_not_see("Revoke this token?", retries=WAIT)
     await user.should_see(marker="token-row", retries=WAIT)
 
     user.find(marker="revoke").click()
-    await user.should_see(marker="revoke-dialog", retries=WAIT)
+    await user.should_see(marker="confirm-revoke", retries=WAIT)
     user.find(marker="confirm-revoke").click()
     await user.should_see("Token revoked.", retries=WAIT)
     await user.should_see("You have no API tokens.", retries=WAIT)
