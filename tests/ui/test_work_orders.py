@@ -135,7 +135,7 @@ async def test_a_change_by_someone_else_appears_without_reload(
     await user.should_not_see("Heating fixed?", retries=WAIT)
 
 
-async def test_payload_titles_render_as_text(user: User, make_user, make_order, log_in):
+async def test_payload_titles_render_as_text(user: User, make_user, make_order, log_in, db):
     sam = await make_user("user", name="<b>Sam</b>")
     await make_order(sam, XSS_TITLE)
     order = await make_order(sam, MARKDOWN_TITLE)
@@ -148,13 +148,5 @@ async def test_payload_titles_render_as_text(user: User, make_user, make_order, 
         assert isinstance(element, ui.link) and element.text in (XSS_TITLE, MARKDOWN_TITLE)
     await user.open(f"/app/work-orders/{order.id}")
     await user.should_see(MARKDOWN_TITLE)
-    await service.update(
-        db=user_db(), actor=actor(sam), order_id=order.id, data=WorkOrderUpdate(version=1, title=XSS_TITLE)
-    )
+    await service.update(db=db, actor=actor(sam), order_id=order.id, data=WorkOrderUpdate(version=1, title=XSS_TITLE))
     await user.should_see(f"Title: “{MARKDOWN_TITLE}” → “{XSS_TITLE}”", retries=WAIT)
-
-
-def user_db():
-    from desk.db.client import get_db
-
-    return get_db()
