@@ -73,7 +73,9 @@ def serve(settings: Settings, *, demo: bool = False) -> None:
     # NiceGUI's per-browser storage holds the desk session secret: keep it with the desk's data,
     # not in whatever directory the desk was started from.
     Storage.path = (settings.desk_data_dir / "nicegui").resolve()
+    Storage.path.mkdir(parents=True, exist_ok=True)
     app.storage = Storage()
+    app.storage.max_tab_storage_age = 3600  # the desk keeps nothing per tab; NiceGUI's 30-day default only grows
     secret = settings.desk_secret.get_secret_value() if settings.desk_secret else generated_secret()
     try:
         ui.run(
