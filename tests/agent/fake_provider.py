@@ -132,6 +132,13 @@ class Turn:
         chunks = [_chunk({"content": "x" * chunk_size}) for _ in range(size // chunk_size + 1)]
         return cls.chunks(*chunks, _chunk({}, "stop"))
 
+    @classmethod
+    def read_then_update(cls, order_id: str, **fields: Any) -> tuple["Turn", "Turn"]:
+        """The model's usual two steps before a change: list the person's orders, then propose the update."""
+        return cls.tool_calls(("list_my_work_orders", {})), cls.tool_calls(
+            ("update_work_order", {"id": order_id, **fields})
+        )
+
     def with_delay(self, delay: float) -> "Turn":
         return replace(self, delay=delay)
 

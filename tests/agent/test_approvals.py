@@ -174,8 +174,7 @@ async def test_twenty_concurrent_decisions_one_wins_and_the_write_runs_once(
     sam = await make_user()
     tap = await make_order(sam, "Leaking tap")
     fake_provider.script(
-        Turn.tool_calls(("list_my_work_orders", {})),
-        Turn.tool_calls(("update_work_order", {"id": tap.id, "priority": "urgent"})),
+        *Turn.read_then_update(tap.id, priority="urgent"),
         Turn.text("Done."),
     )
     wanted = [(i % 2 == 0) == first for i in range(20)]  # ten approve, ten reject, interleaved
@@ -227,8 +226,7 @@ async def test_an_approval_expires_after_its_ttl(
     sam = await make_user()
     tap = await make_order(sam, "Leaking tap")
     fake_provider.script(
-        Turn.tool_calls(("list_my_work_orders", {})),
-        Turn.tool_calls(("update_work_order", {"id": tap.id, "status": "done"})),
+        *Turn.read_then_update(tap.id, status="done"),
         Turn.text("never asked for"),
     )
     settings = tuned(ai_settings, ai_approval_ttl_ms=50)
@@ -264,8 +262,7 @@ async def test_a_stale_version_is_never_executed_and_is_staged_again(
     sam = await make_user()
     tap = await make_order(sam, "Leaking tap")
     fake_provider.script(
-        Turn.tool_calls(("list_my_work_orders", {})),
-        Turn.tool_calls(("update_work_order", {"id": tap.id, "priority": "urgent"})),
+        *Turn.read_then_update(tap.id, priority="urgent"),
         Turn.text("It is urgent now."),
     )
     shown: list[RunEvent] = []
@@ -301,8 +298,7 @@ async def test_the_frozen_args_are_what_executes(copilot, approve, fake_provider
     sam = await make_user()
     tap = await make_order(sam, "Leaking tap")
     fake_provider.script(
-        Turn.tool_calls(("list_my_work_orders", {})),
-        Turn.tool_calls(("update_work_order", {"id": tap.id, "priority": "high"})),
+        *Turn.read_then_update(tap.id, priority="high"),
         Turn.text("Done."),
     )
 
@@ -325,8 +321,7 @@ async def test_an_order_deleted_before_approval_is_not_recreated_or_touched(
     sam = await make_user()
     tap = await make_order(sam, "Leaking tap")
     fake_provider.script(
-        Turn.tool_calls(("list_my_work_orders", {})),
-        Turn.tool_calls(("update_work_order", {"id": tap.id, "priority": "high"})),
+        *Turn.read_then_update(tap.id, priority="high"),
         Turn.text("It was already gone."),
     )
 
@@ -349,8 +344,7 @@ async def test_approving_after_losing_write_rights_does_not_write(
     sam, boss = await make_user(), await make_user("admin")
     tap = await make_order(sam, "Leaking tap")
     fake_provider.script(
-        Turn.tool_calls(("list_my_work_orders", {})),
-        Turn.tool_calls(("update_work_order", {"id": tap.id, "status": "cancelled"})),
+        *Turn.read_then_update(tap.id, status="cancelled"),
         Turn.text("I could not change it."),
     )
 

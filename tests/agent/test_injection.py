@@ -333,8 +333,7 @@ async def test_a_read_of_admin_data_by_a_user_dispatches_nothing(world, copilot,
 async def test_ai_turned_off_mid_run_refuses_the_next_call(world, ai_settings, provider, fake_provider, db):
     sam, ids = await world("user")
     fake_provider.script(
-        Turn.tool_calls(("list_my_work_orders", {})),
-        Turn.tool_calls(("update_work_order", {"id": ids.mine, "priority": "urgent"})),
+        *Turn.read_then_update(ids.mine, priority="urgent"),
         Turn.text("never asked for"),
     )
     session = await current_session(db=db, settings=ai_settings, actor=actor(sam))

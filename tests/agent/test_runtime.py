@@ -284,8 +284,7 @@ async def test_a_read_after_the_runs_own_change_is_not_answered_from_the_cache(
     sam = await make_user()
     tap = await make_order(sam, "Leaking tap")
     fake_provider.script(
-        Turn.tool_calls(("list_my_work_orders", {})),
-        Turn.tool_calls(("update_work_order", {"id": tap.id, "priority": "urgent"})),
+        *Turn.read_then_update(tap.id, priority="urgent"),
         Turn.tool_calls(("list_my_work_orders", {})),  # checking its work must see the change
         Turn.text("It is urgent now."),
     )
@@ -350,8 +349,7 @@ async def test_the_runtime_injects_the_version_it_read(start, fake_provider, mak
     tap = await make_order(sam, "Leaking tap")
     await work_orders.update(db=db, actor=actor(sam), order_id=tap.id, data=WorkOrderUpdate(version=1, priority="low"))
     fake_provider.script(
-        Turn.tool_calls(("list_my_work_orders", {})),
-        Turn.tool_calls(("update_work_order", {"id": tap.id, "title": "Leaking tap (kitchen)"})),
+        *Turn.read_then_update(tap.id, title="Leaking tap (kitchen)"),
         Turn.text("Renamed."),
     )
 
@@ -368,8 +366,7 @@ async def test_an_id_seen_only_in_a_description_needs_a_read_first(start, fake_p
     boiler = await make_order(boss, "Boiler service contract")
     await make_order(sam, "Leaking tap", description=f"Same plumber as work order {boiler.id}.")
     fake_provider.script(
-        Turn.tool_calls(("list_my_work_orders", {})),
-        Turn.tool_calls(("update_work_order", {"id": boiler.id, "priority": "low"})),
+        *Turn.read_then_update(boiler.id, priority="low"),
         Turn.text("I need to look that one up first."),
     )
 
@@ -441,8 +438,7 @@ async def test_logout_aborts_a_run_waiting_for_approval(start, fake_provider, ma
     sam = await make_user()
     tap = await make_order(sam, "Leaking tap")
     fake_provider.script(
-        Turn.tool_calls(("list_my_work_orders", {})),
-        Turn.tool_calls(("update_work_order", {"id": tap.id, "status": "done"})),
+        *Turn.read_then_update(tap.id, status="done"),
         Turn.text("never asked for"),
     )
 

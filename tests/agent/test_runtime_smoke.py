@@ -17,8 +17,7 @@ async def test_read_then_update_approved(copilot, approve, fake_provider, make_u
     sam = await make_user("user")
     order = await make_order(sam, "Leaking tap")
     fake_provider.script(
-        Turn.tool_calls(("list_my_work_orders", {})),
-        Turn.tool_calls(("update_work_order", {"id": order.id, "priority": "urgent"})),
+        *Turn.read_then_update(order.id, priority="urgent"),
         Turn.text("Done: it is urgent now."),
     )
 

@@ -71,8 +71,7 @@ async def held_at_approval(
 ) -> tuple[AsyncIterator[RunEvent], RunEvent]:
     """A run that proposed a change and then stopped moving (its events are not read any more)."""
     fake_provider.script(
-        Turn.tool_calls(("list_my_work_orders", {})),
-        Turn.tool_calls(("update_work_order", {"id": order_id, "priority": "urgent"})),
+        *Turn.read_then_update(order_id, priority="urgent"),
     )
     session = await current_session(db=db, settings=settings, actor=actor(person))
     turn = await begin(
@@ -159,8 +158,7 @@ async def test_a_live_stream_waiting_on_an_approval_the_sweeper_expires_ends(
     sam = await make_user("user")
     order = await make_order(sam)
     fake_provider.script(
-        Turn.tool_calls(("list_my_work_orders", {})),
-        Turn.tool_calls(("update_work_order", {"id": order.id, "priority": "urgent"})),
+        *Turn.read_then_update(order.id, priority="urgent"),
     )
     session = await current_session(db=db, settings=ai_settings, actor=actor(sam))
     turn = await begin(

@@ -32,8 +32,7 @@ async def test_approve_a_priority_change_from_the_drawer(browser, make_person, m
     person = await make_person(name="Robin Reed")
     order = await make_order(person, "Leaking tap in the kitchen")
     fake_provider.script(
-        Turn.tool_calls(("list_my_work_orders", {})),
-        Turn.tool_calls(("update_work_order", {"id": order.id, "priority": "urgent"})),
+        *Turn.read_then_update(order.id, priority="urgent"),
         Turn.text("Done: the leaking tap is **urgent** now."),
     )
     robin = browser("robin")
@@ -59,8 +58,7 @@ async def test_reject_a_change_with_a_reason(browser, make_person, make_order, f
     person = await make_person(name="Robin Reed")
     order = await make_order(person, "Leaking tap in the kitchen")
     fake_provider.script(
-        Turn.tool_calls(("list_my_work_orders", {})),
-        Turn.tool_calls(("update_work_order", {"id": order.id, "priority": "low"})),
+        *Turn.read_then_update(order.id, priority="low"),
         Turn.text("Understood, I left it as it was."),
     )
     robin = browser("robin")

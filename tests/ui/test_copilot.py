@@ -51,8 +51,7 @@ async def test_approve_a_change_and_see_it_everywhere(
     sam = await make_user("user")
     order = await make_order(sam, "Leaking tap")
     fake_provider.script(
-        Turn.tool_calls(("list_my_work_orders", {})),
-        Turn.tool_calls(("update_work_order", {"id": order.id, "priority": "urgent"})),
+        *Turn.read_then_update(order.id, priority="urgent"),
         Turn.text("It is urgent now."),
     )
     await open_copilot(user, sam, log_in)
@@ -130,8 +129,7 @@ async def test_a_stale_version_shows_the_fresh_diff(
     sam = await make_user("user")
     order = await make_order(sam, "Leaking tap")
     fake_provider.script(
-        Turn.tool_calls(("list_my_work_orders", {})),
-        Turn.tool_calls(("update_work_order", {"id": order.id, "priority": "urgent"})),
+        *Turn.read_then_update(order.id, priority="urgent"),
         Turn.text("Done."),
     )
     await open_copilot(user, sam, log_in)
