@@ -1,15 +1,16 @@
 """/app: the work-order list with search, filters, sort, pages and a live view of changes."""
 
+import asyncio
 from collections.abc import Callable
 from dataclasses import dataclass
 
 from fastapi import Request
-from nicegui import APIRouter, ui
+from nicegui import APIRouter, background_tasks, ui
 
 from components import live, session
-from components.chips import PRIORITY_LABELS, STATUS_LABELS, priority_chip, status_chip
-from components.formats import ago, when
+from components.chips import PRIORITY_LABELS, STATUS_LABELS
 from components.frame import frame
+from components.order_rows import OrderRows
 from components.work_order_dialog import new_work_order_dialog
 from desk.actors import Actor
 from desk.db.client import get_db
@@ -74,26 +75,29 @@ async def work_orders_page(request: Request):
             sort.on_value_change(lambda e: _set(filters, sort=e.value))
             ui.space()
             if actor.can_write:
-                dialog = new_work_order_dialog(actor, owners, lambda _: orders.refresh())
+                dialog = new_work_order_dialog(actor, owners, lambda _: load())
                 ui.button("New work order", icon="add", on_click=dialog.open).mark("new-order")
 
         latest, client = 0, ui.context.client
+        view = _ListView(actor, owners, filters, on_page=lambda number: _set(filters, page=number))
 
-        @ui.refreshable
-        async def orders() -> None:
+        async def load(change_seq: int | None = None) -> None:
             nonlocal latest
             latest += 1
             mine = latest
-            page = await service.list_orders(db=get_db(), actor=actor, query=filters.query())
-            if mine == latest and not client.is_deleted:  # a newer refresh started meanwhile: let it draw
-                _orders_view(page, actor, filters, owners, lambda number: _set(filters, page=number))
+            page = await _list(actor, filters.query(), change_seq)
+            if mine == latest and not client.is_deleted:  # a newer load started meanwhile: let it draw
+                view.show(page)
 
         def _set(current: Filters, **changes) -> None:
             for key, value in changes.items():
                 setattr(current, key, value)
-            orders.refresh()
+            reload()
 
-        await orders()
+        def reload() -> None:
+            background_tasks.create(load(), name="work-orders-list")
+
+        await load()
 
     def keys(event) -> None:
         if not event.action.keydown or event.modifiers.ctrl or event.modifiers.meta or event.modifiers.alt:
@@ -105,50 +109,74 @@ async def work_orders_page(request: Request):
 
     ui.keyboard(on_key=keys)
 
-    def on_changes(batch: list[dict]) -> None:
+    async def on_changes(batch: list[dict]) -> None:
         if actor.is_admin or any(actor.id in change["owners"] for change in batch):
-            orders.refresh()
+            await load(batch[-1]["seq"])
 
     live.on_change(on_changes)
+
+
+async def _list(actor: Actor, query: WorkOrderQuery, change_seq: int | None) -> OffsetPage[WorkOrderRead]:
+    """Read a page; screens redrawing for the same change with the same view share one read.
+
+    Admins all see every order and a person sees only their own (service.list_orders), so the
+    same filters give the same page to every admin, or to every screen of one person. A load
+    that is not answering a change (opening the page, a new filter) never shares: a read already
+    in flight may have started before the change it would miss.
+    """
+    if change_seq is None:
+        return await service.list_orders(db=get_db(), actor=actor, query=query)
+    key = (change_seq, "all" if actor.is_admin else actor.id, query.model_dump_json())
+    read = _shared_reads.get(key)
+    if read is None:
+        read = asyncio.ensure_future(service.list_orders(db=get_db(), actor=actor, query=query))
+        _shared_reads[key] = read
+        read.add_done_callback(lambda _: _shared_reads.pop(key, None))
+    return await asyncio.shield(read)  # one screen closing must not cancel the others' read
+
+
+_shared_reads: dict[tuple, asyncio.Future] = {}
+
+
+class _ListView:
+    """What stays on screen between loads: the empty note, the count, the rows and the pager."""
+
+    def __init__(self, actor: Actor, owners: dict[str, str], filters: Filters, on_page: Callable[[int], None]) -> None:
+        self.actor, self.filters = actor, filters
+        self.empty = ui.label().classes("text-grey-7 p-6").mark("empty")
+        self.count = ui.label().classes("text-sm text-grey-7").mark("count")
+        self.rows = OrderRows(owners if actor.is_admin else None)
+        self.pager = ui.pagination(1, 1, direction_links=True).mark("pages")
+        # set_value in show() also fires this; only a click on another page number loads
+        self.pager.on_value_change(lambda e: e.value != filters.page and on_page(e.value))
+
+    def show(self, page: OffsetPage[WorkOrderRead]) -> None:
+        filters = self.filters
+        self.rows.show(page.items)
+        self.empty.set_visibility(not page.items)
+        self.count.set_visibility(bool(page.items))
+        if not page.items:
+            searching = filters.q or filters.status or filters.priority or filters.owner
+            text = "Nothing matches these filters." if searching else "No work orders yet."
+            if not searching and self.actor.can_write:
+                text += " Create the first one with “New work order” (or press n)."
+            self.empty.set_text(text)
+        first = (filters.page - 1) * PAGE_SIZE + 1
+        total = f"{page.total:,}" if page.total_exact else f"{page.total:,}+"
+        self.count.set_text(f"{first}–{first + len(page.items) - 1} of {total}")
+        pages = max(1, -(-page.total // PAGE_SIZE))
+        last = min(pages, MAX_OFFSET // PAGE_SIZE + 1)  # deeper pages: narrow the filters instead
+        if self.pager.max != last:
+            self.pager.max = last
+            self.pager.update()
+        self.pager.set_value(filters.page)
+        self.pager.set_visibility(pages > 1)
 
 
 def _filter_select(options: dict, label: str, marker: str, on_value) -> ui.select:
     select = ui.select(options, label=label, clearable=True).props("dense").classes("w-40").mark(marker)
     select.on_value_change(lambda e: on_value(e.value))
     return select
-
-
-def _orders_view(
-    page: OffsetPage[WorkOrderRead],
-    actor: Actor,
-    filters: Filters,
-    owners: dict[str, str],
-    on_page: Callable[[int], None],
-) -> None:
-    if not page.items:
-        searching = filters.q or filters.status or filters.priority or filters.owner
-        text = "Nothing matches these filters." if searching else "No work orders yet."
-        if not searching and actor.can_write:
-            text += " Create the first one with “New work order” (or press n)."
-        ui.label(text).classes("text-grey-7 p-6").mark("empty")
-        return
-    first = (filters.page - 1) * PAGE_SIZE + 1
-    total = f"{page.total:,}" if page.total_exact else f"{page.total:,}+"
-    ui.label(f"{first}–{first + len(page.items) - 1} of {total}").classes("text-sm text-grey-7").mark("count")
-    with ui.column().classes("w-full gap-0 border rounded"):
-        for order in page.items:
-            with ui.row().classes("w-full items-center gap-3 px-3 py-2 border-b hover:bg-grey-1").mark("order-row"):
-                priority_chip(order.priority)
-                ui.link(order.title, f"/app/work-orders/{order.id}").classes("grow text-base").mark("order-title")
-                status_chip(order.status)
-                if actor.is_admin:
-                    ui.label(owners.get(order.owner_id, "—")).classes("text-sm text-grey-8 w-36")
-                ui.label(ago(order.updated_at)).classes("text-xs text-grey-7 w-24").tooltip(when(order.updated_at))
-    pages = max(1, -(-page.total // PAGE_SIZE))
-    if pages > 1:
-        last = min(pages, MAX_OFFSET // PAGE_SIZE + 1)  # deeper pages: narrow the filters instead
-        pager = ui.pagination(1, last, direction_links=True, value=filters.page).mark("pages")
-        pager.on_value_change(lambda e: on_page(e.value))
 
 
 async def _owner_names(actor: Actor) -> dict[str, str]:

@@ -135,6 +135,54 @@ async def test_a_change_by_someone_else_appears_without_reload(
     await user.should_not_see("Heating fixed?", retries=WAIT)
 
 
+async def test_a_live_change_updates_the_row_in_place(user: User, make_user, make_order, log_in, db):
+    admin, sam = await make_user("admin"), await make_user("user")
+    order = await make_order(sam, "Boiler pressure low", priority="low")
+    await make_order(sam, "Window stuck")
+    await log_in(user, sam)
+    await user.should_see("Boiler pressure low")
+    link = next(e for e in user.find(marker="order-title").elements if e.text == "Boiler pressure low")
+    row = link.parent_slot.parent
+
+    change = WorkOrderUpdate(version=1, title="Boiler repressurised", priority="urgent", status="in_progress")
+    await service.update(db=db, actor=actor(admin), order_id=order.id, data=change)
+
+    await user.should_see("Boiler repressurised", retries=WAIT)
+    await user.should_see("Urgent")
+    await user.should_see("In progress")
+    await user.should_not_see("Boiler pressure low")
+    # the same row and link, changed where it stands: nothing under the reader's pointer is rebuilt
+    assert link.text == "Boiler repressurised" and link.parent_slot.parent is row
+    assert row in user.find(marker="order-row").elements
+    assert titles(user) == ["Boiler repressurised", "Window stuck"]
+
+
+async def test_screens_redrawn_by_one_change_each_keep_their_own_orders(
+    user: User, create_user, make_user, make_order, log_in, db
+):
+    admin, sam, priya = await make_user("admin"), await make_user("user"), await make_user("user")
+    sams = await make_order(sam, "Sam's radiator")
+    priyas = await make_order(priya, "Priya's radiator")
+    await log_in(user, sam)
+    await user.should_see("1–1 of 1")
+    other = create_user()
+    await log_in(other, priya)
+    await other.should_see("1–1 of 1")
+
+    # two writes in the same half-second land in one batch of the feed: both screens redraw for it
+    await service.update(
+        db=db, actor=actor(admin), order_id=sams.id, data=WorkOrderUpdate(version=1, title="Sam's fixed")
+    )
+    await service.update(
+        db=db, actor=actor(admin), order_id=priyas.id, data=WorkOrderUpdate(version=1, title="Priya's fixed")
+    )
+
+    await user.should_see("Sam's fixed", retries=WAIT)
+    await other.should_see("Priya's fixed", retries=WAIT)
+    assert titles(user) == ["Sam's fixed"]
+    assert titles(other) == ["Priya's fixed"]
+
+
 async def test_payload_titles_render_as_text(user: User, make_user, make_order, log_in, db):
     sam = await make_user("user", name="<b>Sam</b>")
     await make_order(sam, XSS_TITLE)
