@@ -24,7 +24,7 @@ from desk.agent.provider import Provider
 from desk.agent.runtime import begin
 from desk.config import get_settings
 from desk.errors import ErrorCode, Forbidden
-from desk.http import AUTHED, CurrentActor, Db, errors
+from desk.http import AUTHED, CurrentActor, CurrentUser, Db, errors
 
 log = logging.getLogger(__name__)
 router = APIRouter(prefix="/api/v1/ai", tags=["ai"])
@@ -74,6 +74,7 @@ async def send_message(
     *,
     request: Request,
     db: Db,
+    user: CurrentUser,
     actor: CurrentActor,
     provider: Annotated[Provider, Depends(get_provider)],
     idempotency_key: Annotated[str | None, Header(max_length=200)] = None,
@@ -89,6 +90,7 @@ async def send_message(
         content=body.content,
         ip=request.client.host if request.client else "unknown",
         idempotency_key=idempotency_key,
+        user=user,  # read by authentication for this very request: AI access is checked without reading it again
     )
     stream = sse(turn.events(), keepalive=settings.ai_sse_keepalive_ms / 1000)
     headers = {"Cache-Control": "no-cache", "X-Accel-Buffering": "no"}
@@ -127,7 +129,8 @@ async def sse(events: AsyncIterator[RunEvent], *, keepalive: float) -> AsyncIter
     """Frames for `events`, with a `ping` whenever nothing else was sent for `keepalive` seconds.
 
     The run is pumped by its own task so a quiet stretch (a slow model, a pending approval) can be
-    filled with pings; when the client goes away, cancelling that task aborts the run.
+    filled with pings; when the client goes away, cancelling that task aborts the run. Events that
+    are already waiting are sent in one write: each write passes the whole middleware stack.
     """
     queue: asyncio.Queue[RunEvent | None] = asyncio.Queue()
 
@@ -147,13 +150,21 @@ async def sse(events: AsyncIterator[RunEvent], *, keepalive: float) -> AsyncIter
     try:
         while True:
             try:
-                event = await asyncio.wait_for(queue.get(), timeout=keepalive)
+                async with asyncio.timeout(keepalive):
+                    event = await queue.get()
             except TimeoutError:
                 yield encode(Ping())
                 continue
+            frames = []
+            while event is not None:  # events already waiting go out in one write: nothing waits, fewer sends
+                frames.append(encode(event))
+                if queue.empty():
+                    break
+                event = queue.get_nowait()
+            if frames:
+                yield "".join(frames)
             if event is None:
                 break
-            yield encode(event)
     finally:
         if not task.done():
             task.cancel()

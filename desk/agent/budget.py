@@ -1,21 +1,40 @@
-"""Spend: the daily ledger (one atomic $inc per LLM call) and the caps checked before a run and each call.
+"""Spend and pace: the daily ledger (one atomic $inc per LLM call), the caps, and the per-minute message limit.
 
-Keys are `user:<id>:<day>`, `agent:<name>:<day>` and `global:<day>` (UTC days). Checking then
+Ledger keys are `user:<id>:<day>`, `agent:<name>:<day>` and `global:<day>` (UTC days). Checking then
 calling can overshoot a cap by at most the one call in flight, as the spec allows; the next start
 is refused.
+
+The person's day document also counts their message starts per minute and address (spec §4.7:
+the AI limiter keys on user + IP), so letting a message in is one atomic $inc-and-read of that
+document beside one read of the agent's and the desk's spend: two round trips, side by side.
 """
 
-from pymongo import ASCENDING, UpdateOne
+import asyncio
+import hashlib
+from collections.abc import Iterable
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+
+from pymongo import ASCENDING, ReturnDocument, UpdateOne
 from pymongo.asynchronous.database import AsyncDatabase
 
 from desk.config import Settings
-from desk.errors import DeskError, ErrorCode
+from desk.errors import DeskError, ErrorCode, RateLimited
 from desk.schema import now
+
+CAP_OWNERS = {"user": "your", "agent": "the assistant's", "global": "the desk's"}
 
 
 class BudgetExceeded(DeskError):
     code = ErrorCode.AI_BUDGET_EXCEEDED
     default_message = "Today's AI budget is used up. It resets at midnight UTC."
+
+
+@dataclass(frozen=True)
+class Admission:
+    """A message let in; `stale` are the person's start counters of earlier minutes, dropped at the next charge."""
+
+    stale: tuple[str, ...] = ()
 
 
 async def ensure_indexes(db: AsyncDatabase) -> None:
@@ -28,32 +47,83 @@ def keys(*, user_id: str | None, agent: str) -> list[str]:
     return [f"user:{user_id}:{day}", *found] if user_id else found
 
 
-async def charge(db: AsyncDatabase, *, user_id: str | None, agent: str, usd: float) -> None:
-    """Add one call's cost to every scope it counts against (one round trip, each an atomic $inc)."""
+async def admit(db: AsyncDatabase, settings: Settings, *, user_id: str, agent: str, ip: str) -> Admission:
+    """Count one message start; BudgetExceeded past a daily cap, else RateLimited past the per-minute limit."""
+    moment = now()
+    person_key, *shared_keys = keys(user_id=user_id, agent=agent)
+    window = _window(moment, ip)
+    person, shared = await asyncio.gather(
+        db["agent_spend"].find_one_and_update(
+            {"_id": person_key},
+            # $set, not $setOnInsert: the embedded engine drops $setOnInsert on a find-and-modify upsert
+            {"$inc": {f"starts.{window}": 1}, "$set": {"day": moment.date().isoformat()}},
+            upsert=True,
+            return_document=ReturnDocument.AFTER,
+        ),
+        db["agent_spend"].find({"_id": {"$in": shared_keys}}).to_list(),
+    )
+    spent = {person_key: float(person.get("spentUsd", 0.0))} | {doc["_id"]: float(doc["spentUsd"]) for doc in shared}
+    starts = person.get("starts", {})
+    stale = tuple(name for name in starts if not name.startswith(f"{moment:%H%M}-"))
+    try:
+        _within_caps(settings, spent, [person_key, *shared_keys])
+        if starts[window] > settings.ai_rate_limit_max:
+            window_end = moment.replace(second=0, microsecond=0) + timedelta(minutes=1)
+            retry_after = max(1, int((window_end - moment).total_seconds()))
+            raise RateLimited("Too many messages to the assistant; wait a minute.", retry_after=retry_after)
+    except DeskError:
+        if stale:  # no charge follows a refusal to tidy them
+            await db["agent_spend"].update_one({"_id": person_key}, {"$unset": _fields(stale)})
+        raise
+    return Admission(stale=stale)
+
+
+async def charge(db: AsyncDatabase, *, user_id: str | None, agent: str, usd: float, tidy: Iterable[str] = ()) -> None:
+    """Add one call's cost to every scope it counts against (one round trip, each an atomic $inc).
+
+    `tidy` names start counters of earlier minutes to drop from the person's document on the way.
+    """
     day = now().date().isoformat()
-    ops = [
-        UpdateOne({"_id": key}, {"$inc": {"spentUsd": usd}, "$setOnInsert": {"day": day}}, upsert=True)
-        for key in keys(user_id=user_id, agent=agent)
-    ]
+    ops = []
+    for key in keys(user_id=user_id, agent=agent):
+        update = {"$inc": {"spentUsd": usd}, "$setOnInsert": {"day": day}}
+        if tidy and key.startswith("user:"):
+            update["$unset"] = _fields(tidy)
+        ops.append(UpdateOne({"_id": key}, update, upsert=True))
     await db["agent_spend"].bulk_write(ops, ordered=False)
 
 
 async def spent(db: AsyncDatabase, key: str) -> float:
     doc = await db["agent_spend"].find_one({"_id": key})
-    return float(doc["spentUsd"]) if doc else 0.0
+    return float(doc.get("spentUsd", 0.0)) if doc else 0.0
 
 
 async def check(db: AsyncDatabase, settings: Settings, *, user_id: str | None, agent: str) -> None:
     """BudgetExceeded when today's spend reached the user's, the agent's or the global cap."""
+    scopes = keys(user_id=user_id, agent=agent)
+    docs = await db["agent_spend"].find({"_id": {"$in": scopes}}).to_list()
+    found = {doc["_id"]: float(doc.get("spentUsd", 0.0)) for doc in docs}
+    _within_caps(settings, found, scopes)
+
+
+def _within_caps(settings: Settings, spent: dict[str, float], scopes: list[str]) -> None:
     caps = {
         "user": settings.ai_daily_spend_usd,
         "agent": settings.agent_daily_spend_usd,
         "global": settings.ai_global_daily_spend_usd,
     }
-    scopes = keys(user_id=user_id, agent=agent)
-    found = {doc["_id"]: float(doc["spentUsd"]) async for doc in db["agent_spend"].find({"_id": {"$in": scopes}})}
-    for key in scopes:  # one read for every scope: this check sits in front of the model's first token
+    for key in scopes:
         scope = key.split(":", 1)[0]
-        if found.get(key, 0.0) >= caps[scope]:
-            whose = {"user": "your", "agent": "the assistant's", "global": "the desk's"}[scope]
-            raise BudgetExceeded(f"Today's AI budget ({whose} daily limit) is used up. It resets at midnight UTC.")
+        if spent.get(key, 0.0) >= caps[scope]:
+            raise BudgetExceeded(
+                f"Today's AI budget ({CAP_OWNERS[scope]} daily limit) is used up. It resets at midnight UTC."
+            )
+
+
+def _window(moment: datetime, ip: str) -> str:
+    """This calendar minute at this address; hashed: no dots (a path separator) and no address stored."""
+    return f"{moment:%H%M}-{hashlib.blake2s(ip.encode(), digest_size=6).hexdigest()}"
+
+
+def _fields(windows: Iterable[str]) -> dict[str, str]:
+    return {f"starts.{window}": "" for window in windows}

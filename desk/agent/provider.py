@@ -12,6 +12,8 @@ Close the stream when you stop early, so the upstream call is aborted at once ra
         async for event in events: ...
 """
 
+import asyncio
+import contextlib
 import json
 import logging
 import time
@@ -31,6 +33,7 @@ log = logging.getLogger(__name__)
 
 # The usual rough rule for English text and JSON; used only when the provider reports no usage.
 CHARS_PER_TOKEN = 4
+AFTER_DONE_SECONDS = 0.5  # how long the end of a body may take to arrive after [DONE]
 
 
 @dataclass(frozen=True)
@@ -139,7 +142,7 @@ class Provider:
         }
         if tools:
             body["tools"] = tools  # some providers reject an empty list
-        turn = _Turn(prompt_tokens=_tokens(len(json.dumps([messages, tools], ensure_ascii=False))))
+        turn = _Turn(prompt=(messages, tools))
         try:
             # `async with` closes the response however we leave (finished, failed, cancelled, closed
             # early by the consumer), which drops the connection and so aborts the upstream call.
@@ -148,7 +151,8 @@ class Provider:
                     raise _Failure("redirect" if response.is_redirect else f"status {response.status_code}")
                 lines = _DataLines(self.max_response_bytes)
                 deadline = time.monotonic() + self.total_timeout
-                async for raw in response.aiter_raw():  # undecoded: a compressed body fails parsing
+                body = response.aiter_raw()  # undecoded: a compressed body fails parsing
+                async for raw in body:
                     if time.monotonic() > deadline:
                         raise _Failure("deadline")
                     for data in lines.feed(raw):
@@ -158,6 +162,7 @@ class Provider:
                         if text := turn.feed(_parse(data)):
                             yield TextDelta(text)
                     if turn.done:
+                        await _read_to_end(body, lines)
                         break
             if not (turn.done or turn.finish_reason):
                 raise _Failure("truncated")  # clean EOF mid-answer: the reply may be cut anywhere
@@ -180,6 +185,19 @@ class Provider:
     def _unavailable(self, kind: str, turn: "_Turn") -> AIUnavailable:
         log.warning("AI provider call failed: %s (baseUrl=%s, model=%s)", kind, self._where, self.model)
         return AIUnavailable(usage=turn.usage(), kind=kind)
+
+
+async def _read_to_end(body: AsyncIterator[bytes], lines: "_DataLines") -> None:
+    """Read what follows [DONE] (normally just the end of the body), so the connection goes back to the pool.
+
+    A response closed before its end closes its connection, and the next call would pay a new
+    TCP and TLS handshake before its first token. A provider that keeps talking after [DONE] is
+    cut off after a moment, as before; nothing it sends then is parsed, but every byte still counts.
+    """
+    with contextlib.suppress(TimeoutError, httpx.HTTPError, _Failure):
+        async with asyncio.timeout(AFTER_DONE_SECONDS):
+            async for raw in body:
+                lines.feed(raw)
 
 
 class _Failure(Exception):
@@ -268,7 +286,7 @@ class _PendingCall:
 class _Turn:
     """What one streamed completion has produced so far."""
 
-    prompt_tokens: int
+    prompt: tuple[list[dict], list[dict]]  # sized only when the provider reports no usage (JSON work per call)
     output_chars: int = 0
     calls: dict[int, _PendingCall] = field(default_factory=dict)
     reported: Usage | None = None
@@ -302,7 +320,7 @@ class _Turn:
             return self.reported
         # The provider reported no usage (or the call failed first): estimate ~4 chars/token over the
         # prompt JSON and over what was produced, so every call still bills something (spec §4.7).
-        return Usage(self.prompt_tokens, _tokens(self.output_chars))
+        return Usage(_tokens(len(json.dumps(list(self.prompt), ensure_ascii=False))), _tokens(self.output_chars))
 
     def completed(self) -> Completed:
         calls = []

@@ -2,6 +2,11 @@
 
 Run status moves only from `running` to one terminal status, by a conditional update, so two
 writers (the runtime, the sweeper, a logout) can never both finish a run.
+
+On the embedded engine every `find` on a collection with a TTL index first scans it for expired
+documents, so a find costs more as the desk grows (35 ms for one run by id among 20,000) while
+updates, find-and-modify and inserts do not. The copilot's path to the first token therefore only
+claims, updates and inserts; the finds here serve pages, the sweeper and the rarer paths.
 """
 
 from datetime import datetime, timedelta
@@ -18,6 +23,7 @@ Doc = dict[str, Any]
 TERMINAL = ("complete", "error", "budget_exceeded", "expired", "aborted")
 KEEP_TRANSCRIPT = timedelta(days=90)  # SEC-12: messages and tool-call results
 KEEP_RUNS = timedelta(days=365)  # SEC-12: run and session records
+CLAIM_GRACE = timedelta(seconds=60)  # a session claimed longer than this by no running run is stuck (sweeper)
 
 
 async def ensure_indexes(db: AsyncDatabase) -> None:
@@ -50,6 +56,7 @@ async def insert_session(db: AsyncDatabase, user_id: ObjectId) -> Doc | None:
         "activeFor": user_id,
         "status": "active",
         "runningRunId": None,
+        "historyMark": None,  # no messages yet (see claim_session)
         "createdAt": moment,
         "updatedAt": moment,
         "expiresAt": moment + KEEP_RUNS,
@@ -83,19 +90,43 @@ async def recent_sessions(db: AsyncDatabase, user_id: ObjectId, *, limit: int = 
     return await cursor.to_list()
 
 
-async def claim_session(db: AsyncDatabase, session_id: ObjectId, run_id: ObjectId) -> bool:
-    """Mark the session busy with `run_id`; False when another run holds it (one stream at a time)."""
-    result = await db["copilot_sessions"].update_one(
-        {"_id": session_id, "status": "active", "runningRunId": None},
-        {"$set": {"runningRunId": run_id, "updatedAt": now()}},
+async def claim_session(
+    db: AsyncDatabase, session_id: ObjectId, run_id: ObjectId, *, user_id: ObjectId | None = None
+) -> Doc | None:
+    """Mark the person's active session busy with `run_id` (one stream at a time); returns it as it was
+    before, or None when it is not theirs, not active or held by another run.
+
+    The returned `historyMark` is the id of the last message stored in the session (None: none yet),
+    which tells the runtime whether the earlier turns it keeps in memory are current. While the run
+    holds the session the mark is a fresh id that no memory holds: a run that dies mid-write is
+    read back from the database.
+    """
+    owner = {"userId": user_id} if user_id is not None else {}
+    moment = now()
+    return await db["copilot_sessions"].find_one_and_update(
+        {"_id": session_id, **owner, "status": "active", "runningRunId": None},
+        {"$set": {"runningRunId": run_id, "claimedAt": moment, "historyMark": ObjectId(), "updatedAt": moment}},
     )
-    return result.modified_count == 1
 
 
-async def release_session(db: AsyncDatabase, session_id: ObjectId, run_id: ObjectId) -> None:
+_UNCHANGED: Any = object()
+
+
+async def release_session(
+    db: AsyncDatabase, session_id: ObjectId, run_id: ObjectId, *, history_mark: ObjectId | None = _UNCHANGED
+) -> None:
+    """Free the session if `run_id` still holds it; `history_mark` (when given) is its new last message."""
+    fields: Doc = {"runningRunId": None, "updatedAt": now()}
+    if history_mark is not _UNCHANGED:
+        fields["historyMark"] = history_mark
     await db["copilot_sessions"].update_one(
-        {"_id": session_id, "runningRunId": run_id}, {"$set": {"runningRunId": None, "updatedAt": now()}}
+        {"_id": session_id, "runningRunId": run_id}, {"$set": fields, "$unset": {"claimedAt": ""}}
     )
+
+
+async def claimed_before(db: AsyncDatabase, before: datetime) -> list[Doc]:
+    """Sessions held by one run since before `before` (the sweeper checks that run still exists and runs)."""
+    return await db["copilot_sessions"].find({"claimedAt": {"$lt": before}}).to_list(500)
 
 
 # Idempotency keys: the first POST with a key wins; a replay finds the run it started.
@@ -154,13 +185,9 @@ async def user_runs(db: AsyncDatabase, user_id: ObjectId, *, limit: int = 50) ->
     return await db["agent_runs"].find({"userId": user_id}).sort("startedAt", DESCENDING).limit(limit).to_list()
 
 
-async def record_usage(
-    db: AsyncDatabase, run_id: ObjectId, *, input_tokens: int, output_tokens: int, cost: float
-) -> None:
-    await db["agent_runs"].update_one(
-        {"_id": run_id},
-        {"$inc": {"inputTokens": input_tokens, "outputTokens": output_tokens, "costUsd": cost, "steps": 1}},
-    )
+async def record_usage(db: AsyncDatabase, run_id: ObjectId, usage: Doc) -> None:
+    """Add one model call (`inputTokens`, `outputTokens`, `costUsd`) to its run."""
+    await db["agent_runs"].update_one({"_id": run_id}, {"$inc": {**usage, "steps": 1}})
 
 
 async def renew_lease(db: AsyncDatabase, run_id: ObjectId, lease: timedelta) -> bool:
@@ -171,14 +198,24 @@ async def renew_lease(db: AsyncDatabase, run_id: ObjectId, lease: timedelta) -> 
     return result.matched_count == 1
 
 
-async def finish_run(db: AsyncDatabase, run_id: ObjectId, status: str, *, error_code: str | None = None) -> bool:
-    """running -> `status`, only if it is still running; returns whether this call made the move."""
+async def finish_run(
+    db: AsyncDatabase, run_id: ObjectId, status: str, *, error_code: str | None = None, usage: Doc | None = None
+) -> bool:
+    """running -> `status`, only if it is still running; returns whether this call made the move.
+
+    `usage` (the last model call, as for record_usage) is added in the same update, or on its own
+    when someone else ended the run first: every call is billed to its run.
+    """
     assert status in TERMINAL
-    result = await db["agent_runs"].update_one(
-        {"_id": run_id, "status": "running"},
-        {"$set": {"status": status, "finishedAt": now(), "errorCode": error_code, "leaseUntil": None}},
-    )
-    return result.modified_count == 1
+    update: Doc = {"$set": {"status": status, "finishedAt": now(), "errorCode": error_code, "leaseUntil": None}}
+    if usage is not None:
+        update["$inc"] = {**usage, "steps": 1}
+    result = await db["agent_runs"].update_one({"_id": run_id, "status": "running"}, update)
+    if result.modified_count == 1:
+        return True
+    if usage is not None:
+        await record_usage(db, run_id, usage)
+    return False
 
 
 async def running_runs(db: AsyncDatabase, user_id: ObjectId) -> list[Doc]:
@@ -193,6 +230,7 @@ async def stale_runs(db: AsyncDatabase, before: datetime) -> list[Doc]:
 
 
 async def add_message(db: AsyncDatabase, message: Doc) -> None:
+    """Store one message (the caller may choose its `_id`)."""
     moment = now()
     await db["agent_messages"].insert_one({**message, "createdAt": moment, "expiresAt": moment + KEEP_TRANSCRIPT})
 

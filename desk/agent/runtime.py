@@ -18,8 +18,10 @@ from datetime import timedelta
 from typing import Any
 
 from bson import ObjectId
+from bson.errors import InvalidDocument
 from pydantic import ValidationError
 from pymongo.asynchronous.database import AsyncDatabase
+from pymongo.errors import PyMongoError
 
 from desk.actors import Actor, Role
 from desk.agent import approvals, budget, runs
@@ -33,13 +35,13 @@ from desk.agent.events import (
     ToolCallStart,
     ToolResult,
 )
+from desk.agent.history import HISTORIES, WINDOW, Message, kept
 from desk.agent.prompt import SYSTEM_PROMPT
 from desk.agent.provider import CHARS_PER_TOKEN, AIUnavailable, Completed, Provider, ToolCallRequest, Usage
 from desk.agent.tools import REGISTRY
 from desk.agent.tools.registry import Refusal, Tool, ToolContext
-from desk.auth.service import limit_rate
 from desk.config import Settings
-from desk.errors import Conflict, DeskError, ErrorCode, Forbidden, NotFound
+from desk.errors import Conflict, DeskError, ErrorCode, Forbidden, NotFound, RateLimited
 from desk.schema import now, parse_object_id
 from desk.users import service as users_service
 
@@ -70,66 +72,95 @@ async def begin(
     content: str,
     ip: str,
     idempotency_key: str | None = None,
+    user: dict | None = None,
 ) -> "CopilotTurn":
-    """Refuse early (AI off, someone else's session, a run in progress, budget, rate) or start the run.
+    """Refuse early (AI off, someone else's session, budget, rate, a replayed key, a run in progress) or start the run.
 
-    Independent checks run side by side: everything here stands between the person and the first
-    token. When several fail, the first in this order is the one reported.
+    Everything here stands between the person and the first token, so it is two or three round trips
+    side by side: claiming the session (after recording the idempotency key, when there is one) and
+    letting the message in (rate and spend, budget.admit). When several checks fail, the first in
+    that order is reported, and whatever a refused turn took (the claim, the key) is given back. The
+    run and the person's message are recorded while the model call streams (`CopilotTurn`).
+    `user` is the person's stored record when the caller has just read it (the HTTP route has).
     """
+    user = await require_ai_user(db, settings, actor, user)
     oid = parse_object_id(session_id)
-    user, session = await _first_failure(
-        require_ai_user(db, settings, actor), runs.get_session(db, oid) if oid else _none()
-    )
-    if session is None or str(session["userId"]) != actor.id:
-        raise NotFound("No such copilot session.")  # SEC-14: someone else's session looks missing
-    if session["status"] != "active":
-        raise ApprovalPending("This conversation is closed; start a new one.")
-    await _first_failure(
-        budget.check(db, settings, user_id=actor.id, agent=AGENT),
-        limit_rate(
-            db=db,
-            key=f"ai:{actor.id}:{ip}",
-            per_minute=settings.ai_rate_limit_max,
-            message="Too many messages to the assistant; wait a minute.",
-        ),
-    )
-    run = runs.new_run(
-        session_id=session["_id"], user_id=user["_id"], mode="copilot", model=settings.ai_model, lease=LEASE
-    )
+    if oid is None:
+        raise NotFound("No such copilot session.")
+    run = runs.new_run(session_id=oid, user_id=user["_id"], mode="copilot", model=settings.ai_model, lease=LEASE)
     key = idempotency_key[:200] if idempotency_key else None
+    session, admission = await asyncio.gather(
+        _claim(db, session_id=oid, run=run, key=key),
+        budget.admit(db, settings, user_id=actor.id, agent=AGENT, ip=ip),
+        return_exceptions=True,
+    )
+    refusals = [outcome for outcome in (session, admission) if isinstance(outcome, BaseException)]
+    if refusals:
+        if not isinstance(session, BaseException):
+            await _unclaim(db, session, run, key)
+        raise min(refusals, key=_rank)
+    assert isinstance(session, dict) and isinstance(admission, budget.Admission)
+    turn = CopilotTurn(
+        db=db,
+        settings=settings,
+        provider=provider,
+        actor=actor,
+        run=run,
+        session=session,
+        window=HISTORIES.current(session),
+        admission=admission,
+    )
+    turn.record(content)
+    return turn
+
+
+class SessionClosed(ApprovalPending):
+    default_message = "This conversation is closed; start a new one."
+
+
+async def _claim(db: AsyncDatabase, *, session_id: ObjectId, run: dict, key: str | None) -> dict:
+    """The session as it was before this run took it; the refusal when it cannot (in the order of `_rank`)."""
     if key:
-        earlier = await runs.remember_key(db, user["_id"], key, run["_id"])
+        earlier = await runs.remember_key(db, run["userId"], key, run["_id"])
         if earlier is not None:
             raise MessageDuplicate(details={"runId": str(earlier)})
-    if not await runs.claim_session(db, session["_id"], run["_id"]):
-        if key:  # this message started nothing: its retry must not read as a duplicate
-            await runs.forget_key(db, user["_id"], key)
-        raise ApprovalPending()
-    message = {"sessionId": session["_id"], "runId": run["_id"], "role": "user", "content": content}
-    await asyncio.gather(runs.insert_run(db, run), runs.add_message(db, message))
-    return CopilotTurn(db=db, settings=settings, provider=provider, actor=actor, run=run, session=session, fresh=True)
+    session = await runs.claim_session(db, session_id, run["_id"], user_id=run["userId"])
+    if session is not None:
+        return session
+    if key:  # this message started nothing: its retry must not read as a duplicate
+        await runs.forget_key(db, run["userId"], key)
+    found = await runs.get_session(db, session_id)  # only a refusal pays for this read: which one is it?
+    if found is None or found["userId"] != run["userId"]:
+        raise NotFound("No such copilot session.")  # SEC-14: someone else's session looks missing
+    if found["status"] != "active":
+        raise SessionClosed()
+    raise ApprovalPending()
 
 
-async def _none() -> None:
-    return None
+async def _unclaim(db: AsyncDatabase, session: dict, run: dict, key: str | None) -> None:
+    """Give back what a turn refused by another check took: the session (history unchanged) and its key."""
+    mark = session.get("historyMark", ObjectId())  # a session from before marks were kept stays unknown
+    await runs.release_session(db, session["_id"], run["_id"], history_mark=mark)
+    if key:
+        await runs.forget_key(db, run["userId"], key)
 
 
-async def _first_failure(*checks: Awaitable[Any]) -> list[Any]:
-    """Await side by side; raise the first failure in argument order (not in the order they finished)."""
-    results = await asyncio.gather(*checks, return_exceptions=True)
-    for result in results:
-        if isinstance(result, BaseException):
-            raise result
-    return results
+def _rank(refusal: BaseException) -> int:
+    """Which refusal a person sees when several checks failed at once (a failure of our own comes first)."""
+    order = (SessionClosed, NotFound, budget.BudgetExceeded, RateLimited, MessageDuplicate, ApprovalPending)
+    return next((rank for rank, kind in enumerate(order, 1) if isinstance(refusal, kind)), 0)
 
 
-async def require_ai_user(db: AsyncDatabase, settings: Settings, actor: Actor) -> dict:
+async def require_ai_user(db: AsyncDatabase, settings: Settings, actor: Actor, user: dict | None = None) -> dict:
+    """The person's stored record if AI is on for the desk and for them (`user`: one the caller just read)."""
     if not settings.ai_enabled:
         raise Forbidden("The AI assistant is turned off on this desk.")
-    user = await users_service.get_user(db=db, actor=actor, user_id=actor.id) if actor.is_human else None
-    if user is None or not user.ai_enabled or not user.active:
+    if user is None and actor.is_human:
+        found = await users_service.get_user(db=db, actor=actor, user_id=actor.id)
+        user = {"_id": ObjectId(found.id), "aiEnabled": found.ai_enabled, "active": found.active} if found else None
+    if user is None or str(user["_id"]) != actor.id or not user.get("aiEnabled") or not user.get("active"):
         raise Forbidden("AI assistance is turned off for you. You can turn it on in your profile.")
-    return {"_id": ObjectId(user.id), "aiEnabled": user.ai_enabled}
+    return {"_id": user["_id"], "aiEnabled": True}
 
 
 @dataclass
@@ -155,14 +186,49 @@ class RunEnded(Exception):
 
 class CopilotTurn:
     def __init__(
-        self, *, db, settings: Settings, provider: Provider, actor: Actor, run: dict, session: dict, fresh: bool = False
+        self,
+        *,
+        db,
+        settings: Settings,
+        provider: Provider,
+        actor: Actor,
+        run: dict,
+        session: dict,
+        window: list[Message] | None = None,
+        admission: budget.Admission | None = None,
     ):
         self.db, self.settings, self.provider, self.actor = db, settings, provider, actor
         self.run, self.session = run, session
         self.run_id = str(run["_id"])
         self.state = RunState()
         self.finished = False
-        self.fresh = fresh  # `begin` has just checked AI access and budget: the first call needs no second look
+        self.fresh = True  # `begin` has just checked AI access and budget: the first call needs no second look
+        self.staged = False  # whether this run put a change before the person (only then can one be pending)
+        self.window = window  # the session's newest messages (None: read them from the database first)
+        self.last_message: ObjectId | None = session.get("historyMark")
+        self.unsure = False  # a message write failed or was cut short: the window may not match the database
+        self.tidy = admission.stale if admission else ()
+        self.content = ""
+        self.records: asyncio.Task | None = None
+        self.run_stored = False
+        self.unrecorded: Usage | None = None  # the last call, billed to the ledger but not yet to the run
+
+    def record(self, content: str) -> None:
+        """Store the run and the person's message in the background; the run's own writes wait for them."""
+        self.content = content
+        if self.window is not None:
+            self.window.append(kept("user", content))
+        self.records = asyncio.create_task(self._write_records(content), name=f"copilot-records-{self.run_id}")
+        _recording.add(self.records)
+        self.records.add_done_callback(_recorded_in_background)
+
+    async def recorded(self) -> bool:
+        """Wait until the run and the person's message are stored; False if that failed."""
+        if self.records is None:
+            return True
+        with contextlib.suppress(Exception):
+            await asyncio.shield(self.records)
+        return not self.records.cancelled() and self.records.exception() is None
 
     async def events(self) -> AsyncIterator[RunEvent]:
         """The run, as events; if the listener goes away mid-run, the run is recorded as aborted."""
@@ -190,14 +256,14 @@ class CopilotTurn:
                 if self.finished:
                     return
         except RunEnded as ended:
-            await self._finish(ended.status, ended.code)
+            status = await self._finish(ended.status, ended.code)
             if ended.event is not None:
                 yield ended.event
-            yield await self._done(ended.status)
+            yield MessageDone(run_id=self.run_id, status=status)
             return
-        await self._finish("budget_exceeded", "step_cap")
+        status = await self._finish("budget_exceeded", "step_cap")
         yield Error(code=ErrorCode.AI_BUDGET_EXCEEDED, message="The assistant used all its steps for this message.")
-        yield await self._done("budget_exceeded")
+        yield MessageDone(run_id=self.run_id, status=status)
 
     async def _step(self, messages: list[dict], tools: list[dict]) -> AsyncIterator[RunEvent]:
         """One model call and its tool calls; sets `finished` when the run ended in this step."""
@@ -214,6 +280,8 @@ class CopilotTurn:
                     else:
                         text += chunk.text
                         yield Token(text=chunk.text)
+                    if self.records is not None and self.records.done():
+                        await self._require_records()  # they failed: stop the answer now, not at its end
         except AIUnavailable as failure:
             billed = True
             await self._bill(failure.usage)
@@ -221,19 +289,23 @@ class CopilotTurn:
                 "error", Error(code=ErrorCode.AI_UNAVAILABLE, message=failure.message), "AI_UNAVAILABLE"
             ) from None
         finally:
-            if completed is None and not billed:  # cancelled mid-call: every call bills (spec §4.7), estimated
+            if completed is None and not billed:  # cut short: every call bills (spec §4.7), estimated
                 await asyncio.shield(self._bill(Usage(_tokens(messages), len(text) // CHARS_PER_TOKEN)))
         assert completed is not None
-        await self._bill(completed.usage)
+        await self._require_records()
         if not completed.tool_calls:
-            await self._say("assistant", text)
+            self.unrecorded = completed.usage  # goes onto the run with its final status: one write, not two
+            await _together(self._charge(completed.usage), self._say("assistant", text))
             notice = None if text.strip() else "The assistant finished without an answer."
-            await self._finish("complete")
+            status = await self._finish("complete")
             self.finished = True
-            yield await self._done("complete", notice)
+            yield MessageDone(run_id=self.run_id, status=status, notice=notice)
             return
         messages.append(_assistant_message(text, completed.tool_calls))
-        await self._say("assistant", text, toolCalls=[c.name for c in completed.tool_calls])
+        await _together(
+            self._bill(completed.usage),
+            self._say("assistant", text, toolCalls=[c.name for c in completed.tool_calls]),
+        )
         async for event in self._tool_calls(completed.tool_calls, messages):
             yield event
 
@@ -384,6 +456,7 @@ class CopilotTurn:
             pre, version = image.fields, image.version
         answer["staged"] = True
         answer["record"] = False  # the staged tool call is its own record
+        self.staged = True
         ttl = timedelta(milliseconds=self.settings.ai_approval_ttl_ms)
         while True:
             staged = await approvals.stage(
@@ -522,14 +595,23 @@ class CopilotTurn:
         if self.fresh:
             self.fresh = False
             return self._context_too_long(messages)
-        if not await runs.renew_lease(self.db, self.run["_id"], LEASE):
+        leased, ai_on, within_budget = await asyncio.gather(
+            runs.renew_lease(self.db, self.run["_id"], LEASE),
+            self._ai_still_on(),
+            budget.check(self.db, self.settings, user_id=self.actor.id, agent=AGENT),
+            return_exceptions=True,
+        )
+        for outcome in (leased, ai_on):
+            if isinstance(outcome, BaseException):
+                raise outcome
+        if not leased:
             raise RunEnded("aborted")  # ended elsewhere (logout, the sweeper): stop
-        if not await self._ai_still_on():
+        if not ai_on:
             return Error(code=ErrorCode.FORBIDDEN, message="AI assistance was turned off.")
-        try:
-            await budget.check(self.db, self.settings, user_id=self.actor.id, agent=AGENT)
-        except budget.BudgetExceeded as error:
-            return Error(code=ErrorCode.AI_BUDGET_EXCEEDED, message=error.message)
+        if isinstance(within_budget, budget.BudgetExceeded):
+            return Error(code=ErrorCode.AI_BUDGET_EXCEEDED, message=within_budget.message)
+        if isinstance(within_budget, BaseException):
+            raise within_budget
         return self._context_too_long(messages)
 
     def _context_too_long(self, messages: list[dict]) -> Error | None:
@@ -537,31 +619,66 @@ class CopilotTurn:
             return Error(code=ErrorCode.AI_BUDGET_EXCEEDED, message="This conversation is too long; start a new one.")
         return None
 
+    async def _require_records(self) -> None:
+        """The run ends here, as an error, when its own record or the person's message could not be stored."""
+        if not await self.recorded():
+            raise _not_stored()
+
+    async def _charge(self, usage: Usage) -> None:
+        """The spend ledger, for one model call (the first also drops the person's stale rate counters).
+
+        Shielded, as is every bill: a call made is a call paid, even when the listener leaves meanwhile.
+        """
+        tidy, self.tidy = self.tidy, ()
+        usd = self.provider.cost(usage)
+        await asyncio.shield(budget.charge(self.db, user_id=self.actor.id, agent=AGENT, usd=usd, tidy=tidy))
+
     async def _bill(self, usage: Usage) -> None:
+        """One model call, to the ledger and to its run (if the run could be stored)."""
+        await self.recorded()
+        writes = [self._charge(usage)]
+        if self.run_stored:
+            writes.append(runs.record_usage(self.db, self.run["_id"], self._usage(usage)))
+        await asyncio.shield(_together(*writes))
+
+    def _usage(self, usage: Usage) -> dict:
         cost = self.provider.cost(usage)
-        await budget.charge(self.db, user_id=self.actor.id, agent=AGENT, usd=cost)
-        await runs.record_usage(
-            self.db, self.run["_id"], input_tokens=usage.input_tokens, output_tokens=usage.output_tokens, cost=cost
-        )
+        return {"inputTokens": usage.input_tokens, "outputTokens": usage.output_tokens, "costUsd": cost}
 
     async def _history(self) -> list[dict]:
         """System prompt, earlier turns of this session (oldest dropped first to fit), this message."""
-        earlier = await runs.session_messages(self.db, self.session["_id"], limit=50)
-        turns = [
-            {"role": m["role"], "content": m["content"]}
-            for m in earlier
-            if m["role"] in ("user", "assistant") and m["content"]
-        ]
+        if self.window is None:  # not kept in this process (or not current): the database knows
+            earlier = await runs.session_messages(self.db, self.session["_id"], limit=WINDOW)
+            # this run's own message may be stored already (it is written meanwhile): it is added below
+            self.window = [kept(m["role"], m["content"]) for m in earlier if m.get("runId") != self.run["_id"]]
+            self.window.append(kept("user", self.content))
+        turns = [{"role": role, "content": content} for role, content in self.window[-WINDOW:] if content]
         messages = [{"role": "system", "content": SYSTEM_PROMPT}, *turns]
         while len(messages) > 2 and _tokens(messages) > self.settings.ai_max_context_tokens * 3 // 4:
             del messages[1]
         return messages
 
-    async def _say(self, role: str, content: str, **extra: Any) -> None:
-        await runs.add_message(
-            self.db,
-            {"sessionId": self.session["_id"], "runId": self.run["_id"], "role": role, "content": content, **extra},
-        )
+    async def _write_records(self, content: str) -> None:
+        # In order: a message never points at a run that was not stored.
+        await runs.insert_run(self.db, self.run)
+        self.run_stored = True
+        await self._say("user", content, into_window=False)  # `record` put it there: the model call must not wait
+
+    async def _say(self, role: str, content: str, *, into_window: bool = True, **extra: Any) -> None:
+        """Store one message of the run; one that cannot be stored ends the run (`record_failed`)."""
+        message_id = ObjectId()
+        self.unsure = True
+        message = {"_id": message_id, "sessionId": self.session["_id"], "runId": self.run["_id"], "role": role}
+        try:
+            await runs.add_message(self.db, {**message, "content": content, **extra})
+        except (PyMongoError, InvalidDocument) as error:
+            # the type only: a driver's message may quote the document, and with it the person's words (SEC-1)
+            log.error("could not store a copilot message (%s)", type(error).__name__)
+            raise _not_stored() from None
+        self.unsure = False
+        self.last_message = message_id
+        if into_window and self.window is not None:
+            self.window.append(kept(role, content))
 
     async def _record(self, call: ToolCallRequest, answer: dict, started: float) -> None:
         await runs.insert_tool_call(
@@ -578,17 +695,50 @@ class CopilotTurn:
             },
         )
 
-    async def _finish(self, status: str, code: str | None = None) -> None:
-        await runs.finish_run(self.db, self.run["_id"], status, error_code=code)
-        # Whoever ended the run (this loop, a logout, the sweeper), none of its approvals may stay pending.
-        await approvals.expire_for_run(self.db, self.run["_id"])
+    async def _finish(self, status: str, code: str | None = None) -> str:
+        """End the run as `status` unless someone else (a logout, the sweeper) ended it first; returns how it ended."""
+        if not await self.recorded():
+            status, code = "error", "record_failed"  # what was stored of it (if anything) says why it stopped
+        usage = self._usage(self.unrecorded) if self.unrecorded is not None else None
+        self.unrecorded = None
+        moved = await runs.finish_run(self.db, self.run["_id"], status, error_code=code, usage=usage)
+        if self.staged:  # whoever ended the run, none of its approvals may stay pending
+            await approvals.expire_for_run(self.db, self.run["_id"])
+        if moved:
+            return status
+        stored = await runs.get_run(self.db, self.run["_id"])
+        return stored["status"] if stored else status
 
     async def _release(self) -> None:
-        await runs.release_session(self.db, self.session["_id"], self.run["_id"])
+        """Free the session, leaving the mark that tells the next turn whether our window is still current."""
+        if not await self.recorded() or self.unsure or self.window is None:
+            mark = ObjectId()  # matches no window anywhere: the next turn reads the database
+            HISTORIES.drop(self.session["_id"])
+        else:
+            mark = self.last_message
+            HISTORIES.put(self.session["_id"], mark, self.window)
+        await runs.release_session(self.db, self.session["_id"], self.run["_id"], history_mark=mark)
 
-    async def _done(self, status: str, notice: str | None = None) -> MessageDone:
-        stored = await runs.get_run(self.db, self.run["_id"])
-        return MessageDone(run_id=self.run_id, status=stored["status"] if stored else status, notice=notice)
+
+_recording: set[asyncio.Task] = set()  # record tasks of turns nobody may drive (strong refs until done)
+
+
+def _recorded_in_background(task: asyncio.Task) -> None:
+    _recording.discard(task)
+    if not task.cancelled() and not isinstance(error := task.exception(), (RunEnded, type(None))):
+        log.error("could not store a copilot run (%s)", type(error).__name__)  # the type only, as in _say
+
+
+def _not_stored() -> "RunEnded":
+    message = "Your message or its answer could not be saved, so the assistant stopped."
+    return RunEnded("error", Error(code=ErrorCode.INTERNAL, message=message), "record_failed")
+
+
+async def _together(*writes: Awaitable[Any]) -> None:
+    """Side by side, all awaited to their end (none left running unseen); then the first failure is raised."""
+    for outcome in await asyncio.gather(*writes, return_exceptions=True):
+        if isinstance(outcome, BaseException):
+            raise outcome
 
 
 def _fill(answer: dict, outcome: str, result: dict, summary: str) -> None:

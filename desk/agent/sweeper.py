@@ -1,4 +1,4 @@
-"""The sweeper (spec §4.5): runs whose lease went stale end as errors; overdue approvals expire."""
+"""The sweeper (spec §4.5): stale runs end as errors, overdue approvals expire, stuck sessions are freed."""
 
 from dataclasses import dataclass
 from typing import Any
@@ -13,6 +13,7 @@ from desk.schema import now
 class Swept:
     stale_runs: int
     expired_approvals: int
+    freed_sessions: int = 0
 
 
 async def sweep(db: AsyncDatabase) -> Swept:
@@ -26,7 +27,25 @@ async def sweep(db: AsyncDatabase) -> Swept:
             await approvals.expire_for_run(db, run["_id"])
             await _release(db, run)
             stale += 1
-    return Swept(stale_runs=stale, expired_approvals=expired)
+    return Swept(stale_runs=stale, expired_approvals=expired, freed_sessions=await _free_stuck_sessions(db))
+
+
+async def _free_stuck_sessions(db: AsyncDatabase) -> int:
+    """Free sessions held for longer than a run's lease by a run that was never stored or has ended.
+
+    The runtime stores a run while its first model call streams, so a process that dies right after
+    claiming the session leaves a claim with no run for the sweep above to find; one that dies
+    between ending its run and letting go (say, after a logout ended it) leaves a claim by a run
+    that is over. Either would keep the person out of their conversation for good.
+    """
+    freed = 0
+    for session in await runs.claimed_before(db, now() - runs.CLAIM_GRACE):
+        run_id = session.get("runningRunId")
+        run = await runs.get_run(db, run_id) if run_id else None
+        if run_id and (run is None or run["status"] != "running"):
+            await runs.release_session(db, session["_id"], run_id)
+            freed += 1
+    return freed
 
 
 async def _expire_approval(db: AsyncDatabase, call: dict[str, Any]) -> bool:

@@ -150,6 +150,7 @@ class FakeProvider:
         self.url = ""  # http://127.0.0.1:PORT/v1, set once the server listens
         self.requests: list[Any] = []  # JSON bodies, in arrival order
         self.headers: list[dict[str, str]] = []  # request headers (lower-case names), same order
+        self.peers: list[tuple[str, int]] = []  # the client's address and port: one port, one connection
         self.unscripted = 0  # calls that found no turn queued
         self.client_disconnects = 0  # streams the client closed before the turn finished
         self._turns: deque[Turn] = deque()
@@ -164,6 +165,7 @@ class FakeProvider:
         self._turns.clear()
         self.requests.clear()
         self.headers.clear()
+        self.peers.clear()
         self.unscripted = self.client_disconnects = 0
 
     async def wait_for_disconnect(self, within: float = 2.0) -> bool:
@@ -184,6 +186,7 @@ class FakeProvider:
                 break
         self.requests.append(json.loads(body) if body else None)
         self.headers.append({name.decode().lower(): value.decode() for name, value in scope["headers"]})
+        self.peers.append(tuple(scope["client"]))
         if self._turns:
             turn = self._turns.popleft()
         else:

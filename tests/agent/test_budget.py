@@ -264,3 +264,46 @@ async def test_sequential_callers_overshoot_by_less_than_one_call(db, settings, 
 
     spent = (await ledger(db, sam))["user"]
     assert cap <= spent < cap + cost
+
+
+# --- letting a message in: one document per person and day ----------------------------------------
+
+
+async def test_a_message_start_is_counted_in_the_persons_day_document_beside_their_spend(db, settings, make_user):
+    sam = await make_user("user")
+    await budget.charge(db, user_id=sam["id"], agent="copilot", usd=0.25)
+
+    for _ in range(3):
+        await budget.admit(db, settings, user_id=sam["id"], agent="copilot", ip="10.0.0.7")
+    await budget.admit(db, settings, user_id=sam["id"], agent="copilot", ip="10.0.0.8")
+
+    doc = await db["agent_spend"].find_one({"_id": keys_for(sam)["user"]})
+    assert doc["spentUsd"] == 0.25
+    assert sorted(doc["starts"].values()) == [1, 3]  # per minute and address
+    assert not any("10.0.0" in name for name in doc["starts"])  # addresses are not stored
+    assert await db["agent_spend"].count_documents({}) == 3  # still one document per scope and day
+
+
+async def test_counters_of_earlier_minutes_are_dropped_by_the_next_charge(db, settings, make_user):
+    sam = await make_user("user")
+    key = keys_for(sam)["user"]
+    await db["agent_spend"].update_one({"_id": key}, {"$set": {"starts": {"9999-old": 7}}}, upsert=True)
+
+    admitted = await budget.admit(db, settings, user_id=sam["id"], agent="copilot", ip="10.0.0.7")
+    await budget.charge(db, user_id=sam["id"], agent="copilot", usd=0.01, tidy=admitted.stale)
+
+    assert admitted.stale == ("9999-old",)
+    assert list((await db["agent_spend"].find_one({"_id": key}))["starts"].values()) == [1]  # this minute's only
+
+
+async def test_a_refused_start_drops_earlier_minutes_itself(db, settings, make_user):
+    sam = await make_user("user")
+    key = keys_for(sam)["user"]
+    await db["agent_spend"].update_one(
+        {"_id": key}, {"$set": {"starts": {"9999-old": 7}, "spentUsd": settings.ai_daily_spend_usd}}, upsert=True
+    )
+
+    with pytest.raises(budget.BudgetExceeded):
+        await budget.admit(db, settings, user_id=sam["id"], agent="copilot", ip="10.0.0.7")
+
+    assert "9999-old" not in (await db["agent_spend"].find_one({"_id": key}))["starts"]

@@ -6,6 +6,7 @@ import json
 import logging
 import socket
 import ssl
+import time
 from collections.abc import AsyncIterator
 from contextlib import aclosing
 from typing import Any
@@ -13,6 +14,7 @@ from typing import Any
 import httpx
 import pytest
 
+from desk.agent import provider as provider_module
 from desk.agent.provider import AIUnavailable, Completed, Provider, ProviderEvent, TextDelta, Usage
 from desk.config import Settings
 from desk.errors import ErrorCode
@@ -163,6 +165,29 @@ async def test_a_finish_reason_without_done_still_completes(fake_provider: FakeP
     events = await run(provider)
 
     assert events == [TextDelta("Done."), Completed(tool_calls=[], usage=events[-1].usage, finish_reason="stop")]
+
+
+async def test_consecutive_calls_reuse_one_connection(fake_provider: FakeProvider, provider: Provider):
+    """The body is read to its end after [DONE]: the next call pays no new TCP (and TLS) handshake."""
+    fake_provider.script(Turn.text("One."), Turn.tool_calls(("list_my_work_orders", {})), Turn.text("Three."))
+
+    for _ in range(3):
+        await run(provider)
+
+    assert len(fake_provider.peers) == 3 and len(set(fake_provider.peers)) == 1
+
+
+async def test_a_provider_that_talks_on_after_done_is_cut_off_not_waited_for(
+    fake_provider: FakeProvider, provider: Provider, monkeypatch: pytest.MonkeyPatch
+):
+    monkeypatch.setattr(provider_module, "AFTER_DONE_SECONDS", 0.1)  # speed only
+    chatty = Turn(frames=(*Turn.text("Done.", chunks=1).frames, *[b": still here\n\n"] * 20), delay=0.05)
+    fake_provider.script(chatty)
+    started = time.monotonic()
+
+    *_, completed = await run(provider)
+
+    assert isinstance(completed, Completed) and time.monotonic() - started < 0.6  # the whole body takes 1.1 s
 
 
 # --- every failure is one generic AIUnavailable that leaks nothing and still bills ---

@@ -18,10 +18,10 @@ from pathlib import Path
 import pytest
 from bson import ObjectId
 
-from desk.agent import approvals, sweeper
+from desk.agent import approvals, runs, sweeper
 from desk.agent.events import RunEvent
 from desk.agent.runtime import begin
-from desk.agent.sessions import current_session
+from desk.agent.sessions import abort_runs, current_session
 from desk.agent.sweeper import Swept, sweep
 from desk.config import Settings
 from desk.schema import now
@@ -52,6 +52,7 @@ async def start_run(db, settings: Settings, provider, person: dict) -> ObjectId:
     turn = await begin(
         db=db, settings=settings, provider=provider, actor=actor(person), session_id=session.id, content="hi", ip="ip"
     )
+    assert await turn.recorded()  # the run is stored while its model call would stream
     return ObjectId(turn.run_id)
 
 
@@ -268,3 +269,42 @@ def test_scheduler_without_mongodb_uri_exits_with_a_readable_config_error(tmp_pa
     lines = done.stderr.strip().splitlines()
     assert lines[-1].startswith("config error: MONGODB_URI: "), done.stderr
     assert "Traceback" not in done.stderr
+
+
+# --- sessions nobody will let go ---------------------------------------------------------------------
+
+
+async def claimed_long_ago(db, person: dict) -> None:
+    """The claim is older than a run's lease (played by moving it into the past)."""
+    moved = now() - runs.CLAIM_GRACE - timedelta(seconds=1)
+    await db["copilot_sessions"].update_one({"userId": ObjectId(person["id"])}, {"$set": {"claimedAt": moved}})
+
+
+async def test_a_session_claimed_by_a_run_that_was_never_stored_is_freed(
+    ai_settings, provider, fake_provider, copilot, make_user, db
+):
+    sam, ann = await make_user("user"), await make_user("user")
+    for person in (sam, ann):  # their processes died between claiming the session and storing the run
+        session = await current_session(db=db, settings=ai_settings, actor=actor(person))
+        await runs.claim_session(db, ObjectId(session.id), ObjectId())
+    await claimed_long_ago(db, sam)  # ann's claim is recent: her run may still be being stored
+
+    swept = await sweep(db)
+
+    assert swept == Swept(stale_runs=0, expired_approvals=0, freed_sessions=1)
+    assert await session_is_free(db, sam) and not await session_is_free(db, ann)
+    fake_provider.script(Turn.text("I'm back."))
+    assert (await copilot(sam, "are you there?"))[-1].status == "complete"
+
+
+async def test_a_session_held_by_a_run_that_ended_elsewhere_is_freed(ai_settings, provider, make_user, db):
+    sam = await make_user("user")
+    run_id = await start_run(db, ai_settings, provider, sam)
+    await abort_runs(db=db, user_id=sam["id"])  # a logout ended the run; its process died before letting go
+    await claimed_long_ago(db, sam)
+
+    swept = await sweep(db)
+
+    assert swept.freed_sessions == 1 and await session_is_free(db, sam)
+    assert (await run_of(db, run_id))["status"] == "aborted"  # the run itself is left as it was
+    assert await sweep(db) == Swept(stale_runs=0, expired_approvals=0)

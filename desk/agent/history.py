@@ -1,0 +1,52 @@
+"""The earlier turns of each conversation, kept in this process so a turn need not read them before the model.
+
+Only the run holding a session writes its messages, and it stores the id of the last one on the
+session when it lets go (`historyMark`, see runs.claim_session). The next claim returns that mark,
+so a window kept here is used only when it ends with exactly the message the database has last;
+anything else (another web process took the last turn, a run died mid-write, a restart) reads
+the database. That read is the one to avoid: on the embedded engine it scans every stored message
+for expired ones first, about 3 ms per 1,000 messages on the desk.
+"""
+
+from collections import OrderedDict
+
+from bson import ObjectId
+
+WINDOW = 50  # the newest messages a turn starts from, of any role (as runs.session_messages returns them)
+SESSIONS = 256  # conversations kept; the least recently used go first
+
+Message = tuple[str, str | None]  # role and content; tool results are kept as None: the prompt never shows them
+
+
+class Histories:
+    def __init__(self, size: int = SESSIONS) -> None:
+        self._size = size
+        self._kept: OrderedDict[ObjectId, tuple[ObjectId | None, tuple[Message, ...]]] = OrderedDict()
+
+    def current(self, session: dict) -> list[Message] | None:
+        """The window of a session as its claim returned it, or None when only the database knows it."""
+        if "historyMark" not in session:  # a session from before marks were kept
+            return None
+        if session["historyMark"] is None:  # nothing said yet
+            return []
+        kept = self._kept.get(session["_id"])
+        if kept is None or kept[0] != session["historyMark"]:
+            return None
+        self._kept.move_to_end(session["_id"])
+        return list(kept[1])
+
+    def put(self, session_id: ObjectId, mark: ObjectId, messages: list[Message]) -> None:
+        self._kept[session_id] = (mark, tuple(messages[-WINDOW:]))
+        self._kept.move_to_end(session_id)
+        while len(self._kept) > self._size:
+            self._kept.popitem(last=False)
+
+    def drop(self, session_id: ObjectId) -> None:
+        self._kept.pop(session_id, None)
+
+
+HISTORIES = Histories()
+
+
+def kept(role: str, content: str | None) -> Message:
+    return role, content if role in ("user", "assistant") else None
