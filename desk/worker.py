@@ -25,8 +25,13 @@ async def serve(settings: Settings, uri: str, *, stop: asyncio.Event | None = No
 
     async def sweep_job() -> None:
         swept = await sweep(db)
-        if swept.stale_runs or swept.expired_approvals:
-            log.info("sweeper: %d stale runs ended, %d approvals expired", swept.stale_runs, swept.expired_approvals)
+        if swept.stale_runs or swept.expired_approvals or swept.freed_sessions:
+            log.info(
+                "sweeper: %d stale runs ended, %d approvals expired, %d stuck sessions freed",
+                swept.stale_runs,
+                swept.expired_approvals,
+                swept.freed_sessions,
+            )
 
     scheduler = AsyncIOScheduler()
     # coalesce + one instance: a slow pass is never run twice at once or caught up in a burst
