@@ -5,14 +5,21 @@ a separate process on loopback and times, over HTTP, a page of 25 in the default
 one-word search, as a user (their own orders) and as an admin (everyone's), plus list requests/s
 at concurrency 8. Run by hand, never in CI:
 
-    .venv/bin/python -m bench.api [--sizes 1000,100000] [--requests 200]
+    .venv/bin/python -m bench.api [--sizes 1000,100000] [--requests 200] [--data-dir DIR]
+
+Seeding 100,000 orders takes about 20 minutes. With --data-dir, each size is kept as it was just
+after seeding (DIR/orders-<size>: the database files and what the script knows about them), and a
+later run starts from the snapshot it can use instead of seeding again. Measuring always works on a
+copy, so the snapshots stay as seeded.
 """
 
 import argparse
 import asyncio
 import os
+import pickle
 import random
 import secrets
+import shutil
 import socket
 import statistics
 import subprocess
@@ -38,7 +45,6 @@ from desk.work_orders import repository, search
 
 DB_NAME = "desk"
 ADMIN_EMAIL = "admin@bench.local"
-PASSWORD = "bench-" + secrets.token_urlsafe(12)
 OWNERS = 20  # people who own work orders; the measured user is one of them
 BATCH = 50  # inserts in flight at once while seeding
 WARMUP = 20
@@ -55,6 +61,7 @@ class Desk:
     """What was seeded, tallied on our side so the frequencies and totals in the report are exact."""
 
     owners: list[ObjectId]
+    password: str  # everyone's, so a kept database can be logged into again
     rng: random.Random = field(default_factory=lambda: random.Random(2026))
     moment: datetime = field(default_factory=now)
     count: int = 0
@@ -64,29 +71,42 @@ class Desk:
     rare_word: str | None = None  # the asset tag of the measured user's first order
 
 
-async def main(sizes: list[int], requests: int) -> None:
+async def main(sizes: list[int], requests: int, data_dir: Path | None) -> None:
     with tempfile.TemporaryDirectory(prefix="desk-bench-") as tmp:
         mongo = EmbeddedMongo(Path(tmp) / "mongo")
-        uri = mongo.start()
-        db = connect(uri, DB_NAME)
+        desk: Desk | None = None
+        rows: list[tuple] = []
         try:
-            await ensure_indexes(db)
-            admin = UserCreate(email=ADMIN_EMAIL, name="Admin", role="admin", password=PASSWORD)
-            await register(db=db, data=admin)
-            desk = Desk(owners=[await _person(db, i) for i in range(OWNERS)])
-            rows: list[tuple] = []
             for size in sizes:
-                seconds = await _seed(db, desk, size)
-                print(f"seeded {desk.count:,} work orders; this step took {seconds:.0f} s", flush=True)
-                rows += await _measure(size, uri, Path(tmp), desk, requests)
+                if data_dir is not None and (kept := _usable_snapshot(data_dir, desk, size)):
+                    desk = _restore(kept, mongo)
+                    print(f"starting from {kept} ({desk.count:,} work orders)", flush=True)
+                db = connect(mongo.start(), DB_NAME)
+                try:
+                    desk = desk or await _new_desk(db)
+                    seeded = desk.count
+                    seconds = await _seed(db, desk, size)
+                    print(f"seeded {desk.count:,} work orders; this step took {seconds:.0f} s", flush=True)
+                finally:
+                    await db.client.close()
+                if data_dir is not None and desk.count > seeded:
+                    _keep(data_dir / f"orders-{size}", mongo, desk)
+                rows += await _measure(size, mongo.start(), Path(tmp), desk, requests)
             _report(rows, sizes)
         finally:
-            await db.client.close()
             mongo.stop()
 
 
-async def _person(db, i: int) -> ObjectId:
-    user = await register(db=db, data=UserCreate(email=f"user{i}@bench.local", name=f"User {i}", password=PASSWORD))
+async def _new_desk(db) -> Desk:
+    """An empty desk: indexes, an admin and the people who will own work orders."""
+    await ensure_indexes(db)
+    password = "bench-" + secrets.token_urlsafe(12)
+    await register(db=db, data=UserCreate(email=ADMIN_EMAIL, name="Admin", role="admin", password=password))
+    return Desk(owners=[await _person(db, i, password) for i in range(OWNERS)], password=password)
+
+
+async def _person(db, i: int, password: str) -> ObjectId:
+    user = await register(db=db, data=UserCreate(email=f"user{i}@bench.local", name=f"User {i}", password=password))
     return ObjectId(user.id)
 
 
@@ -100,6 +120,40 @@ async def _seed(db, desk: Desk, size: int) -> float:
             last_print = time.perf_counter()
             print(f"  seeding: {desk.count:,}/{size:,} after {last_print - started:.0f} s", flush=True)
     return time.perf_counter() - started
+
+
+# Snapshots (--data-dir): the server's files, copied while it is stopped, and the Desk's fields.
+SNAPSHOT_STATE = "desk.pickle"
+
+
+def _usable_snapshot(data_dir: Path, desk: Desk | None, size: int) -> Path | None:
+    """The largest kept size up to `size` that is ahead of where this run already is."""
+    have = desk.count if desk else -1
+    kept = {
+        int(path.name.removeprefix("orders-")): path
+        for path in data_dir.glob("orders-*")
+        if (path / SNAPSHOT_STATE).is_file() and path.name.removeprefix("orders-").isdigit()
+    }
+    best = max((n for n in kept if have < n <= size), default=None)
+    return kept[best] if best is not None else None
+
+
+def _keep(snapshot: Path, mongo: EmbeddedMongo, desk: Desk) -> None:
+    mongo.stop()  # a stopped server's files (with its WAL) are a consistent copy
+    shutil.rmtree(snapshot, ignore_errors=True)
+    shutil.copytree(mongo.data_dir, snapshot / "mongo", ignore=shutil.ignore_patterns("*.pid"))
+    (snapshot / SNAPSHOT_STATE).write_bytes(pickle.dumps(vars(desk)))  # fields only: loads however this runs
+    print(f"kept the seeded database in {snapshot}", flush=True)
+
+
+def _restore(snapshot: Path, mongo: EmbeddedMongo) -> Desk:
+    mongo.stop()
+    shutil.rmtree(mongo.data_dir, ignore_errors=True)
+    shutil.copytree(snapshot / "mongo", mongo.data_dir)
+    for path in mongo.data_dir.iterdir():  # else the first checkpoint waits for the whole copy to reach the disk
+        with path.open("rb") as copied:
+            os.fsync(copied.fileno())
+    return Desk(**pickle.loads((snapshot / SNAPSHOT_STATE).read_bytes()))  # noqa: S301 - a file this script wrote
 
 
 def _next_order(desk: Desk) -> dict:
@@ -133,7 +187,7 @@ async def _measure(size: int, uri: str, tmp: Path, desk: Desk, requests: int) ->
         load_before = os.getloadavg()[0]
         searches = [("search rare", desk.rare_word), ("search medium", MEDIUM_WORD), ("search common", COMMON_WORD)]
         for who, email in [("user", "user0@bench.local"), ("admin", ADMIN_EMAIL)]:
-            cookie = await _login(base, email)
+            cookie = await _login(base, email, desk.password)
             async with _client(base, cookie) as client:
                 if who == "user":  # first, so both list and search see the new orders
                     rows.append((size, who, "create", "", f"{WRITES} orders", *await _creates(client, desk)))
@@ -169,7 +223,7 @@ async def _creates(client: httpx.AsyncClient, desk: Desk) -> tuple[float, float,
 
 
 def _client(base: str, cookie: str) -> httpx.AsyncClient:
-    # Generous but bounded: a create at 100k pays for a scan of every posting (see docs/benchmarks.md).
+    # Generous but bounded: a slow answer is measured, a stuck one ends the run.
     return httpx.AsyncClient(base_url=base, headers={"Cookie": f"desk_session={cookie}"}, timeout=REQUEST_SECONDS)
 
 
@@ -211,10 +265,10 @@ def _percentiles(times: list[float]) -> tuple[float, float, None]:
     return statistics.median(times) * 1000, statistics.quantiles(times, n=100)[94] * 1000, None
 
 
-async def _login(base: str, email: str) -> str:
+async def _login(base: str, email: str, password: str) -> str:
     async with httpx.AsyncClient(base_url=base, timeout=30) as client:
         response = await client.post(
-            "/api/v1/auth/login", json={"email": email, "password": PASSWORD}, headers={"X-Desk-CSRF": "1"}
+            "/api/v1/auth/login", json={"email": email, "password": password}, headers={"X-Desk-CSRF": "1"}
         )
         response.raise_for_status()
         return response.cookies["desk_session"]
@@ -305,6 +359,7 @@ if __name__ == "__main__":
         "--sizes", default="1000,100000", help="desk sizes to measure at, ascending (default 1000,100000)"
     )
     parser.add_argument("--requests", type=int, default=200, help="timed requests per measurement (default 200)")
+    parser.add_argument("--data-dir", type=Path, help="keep each seeded size here and reuse it in later runs")
     args = parser.parse_args()
     sizes = sorted(int(size) for size in args.sizes.split(","))
-    asyncio.run(main(sizes, max(args.requests, 20)))
+    asyncio.run(main(sizes, max(args.requests, 20), args.data_dir.resolve() if args.data_dir else None))

@@ -5,7 +5,10 @@ from typing import Any
 
 from bson import ObjectId
 from pymongo import ASCENDING, DESCENDING, ReturnDocument
+from pymongo.asynchronous.collection import AsyncCollection
 from pymongo.asynchronous.database import AsyncDatabase
+
+from desk.users import repository as users_repo
 
 Doc = dict[str, Any]
 
@@ -25,8 +28,20 @@ async def insert_session(db: AsyncDatabase, doc: Doc) -> None:
     await db["sessions"].insert_one(doc)
 
 
-async def get_session(db: AsyncDatabase, session_hash: str) -> Doc | None:
-    return await db["sessions"].find_one({"_id": session_hash})
+async def get_session_and_user(db: AsyncDatabase, session_hash: str) -> tuple[Doc, Doc | None] | None:
+    """The session and the user it belongs to, as they are now, in one round trip (None: no such session)."""
+    return await _with_user(db["sessions"], {"_id": session_hash})
+
+
+async def _with_user(collection: AsyncCollection, query: Doc) -> tuple[Doc, Doc | None] | None:
+    """The one document matching `query` and the stored user its `userId` names (None when it has gone)."""
+    pipeline = [{"$match": query}, {"$limit": 1}, users_repo.lookup_by_id("userId", into="user")]
+    found = await (await collection.aggregate(pipeline)).to_list()
+    if not found:
+        return None
+    doc = found[0]
+    users = doc.pop("user")
+    return doc, users[0] if users else None
 
 
 async def touch_session(db: AsyncDatabase, session_hash: str, *, seen_at: datetime, idle_until: datetime) -> None:
@@ -54,8 +69,9 @@ async def insert_token(db: AsyncDatabase, doc: Doc) -> Doc:
     return {**doc, "_id": result.inserted_id}
 
 
-async def get_token_by_hash(db: AsyncDatabase, token_hash: str) -> Doc | None:
-    return await db["api_tokens"].find_one({"hash": token_hash})
+async def get_token_and_user(db: AsyncDatabase, token_hash: str) -> tuple[Doc, Doc | None] | None:
+    """The API token and the user it belongs to, as they are now, in one round trip (None: no such token)."""
+    return await _with_user(db["api_tokens"], {"hash": token_hash})
 
 
 async def list_tokens(db: AsyncDatabase, user_id: ObjectId) -> list[Doc]:

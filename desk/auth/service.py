@@ -95,11 +95,11 @@ async def open_session(*, db: AsyncDatabase, user_id: ObjectId) -> str:
 
 async def user_for_session(*, db: AsyncDatabase, secret: str) -> dict:
     """The active user behind a session cookie; Unauthorized when it is unknown, idle too long or too old."""
-    session = await repo.get_session(db, digest(secret)) if secret else None
+    found = await repo.get_session_and_user(db, digest(secret)) if secret else None
+    session, user = found or (None, None)
     moment = now()
     if session is None or session["idleExpiresAt"] <= moment or session["expiresAt"] <= moment:
         raise Unauthorized("Your session has ended; please log in again.")
-    user = await users_repo.get(db, session["userId"])
     if user is None or not user.get("active", False):
         raise Unauthorized("Your session has ended; please log in again.")
     if moment - session["lastSeenAt"] >= TOUCH_EVERY:
@@ -120,8 +120,8 @@ async def end_sessions(*, db: AsyncDatabase, user_id: ObjectId, keep_secret: str
 
 async def user_for_token(*, db: AsyncDatabase, secret: str) -> dict:
     """The active user behind a personal API token; records when it was last used."""
-    token = await repo.get_token_by_hash(db, digest(secret)) if secret.startswith(TOKEN_PREFIX) else None
-    user = await users_repo.get(db, token["userId"]) if token else None
+    found = await repo.get_token_and_user(db, digest(secret)) if secret.startswith(TOKEN_PREFIX) else None
+    token, user = found or (None, None)
     if token is None or user is None or not user.get("active", False):
         raise Unauthorized("The API token is not valid.")
     moment = now()

@@ -18,7 +18,7 @@ import threading
 import time
 from collections.abc import Callable
 from copy import deepcopy
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
@@ -147,12 +147,7 @@ def _serve() -> None:  # pragma: no cover - runs in the child
     pid_file = data_dir / PID_NAME
 
     _exit_on_signal_or_orphaning(pid_file)
-    _use_python_updates()
-    _index_compound_keys_with_id()
-    _use_indexes_for_equality_on_scalar_fields()
-    _match_object_id_references()
-    _filter_dates_and_ids_in_sql()
-    _route_aggregation()
+    patch_engine()
     # nx logs the body of every command it passes on at INFO: noise, and it may carry user data.
     logging.getLogger("nx_27017").setLevel(logging.WARNING)
 
@@ -165,6 +160,25 @@ def _serve() -> None:  # pragma: no cover - runs in the child
     sys.argv = ["nx_27017", "--host", "127.0.0.1", "--port", str(args.port), "--data-dir", str(data_dir)]
     sys.argv += ["--log-file", os.devnull, "--pid-file", str(pid_file)]
     main()
+
+
+_patched = False
+
+
+def patch_engine() -> None:  # pragma: no cover - runs in the child (and in tests that read query plans)
+    """Apply every workaround below to neosqlite in this process, once."""
+    global _patched  # noqa: PLW0603 - the patches change classes, so once per process
+    if _patched:
+        return
+    _patched = True
+    _use_python_updates()
+    _index_compound_keys_with_id()
+    _use_indexes_for_equality_on_scalar_fields()
+    _match_object_id_references()
+    _filter_dates_and_ids_in_sql()
+    _route_aggregation()
+    _purge_ttl_like_mongodb()
+    _project_without_copying()
 
 
 def _exit_on_signal_or_orphaning(pid_file: Path) -> None:  # pragma: no cover - runs in the child
@@ -268,25 +282,110 @@ def _index_compound_keys_with_id() -> None:  # pragma: no cover - runs in the ch
 
 
 def _use_indexes_for_equality_on_scalar_fields() -> None:  # pragma: no cover - runs in the child
-    from neosqlite.collection.json_path_utils import parse_json_path
+    from neosqlite.collection.query_engine import QueryEngine
     from neosqlite.collection.query_helper._sql_query_builder import SqlQueryBuilderMixin
+    from neosqlite.collection.sql_translator_unified import SQLTranslator
+
+    # {"f": v} must also match documents whose f is an array holding v. Both of neosqlite's filter
+    # builders add that array test (find() leaves it out when an index is merely *named* ..._f,
+    # which finds nothing in an array field), and the test keeps SQLite off every index: a filter
+    # on the second key of (term, ownerId, createdAt), or any count_documents, delete_many or
+    # update filter, walks every candidate row. So the test is dropped exactly for the fields
+    # _array_free proves hold no array among the documents the filter can match; an {"$eq": v}
+    # compiles to a plain `f = ?` in both builders.
+    SqlQueryBuilderMixin._field_has_index = lambda self, field: False
+    simple_where = SqlQueryBuilderMixin._build_simple_where_clause
+    SqlQueryBuilderMixin._build_simple_where_clause = lambda self, query: simple_where(
+        self, _with_scalar_equalities(self.collection, query)
+    )
+
+    # count_documents, delete_many and the updates build their WHERE through the collection's
+    # translator, which does not know its collection.
+    engine_init = QueryEngine.__init__
+
+    def init(self, collection) -> None:
+        engine_init(self, collection)
+        self.sql_translator.desk_collection = collection
+
+    QueryEngine.__init__ = init
+    translate_match = SQLTranslator.translate_match
+
+    def translate(self, match_spec, context: str = "direct"):
+        collection = getattr(self, "desk_collection", None)
+        if collection is not None and isinstance(match_spec, dict):
+            match_spec = _with_scalar_equalities(collection, match_spec)
+        return translate_match(self, match_spec, context)
+
+    SQLTranslator.translate_match = translate
+
+
+def _with_scalar_equalities(collection, query: dict) -> dict:  # pragma: no cover - runs in the child
+    """The filter with each {f: v} that needs no array test written as {f: {"$eq": v}}."""
+    equal = {}
+    for field, value in query.items():
+        stored = _stored_scalar(value)
+        # _id is a column, and neosqlite reads "id" as _id; dotted paths cross arrays of documents.
+        if stored is not None and not field.startswith("$") and field not in ("_id", "id") and "." not in field:
+            equal[field] = stored
+    scalar = _array_free(collection, equal) if equal else set()
+    return {field: {"$eq": value} if field in scalar else value for field, value in query.items()} if scalar else query
+
+
+def _array_free(collection, equal: dict[str, object]) -> set[str]:  # pragma: no cover - runs in the child
+    """The fields of `equal` that hold no array in any document matching the equalities before them in an index.
+
+    For an index (k1, k2, ...) and a filter with k1 = v1 and k2 = v2: k1 is array-free when no
+    document holds an array in k1; then k2 is, for this filter, when no document with k1 = v1 holds
+    one in k2. Each answer is one seek on that index (arrays are stored as JSON text, starting
+    with "["), however large the collection.
+    """
+    from neosqlite.collection.json_path_utils import parse_json_path
     from neosqlite.sql_utils import quote_table_name
 
-    # {"f": v} must also match documents whose f is an array holding v. neosqlite adds that array
-    # test unless an index *named* ..._f exists, and the test keeps SQLite off every index. So a
-    # single-field index on an array field finds nothing, and an index that leads with f, such as
-    # (f, createdAt), is never used: a full scan. Skip the array test exactly when an index leads
-    # with f and no document holds an array there, which one seek on that index answers (arrays
-    # are stored as JSON text, starting with "[").
-    def field_has_index(self, field: str) -> bool:
-        if "." in field or not any(keys[0] == field for keys in self.collection.list_indexes(as_keys=True)):
-            return False
-        value = f"{self.jsonb.json_function_prefix}_extract(data, '{parse_json_path(field)}')"
-        table = quote_table_name(self.collection.name)
-        probe = f"SELECT 1 FROM {table} WHERE {value} >= ? AND {value} < ? LIMIT 1"  # noqa: S608 - names, not input
-        return self.collection.db.execute(probe, ("[", "\\")).fetchone() is None
+    table = quote_table_name(collection.name)
+    found: set[str] = set()
+    for keys in _index_keys(collection):
+        before: list[str] = []
+        for key in keys:
+            if key not in equal:
+                break
+            value = f"json_extract(data, '{parse_json_path(key)}')"
+            if key not in found:
+                where = [f"json_extract(data, '{parse_json_path(k)}') = ?" for k in before]
+                where.append(f"{value} >= ? AND {value} < ?")
+                probe = f"SELECT 1 FROM {table} WHERE {' AND '.join(where)} LIMIT 1"  # noqa: S608 - names, not input
+                if collection.db.execute(probe, [*(equal[k] for k in before), "[", "\\"]).fetchone():
+                    break
+                found.add(key)
+            before.append(key)
+    return found
 
-    SqlQueryBuilderMixin._field_has_index = field_has_index
+
+def _index_keys(collection) -> list[list[str]]:  # pragma: no cover - runs in the child
+    """The key fields of each index, read again only when the schema changed."""
+    version = collection.db.execute("PRAGMA schema_version").fetchone()[0]
+    cached = collection.__dict__.get("_desk_index_keys")
+    if cached is None or cached[0] != version:
+        cached = (version, collection.list_indexes(as_keys=True))
+        collection._desk_index_keys = cached
+    return cached[1]
+
+
+def _stored_scalar(value: object) -> object:  # pragma: no cover - runs in the child
+    """How a scalar filter value is stored (None for values the array test is not about)."""
+    from bson import ObjectId as BsonObjectId
+    from neosqlite.objectid import ObjectId
+
+    if isinstance(value, ObjectId | BsonObjectId):
+        return _stored_object_id(value)
+    if isinstance(value, str | int | float):  # bools too: stored and bound as 1/0
+        return value
+    return None
+
+
+def _stored_object_id(oid: object) -> str:
+    """An ObjectId in a field other than _id, as neosqlite stores it and json_extract returns it."""
+    return f'{{"__neosqlite_objectid__":true,"id":"{oid}"}}'
 
 
 def _match_object_id_references() -> None:  # pragma: no cover - runs in the child
@@ -323,7 +422,7 @@ def _match_object_id_references() -> None:  # pragma: no cover - runs in the chi
         return [value]
 
     def stored(oid: object, operator: str) -> list:
-        text = f'{{"__neosqlite_objectid__":true,"id":"{oid}"}}'
+        text = _stored_object_id(oid)
         return [text, str(oid)] if operator in ("$in", "$nin") else [text]
 
     normalize = query_helper.normalize_id_query_for_db
@@ -394,21 +493,29 @@ _PLAIN_AGGREGATION = frozenset(
 
 
 def _route_aggregation() -> None:  # pragma: no cover - runs in the child
+    from neosqlite.collection.aggregation_cursor import AggregationCursor
     from neosqlite.collection.json_helpers import neosqlite_json_loads
     from neosqlite.collection.query_engine import QueryEngine
     from neosqlite.collection.query_engine.python_aggregation_engine import execute_python_aggregation
     from nx_27017.utils import convert_bson_to_neo_objectids
 
+    # Before every aggregate, neosqlite counts the whole collection (an index walk: tens of ms over
+    # a million postings) to choose between memory and spilling to quez, which is not installed.
+    AggregationCursor._estimate_result_size = lambda self: 0
     sql_tiers = QueryEngine.aggregate_with_constraints
 
     def aggregate(self, pipeline, batch_size=101, memory_constrained=False, session=None):
         # nx passes pipelines on with pymongo's ObjectIds, which never equal the stored ones.
         pipeline = convert_bson_to_neo_objectids(pipeline)
         # pymongo's count_documents: no SQL tier groups by a constant, so the Python engine would
-        # read every document; neosqlite's own count runs one SQL COUNT.
-        if len(pipeline) == 2 and list(pipeline[0]) == ["$match"] and pipeline[1] == _COUNT_STAGE:
-            n = self.count_documents(pipeline[0]["$match"], session=session)
+        # read every document (the SQL tiers took 120 s over a $limit at 100,000 orders); one SQL
+        # COUNT over the filter, capped by a LIMIT subquery, reads no more index entries than that.
+        if (counting := _count_documents_shape(pipeline)) is not None:
+            n = _count(self, *counting, session=session)
             return [{"_id": 1, "n": n}] if n else []
+        # The Python engine's $lookup reads the whole foreign collection for every join.
+        if (joining := _lookup_by_id_shape(pipeline)) is not None:
+            return _join_by_id(self, *joining, session=session)
         # The SQL tiers answer a $match on a datetime with nothing (or a $count of 0), return
         # $max/$min of dates as strings, group by dates wrongly and $project bools as 1/0 and _id
         # as a string. The Python engine gets these right but reads the whole collection, so
@@ -426,6 +533,137 @@ def _route_aggregation() -> None:  # pragma: no cover - runs in the child
         return value
 
     QueryEngine.aggregate_with_constraints = aggregate
+
+
+def _count_documents_shape(pipeline: list) -> tuple[dict, int, int | None] | None:  # pragma: no cover - child
+    """(filter, skip, limit) of pymongo's count_documents pipeline: $match, [$skip], [$limit], $group."""
+    if len(pipeline) < 2 or pipeline[-1] != _COUNT_STAGE or list(pipeline[0]) != ["$match"]:
+        return None
+    middle = pipeline[1:-1]
+    if [list(stage) for stage in middle] not in ([], [["$skip"]], [["$limit"]], [["$skip"], ["$limit"]]):
+        return None
+    options = {op: value for stage in middle for op, value in stage.items()}
+    skip, limit = options.get("$skip", 0), options.get("$limit")
+    if not isinstance(skip, int) or skip < 0 or not (limit is None or (isinstance(limit, int) and limit > 0)):
+        return None
+    return pipeline[0]["$match"], skip, limit
+
+
+def _count(engine, query: dict, skip: int, limit: int | None, *, session=None) -> int:  # pragma: no cover - child
+    from neosqlite.sql_utils import quote_table_name
+
+    if not skip and limit is None:
+        return engine.count_documents(query, session=session)
+    where, params = engine.sql_translator.translate_match(engine.helpers._normalize_id_query(query))
+    if where is None:  # a filter only the Python engine understands
+        return len(list(engine.collection.find(query, skip=skip, limit=limit or 0, session=session)))
+    table = quote_table_name(engine.collection.name)
+    capped = f"SELECT COUNT(*) FROM (SELECT 1 FROM {table} {where} LIMIT ? OFFSET ?)"  # noqa: S608 - names, not input
+    return engine.collection.db.execute(capped, [*params, -1 if limit is None else limit, skip]).fetchone()[0]
+
+
+def _lookup_by_id_shape(pipeline: list) -> tuple[dict, int, dict] | None:  # pragma: no cover - runs in the child
+    """(filter, limit, $lookup) of a join by primary key: $match, [$limit], $lookup on the foreign _id."""
+    if len(pipeline) not in (2, 3) or list(pipeline[0]) != ["$match"] or list(pipeline[-1]) != ["$lookup"]:
+        return None
+    middle = pipeline[1:-1]
+    if [list(stage) for stage in middle] not in ([], [["$limit"]]):
+        return None
+    limit = middle[0]["$limit"] if middle else 0  # 0: no limit
+    if not isinstance(limit, int) or limit < (1 if middle else 0):
+        return None
+    spec = pipeline[-1]["$lookup"]
+    if not isinstance(spec, dict) or set(spec) != {"from", "localField", "foreignField", "as"}:
+        return None
+    if spec["foreignField"] != "_id" or not all(isinstance(spec[k], str) and "." not in spec[k] for k in spec):
+        return None
+    return pipeline[0]["$match"], limit, spec
+
+
+def _join_by_id(engine, query: dict, limit: int, spec: dict, *, session=None) -> list[dict]:  # pragma: no cover
+    """The matching documents, each with its foreign documents under `as`, found by _id (MongoDB's $lookup)."""
+    foreign = engine.collection._database[spec["from"]]
+    joined = []
+    for doc in engine.collection.find(query, limit=limit, session=session):
+        local = doc.get(spec["localField"])
+        if isinstance(local, list):
+            found = list(foreign.find({"_id": {"$in": local}}, session=session)) if local else []
+        else:  # a missing or null local value matches a null _id, which no stored document has
+            found = [] if local is None else list(foreign.find({"_id": local}, session=session))
+        joined.append({**doc, spec["as"]: found})
+    return joined
+
+
+TTL_MONITOR_SECONDS = 60  # how often MongoDB's TTL monitor deletes expired documents
+TTL_BATCH = 1000  # expired documents deleted per purge; a longer backlog goes on the next read
+_DATE_TEXT = '{"$date":"'  # how json_extract (and so an index) returns a stored date, before its ISO text
+
+
+def _purge_ttl_like_mongodb() -> None:  # pragma: no cover - runs in the child
+    from neosqlite._sqlite import sqlite3
+    from neosqlite.collection import Collection
+
+    # neosqlite deletes expired documents before every find, count and aggregate on a collection
+    # with a TTL index, comparing dates through strftime(), which no index serves: two scans per
+    # read (217 ms for each poll of a 100,000-entry change feed). MongoDB's monitor purges once a
+    # minute, so expired documents may linger that long there too; here a read purges at most
+    # once a minute per collection, as a range on the TTL index itself.
+    def auto_purge(self) -> None:
+        if time.monotonic() < self.__dict__.get("_desk_ttl_due", 0.0):
+            return
+        try:
+            deleted = purge_expired(self) if self._ttl_specs_cached() else 0
+        except sqlite3.Error as exc:  # as in MongoDB, a failed purge must not fail the read
+            logging.getLogger(__name__).warning("TTL purge of %s failed: %s", self.name, exc)
+            deleted = 0
+        self._desk_ttl_due = time.monotonic() + (0 if deleted >= TTL_BATCH else TTL_MONITOR_SECONDS)
+
+    def purge_expired(self, now: datetime | None = None) -> int:
+        """Delete up to TTL_BATCH documents per TTL index whose date is older than its expiry."""
+        from neosqlite.collection.json_path_utils import parse_json_path
+        from neosqlite.sql_utils import quote_table_name
+
+        moment = now or datetime.now(UTC)
+        moment = moment.astimezone(UTC).replace(tzinfo=None) if moment.tzinfo else moment  # stored: naive UTC
+        table = quote_table_name(self.name)
+        deleted = 0
+        for spec in self._ttl_specs_cached():
+            # A stored date is {"$date":"<naive UTC ISO>"} text, which sorts by date; like MongoDB,
+            # only dates expire (neosqlite also deleted numbers, as seconds since the epoch).
+            value = f"json_extract(data, '{parse_json_path(spec['field'])}')"
+            cutoff = moment - timedelta(seconds=int(spec["expireAfterSeconds"]))
+            expired = f"SELECT id FROM {table} WHERE {value} > ? AND {value} < ? LIMIT ?"  # noqa: S608 - names
+            bounds = (_DATE_TEXT, _DATE_TEXT + cutoff.isoformat(timespec="microseconds"), TTL_BATCH)
+            deleted += self.db.execute(f"DELETE FROM {table} WHERE id IN ({expired})", bounds).rowcount  # noqa: S608
+        return deleted
+
+    Collection._auto_purge_ttl = auto_purge
+    Collection.purge_expired = purge_expired
+
+
+def _project_without_copying() -> None:  # pragma: no cover - runs in the child
+    from neosqlite.collection.cursor import Cursor
+
+    # find() deep-copies every document before projecting it, a third of the engine's time for a
+    # page of 25 orders. The documents were decoded for this query alone, so a projection of
+    # top-level fields picks from them; others (dotted paths, expressions) keep neosqlite's way.
+    apply_projection = Cursor._apply_projection
+
+    def project(self, docs):
+        spec = self._projection
+        if not spec or not all(isinstance(k, str) and "." not in k and not k.startswith("$") for k in spec):
+            return apply_projection(self, docs)
+        keep_id = spec.get("_id", 1) not in (0, False)
+        fields = {key: value for key, value in spec.items() if key != "_id"}
+        if spec == {"_id": 1} or (fields and all(value in (1, True) for value in fields.values())):
+            wanted = set(fields) | ({"_id"} if keep_id else set())
+            return [{key: value for key, value in doc.items() if key in wanted} for doc in docs]
+        if all(value in (0, False) for value in fields.values()):
+            dropped = set(fields) | (set() if keep_id else {"_id"})
+            return [{key: value for key, value in doc.items() if key not in dropped} for doc in docs]
+        return apply_projection(self, docs)
+
+    Cursor._apply_projection = project
 
 
 def _is_plain(node: object) -> bool:  # pragma: no cover - runs in the child

@@ -31,6 +31,11 @@ async def get(db: AsyncDatabase, user_id: ObjectId) -> Doc | None:
     return await _users(db).find_one({"_id": user_id})
 
 
+def lookup_by_id(local_field: str, *, into: str) -> Doc:
+    """An aggregation stage that puts the user whose id is in `local_field` into `into` (a list of 0 or 1)."""
+    return {"$lookup": {"from": "users", "localField": local_field, "foreignField": "_id", "as": into}}
+
+
 async def get_by_email(db: AsyncDatabase, email: str) -> Doc | None:
     return await _users(db).find_one({"email": email})
 

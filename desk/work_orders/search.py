@@ -68,8 +68,9 @@ async def search(
     if len(wanted) == 1:
         query = {"term": wanted[0], **filters}
         page = await _postings(db).find(query, {"orderId": 1}).sort(sort).skip(offset).limit(limit).to_list()
-        counted = await _postings(db).find(query, {"_id": 1}).limit(CAP + 1).to_list()
-        return [p["orderId"] for p in page], min(len(counted), CAP), len(counted) <= CAP
+        # Counted by the server, which stops after CAP + 1 matches and, for word and owner, reads the index only.
+        counted = await _postings(db).count_documents(query, limit=CAP + 1)
+        return [p["orderId"] for p in page], min(counted, CAP), counted <= CAP
     matches, complete = await _intersect(db, wanted, filters, sort)
     return matches[offset : offset + limit], min(len(matches), CAP), complete and len(matches) <= CAP
 

@@ -16,10 +16,14 @@ launcher's workarounds (desk/db/embedded.py) in place; application code must not
   fails.
 - update pipelines and `$set` of bytes fail; a compiled `re`/`bson.Regex` pattern fails or
   matches nothing (a `{"$regex": "...", "$options": "i"}` document works).
-- TTL indexes purge only when the collection is next read.
-Slow there, though right: plain equality on a field that holds arrays, `count_documents` (a scan,
-~60 ms per 50,000 documents) and aggregations over dates or with stages beyond
-$match/$group/$sort/$limit/$skip/$count (read the whole collection in Python).
+- TTL indexes purge only when the collection is read, at most once a minute per collection (MongoDB
+  purges in the background once a minute, so expired documents may linger there as well).
+- `$lookup` is right only as a join on the foreign `_id` after a `$match` (and a `$limit`); any
+  other form drops the joined documents' `_id` (and reads the whole foreign collection).
+Slow there, though right: filters no index serves, among them equality on a field that holds
+arrays (or on a later key of an index, behind an equality whose matches hold arrays there);
+`count_documents` over such a filter scans (~60 ms per 50,000 documents); aggregations over dates
+or with stages beyond $match/$group/$sort/$limit/$skip/$count (read the whole collection in Python).
 """
 
 import asyncio
@@ -582,3 +586,81 @@ async def test_counts(db: AsyncDatabase) -> None:
     assert await coll.count_documents({"status": "pending", "n": {"$gte": 5}}) == 4
     assert await coll.count_documents({}) == 10
     assert await coll.estimated_document_count() == 10
+
+
+async def test_equality_still_matches_arrays_on_every_key_of_an_index(db: AsyncDatabase) -> None:
+    # The embedded engine drops its array test where it can prove no array is there; this pins
+    # that it keeps it where one is, on the leading key and on a later one.
+    coll = db["postings_with_arrays"]
+    await coll.create_index([("term", ASCENDING), ("ownerId", ASCENDING), ("createdAt", DESCENDING)])
+    ada, bob, cy = ObjectId(), ObjectId(), ObjectId()
+    await coll.insert_many(
+        [
+            {"_id": 1, "term": "leak", "ownerId": [ada, bob], "createdAt": AT},
+            {"_id": 2, "term": "leak", "ownerId": ada, "createdAt": AT + timedelta(hours=1)},
+            {"_id": 3, "term": "tap", "ownerId": ada, "createdAt": AT + timedelta(hours=2)},
+            {"_id": 4, "term": ["tap", "door"], "ownerId": cy, "createdAt": AT + timedelta(hours=3)},
+            {"_id": 5, "term": "door", "ownerId": bob, "createdAt": AT + timedelta(hours=4)},
+        ]
+    )
+
+    async def ids(query: dict) -> list[int]:
+        return [doc["_id"] for doc in await coll.find(query).sort("createdAt", DESCENDING).to_list()]
+
+    assert await ids({"term": "leak", "ownerId": ada}) == [2, 1]
+    assert await ids({"term": "leak", "ownerId": bob}) == [1]
+    assert await ids({"term": "tap", "ownerId": ada}) == [3]
+    assert await ids({"term": "door"}) == [5, 4]
+    assert await ids({"term": "tap", "ownerId": cy}) == [4]
+    assert await coll.count_documents({"term": "leak", "ownerId": ada}) == 2
+    assert await coll.count_documents({"term": "door"}, limit=10) == 2
+    assert (await coll.update_many({"term": "leak", "ownerId": bob}, {"$set": {"seen": True}})).modified_count == 1
+    assert (await coll.delete_many({"term": "tap", "ownerId": cy})).deleted_count == 1
+    assert await ids({}) == [5, 3, 2, 1]
+
+
+async def test_capped_counts(db: AsyncDatabase) -> None:
+    coll = db["capped_counts"]
+    await coll.create_index([("term", ASCENDING), ("ownerId", ASCENDING), ("createdAt", DESCENDING)])
+    ada, bob = ObjectId(), ObjectId()
+    await coll.insert_many(
+        [{"term": "leak", "ownerId": ada if i % 3 else bob, "createdAt": AT + timedelta(minutes=i)} for i in range(30)]
+    )
+
+    assert await coll.count_documents({"term": "leak"}, limit=11) == 11
+    assert await coll.count_documents({"term": "leak"}, limit=31) == 30
+    assert await coll.count_documents({"term": "leak", "ownerId": ada}, limit=11) == 11
+    assert await coll.count_documents({"term": "leak", "ownerId": bob}, limit=11) == 10
+    assert await coll.count_documents({"term": "leak"}, skip=25, limit=10) == 5
+    assert await coll.count_documents({"term": "leak"}, skip=40) == 0
+    assert await coll.count_documents({"term": "tap"}, limit=11) == 0
+    since = {"term": "leak", "createdAt": {"$gte": AT + timedelta(minutes=20)}}
+    assert await coll.count_documents(since, limit=5) == 5
+    assert await coll.count_documents(since, limit=50) == 10
+
+
+async def test_lookup_by_id(db: AsyncDatabase) -> None:
+    people, sessions = db["lookup_people"], db["lookup_sessions"]
+    ada, bob = ObjectId(), ObjectId()
+    await people.insert_many([{"_id": ada, "name": "Ada", "at": AT}, {"_id": bob, "name": "Bob"}])
+    await sessions.insert_many(
+        [
+            {"_id": "s1", "userId": ada, "expiresAt": AT},
+            {"_id": "s2", "userId": ObjectId()},  # the person has gone
+            {"_id": "s3", "userId": [bob, ada]},
+            {"_id": "s4"},
+        ]
+    )
+
+    async def joined(session_id: str) -> list[dict]:
+        lookup = {"from": "lookup_people", "localField": "userId", "foreignField": "_id", "as": "user"}
+        pipeline = [{"$match": {"_id": session_id}}, {"$limit": 1}, {"$lookup": lookup}]
+        return await (await sessions.aggregate(pipeline)).to_list()
+
+    assert typed(await joined("s1")) == typed(
+        [{"_id": "s1", "userId": ada, "expiresAt": AT, "user": [{"_id": ada, "name": "Ada", "at": AT}]}]
+    )
+    assert (await joined("s2"))[0]["user"] == []
+    assert sorted(person["name"] for person in (await joined("s3"))[0]["user"]) == ["Ada", "Bob"]
+    assert await joined("s4") == [{"_id": "s4", "user": []}]
+    assert await joined("none") == []

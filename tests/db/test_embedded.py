@@ -5,6 +5,7 @@ import signal
 import subprocess
 import sys
 import time
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import pytest
@@ -92,3 +93,17 @@ def test_a_server_that_dies_at_start_fails_with_its_log(tmp_path: Path) -> None:
         with pytest.raises(EmbeddedMongoError, match=r"(?s)exited with code 1.*already running"):
             second.start()
         assert second.pid is None
+
+
+def test_expired_documents_go_on_a_read_at_most_once_a_minute(tmp_path: Path) -> None:
+    # MongoDB's TTL monitor deletes expired documents once a minute; the embedded engine would
+    # purge, with two scans, before every read of the collection (desk/db/embedded.py).
+    long_ago = datetime.now(UTC) - timedelta(hours=1)
+    with EmbeddedMongo(tmp_path / "mongo") as uri, MongoClient(uri) as client:
+        sessions = client.desk_ttl.sessions
+        sessions.create_index("expiresAt", expireAfterSeconds=0)
+        sessions.insert_many([{"_id": "gone", "expiresAt": long_ago}, {"_id": "epoch", "expiresAt": 5}])
+        assert sorted(doc["_id"] for doc in sessions.find()) == ["epoch"]  # like MongoDB, only dates expire
+
+        sessions.insert_one({"_id": "expired since", "expiresAt": long_ago})
+        assert sorted(doc["_id"] for doc in sessions.find()) == ["epoch", "expired since"]

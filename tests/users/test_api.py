@@ -95,6 +95,19 @@ async def test_admin_changes_role_ai_access_and_active(make_user, client_for):
     assert (await sams.post("/api/v1/work-orders", json={"title": "x"})).status_code == 403
 
 
+async def test_a_role_change_applies_to_open_sessions_on_their_next_request(make_user, client_for):
+    admin, sam = await make_user("admin"), await make_user("user")
+    sams, admins = await client_for(sam), await client_for(admin)
+    assert (await sams.post("/api/v1/work-orders", json={"title": "Before"})).status_code == 201
+
+    await admins.patch(f"/api/v1/admin/users/{sam['id']}", json={"role": "viewer"})
+    assert (await sams.get("/api/v1/auth/me")).json()["role"] == "viewer"
+    assert (await sams.post("/api/v1/work-orders", json={"title": "After"})).status_code == 403
+
+    await admins.patch(f"/api/v1/admin/users/{sam['id']}", json={"role": "admin"})
+    assert (await sams.get("/api/v1/admin/users")).status_code == 200
+
+
 async def test_password_reset_lets_the_user_in_with_the_new_one_only(make_user, client_for, anonymous):
     admin, sam = await make_user("admin"), await make_user("user", email="sam@example.com")
 

@@ -1,0 +1,142 @@
+"""How much work the embedded engine does for the queries the desk runs, with the launcher's patches.
+
+Which index SQLite walks cannot be seen over the wire, so these tests apply the launcher's patches
+(`patch_engine`, exactly what the server child runs) to neosqlite in this process and count the
+SQLite virtual-machine steps each call takes: a query that uses its index costs a few steps per
+matching entry, one that walks every candidate costs steps for each of them. Steps are counted,
+not timed, so the tests are deterministic. What the queries answer is pinned over the wire by
+test_conformance.py.
+"""
+
+import time
+from collections.abc import Callable, Iterator
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+import neosqlite
+import pytest
+from neosqlite.objectid import ObjectId
+
+from desk.db.embedded import TTL_MONITOR_SECONDS, patch_engine
+
+OWNERS = 20
+ORDERS = 2000  # each holds "the"; "kitchen" is in one in ten
+START = datetime(2026, 1, 1, tzinfo=UTC)
+COUNT = {"$group": {"_id": 1, "n": {"$sum": 1}}}  # how pymongo's count_documents ends its pipeline
+
+
+@pytest.fixture
+def engine() -> Iterator[neosqlite.Connection]:
+    patch_engine()
+    connection = neosqlite.Connection(":memory:")
+    yield connection
+    connection.close()
+
+
+@pytest.fixture
+def postings(engine: neosqlite.Connection) -> tuple[Any, list[ObjectId]]:
+    """Search postings as desk/work_orders/search.py stores and indexes them."""
+    owners = [ObjectId() for _ in range(OWNERS)]
+    coll = engine["postings"]
+    coll.create_index([("term", 1), ("createdAt", -1)])
+    coll.create_index([("term", 1), ("ownerId", 1), ("createdAt", -1)])
+    coll.insert_many(
+        [
+            {"_id": f"{i}:{term}", "term": term, "ownerId": owners[i % OWNERS], "createdAt": START + timedelta(hours=i)}
+            for i in range(ORDERS)
+            for term in (["the", "kitchen"] if i % 10 == 0 else ["the"])
+        ]
+    )
+    return coll, owners
+
+
+def steps(engine: neosqlite.Connection, call: Callable[[], Any]) -> tuple[Any, int]:
+    """What `call` returns and how many SQLite VM steps (in hundreds) it took."""
+    counted = 0
+
+    def tick() -> int:
+        nonlocal counted
+        counted += 1
+        return 0  # 0: carry on
+
+    engine.db.set_progress_handler(tick, 100)
+    try:
+        return call(), counted
+    finally:
+        engine.db.set_progress_handler(None, 0)
+
+
+def test_an_equality_on_the_second_key_of_an_index_narrows_the_search(engine, postings) -> None:
+    coll, owners = postings
+    mine = {"term": "the", "ownerId": owners[3]}  # 100 of the 2,000 postings of "the"
+
+    every, walk_all = steps(engine, lambda: coll.count_documents({"term": "the"}))
+    page, page_cost = steps(engine, lambda: list(coll.find(mine).sort([("createdAt", -1)]).limit(25)))
+    count, count_cost = steps(engine, lambda: coll.count_documents(mine))
+    moved, update_cost = steps(engine, lambda: coll.update_many(mine, {"$set": {"status": "done"}}).modified_count)
+
+    assert (every, len(page), count, moved) == (ORDERS, 25, ORDERS // OWNERS, ORDERS // OWNERS)
+    assert page[0]["createdAt"] == START + timedelta(hours=ORDERS - OWNERS + 3)
+    # The owner's 100 entries, not the word's 2,000: without the patch each costs about as much as walk_all.
+    assert page_cost < walk_all / 5
+    assert count_cost < walk_all / 5
+    assert update_cost < walk_all  # it also rewrites 100 documents
+
+
+def test_a_capped_count_stops_at_the_cap(engine, postings) -> None:
+    coll, owners = postings
+
+    everything, walk_all = steps(engine, lambda: coll.count_documents({"term": "the"}))
+    capped, capped_cost = steps(
+        engine, lambda: list(coll.aggregate([{"$match": {"term": "the"}}, {"$limit": 101}, COUNT]))
+    )
+    skipped = list(coll.aggregate([{"$match": {"term": "kitchen"}}, {"$skip": 150}, {"$limit": 101}, COUNT]))
+    mine = list(coll.aggregate([{"$match": {"term": "the", "ownerId": owners[0]}}, {"$limit": 1001}, COUNT]))
+
+    assert everything == ORDERS
+    assert (capped, skipped, mine) == ([{"_id": 1, "n": 101}], [{"_id": 1, "n": 50}], [{"_id": 1, "n": 100}])
+    assert capped_cost < walk_all / 5
+
+
+def test_a_join_by_id_reads_only_the_joined_document(engine) -> None:
+    users = engine["users"]
+    users.insert_many([{"_id": ObjectId(), "name": f"user {i}"} for i in range(ORDERS)])
+    sam = users.find_one({"name": "user 7"})
+    engine["sessions"].insert_one({"_id": "hash", "userId": sam["_id"]})
+    lookup = {"from": "users", "localField": "userId", "foreignField": "_id", "as": "user"}
+
+    joined, join_cost = steps(
+        engine,
+        lambda: list(engine["sessions"].aggregate([{"$match": {"_id": "hash"}}, {"$limit": 1}, {"$lookup": lookup}])),
+    )
+    _, one_user = steps(engine, lambda: users.find_one({"_id": sam["_id"]}))
+    _, all_users = steps(engine, lambda: list(users.find({})))
+
+    assert joined == [{"_id": "hash", "userId": sam["_id"], "user": [sam]}]
+    assert join_cost < 10 * one_user < all_users
+
+
+def test_the_ttl_purge_searches_its_index_and_runs_once_a_minute(engine, monkeypatch) -> None:
+    changes = engine["changes"]
+    changes.create_index([("seq", 1)], unique=True)
+    changes.create_index([("at", 1)], expireAfterSeconds=3600)
+    now = datetime.now(UTC)
+    changes.insert_many([{"seq": i, "at": now - timedelta(minutes=30)} for i in range(ORDERS)])
+    changes.insert_many([{"seq": -1, "at": now - timedelta(hours=2)}, {"seq": -2, "at": 5}, {"seq": -3, "at": "old"}])
+    plain = engine["plain"]
+    plain.create_index([("seq", 1)], unique=True)
+    plain.insert_many([{"seq": i} for i in range(ORDERS)])
+
+    found, purge_and_read = steps(engine, lambda: changes.find_one({"seq": 5}))
+    _, read_only = steps(engine, lambda: plain.find_one({"seq": 5}))
+
+    assert found is not None
+    assert purge_and_read < 5 * read_only + 10  # the purge is a seek, not a walk over 2,000 entries
+    # Like MongoDB, only dates expire: the number and the string stay.
+    assert sorted(doc["seq"] for doc in changes.find({"seq": {"$lt": 0}})) == [-3, -2]
+
+    changes.insert_one({"seq": -4, "at": now - timedelta(hours=2)})
+    assert changes.find_one({"seq": -4}) is not None  # purged at most once a minute, as MongoDB's monitor does
+    a_minute_later = time.monotonic() + TTL_MONITOR_SECONDS
+    monkeypatch.setattr(time, "monotonic", lambda: a_minute_later)
+    assert changes.find_one({"seq": -4}) is None
