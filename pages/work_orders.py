@@ -116,6 +116,9 @@ async def work_orders_page(request: Request):
     live.on_change(on_changes)
 
 
+_shared_reads: dict[tuple, asyncio.Future] = {}  # (change, scope, query) -> the read in flight
+
+
 async def _list(actor: Actor, query: WorkOrderQuery, change_seq: int | None) -> OffsetPage[WorkOrderRead]:
     """Read a page; screens redrawing for the same change with the same view share one read.
 
@@ -133,9 +136,6 @@ async def _list(actor: Actor, query: WorkOrderQuery, change_seq: int | None) -> 
         _shared_reads[key] = read
         read.add_done_callback(lambda _: _shared_reads.pop(key, None))
     return await asyncio.shield(read)  # one screen closing must not cancel the others' read
-
-
-_shared_reads: dict[tuple, asyncio.Future] = {}
 
 
 class _ListView:
