@@ -3,10 +3,8 @@
 Run status moves only from `running` to one terminal status, by a conditional update, so two
 writers (the runtime, the sweeper, a logout) can never both finish a run.
 
-On the embedded engine every `find` on a collection with a TTL index first scans it for expired
-documents, so a find costs more as the desk grows (35 ms for one run by id among 20,000) while
-updates, find-and-modify and inserts do not. The copilot's path to the first token therefore only
-claims, updates and inserts; the finds here serve pages, the sweeper and the rarer paths.
+The copilot's path to the first token only claims, updates and inserts here (each round trip is
+time before the first token); the finds serve pages, the sweeper and the rarer paths.
 """
 
 from datetime import datetime, timedelta
