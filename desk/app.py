@@ -45,7 +45,7 @@ async def readyz() -> JSONResponse:
 
 
 def install_api(app: FastAPI) -> None:
-    """Mount every router and the error envelope on `app` (NiceGUI's app in production, a bare one in tests)."""
+    """Mount every router and the error envelope on `app` (the API's own app, in front of NiceGUI's; desk/web.py)."""
     for router in (health, auth_router, work_orders_router, users_router, metrics_router, ai_router):
         app.include_router(router)
     install_error_handlers(app)

@@ -1,12 +1,15 @@
-"""Serving the desk: NiceGUI's app carries the API, the pages and the start-up work."""
+"""Serving the desk: NiceGUI's app carries the pages and the start-up work, with the API's own app in front."""
 
 import logging
 import os
 import subprocess
 import sys
 
+from fastapi import FastAPI
+from fastapi.middleware.gzip import GZipMiddleware
 from nicegui import app, ui
 from nicegui.storage import Storage
+from starlette.types import ASGIApp, Receive, Scope, Send
 
 from components import live
 from desk.app import ensure_first_admin, ensure_indexes, install_api
@@ -18,15 +21,43 @@ from pages import ROUTERS
 log = logging.getLogger("desk")
 
 
+API_PATHS = ("/api/", "/healthz", "/readyz")
+
+
 def mount() -> None:
-    """The API, its docs and the pages on NiceGUI's app; the live feed starts with the app."""
-    app.title, app.version = "Work Order Desk API", "1"
-    app.docs_url, app.redoc_url, app.openapi_url = "/api/docs", None, "/api/openapi.json"
-    app.setup()  # FastAPI registers the docs routes here; NiceGUI built the app without them
-    install_api(app)
+    """The pages on NiceGUI's app, the API and its docs on their own app in front; the live feed starts with the app."""
+    docs = {"docs_url": "/api/docs", "redoc_url": None, "openapi_url": "/api/openapi.json"}
+    api = FastAPI(title="Work Order Desk API", version="1", **docs)
+    install_api(api)
+    api.add_middleware(GZipMiddleware)
+    _api_in_front(api)
     for router in ROUTERS:
         app.include_router(router)
     app.on_startup(live.start)
+
+
+def _api_in_front(api: FastAPI) -> None:
+    """Send API and health requests straight to `api`, past NiceGUI's middleware, which is for pages.
+
+    Through it, every request without NiceGUI's browser cookie (a script with an API token, a health
+    probe) was given a new NiceGUI session cookie and left a per-browser storage in memory for good,
+    and each API request paid for three more middleware layers. Starlette builds the middleware
+    stack on the first request (after NiceGUI added its own), so the dispatch wraps that stack.
+    """
+    build_pages = app.build_middleware_stack
+
+    def build() -> ASGIApp:
+        pages = build_pages()
+
+        async def dispatch(scope: Scope, receive: Receive, send: Send) -> None:
+            if scope["type"] == "http" and scope["path"].startswith(API_PATHS):
+                await api(scope, receive, send)
+            else:  # pages, NiceGUI's websocket and files, and the lifespan (start-up and shut-down work)
+                await pages(scope, receive, send)
+
+        return dispatch
+
+    app.build_middleware_stack = build
 
 
 def configure(settings: Settings, uri: str, *, demo: bool = False) -> None:

@@ -54,12 +54,23 @@ def test_desk_run_serves_the_api_and_stops_cleanly(tmp_path):
         )
         try:
             ready = _wait_ready(f"http://127.0.0.1:{port}/readyz")
-            docs = httpx.get(f"http://127.0.0.1:{port}/api/openapi.json").json()
+            base = f"http://127.0.0.1:{port}"
+            docs = httpx.get(f"{base}/api/openapi.json").json()
+            docs_page = httpx.get(f"{base}/api/docs")
+            # a script with a token or a health probe keeps no cookies: it must not be handed a
+            # browser session (NiceGUI kept one in memory per such request, for good)
+            api_answers = [httpx.get(f"{base}{path}") for path in ("/healthz", "/api/v1/auth/me", "/api/v1/nope")]
+            login_page = httpx.get(f"{base}/login")
         finally:
             process.send_signal(signal.SIGINT)
             out, _ = process.communicate(timeout=30)
     assert ready
     assert docs["info"]["title"] == "Work Order Desk API"
+    assert docs_page.status_code == 200 and "swagger" in docs_page.text.lower()
+    assert [r.status_code for r in api_answers] == [200, 401, 404]
+    assert [r.json().get("error", {}).get("code") for r in api_answers[1:]] == ["UNAUTHORIZED", "NOT_FOUND"]
+    assert not any("set-cookie" in r.headers for r in api_answers)
+    assert login_page.status_code == 200 and "set-cookie" in login_page.headers  # pages keep NiceGUI's session
     assert f"open http://localhost:{port}/" in out
     assert "Log in as admin@desk.local with the one-time password:" in out
 
