@@ -288,22 +288,24 @@ class CopilotTurn:
             raise RunEnded(
                 "error", Error(code=ErrorCode.AI_UNAVAILABLE, message=failure.message), "AI_UNAVAILABLE"
             ) from None
-        finally:
-            if completed is None and not billed:  # cut short: every call bills (spec §4.7), estimated
+        finally:  # every call bills (spec §4.7), before anything else can end the run
+            if completed is not None:  # the ledger now; the run with its next write (`unrecorded`)
+                await asyncio.shield(self._charge(completed.usage))
+                self.unrecorded = completed.usage
+            elif not billed:  # cut short: estimated
                 await asyncio.shield(self._bill(Usage(_tokens(messages), len(text) // CHARS_PER_TOKEN)))
         assert completed is not None
         await self._require_records()
         if not completed.tool_calls:
-            self.unrecorded = completed.usage  # goes onto the run with its final status: one write, not two
-            await _together(self._charge(completed.usage), self._say("assistant", text))
+            await self._say("assistant", text)
             notice = None if text.strip() else "The assistant finished without an answer."
-            status = await self._finish("complete")
+            status = await self._finish("complete")  # with the call's usage: one write, not two
             self.finished = True
             yield MessageDone(run_id=self.run_id, status=status, notice=notice)
             return
         messages.append(_assistant_message(text, completed.tool_calls))
         await _together(
-            self._bill(completed.usage),
+            self._record_usage(),
             self._say("assistant", text, toolCalls=[c.name for c in completed.tool_calls]),
         )
         async for event in self._tool_calls(completed.tool_calls, messages):
@@ -640,6 +642,12 @@ class CopilotTurn:
         if self.run_stored:
             writes.append(runs.record_usage(self.db, self.run["_id"], self._usage(usage)))
         await asyncio.shield(_together(*writes))
+
+    async def _record_usage(self) -> None:
+        """Add the call already charged to the ledger to its run."""
+        usage, self.unrecorded = self.unrecorded, None
+        if usage is not None and self.run_stored:
+            await asyncio.shield(runs.record_usage(self.db, self.run["_id"], self._usage(usage)))
 
     def _usage(self, usage: Usage) -> dict:
         cost = self.provider.cost(usage)

@@ -204,6 +204,23 @@ async def test_a_run_record_that_cannot_be_stored_stops_the_answer(
     assert await budget.spent(db, f"user:{sam['id']}:{budget.now().date().isoformat()}") > 0  # the call bills
 
 
+async def test_an_answer_that_arrives_before_its_records_fail_is_still_billed(
+    db, send, fake_provider, make_user, unstorable
+):
+    sam = await make_user("user")
+    await unstorable("agent_messages", "content", "Anything open?")  # the person's message collides
+    fake_provider.script(Turn.text("Nothing is open.", usage=(120, 4)))  # whole before the failure shows
+
+    events = await drain(await send(sam, "Anything open?"))
+
+    assert [e.kind for e in events[-2:]] == ["error", "message_done"] and events[-1].status == "error"
+    run = await db["agent_runs"].find_one({})
+    assert (run["status"], run["errorCode"], run["steps"]) == ("error", "record_failed", 1)
+    # billed whether the failure showed mid-answer (an estimate) or after it (the reported usage)
+    spent = await budget.spent(db, f"user:{sam['id']}:{budget.now().date().isoformat()}")
+    assert spent == pytest.approx(run["costUsd"]) and spent > 0  # every call bills, ledger and run alike
+
+
 async def test_a_message_that_cannot_be_stored_ends_its_run_as_an_error_that_says_so(
     db, send, fake_provider, make_user, unstorable
 ):
