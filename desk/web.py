@@ -22,6 +22,7 @@ log = logging.getLogger("desk")
 
 
 API_PATHS = ("/api/", "/healthz", "/readyz")
+_BUILD_PAGES = app.build_middleware_stack  # NiceGUI's own; mount() runs once per UI test: wrap it, never a wrapper
 
 
 def mount() -> None:
@@ -44,10 +45,9 @@ def _api_in_front(api: FastAPI) -> None:
     and each API request paid for three more middleware layers. Starlette builds the middleware
     stack on the first request (after NiceGUI added its own), so the dispatch wraps that stack.
     """
-    build_pages = app.build_middleware_stack
 
     def build() -> ASGIApp:
-        pages = build_pages()
+        pages = _BUILD_PAGES()
 
         async def dispatch(scope: Scope, receive: Receive, send: Send) -> None:
             if scope["type"] == "http" and scope["path"].startswith(API_PATHS):
