@@ -21,7 +21,10 @@ Doc = dict[str, Any]
 TERMINAL = ("complete", "error", "budget_exceeded", "expired", "aborted")
 KEEP_TRANSCRIPT = timedelta(days=90)  # SEC-12: messages and tool-call results
 KEEP_RUNS = timedelta(days=365)  # SEC-12: run and session records
-CLAIM_GRACE = timedelta(seconds=60)  # a session claimed longer than this by no running run is stuck (sweeper)
+# A session claimed longer than this by no running run is stuck (the sweeper frees it). Longer than
+# one model call may last (the provider's 120 s total timeout): a run ended elsewhere (a logout)
+# stops only at its next step, and its session must not take a second stream before then.
+CLAIM_GRACE = timedelta(minutes=3)
 
 
 async def ensure_indexes(db: AsyncDatabase) -> None:
