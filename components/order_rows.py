@@ -24,23 +24,17 @@ class _Row:
             self.owner = ui.label().classes("text-sm text-grey-8 w-36") if owners is not None else None
             with ui.label().classes("text-xs text-grey-7 w-24") as self.updated:
                 self.updated_tip = ui.tooltip()
-        self.shown: tuple = ()
         self.show(order, owners)
 
     def show(self, order: WorkOrderRead, owners: dict[str, str] | None) -> None:
-        owner = owners.get(order.owner_id, "—") if owners is not None else None
-        shown = (order.title, order.priority, order.status, owner, ago(order.updated_at), when(order.updated_at))
-        if shown == self.shown:
-            return  # nothing on screen would change: send nothing
-        title, priority, status, owner, updated, updated_at = shown
-        self.title.set_text(title)
-        _set_chip(self.priority, PRIORITY_LABELS[priority], PRIORITY_COLORS[priority])
-        _set_chip(self.status, STATUS_LABELS[status], STATUS_COLORS[status])
-        if self.owner is not None:
-            self.owner.set_text(owner)
-        self.updated.set_text(updated)
-        self.updated_tip.set_text(updated_at)
-        self.shown = shown
+        """Bring the row up to date; an unchanged text sends nothing (NiceGUI compares before sending)."""
+        self.title.set_text(order.title)
+        _set_chip(self.priority, PRIORITY_LABELS[order.priority], PRIORITY_COLORS[order.priority])
+        _set_chip(self.status, STATUS_LABELS[order.status], STATUS_COLORS[order.status])
+        if self.owner is not None and owners is not None:
+            self.owner.set_text(owners.get(order.owner_id, "—"))
+        self.updated.set_text(ago(order.updated_at))
+        self.updated_tip.set_text(when(order.updated_at))
 
 
 def _set_chip(chip: ui.chip, text: str, color: str) -> None:

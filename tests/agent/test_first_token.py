@@ -292,7 +292,9 @@ async def test_earlier_turns_come_from_memory_only_while_no_other_process_has_wr
     assert await db["agent_messages"].count_documents({}) == 8  # and every turn was stored as it went
 
 
-async def test_a_run_cut_short_mid_write_sends_the_next_turn_to_the_database(db, send, fake_provider, make_user):
+async def test_after_stop_mid_answer_the_next_turn_shows_the_model_the_conversation_as_stored(
+    db, send, fake_provider, make_user
+):
     sam = await make_user("user")
     fake_provider.script(Turn.text("a1"))
     await drain(await send(sam, "q1"))
