@@ -148,6 +148,7 @@ def _serve() -> None:  # pragma: no cover - runs in the child
 
     _exit_on_signal_or_orphaning(pid_file)
     patch_engine()
+    _run_commands_on_the_event_loop()
     # nx logs the body of every command it passes on at INFO: noise, and it may carry user data.
     logging.getLogger("nx_27017").setLevel(logging.WARNING)
 
@@ -179,6 +180,20 @@ def patch_engine() -> None:  # pragma: no cover - runs in the child (and in test
     _route_aggregation()
     _purge_ttl_like_mongodb()
     _project_without_copying()
+
+
+def _run_commands_on_the_event_loop() -> None:  # pragma: no cover - runs in the child
+    import asyncio
+
+    # nx hands every command to a worker thread, then takes one lock per database file: commands
+    # on the desk's database run one at a time anyway, and the hop only adds two thread switches
+    # per command, plus a wait for the GIL (up to its 5 ms switch interval) whenever the event loop
+    # is reading the next request. No handler blocks or waits for another command, so running them
+    # on the loop itself is safe.
+    async def run_inline(func: Callable[..., Any], /, *args: Any, **kwargs: Any) -> Any:
+        return func(*args, **kwargs)
+
+    asyncio.to_thread = run_inline  # this process only runs the server
 
 
 def _exit_on_signal_or_orphaning(pid_file: Path) -> None:  # pragma: no cover - runs in the child
