@@ -80,7 +80,7 @@ async def begin(
     side by side: claiming the session (after recording the idempotency key, when there is one) and
     letting the message in (rate and spend, budget.admit). When several checks fail, the first in
     that order is reported, and whatever a refused turn took (the claim, the key) is given back. The
-    run and the person's message are recorded while the model call streams (`CopilotTurn`).
+    run and the person's message are stored once the first token is out (`CopilotTurn.record`).
     `user` is the person's stored record when the caller has just read it (the HTTP route has).
     """
     user = await require_ai_user(db, settings, actor, user)
@@ -209,21 +209,35 @@ class CopilotTurn:
         self.unsure = False  # a message write failed or was cut short: the window may not match the database
         self.tidy = admission.stale if admission else ()
         self.content = ""
+        self.unstored = False  # the run and the person's message wait to be stored (`record`)
         self.records: asyncio.Task | None = None
         self.run_stored = False
         self.unrecorded: Usage | None = None  # the last call, billed to the ledger but not yet to the run
 
     def record(self, content: str) -> None:
-        """Store the run and the person's message in the background; the run's own writes wait for them."""
+        """Take the person's message; it and the run are stored in the background once the first token is out.
+
+        Stored later, not now: on one event loop and one database those writes would go before the
+        first token. With a real model they happen while it writes its answer. Anything that needs
+        them stored (a tool call, the run's end, a refusal) starts them itself (`recorded`).
+        """
         self.content = content
+        self.unstored = True
         if self.window is not None:
             self.window.append(kept("user", content))
-        self.records = asyncio.create_task(self._write_records(content), name=f"copilot-records-{self.run_id}")
+
+    def _store(self) -> None:
+        """Start storing the run and the person's message (once); the run's own writes wait for them."""
+        if not self.unstored:
+            return
+        self.unstored = False
+        self.records = asyncio.create_task(self._write_records(self.content), name=f"copilot-records-{self.run_id}")
         _recording.add(self.records)
         self.records.add_done_callback(_recorded_in_background)
 
     async def recorded(self) -> bool:
         """Wait until the run and the person's message are stored; False if that failed."""
+        self._store()
         if self.records is None:
             return True
         with contextlib.suppress(Exception):
@@ -280,6 +294,7 @@ class CopilotTurn:
                     else:
                         text += chunk.text
                         yield Token(text=chunk.text)
+                        self._store()  # the first token is out: now the run and the message may be written
                     if self.records is not None and self.records.done():
                         await self._require_records()  # they failed: stop the answer now, not at its end
         except AIUnavailable as failure:

@@ -168,6 +168,13 @@ class FakeProvider:
         self.peers.clear()
         self.unscripted = self.client_disconnects = 0
 
+    async def wait_for_request(self, within: float = 2.0) -> bool:
+        """True once a request has arrived (waits up to `within` seconds)."""
+        deadline = time.monotonic() + within
+        while not self.requests and time.monotonic() < deadline:
+            await asyncio.sleep(0.01)
+        return bool(self.requests)
+
     async def wait_for_disconnect(self, within: float = 2.0) -> bool:
         """True once the server has seen a client close a stream early (waits up to `within` seconds)."""
         deadline = time.monotonic() + within

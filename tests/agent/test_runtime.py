@@ -4,6 +4,8 @@ Each test scripts the model with the fake provider and then looks where a person
 would: the events the drawer shows, the stored run, tool calls and messages, the work orders.
 """
 
+import asyncio
+import contextlib
 import json
 import logging
 from collections.abc import Awaitable, Callable
@@ -412,6 +414,38 @@ async def test_closing_the_stream_mid_answer_aborts_the_run_and_the_upstream_cal
     assert await db["agent_tool_calls"].count_documents({"approval.status": "pending"}) == 0
     session = await db["copilot_sessions"].find_one({})
     assert session["runningRunId"] is None  # the person can ask again
+
+
+async def test_leaving_before_the_first_token_still_keeps_the_run_and_the_message(start, fake_provider, make_user, db):
+    sam = await make_user()
+    fake_provider.script(Turn.slow("Still thinking", delay=5))
+    stream = (await start(sam, "Which of my orders are late?")).events()
+    waiting = asyncio.create_task(anext(stream))
+    assert await fake_provider.wait_for_request()  # the model has the question, and has said nothing yet
+
+    waiting.cancel()  # the person closed the drawer
+    with contextlib.suppress(asyncio.CancelledError):
+        await waiting
+    await stream.aclose()
+
+    run = await the_run(db)
+    assert run["status"] == "aborted"
+    (message,) = await db["agent_messages"].find({"runId": run["_id"]}).to_list()
+    assert message["role"] == "user" and message["content"] == "Which of my orders are late?"
+    assert (await db["copilot_sessions"].find_one({}))["runningRunId"] is None
+
+
+async def test_a_model_that_fails_before_any_token_leaves_the_question_stored(start, fake_provider, make_user, db):
+    sam = await make_user()
+    fake_provider.script(Turn.error(503))
+
+    events = await drain(await start(sam, "Anything urgent?"))
+
+    assert events[-1].status == "error"
+    run = await the_run(db)
+    assert run["errorCode"] == "AI_UNAVAILABLE"
+    (message,) = await db["agent_messages"].find({"runId": run["_id"]}).to_list()
+    assert message["content"] == "Anything urgent?"
 
 
 async def test_closing_the_stream_while_a_change_waits_expires_it(start, fake_provider, make_user, make_order, db):
