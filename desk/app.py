@@ -5,9 +5,11 @@ import secrets
 from dataclasses import dataclass
 
 from fastapi import APIRouter, FastAPI
+from fastapi.middleware.gzip import GZipMiddleware
 from fastapi.openapi.utils import get_openapi
 from fastapi.responses import JSONResponse
 from pymongo.asynchronous.database import AsyncDatabase
+from starlette.types import ASGIApp, Receive, Scope, Send
 
 from desk.agent import budget
 from desk.agent import runs as agent_runs
@@ -49,7 +51,21 @@ def install_api(app: FastAPI) -> None:
     for router in (health, auth_router, work_orders_router, users_router, metrics_router, ai_router):
         app.include_router(router)
     install_error_handlers(app)
+    app.add_middleware(CompressedButTheCopilot)
     app.openapi = lambda: _openapi_without_422(app)
+
+
+class CompressedButTheCopilot:
+    """gzip for API answers, except under /api/v1/ai/ (spec §4.8): proxies hold compressed streams back."""
+
+    def __init__(self, app: ASGIApp) -> None:
+        self.app, self.gzip = app, GZipMiddleware(app)
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] == "http" and not scope["path"].startswith(f"{ai_router.prefix}/"):
+            await self.gzip(scope, receive, send)
+        else:
+            await self.app(scope, receive, send)
 
 
 def _openapi_without_422(app: FastAPI) -> dict:

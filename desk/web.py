@@ -6,7 +6,6 @@ import subprocess
 import sys
 
 from fastapi import FastAPI
-from fastapi.middleware.gzip import GZipMiddleware
 from nicegui import app, ui
 from nicegui.storage import Storage
 from starlette.types import ASGIApp, Receive, Scope, Send
@@ -30,7 +29,6 @@ def mount() -> None:
     docs = {"docs_url": "/api/docs", "redoc_url": None, "openapi_url": "/api/openapi.json"}
     api = FastAPI(title="Work Order Desk API", version="1", **docs)
     install_api(api)
-    api.add_middleware(GZipMiddleware)
     _api_in_front(api)
     for router in ROUTERS:
         app.include_router(router)

@@ -333,6 +333,26 @@ async def test_stream_headers_and_every_event_is_closed_set_json(
     assert events[-1].run_id == str(run["_id"]) and run["status"] == "complete"
 
 
+async def test_copilot_answers_are_never_compressed_unlike_the_rest_of_the_api(
+    provider, fake_provider, client_for, make_user, make_order
+):
+    sam = await make_user("user")
+    for n in range(3):
+        await make_order(sam, f"Leaking tap number {n}")
+    client = await client_for(sam)  # asks for gzip, as browsers and httpx do
+    session_id = await open_session(client)
+    fake_provider.script(Turn.text("A long answer about taps. " * 40))
+
+    stream, events = await send(client, session_id, "Tell me about my taps")
+    run = await client.get(f"{AI}/runs/{events[-1].run_id}")
+    orders = await client.get("/api/v1/work-orders")
+
+    # spec §4.8: a proxy holds a compressed stream back, so nothing under /api/v1/ai/ is compressed
+    assert len(stream.content) > 500 and len(run.content) > 500
+    assert "content-encoding" not in stream.headers and "content-encoding" not in run.headers
+    assert len(orders.content) > 500 and orders.headers["content-encoding"] == "gzip"
+
+
 async def test_model_text_cannot_forge_events_or_break_frames(provider, fake_provider, client_for, make_user):
     sam = await make_user("user")
     client = await client_for(sam)
