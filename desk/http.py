@@ -22,7 +22,15 @@ API_PREFIX = "/api/"
 CSRF_HEADER = "X-Desk-CSRF"
 SAFE_METHODS = frozenset({"GET", "HEAD", "OPTIONS"})
 
-Db = Annotated[AsyncDatabase, Depends(get_db)]
+
+
+# Every dependency is `async def`: FastAPI runs a plain `def` one in a worker thread, a thread hop
+# (and a wait for the GIL) on every request (tests/test_app.py keeps it so).
+async def database() -> AsyncDatabase:
+    return get_db()
+
+
+Db = Annotated[AsyncDatabase, Depends(database)]
 
 
 def session_cookie_name() -> str:
@@ -30,7 +38,7 @@ def session_cookie_name() -> str:
     return "__Host-desk_session" if get_settings().desk_public_https else "desk_session"
 
 
-def require_csrf_header(request: Request) -> None:
+async def require_csrf_header(request: Request) -> None:
     """A cross-site form cannot send a custom header without a CORS preflight, which the desk refuses."""
     if request.headers.get(CSRF_HEADER) != "1":
         raise Forbidden(f"Missing the {CSRF_HEADER}: 1 header on a request that changes something.")
@@ -49,7 +57,7 @@ async def current_user(request: Request, db: Db) -> dict:
         if not secret:
             raise Unauthorized("Please log in.")
         if request.method not in SAFE_METHODS:
-            require_csrf_header(request)
+            await require_csrf_header(request)
         user = await auth_service.user_for_session(db=db, secret=secret)
     request.state.user = user
     return user

@@ -1,7 +1,10 @@
 """The assembled API: health checks, OpenAPI docs with the error responses, first admin, demo seed."""
 
+import inspect
+
 import pytest
 from fastapi import FastAPI
+from fastapi.routing import APIRoute
 
 from desk.app import ensure_first_admin, install_api
 from desk.config import Settings
@@ -30,6 +33,30 @@ def test_every_api_route_documents_its_error_envelope():
                 assert {"401", "403"} <= documented, f"{method.upper()} {path}"
             envelope = operation["responses"]["400"]["content"]["application/json"]["schema"]["$ref"]
             assert envelope.endswith("/ErrorEnvelope")
+
+
+def test_no_route_or_dependency_leaves_the_event_loop():
+    """FastAPI runs a plain `def` route or dependency in a worker thread: a thread hop on every request."""
+    app = FastAPI()
+    install_api(app)
+
+    def calls(dependant) -> list:
+        return [dependant.call, *(call for sub in dependant.dependencies for call in calls(sub))]
+
+    def api_routes(routes) -> list[APIRoute]:  # FastAPI keeps an included router as one entry that points at it
+        found = []
+        for route in routes:
+            if isinstance(route, APIRoute):
+                found.append(route)
+            elif (included := getattr(route, "original_router", None)) is not None:
+                found += api_routes(included.routes)
+        return found
+
+    routes = api_routes(app.routes)
+    assert len(routes) > 20
+    for route in routes:
+        for call in calls(route.dependant):
+            assert inspect.iscoroutinefunction(call), f"{route.path}: {call.__qualname__} is not async"
 
 
 async def test_first_boot_creates_an_admin_with_a_one_time_password(db, anonymous):

@@ -44,6 +44,10 @@ def get_provider() -> Provider:
     return _provider
 
 
+async def provider_dependency() -> Provider:
+    return get_provider()  # async: a plain function dependency would run in a worker thread
+
+
 def use_provider(provider: Provider | None) -> None:
     """Replace the provider (tests point it at the scripted fake)."""
     global _provider  # noqa: PLW0603
@@ -76,7 +80,7 @@ async def send_message(
     db: Db,
     user: CurrentUser,
     actor: CurrentActor,
-    provider: Annotated[Provider, Depends(get_provider)],
+    provider: Annotated[Provider, Depends(provider_dependency)],
     idempotency_key: Annotated[str | None, Header(max_length=200)] = None,
 ) -> StreamingResponse:
     """Ask the copilot; the answer streams as SSE events. Refusals before the stream are the JSON envelope."""
