@@ -23,7 +23,6 @@ CSRF_HEADER = "X-Desk-CSRF"
 SAFE_METHODS = frozenset({"GET", "HEAD", "OPTIONS"})
 
 
-
 # Every dependency is `async def`: FastAPI runs a plain `def` one in a worker thread, a thread hop
 # (and a wait for the GIL) on every request (tests/test_app.py keeps it so).
 async def database() -> AsyncDatabase:
