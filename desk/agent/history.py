@@ -11,13 +11,18 @@ server's CPU per turn from about 7 to 11 ms.
 """
 
 from collections import OrderedDict
+from datetime import datetime
 
 from bson import ObjectId
+
+from desk.agent.runs import KEEP_TRANSCRIPT
+from desk.schema import now
 
 WINDOW = 50  # the newest messages a turn starts from, of any role (as runs.session_messages returns them)
 SESSIONS = 256  # conversations kept; the least recently used go first
 
-Message = tuple[str, str | None]  # role and content; tool results are kept as None: the prompt never shows them
+# role, content (tool results are kept as None: the prompt never shows them) and when it was stored
+Message = tuple[str, str | None, datetime]
 
 
 class Histories:
@@ -35,7 +40,9 @@ class Histories:
         if kept is None or kept[0] != session["historyMark"]:
             return None
         self._kept.move_to_end(session["_id"])
-        return list(kept[1])
+        # SEC-12: a message past the transcript's retention is gone from the database, and from here
+        oldest = now() - KEEP_TRANSCRIPT
+        return [message for message in kept[1] if message[2] > oldest]
 
     def put(self, session_id: ObjectId, mark: ObjectId, messages: list[Message]) -> None:
         self._kept[session_id] = (mark, tuple(messages[-WINDOW:]))
@@ -50,5 +57,5 @@ class Histories:
 HISTORIES = Histories()
 
 
-def kept(role: str, content: str | None) -> Message:
-    return role, content if role in ("user", "assistant") else None
+def kept(role: str, content: str | None, at: datetime | None = None) -> Message:
+    return role, content if role in ("user", "assistant") else None, at or now()

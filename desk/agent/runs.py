@@ -237,9 +237,10 @@ async def add_message(db: AsyncDatabase, message: Doc) -> None:
 
 
 async def session_messages(db: AsyncDatabase, session_id: ObjectId, *, limit: int = 50) -> list[Doc]:
-    """The newest `limit` messages of a session, oldest first."""
+    """The newest `limit` messages of a session still kept (SEC-12; the TTL purge may lag a minute), oldest first."""
     cursor = db["agent_messages"].find({"sessionId": session_id}).sort("createdAt", DESCENDING).limit(limit)
-    return list(reversed(await cursor.to_list()))
+    moment = now()  # filtered here, not in the query: the planner must keep using the session index
+    return [message for message in reversed(await cursor.to_list()) if message["expiresAt"] > moment]
 
 
 async def run_messages(db: AsyncDatabase, run_id: ObjectId) -> list[Doc]:

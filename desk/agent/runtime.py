@@ -673,9 +673,10 @@ class CopilotTurn:
         if self.window is None:  # not kept in this process (or not current): the database knows
             earlier = await runs.session_messages(self.db, self.session["_id"], limit=WINDOW)
             # this run's own message may be stored already (it is written meanwhile): it is added below
-            self.window = [kept(m["role"], m["content"]) for m in earlier if m.get("runId") != self.run["_id"]]
+            mine = self.run["_id"]
+            self.window = [kept(m["role"], m["content"], m["createdAt"]) for m in earlier if m.get("runId") != mine]
             self.window.append(kept("user", self.content))
-        turns = [{"role": role, "content": content} for role, content in self.window[-WINDOW:] if content]
+        turns = [{"role": role, "content": content} for role, content, _ in self.window[-WINDOW:] if content]
         messages = [{"role": "system", "content": SYSTEM_PROMPT}, *turns]
         while len(messages) > 2 and _tokens(messages) > self.settings.ai_max_context_tokens * 3 // 4:
             del messages[1]

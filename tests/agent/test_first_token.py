@@ -1,13 +1,14 @@
 """What stands between a message and the model's first token, and what is written while it streams.
 
-`begin` runs its checks side by side and the run and message records are written while the model
-answers (issue 4). These tests hold the guarantees that ordering must keep: a refused message
+`begin` runs its checks side by side and the run and message records are written once the first
+token is out (issue 4). These tests hold the guarantees that ordering must keep: a refused message
 never reaches the provider and gives back what it took; a record that cannot be stored stops the
 answer and leaves a run that says why; the earlier turns the model is shown are the stored ones,
 whichever web process wrote them.
 """
 
 from collections.abc import Awaitable, Callable
+from datetime import timedelta
 
 import pytest
 from bson import ObjectId
@@ -17,6 +18,7 @@ from desk.agent.events import RunEvent
 from desk.agent.sessions import current_session, open_session
 from desk.config import Settings
 from desk.errors import DeskError, ErrorCode
+from desk.schema import now
 from desk.users import service as users_service
 from tests.agent.fake_provider import Turn
 from tests.helpers import actor
@@ -324,3 +326,24 @@ async def test_the_window_is_the_newest_fifty_messages_as_stored(db, ai_settings
     from_database = conversation(fake_provider.requests[-1])
     assert len(from_memory) == 50 and from_memory[-1] == ("user", "q26")
     assert from_database[:-2] == from_memory[2:] and from_database[-2:] == [("assistant", "a26"), ("user", "q27")]
+
+
+async def test_turns_past_the_transcript_retention_are_forgotten_in_memory_and_in_the_database(
+    db, send, fake_provider, make_user, monkeypatch
+):
+    sam = await make_user("user")
+    fake_provider.script(Turn.text("a1"))
+    await drain(await send(sam, "q1"))
+    later = now() + runs.KEEP_TRANSCRIPT + timedelta(days=1)  # SEC-12: 90 days on, turn 1 is gone
+    monkeypatch.setattr(history, "now", lambda: later)
+    monkeypatch.setattr(runs, "now", lambda: later)
+
+    fake_provider.script(Turn.text("a2"))
+    await drain(await send(sam, "q2"))  # the window kept in this process
+    from_memory = conversation(fake_provider.requests[-1])
+    runtime.HISTORIES.drop((await session_of(db, sam))["_id"])
+    fake_provider.script(Turn.text("a3"))
+    await drain(await send(sam, "q3"))  # read from the database, before its TTL purge ran
+
+    assert from_memory == [("user", "q2")]
+    assert conversation(fake_provider.requests[-1]) == [("user", "q2"), ("assistant", "a2"), ("user", "q3")]
