@@ -1,6 +1,6 @@
 """The copilot drawer (Cmd/Ctrl+K): a conversation with streamed answers and approvals of staged writes.
 
-It drives the same runtime the SSE endpoint streams (desk.agent.runtime), in this process: no HTTP
+It drives the same runtime the SSE endpoint streams (desk.agent.start and runtime), in this process: no HTTP
 loopback. The approval dialog shows the server-rendered diff from the `tool_approval_required`
 event; deciding goes through the same `approvals.decide` as the API.
 """
@@ -14,7 +14,7 @@ from nicegui import background_tasks, ui
 from components.chips import PRIORITY_LABELS, STATUS_LABELS
 from components.safe_markdown import safe_markdown, to_safe_markdown
 from desk.actors import Actor
-from desk.agent import approvals, runtime
+from desk.agent import approvals, start
 from desk.agent.api import get_provider
 from desk.agent.events import Diff, RunEvent, ToolApprovalRequired
 from desk.agent.sessions import current_session
@@ -94,7 +94,7 @@ class Copilot:
         answer, text = None, ""
         try:
             session = await current_session(db=db, settings=settings, actor=self.actor)
-            turn = await runtime.begin(
+            turn = await start.begin(
                 db=db,
                 settings=settings,
                 provider=get_provider(),

@@ -21,7 +21,7 @@ from desk.agent.models import (
     MessageIn,
 )
 from desk.agent.provider import Provider
-from desk.agent.runtime import begin
+from desk.agent.start import begin
 from desk.config import get_settings
 from desk.errors import ErrorCode, Forbidden
 from desk.http import AUTHED, CurrentActor, CurrentUser, Db, errors

@@ -6,7 +6,7 @@ from pymongo.asynchronous.database import AsyncDatabase
 from desk.actors import Actor
 from desk.agent import approvals, runs
 from desk.agent.models import AgentRunRead, AgentToolCallRead, CopilotSessionRead, CopilotSessionWithMessages
-from desk.agent.runtime import ApprovalPending, require_ai_user
+from desk.agent.start import ApprovalPending, require_ai_user
 from desk.config import Settings
 from desk.errors import NotFound
 from desk.schema import parse_object_id

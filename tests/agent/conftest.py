@@ -5,7 +5,7 @@ from collections.abc import Awaitable, Callable
 
 import pytest
 
-from desk.agent import approvals, runtime
+from desk.agent import approvals, start
 from desk.agent.events import RunEvent
 from desk.agent.provider import Provider
 from desk.agent.sessions import current_session
@@ -23,7 +23,7 @@ def copilot(db, ai_settings: Settings, provider: Provider):
         person: dict, content: str, *, decide: Decider | None = None, ip: str = "127.0.0.1"
     ) -> list[RunEvent]:
         session = await current_session(db=db, settings=ai_settings, actor=actor(person))
-        started = await runtime.begin(
+        started = await start.begin(
             db=db,
             settings=ai_settings,
             provider=provider,

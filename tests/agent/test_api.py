@@ -824,7 +824,7 @@ def test_event_kinds_match_the_union():
 
 
 async def test_a_message_refused_as_pending_can_be_retried_with_its_key(db, ai_settings, provider, make_user):
-    from desk.agent import runs, runtime
+    from desk.agent import runs, start
     from desk.agent.sessions import current_session
     from tests.helpers import actor
 
@@ -832,8 +832,8 @@ async def test_a_message_refused_as_pending_can_be_retried_with_its_key(db, ai_s
     session = await current_session(db=db, settings=ai_settings, actor=actor(sam))
     await runs.claim_session(db, ObjectId(session.id), ObjectId())  # another run holds the session
 
-    with pytest.raises(runtime.ApprovalPending):
-        await runtime.begin(
+    with pytest.raises(start.ApprovalPending):
+        await start.begin(
             db=db,
             settings=ai_settings,
             provider=provider,

@@ -9,7 +9,7 @@ import json
 
 import pytest
 
-from desk.agent import approvals, runs, runtime, sessions
+from desk.agent import approvals, runs, runtime, sessions, start
 from desk.agent.events import RunEvent
 from desk.agent.models import AgentToolCallRead
 from desk.agent.sessions import current_session
@@ -231,7 +231,7 @@ async def test_an_approval_expires_after_its_ttl(
     )
     settings = tuned(ai_settings, ai_approval_ttl_ms=50)
     session = await current_session(db=db, settings=settings, actor=actor(sam))
-    turn = await runtime.begin(
+    turn = await start.begin(
         db=db, settings=settings, provider=provider, actor=actor(sam), session_id=session.id, content="Done?", ip="::1"
     )
     events, late = [], []

@@ -10,8 +10,8 @@ import pytest
 from desk.agent import budget
 from desk.agent.api import use_provider
 from desk.agent.provider import Provider, Usage
-from desk.agent.runtime import begin
 from desk.agent.sessions import current_session
+from desk.agent.start import begin
 from desk.config import Settings, use_settings
 from desk.errors import ErrorCode
 from desk.schema import now

@@ -13,7 +13,7 @@ from datetime import timedelta
 import pytest
 from bson import ObjectId
 
-from desk.agent import budget, history, runs, runtime
+from desk.agent import budget, history, runs, runtime, start
 from desk.agent.events import RunEvent
 from desk.agent.sessions import current_session, open_session
 from desk.config import Settings
@@ -39,7 +39,7 @@ def send(db, ai_settings: Settings, provider):
         chosen = settings or ai_settings
         if session_id is None:
             session_id = (await current_session(db=db, settings=ai_settings, actor=actor(person))).id
-        return await runtime.begin(
+        return await start.begin(
             db=db,
             settings=chosen,
             provider=provider,
@@ -278,7 +278,7 @@ async def test_earlier_turns_come_from_memory_only_while_no_other_process_has_wr
     db, send, fake_provider, make_user, monkeypatch
 ):
     sam = await make_user("user")
-    this_process = runtime.HISTORIES
+    this_process = history.HISTORIES
 
     async def turn(n: int) -> list[tuple[str, str]]:
         fake_provider.script(Turn.text(f"a{n}"))
@@ -286,9 +286,9 @@ async def test_earlier_turns_come_from_memory_only_while_no_other_process_has_wr
         return conversation(fake_provider.requests[-1])
 
     assert await turn(1) == said(1)
-    monkeypatch.setattr(runtime, "HISTORIES", history.Histories())  # another web process takes turn 2
+    monkeypatch.setattr(history, "HISTORIES", history.Histories())  # another web process takes turn 2
     assert await turn(2) == said(1, 2)
-    monkeypatch.setattr(runtime, "HISTORIES", this_process)  # back here, where the memory lacks turn 2
+    monkeypatch.setattr(history, "HISTORIES", this_process)  # back here, where the memory lacks turn 2
     assert await turn(3) == said(1, 2, 3)
     assert await turn(4) == said(1, 2, 3, 4)
     assert await db["agent_messages"].count_documents({}) == 8  # and every turn was stored as it went
@@ -318,7 +318,7 @@ async def test_the_window_is_the_newest_fifty_messages_as_stored(db, ai_settings
         fake_provider.script(Turn.text(f"a{n}"))
         await drain(await send(sam, f"q{n}", settings=many))
     from_memory = conversation(fake_provider.requests[-1])
-    runtime.HISTORIES.drop((await session_of(db, sam))["_id"])
+    history.HISTORIES.drop((await session_of(db, sam))["_id"])
 
     fake_provider.script(Turn.text("a27"))
     await drain(await send(sam, "q27", settings=many))
@@ -341,7 +341,7 @@ async def test_turns_past_the_transcript_retention_are_forgotten_in_memory_and_i
     fake_provider.script(Turn.text("a2"))
     await drain(await send(sam, "q2"))  # the window kept in this process
     from_memory = conversation(fake_provider.requests[-1])
-    runtime.HISTORIES.drop((await session_of(db, sam))["_id"])
+    history.HISTORIES.drop((await session_of(db, sam))["_id"])
     fake_provider.script(Turn.text("a3"))
     await drain(await send(sam, "q3"))  # read from the database, before its TTL purge ran
 

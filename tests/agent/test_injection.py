@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 
 import pytest
 
-from desk.agent import runtime
+from desk.agent import runtime, start
 from desk.agent.sessions import current_session
 from desk.users import service as users_service
 from desk.work_orders import service as work_orders
@@ -337,7 +337,7 @@ async def test_ai_turned_off_mid_run_refuses_the_next_call(world, ai_settings, p
         Turn.text("never asked for"),
     )
     session = await current_session(db=db, settings=ai_settings, actor=actor(sam))
-    turn = await runtime.begin(
+    turn = await start.begin(
         db=db, settings=ai_settings, provider=provider, actor=actor(sam), session_id=session.id, content="Go", ip="::1"
     )
 

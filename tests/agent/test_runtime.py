@@ -15,6 +15,7 @@ import pytest
 from desk.agent import approvals, runs, runtime, sessions
 from desk.agent.events import RunEvent
 from desk.agent.sessions import current_session
+from desk.agent.start import begin as begin_turn
 from desk.config import Settings
 from desk.errors import ErrorCode
 from desk.work_orders import service as work_orders
@@ -39,7 +40,7 @@ def start(db, ai_settings, provider):
     async def begin(person: dict, content: str = "Help me", *, settings: Settings | None = None):
         chosen = settings or ai_settings
         session = await current_session(db=db, settings=chosen, actor=actor(person))
-        return await runtime.begin(
+        return await begin_turn(
             db=db,
             settings=chosen,
             provider=provider,

@@ -20,8 +20,8 @@ from bson import ObjectId
 
 from desk.agent import approvals, runs, sweeper
 from desk.agent.events import RunEvent
-from desk.agent.runtime import begin
 from desk.agent.sessions import abort_runs, current_session
+from desk.agent.start import begin
 from desk.agent.sweeper import Swept, sweep
 from desk.config import Settings
 from desk.schema import now

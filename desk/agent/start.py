@@ -1,0 +1,129 @@
+"""Starting a copilot turn: every check that can refuse it before anything streams.
+
+Refusals here are the JSON envelope (spec §4.8); a turn let in is a `runtime.CopilotTurn`.
+"""
+
+import asyncio
+
+from bson import ObjectId
+from pymongo.asynchronous.database import AsyncDatabase
+
+from desk.actors import Actor
+from desk.agent import budget, history, runs
+from desk.agent.provider import Provider
+from desk.agent.runtime import AGENT, LEASE, CopilotTurn
+from desk.config import Settings
+from desk.errors import Conflict, ErrorCode, Forbidden, NotFound, RateLimited
+from desk.schema import parse_object_id
+from desk.users import service as users_service
+
+
+class ApprovalPending(Conflict):
+    code = ErrorCode.AI_APPROVAL_PENDING
+    default_message = "The assistant is still working on your last message (or waiting for your approval)."
+
+
+class MessageDuplicate(Conflict):
+    code = ErrorCode.AI_MESSAGE_DUPLICATE
+    default_message = "This message was already sent."
+
+
+async def begin(
+    *,
+    db: AsyncDatabase,
+    settings: Settings,
+    provider: Provider,
+    actor: Actor,
+    session_id: str,
+    content: str,
+    ip: str,
+    idempotency_key: str | None = None,
+    user: dict | None = None,
+) -> CopilotTurn:
+    """Refuse early (AI off, someone else's session, budget, rate, a replayed key, a run in progress) or start the run.
+
+    Everything here stands between the person and the first token, so it is two or three round trips
+    side by side: claiming the session (after recording the idempotency key, when there is one) and
+    letting the message in (rate and spend, budget.admit). When several checks fail, the first in
+    that order is reported, and whatever a refused turn took (the claim, the key) is given back. The
+    run and the person's message are stored once the first token is out (`CopilotTurn.record`).
+    `user` is the person's stored record when the caller has just read it (the HTTP route has).
+    """
+    user = await require_ai_user(db, settings, actor, user)
+    oid = parse_object_id(session_id)
+    if oid is None:
+        raise NotFound("No such copilot session.")
+    run = runs.new_run(session_id=oid, user_id=user["_id"], mode="copilot", model=settings.ai_model, lease=LEASE)
+    key = idempotency_key[:200] if idempotency_key else None
+    session, admission = await asyncio.gather(
+        _claim(db, session_id=oid, run=run, key=key),
+        budget.admit(db, settings, user_id=actor.id, agent=AGENT, ip=ip),
+        return_exceptions=True,
+    )
+    refusals = [outcome for outcome in (session, admission) if isinstance(outcome, BaseException)]
+    if refusals:
+        if not isinstance(session, BaseException):
+            await _unclaim(db, session, run, key)
+        raise min(refusals, key=_rank)
+    assert isinstance(session, dict) and isinstance(admission, budget.Admission)
+    turn = CopilotTurn(
+        db=db,
+        settings=settings,
+        provider=provider,
+        actor=actor,
+        run=run,
+        session=session,
+        window=history.HISTORIES.current(session),
+        admission=admission,
+    )
+    turn.record(content)
+    return turn
+
+
+class SessionClosed(ApprovalPending):
+    default_message = "This conversation is closed; start a new one."
+
+
+async def _claim(db: AsyncDatabase, *, session_id: ObjectId, run: dict, key: str | None) -> dict:
+    """The session as it was before this run took it; the refusal when it cannot (in the order of `_rank`)."""
+    if key:
+        earlier = await runs.remember_key(db, run["userId"], key, run["_id"])
+        if earlier is not None:
+            raise MessageDuplicate(details={"runId": str(earlier)})
+    session = await runs.claim_session(db, session_id, run["_id"], user_id=run["userId"])
+    if session is not None:
+        return session
+    if key:  # this message started nothing: its retry must not read as a duplicate
+        await runs.forget_key(db, run["userId"], key)
+    found = await runs.get_session(db, session_id)  # only a refusal pays for this read: which one is it?
+    if found is None or found["userId"] != run["userId"]:
+        raise NotFound("No such copilot session.")  # SEC-14: someone else's session looks missing
+    if found["status"] != "active":
+        raise SessionClosed()
+    raise ApprovalPending()
+
+
+async def _unclaim(db: AsyncDatabase, session: dict, run: dict, key: str | None) -> None:
+    """Give back what a turn refused by another check took: the session (history unchanged) and its key."""
+    mark = session.get("historyMark", ObjectId())  # a session from before marks were kept stays unknown
+    await runs.release_session(db, session["_id"], run["_id"], history_mark=mark)
+    if key:
+        await runs.forget_key(db, run["userId"], key)
+
+
+def _rank(refusal: BaseException) -> int:
+    """Which refusal a person sees when several checks failed at once (a failure of our own comes first)."""
+    order = (SessionClosed, NotFound, budget.BudgetExceeded, RateLimited, MessageDuplicate, ApprovalPending)
+    return next((rank for rank, kind in enumerate(order, 1) if isinstance(refusal, kind)), 0)
+
+
+async def require_ai_user(db: AsyncDatabase, settings: Settings, actor: Actor, user: dict | None = None) -> dict:
+    """The person's stored record if AI is on for the desk and for them (`user`: one the caller just read)."""
+    if not settings.ai_enabled:
+        raise Forbidden("The AI assistant is turned off on this desk.")
+    if user is None and actor.is_human:
+        found = await users_service.get_user(db=db, actor=actor, user_id=actor.id)
+        user = {"_id": ObjectId(found.id), "aiEnabled": found.ai_enabled, "active": found.active} if found else None
+    if user is None or str(user["_id"]) != actor.id or not user.get("aiEnabled") or not user.get("active"):
+        raise Forbidden("AI assistance is turned off for you. You can turn it on in your profile.")
+    return {"_id": user["_id"], "aiEnabled": True}
