@@ -55,6 +55,9 @@ def install_api(app: FastAPI) -> None:
     app.openapi = lambda: _openapi_without_422(app)
 
 
+UNCOMPRESSED = f"{ai_router.prefix}/"
+
+
 class CompressedButTheCopilot:
     """gzip for API answers, except under /api/v1/ai/ (spec §4.8): proxies hold compressed streams back."""
 
@@ -62,7 +65,7 @@ class CompressedButTheCopilot:
         self.app, self.gzip = app, GZipMiddleware(app)
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] == "http" and not scope["path"].startswith(f"{ai_router.prefix}/"):
+        if scope["type"] == "http" and not scope["path"].startswith(UNCOMPRESSED):
             await self.gzip(scope, receive, send)
         else:
             await self.app(scope, receive, send)

@@ -96,8 +96,7 @@ class CopilotTurn:
         self.last_message: ObjectId | None = session.get("historyMark")
         self.unsure = False  # a message write failed or was cut short: the window may not match the database
         self.tidy = admission.stale if admission else ()
-        self.content = ""
-        self.unstored = False  # the run and the person's message wait to be stored (`record`)
+        self.content = ""  # the person's message (never empty once `record` took it)
         self.records: asyncio.Task | None = None
         self.run_stored = False
         self.unrecorded: Usage | None = None  # the last call, billed to the ledger but not yet to the run
@@ -110,15 +109,13 @@ class CopilotTurn:
         them stored (a tool call, the run's end, a refusal) starts them itself (`recorded`).
         """
         self.content = content
-        self.unstored = True
         if self.window is not None:
             self.window.append(kept("user", content))
 
     def _store(self) -> None:
         """Start storing the run and the person's message (once); the run's own writes wait for them."""
-        if not self.unstored:
+        if self.records is not None or not self.content:  # started already, or nothing to store
             return
-        self.unstored = False
         self.records = asyncio.create_task(self._write_records(self.content), name=f"copilot-records-{self.run_id}")
         _recording.add(self.records)
         self.records.add_done_callback(_recorded_in_background)

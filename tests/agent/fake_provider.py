@@ -32,7 +32,7 @@ import socket
 import threading
 import time
 from collections import deque
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, replace
 from typing import Any
 
@@ -170,17 +170,11 @@ class FakeProvider:
 
     async def wait_for_request(self, within: float = 2.0) -> bool:
         """True once a request has arrived (waits up to `within` seconds)."""
-        deadline = time.monotonic() + within
-        while not self.requests and time.monotonic() < deadline:
-            await asyncio.sleep(0.01)
-        return bool(self.requests)
+        return await _within(lambda: bool(self.requests), within)
 
     async def wait_for_disconnect(self, within: float = 2.0) -> bool:
         """True once the server has seen a client close a stream early (waits up to `within` seconds)."""
-        deadline = time.monotonic() + within
-        while not self.client_disconnects and time.monotonic() < deadline:
-            await asyncio.sleep(0.01)
-        return bool(self.client_disconnects)
+        return await _within(lambda: bool(self.client_disconnects), within)
 
     async def __call__(self, scope: dict, receive: Any, send: Any) -> None:
         """The ASGI app, run on the server's thread."""
@@ -201,6 +195,14 @@ class FakeProvider:
             turn = Turn(status=500, body=b'{"error": {"message": "the fake provider has no turn scripted"}}')
         if not await _play(turn, receive, send) and generation == self._generation:
             self.client_disconnects += 1
+
+
+async def _within(seen: Callable[[], bool], within: float) -> bool:
+    """Poll `seen` until it holds or `within` seconds passed; its last answer."""
+    deadline = time.monotonic() + within
+    while not seen() and time.monotonic() < deadline:
+        await asyncio.sleep(0.01)
+    return seen()
 
 
 async def _play(turn: Turn, receive: Any, send: Any) -> bool:
