@@ -55,11 +55,10 @@ async def fake_provider(scope, receive, send) -> None:
 
 
 def serve_fake(port: int) -> subprocess.Popen:
-    """The fake in its own process, as a real provider is: not sharing the load generator's GIL.
+    """The fake in its own process, as a real provider is.
 
-    In a thread of the bench, every answer to the desk waited for the GIL while the bench read ten
-    streams (up to the 5 ms switch interval per hand-over), which the direct path, idle meanwhile,
-    did not pay: the desk was billed for the bench's own contention.
+    As a thread of the bench it shared the load generator's GIL, so the desk's calls to it could
+    wait on the bench's own work (measured: within the noise, but nothing the desk should pay for).
     """
     command = ["-m", "uvicorn", "bench.copilot:fake_provider", "--host", "127.0.0.1", "--port", str(port)]
     fake = subprocess.Popen([sys.executable, *command, "--log-level", "warning"])  # noqa: S603 - our own module
@@ -76,10 +75,9 @@ def serve_fake(port: int) -> subprocess.Popen:
 class Stream:
     """One kept-alive HTTP/1.1 connection: posts JSON, times the first chunk holding `marker`, reads to the end.
 
-    Both paths use it. httpx cost the bench about 3 ms of CPU per desk turn, on the same two cores
-    as the desk, its database and the fake, and ten streams parsed line by line in one event loop
-    stamped a first token late whenever another stream was being parsed. This reads the raw
-    chunks and looks for the marker: the load generator should take as little as it can.
+    Both paths use it. httpx cost the bench about 3 ms of CPU per desk turn (this, about 0.5), on
+    the same two cores as the desk, its database and the fake, and added about 0.8 ms to the
+    fake's own time to first token: the load generator should take as little as it can.
     """
 
     def __init__(self, base: str, headers: dict[str, str] | None = None) -> None:
@@ -101,7 +99,7 @@ class Stream:
         self.writer.write(request.encode() + payload)
         head = await self.reader.readuntil(b"\r\n\r\n")
         if not head.startswith(b"HTTP/1.1 200") or b"transfer-encoding: chunked" not in head.lower():
-            raise RuntimeError(f"unexpected answer: {head!r}")
+            raise RuntimeError(f"unexpected answer: {head + await self.reader.read(2000)!r}")
         first = None
         while True:  # chunked body, to its last chunk: the connection is reused, as the desk's provider client does
             size = int((await self.reader.readuntil(b"\r\n")).split(b";")[0], 16)
