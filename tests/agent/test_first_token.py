@@ -7,6 +7,7 @@ answer and leaves a run that says why; the earlier turns the model is shown are 
 whichever web process wrote them.
 """
 
+import asyncio
 from collections.abc import Awaitable, Callable
 from datetime import timedelta
 
@@ -309,6 +310,33 @@ async def test_after_stop_mid_answer_the_next_turn_shows_the_model_the_conversat
     await drain(await send(sam, "q3"))
 
     assert conversation(fake_provider.requests[-1]) == [*said(1, 2), ("user", "q3")]
+
+
+async def test_an_answer_stored_just_as_the_person_left_is_shown_to_the_model_next_turn(
+    db, send, fake_provider, make_user, monkeypatch
+):
+    sam = await make_user("user")
+    store = runs.add_message
+
+    async def stored_then_left(database, message: dict) -> None:
+        await store(database, message)
+        if message["role"] == "assistant":  # the person leaves before the write's answer is seen
+            asyncio.current_task().cancel()
+            await asyncio.sleep(0)
+
+    monkeypatch.setattr(runs, "add_message", stored_then_left)
+    fake_provider.script(Turn.text("a1"))
+    first = asyncio.create_task(drain(await send(sam, "q1")))
+    await asyncio.wait([first])
+    monkeypatch.setattr(runs, "add_message", store)
+    fake_provider.script(Turn.text("a2"))
+
+    await drain(await send(sam, "q2"))
+
+    assert first.cancelled()
+    assert await db["agent_messages"].count_documents({"role": "assistant", "content": "a1"}) == 1
+    # this process never saw its answer stored, so it must not trust what it kept of the conversation
+    assert conversation(fake_provider.requests[-1]) == said(1, 2)
 
 
 async def test_the_window_is_the_newest_fifty_messages_as_stored(db, ai_settings, send, fake_provider, make_user):
