@@ -242,10 +242,13 @@ async def test_an_approval_expires_after_its_ttl(
             late.append(
                 await refused(approvals.decide(db=db, actor=actor(sam), tool_call_id=event.tool_call_id, approve=True))
             )
+            now_stored = await stored_call(db, event)  # the refused decide itself expired it
+            late_state = (now_stored["approval"]["status"], now_stored["outcome"])
 
     (staged,) = staged_events(events)
     if decided_late:
         assert [(r.code, r.status) for r in late] == [(ErrorCode.AI_APPROVAL_EXPIRED, 410)]
+        assert late_state == ("expired", "expired")
     expired = [e for e in events if e.kind == "tool_approval_expired"]
     assert [e.tool_call_id for e in expired] == [staged.tool_call_id]
     assert events[-1].status == "expired"

@@ -375,3 +375,17 @@ async def test_turns_past_the_transcript_retention_are_forgotten_in_memory_and_i
 
     assert from_memory == [("user", "q2")]
     assert conversation(fake_provider.requests[-1]) == [("user", "q2"), ("assistant", "a2"), ("user", "q3")]
+
+
+async def test_a_run_letting_go_late_never_frees_a_session_a_newer_run_holds(db, ai_settings, make_user):
+    sam = await make_user("user")
+    session = await open_session(db=db, settings=ai_settings, actor=actor(sam))
+    sid, aborted, newer = ObjectId(session.id), ObjectId(), ObjectId()
+    assert await runs.claim_session(db, sid, aborted) is not None
+    await runs.release_session(db, sid, aborted)  # ended by a logout: it lets go
+    assert await runs.claim_session(db, sid, newer) is not None  # the person's next message
+
+    await runs.release_session(db, sid, aborted)  # the aborted run's clean-up, arriving late
+
+    assert (await db["copilot_sessions"].find_one({"_id": sid}))["runningRunId"] == newer
+    assert await runs.claim_session(db, sid, ObjectId()) is None  # one stream at a time still holds
