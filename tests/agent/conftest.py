@@ -1,18 +1,48 @@
-"""Agent-test fixtures: a copilot driver and approvals (AI settings, the fake provider: tests/conftest.py)."""
+"""Agent-test fixtures: quick approval polls, turn starters and approvals.
+
+AI settings and the fake provider are in tests/conftest.py.
+"""
 
 import asyncio
 from collections.abc import Awaitable, Callable
 
 import pytest
 
-from desk.agent import approvals, start
+from desk.agent import approvals, runtime
 from desk.agent.events import RunEvent
 from desk.agent.provider import Provider
 from desk.agent.sessions import current_session
+from desk.agent.start import begin as begin_turn
 from desk.config import Settings
 from tests.helpers import actor
 
 Decider = Callable[[RunEvent], Awaitable[None]]
+
+
+@pytest.fixture(autouse=True)
+def quick_polls(monkeypatch):
+    """A run waiting for a decision looks every 10 ms instead of 200 ms (speed only)."""
+    monkeypatch.setattr(runtime, "POLL_SECONDS", 0.01)
+
+
+@pytest.fixture
+def start(db, ai_settings, provider):
+    """Begin one copilot turn for a person (optionally with other settings); returns the turn unstarted."""
+
+    async def begin(person: dict, content: str = "Help me", *, settings: Settings | None = None):
+        chosen = settings or ai_settings
+        session = await current_session(db=db, settings=chosen, actor=actor(person))
+        return await begin_turn(
+            db=db,
+            settings=chosen,
+            provider=provider,
+            actor=actor(person),
+            session_id=session.id,
+            content=content,
+            ip="127.0.0.1",
+        )
+
+    return begin
 
 
 @pytest.fixture
@@ -23,7 +53,7 @@ def copilot(db, ai_settings: Settings, provider: Provider):
         person: dict, content: str, *, decide: Decider | None = None, ip: str = "127.0.0.1"
     ) -> list[RunEvent]:
         session = await current_session(db=db, settings=ai_settings, actor=actor(person))
-        started = await start.begin(
+        started = await begin_turn(
             db=db,
             settings=ai_settings,
             provider=provider,

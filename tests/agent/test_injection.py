@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 
 import pytest
 
-from desk.agent import runtime, start
+from desk.agent import start
 from desk.agent.sessions import current_session
 from desk.users import service as users_service
 from desk.work_orders import service as work_orders
@@ -24,12 +24,6 @@ from tests.helpers import actor
 GHOST = "665f1c2e9b1e8a0012345678"  # the right shape, no such work order
 ALEX_EMAIL = "alex.private@example.com"
 SECRETS = ("Salary review", "91,000", ALEX_EMAIL, "Server room keys")
-
-
-@pytest.fixture(autouse=True)
-def quick_polls(monkeypatch):
-    """A run waiting for a decision looks every 10 ms instead of 200 ms (speed only)."""
-    monkeypatch.setattr(runtime, "POLL_SECONDS", 0.01)
 
 
 @dataclass(frozen=True)

@@ -12,10 +12,8 @@ from collections.abc import Awaitable, Callable
 
 import pytest
 
-from desk.agent import approvals, runs, runtime, sessions
+from desk.agent import approvals, runs, sessions
 from desk.agent.events import RunEvent
-from desk.agent.sessions import current_session
-from desk.agent.start import begin as begin_turn
 from desk.config import Settings
 from desk.errors import ErrorCode
 from desk.work_orders import service as work_orders
@@ -25,32 +23,6 @@ from tests.helpers import actor
 
 Hook = Callable[[RunEvent], Awaitable[None]]
 SAME_RESULT = {"note": "Same result as your earlier identical call."}
-
-
-@pytest.fixture(autouse=True)
-def quick_polls(monkeypatch):
-    """A run waiting for a decision looks every 10 ms instead of 200 ms (speed only)."""
-    monkeypatch.setattr(runtime, "POLL_SECONDS", 0.01)
-
-
-@pytest.fixture
-def start(db, ai_settings, provider):
-    """Begin one copilot turn for a person (optionally with other settings); returns the turn unstarted."""
-
-    async def begin(person: dict, content: str = "Help me", *, settings: Settings | None = None):
-        chosen = settings or ai_settings
-        session = await current_session(db=db, settings=chosen, actor=actor(person))
-        return await begin_turn(
-            db=db,
-            settings=chosen,
-            provider=provider,
-            actor=actor(person),
-            session_id=session.id,
-            content=content,
-            ip="127.0.0.1",
-        )
-
-    return begin
 
 
 async def drain(turn, hook: Hook | None = None) -> list[RunEvent]:
