@@ -130,18 +130,25 @@ class CopilotTurn:
         return not self.records.cancelled() and self.records.exception() is None
 
     async def events(self) -> AsyncIterator[RunEvent]:
-        """The run, as events; if the listener goes away mid-run, the run is recorded as aborted."""
-        ended = False
+        """The run, as events; if the listener goes away mid-run, the run is recorded as aborted.
+
+        A failure of our own (say, the ledger could not be read) ends the run as an `error` and goes on
+        up to the caller, which tells the person; the run must not read as if they had stopped it.
+        """
+        ending: tuple[str, str | None] | None = ("aborted", None)  # the consumer stopped, or the task was cancelled
         try:
             # aclosing (here and around each step): when our consumer stops early, the step's upstream
             # call is closed and billed now, before the run is marked aborted, not later by the GC.
             async with contextlib.aclosing(self._loop()) as loop:
                 async for event in loop:
                     yield event
-            ended = True
+            ending = None
+        except Exception:
+            ending = ("error", "internal")
+            raise
         finally:
-            if not ended:  # the consumer stopped (disconnect, Stop) or the task was cancelled
-                await asyncio.shield(self._finish("aborted"))
+            if ending is not None:
+                await asyncio.shield(self._finish(*ending))
             await asyncio.shield(self._release())
 
     async def _loop(self) -> AsyncIterator[RunEvent]:

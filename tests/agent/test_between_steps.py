@@ -1,0 +1,154 @@
+"""What the runtime looks at again between model calls and before it makes an approved change.
+
+A run can last minutes (a slow model, a change waiting for its approval). Whatever happened to the
+person meanwhile — logged out, deactivated, their budget or the conversation's length used up — the
+next model call and the next change go by how things stand now, not by how they stood at the start.
+Each test changes the world from inside the run (at an event, while the run waits for its consumer)
+and then looks at what the person and the database see.
+"""
+
+import pytest
+from bson import ObjectId
+
+from desk.actors import Actor, Role
+from desk.agent import budget, sessions
+from desk.agent.events import RunEvent
+from desk.errors import ErrorCode
+from desk.users import service as users_service
+from desk.users.models import UserAdminUpdate
+from desk.work_orders import service as work_orders
+from tests.agent.fake_provider import Turn
+from tests.agent.test_first_token import conversation
+from tests.agent.test_runtime import deciding, drain, the_run, tuned
+from tests.helpers import actor
+
+
+async def deactivate(db, person: dict) -> None:
+    """An admin deactivates `person` through the service, before the HTTP route has aborted their runs.
+
+    The route aborts them right after (desk/users/api.py); the checks tested here are what holds in
+    between, and whatever a run already had in hand when the abort lands.
+    """
+    admin = Actor(id=str(ObjectId()), role=Role("admin"))
+    await users_service.update_user(db=db, actor=admin, user_id=person["id"], data=UserAdminUpdate(active=False))
+
+
+def after_first_result(action):
+    async def hook(event: RunEvent) -> None:
+        if event.kind == "tool_result":
+            await action()
+
+    return hook
+
+
+async def test_a_logout_between_steps_stops_the_run_before_the_next_model_call(start, fake_provider, make_user, db):
+    sam = await make_user()
+    fake_provider.script(Turn.tool_calls(("list_my_work_orders", {})), Turn.text("never asked for"))
+    fake_provider.unscripted = 0
+
+    events = await drain(await start(sam), after_first_result(lambda: sessions.abort_runs(db=db, user_id=sam["id"])))
+
+    assert events[-1].kind == "message_done" and events[-1].status == "aborted"
+    assert len(fake_provider.requests) == 1
+    assert (await the_run(db))["status"] == "aborted"
+
+
+async def test_a_person_deactivated_mid_run_gets_no_further_model_call(start, fake_provider, make_user, db):
+    sam = await make_user()
+    fake_provider.script(Turn.tool_calls(("list_my_work_orders", {})), Turn.text("never asked for"))
+    fake_provider.unscripted = 0
+
+    events = await drain(await start(sam), after_first_result(lambda: deactivate(db, sam)))
+
+    (error,) = [e for e in events if e.kind == "error"]
+    assert error.code == ErrorCode.FORBIDDEN
+    assert events[-1].status == "error"
+    assert len(fake_provider.requests) == 1
+
+
+async def test_a_change_approved_just_before_the_person_is_deactivated_is_not_made(
+    start, fake_provider, make_user, make_order, db
+):
+    sam = await make_user()
+    tap = await make_order(sam, "Leaking tap")
+    fake_provider.script(*Turn.read_then_update(tap.id, status="done"))
+    approve = deciding(db, sam)
+
+    async def approve_then_deactivated(event: RunEvent) -> None:
+        await approve(event)
+        if event.kind == "tool_approval_required":
+            await deactivate(db, sam)
+
+    events = await drain(await start(sam), approve_then_deactivated)
+
+    assert [e.outcome for e in events if e.kind == "tool_result"] == ["ok", "forbidden"]
+    assert (await work_orders.get(db=db, actor=actor(sam), order_id=tap.id)).status == "pending"
+    (staged,) = await db["agent_tool_calls"].find({"tool": "update_work_order"}).to_list()
+    assert (staged["approval"]["status"], staged["outcome"]) == ("approved", "forbidden")
+    assert events[-1].status == "error"  # and the run goes no further: AI is off for a deactivated person
+    assert len(fake_provider.requests) == 2
+
+
+async def test_a_ledger_that_cannot_be_read_between_steps_ends_the_run_as_an_error(start, fake_provider, make_user, db):
+    sam = await make_user()
+    fake_provider.script(Turn.tool_calls(("list_my_work_orders", {})), Turn.text("never asked for"))
+    fake_provider.unscripted = 0
+    today = f"global:{budget.now().date().isoformat()}"
+
+    async def ledger_broken() -> None:  # the budget can no longer be known: no further call may be paid for
+        await db["agent_spend"].update_one({"_id": today}, {"$set": {"spentUsd": "unreadable"}})
+
+    with pytest.raises(ValueError, match="unreadable"):
+        await drain(await start(sam), after_first_result(ledger_broken))
+
+    assert len(fake_provider.requests) == 1
+    run = await the_run(db)
+    assert (run["status"], run["errorCode"]) == ("error", "internal")  # not "aborted": sam did not stop it
+    assert (await db["copilot_sessions"].find_one({"userId": ObjectId(sam["id"])}))["runningRunId"] is None
+
+
+async def test_the_first_charge_drops_the_persons_counters_of_earlier_minutes(start, fake_provider, make_user, db):
+    sam = await make_user()
+    person_key, *_ = budget.keys(user_id=sam["id"], agent="copilot")
+    await db["agent_spend"].insert_one({"_id": person_key, "starts": {"0000-earlier": 7}, "spentUsd": 0.0})
+    fake_provider.script(Turn.text("Nothing is open."))
+
+    await drain(await start(sam))
+
+    stored = await db["agent_spend"].find_one({"_id": person_key})
+    assert list(stored["starts"]) == [budget._window(budget.now(), "127.0.0.1")]  # this minute's start only
+    assert stored["spentUsd"] > 0
+
+
+# --- the conversation must fit the model's context ---
+
+
+async def test_the_oldest_turns_are_left_out_when_the_conversation_outgrows_the_context(
+    start, fake_provider, make_user, ai_settings
+):
+    sam = await make_user()
+    long_question = "Tell me about this: " + "x" * 2400  # about 600 tokens
+    fake_provider.script(Turn.text("a1"), Turn.text("a2"))
+    await drain(await start(sam, long_question))
+
+    # a context of 1000 tokens: the system prompt (about 200) and the long question do not fit in 3/4 of it
+    events = await drain(await start(sam, "q2", settings=tuned(ai_settings, ai_max_context_tokens=1000)))
+
+    assert events[-1].status == "complete"
+    assert conversation(fake_provider.requests[-1]) == [("assistant", "a1"), ("user", "q2")]
+
+
+async def test_a_message_too_long_for_the_context_is_refused_before_any_model_call(
+    start, fake_provider, make_user, ai_settings, db
+):
+    sam = await make_user()
+    settings = tuned(ai_settings, ai_max_context_tokens=500)
+
+    events = await drain(await start(sam, "x" * 4000, settings=settings))
+
+    (error,) = [e for e in events if e.kind == "error"]
+    assert error.code == ErrorCode.AI_BUDGET_EXCEEDED and "too long" in error.message
+    assert events[-1].status == "budget_exceeded"
+    assert fake_provider.requests == []
+    (message,) = await db["agent_messages"].find().to_list()  # the question is kept: sam can copy it
+    assert message["content"] == "x" * 4000
