@@ -262,6 +262,22 @@ async def test_an_answer_that_cannot_be_stored_ends_the_run_as_an_error_with_its
     assert (await session_of(db, sam))["runningRunId"] is None
 
 
+async def test_a_person_who_leaves_while_their_message_fails_to_store_sees_the_failure_not_a_stop(
+    db, send, fake_provider, make_user, unstorable
+):
+    sam = await make_user("user")
+    await unstorable("agent_messages", "content", "Anything open?")  # the person's message collides
+    fake_provider.script(Turn.slow("Let me look at all of your work orders one by one", delay=0.1))
+    stream = (await send(sam, "Anything open?")).events()
+
+    await anext(stream)
+    await stream.aclose()  # gone at the first token, before the failed write could show
+
+    run = await db["agent_runs"].find_one({})
+    assert (run["status"], run["errorCode"]) == ("error", "record_failed")  # their runs list says why it stopped
+    assert (await session_of(db, sam))["runningRunId"] is None
+
+
 # --- the earlier turns the model is shown are the stored ones, whichever process wrote them -------------
 
 
@@ -337,6 +353,17 @@ async def test_an_answer_stored_just_as_the_person_left_is_shown_to_the_model_ne
     assert await db["agent_messages"].count_documents({"role": "assistant", "content": "a1"}) == 1
     # this process never saw its answer stored, so it must not trust what it kept of the conversation
     assert conversation(fake_provider.requests[-1]) == said(1, 2)
+
+
+async def test_a_finished_turn_marks_the_session_with_its_last_message(db, send, fake_provider, make_user):
+    sam = await make_user("user")
+    fake_provider.script(Turn.text("a1"))
+
+    await drain(await send(sam, "q1"))
+
+    answer = await db["agent_messages"].find_one({"role": "assistant"})
+    # the mark says what this process keeps of the conversation is current: the next turn needs no read
+    assert (await session_of(db, sam))["historyMark"] == answer["_id"]
 
 
 async def test_the_window_is_the_newest_fifty_messages_as_stored(db, ai_settings, send, fake_provider, make_user):
