@@ -7,16 +7,20 @@ Each test changes the world from inside the run (at an event, while the run wait
 and then looks at what the person and the database see.
 """
 
+from dataclasses import replace
+
 import pytest
 from bson import ObjectId
 
 from desk.actors import Actor, Role
 from desk.agent import budget, sessions
 from desk.agent.events import RunEvent
+from desk.agent.tools import REGISTRY
 from desk.errors import ErrorCode
 from desk.users import service as users_service
 from desk.users.models import UserAdminUpdate
 from desk.work_orders import service as work_orders
+from desk.work_orders.models import WorkOrderUpdate
 from tests.agent.fake_provider import Turn
 from tests.agent.test_first_token import conversation
 from tests.agent.test_runtime import deciding, drain, the_run, tuned
@@ -152,3 +156,34 @@ async def test_a_message_too_long_for_the_context_is_refused_before_any_model_ca
     assert fake_provider.requests == []
     (message,) = await db["agent_messages"].find().to_list()  # the question is kept: sam can copy it
     assert message["content"] == "x" * 4000
+
+
+async def test_a_save_landing_between_the_last_look_and_the_change_is_kept_and_the_change_staged_again(
+    start, fake_provider, make_user, make_order, db, monkeypatch
+):
+    sam = await make_user()
+    tap = await make_order(sam, "Leaking tap")
+    tool = REGISTRY.tools["update_work_order"]
+    looks = 0
+
+    async def saved_elsewhere_after_the_second_look(ctx, args):
+        nonlocal looks
+        looks += 1
+        image = await tool.preimage(ctx, args)
+        if looks == 2:  # the look made just before executing the approved change
+            change = WorkOrderUpdate(version=image.version, title="Leaking tap (kitchen)")
+            await work_orders.update(db=db, actor=actor(sam), order_id=tap.id, data=change)
+        return image
+
+    monkeypatch.setitem(REGISTRY.tools, tool.name, replace(tool, preimage=saved_elsewhere_after_the_second_look))
+    fake_provider.script(*Turn.read_then_update(tap.id, priority="urgent"), Turn.text("It is urgent now."))
+
+    events = await drain(await start(sam, "Make it urgent"), deciding(db, sam))
+
+    first, second = [e for e in events if e.kind == "tool_approval_required"]
+    assert second.diff.before["title"] == "Leaking tap (kitchen)"  # shown again, with the other save in it
+    stale = await db["agent_tool_calls"].find_one({"_id": ObjectId(first.tool_call_id)})
+    assert (stale["approval"]["status"], stale["outcome"], stale["executedVersion"]) == ("stale", "stale", None)
+    order = await work_orders.get(db=db, actor=actor(sam), order_id=tap.id)
+    assert (order.title, order.priority, order.version) == ("Leaking tap (kitchen)", "urgent", 3)
+    assert events[-1].status == "complete"
