@@ -117,7 +117,7 @@ class CopilotTurn:
         if self.records is not None or not self.content:  # started already, or nothing to store
             return
         self.records = asyncio.create_task(self._write_records(self.content), name=f"copilot-records-{self.run_id}")
-        _recording.add(self.records)
+        _background.add(self.records)
         self.records.add_done_callback(_recorded_in_background)
 
     async def recorded(self) -> bool:
@@ -147,9 +147,19 @@ class CopilotTurn:
             ending = ("error", "internal")
             raise
         finally:
+            # One task for the whole wind-down: a second cancel (Stop pressed twice, a server's cancel
+            # scope) interrupts only our wait for it, never the release that lets the next message in.
+            closing = asyncio.ensure_future(self._close(ending))
+            _background.add(closing)
+            closing.add_done_callback(_closed_in_background)
+            await asyncio.shield(closing)
+
+    async def _close(self, ending: tuple[str, str | None] | None) -> None:
+        try:
             if ending is not None:
-                await asyncio.shield(self._finish(*ending))
-            await asyncio.shield(self._release())
+                await self._finish(*ending)
+        finally:
+            await self._release()
 
     async def _loop(self) -> AsyncIterator[RunEvent]:
         messages = await self._history()
@@ -636,13 +646,19 @@ class CopilotTurn:
         await runs.release_session(self.db, self.session["_id"], self.run["_id"], history_mark=mark)
 
 
-_recording: set[asyncio.Task] = set()  # record tasks of turns nobody may drive (strong refs until done)
+_background: set[asyncio.Task] = set()  # record and wind-down tasks nobody may await (strong refs until done)
 
 
 def _recorded_in_background(task: asyncio.Task) -> None:
-    _recording.discard(task)
+    _background.discard(task)
     if not task.cancelled() and not isinstance(error := task.exception(), (RunEnded, type(None))):
         log.error("could not store a copilot run (%s)", type(error).__name__)  # the type only, as in _say
+
+
+def _closed_in_background(task: asyncio.Task) -> None:
+    _background.discard(task)
+    if not task.cancelled() and (error := task.exception()) is not None:
+        log.error("could not end a copilot run (%s)", type(error).__name__)
 
 
 def _not_stored() -> "RunEnded":

@@ -7,13 +7,14 @@ Each test changes the world from inside the run (at an event, while the run wait
 and then looks at what the person and the database see.
 """
 
+import asyncio
 from dataclasses import replace
 
 import pytest
 from bson import ObjectId
 
 from desk.actors import Actor, Role
-from desk.agent import budget, sessions
+from desk.agent import budget, runs, sessions
 from desk.agent.events import RunEvent
 from desk.agent.tools import REGISTRY
 from desk.errors import ErrorCode
@@ -187,3 +188,36 @@ async def test_a_save_landing_between_the_last_look_and_the_change_is_kept_and_t
     order = await work_orders.get(db=db, actor=actor(sam), order_id=tap.id)
     assert (order.title, order.priority, order.version) == ("Leaking tap (kitchen)", "urgent", 3)
     assert events[-1].status == "complete"
+
+
+async def test_a_run_cancelled_again_while_ending_still_frees_the_session(
+    start, fake_provider, make_user, db, monkeypatch
+):
+    sam = await make_user()
+    fake_provider.script(Turn.slow("a long answer", delay=0.2))
+    turn = await start(sam)
+    first_token = asyncio.Event()
+    finish_run = runs.finish_run
+
+    async def cancelled_again_meanwhile(*args, **kwargs):  # as a server's cancel scope does, again and again
+        listener.cancel()
+        return await finish_run(*args, **kwargs)
+
+    async def listen() -> None:
+        async for event in turn.events():
+            if event.kind == "token":
+                first_token.set()
+
+    listener = asyncio.create_task(listen())
+    await first_token.wait()
+    monkeypatch.setattr(runs, "finish_run", cancelled_again_meanwhile)
+    listener.cancel()  # the person leaves: the run winds down (bills, ends, frees the session)
+    await asyncio.wait([listener])
+
+    for _ in range(100):  # the wind-down finishes on its own, shielded from the second cancel
+        session = await db["copilot_sessions"].find_one({"userId": ObjectId(sam["id"])})
+        if session["runningRunId"] is None:
+            break
+        await asyncio.sleep(0.02)
+    assert (await the_run(db))["status"] == "aborted"
+    assert session["runningRunId"] is None  # sam can send the next message at once
