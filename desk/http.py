@@ -135,7 +135,7 @@ def install_error_handlers(app: FastAPI) -> None:
 
 def _api_or(fallback: Handler | None) -> Handler:
     async def handle(request: Request, error: Exception) -> Response:
-        if await request.is_disconnected():  # the browser left mid-request: nobody to answer, nothing to log
+        if await _client_left(request):  # nobody to answer, nothing to log
             return Response(status_code=499)
         if not request.url.path.startswith(API_PREFIX) and fallback is not None:
             return await fallback(request, error)
@@ -147,3 +147,11 @@ def _api_or(fallback: Handler | None) -> Handler:
         return envelope(ErrorCode.INTERNAL, "Something went wrong on our side; it has been logged.")
 
     return handle
+
+
+async def _client_left(request: Request) -> bool:
+    """Whether the browser left mid-request (FastAPI reports a body cut short as a 400)."""
+    try:
+        return await request.is_disconnected()
+    except RuntimeError:  # the handler of last resort gets a Request that cannot receive (ServerErrorMiddleware)
+        return False

@@ -1,6 +1,7 @@
 """The assembled API: health checks, OpenAPI docs with the error responses, first admin, demo seed."""
 
 import inspect
+import logging
 
 import pytest
 from fastapi import FastAPI
@@ -103,3 +104,36 @@ async def test_demo_seed_makes_a_realistic_desk(db, anonymous):
     )
     assert login.json()["role"] == "viewer"
     assert "not added" in await seed_demo(db, only_if_empty=True)
+
+
+async def test_a_client_that_leaves_mid_request_is_not_logged_as_our_failure(app, caplog):
+    scope = {
+        "type": "http",
+        "asgi": {"version": "3.0"},
+        "http_version": "1.1",
+        "method": "POST",
+        "scheme": "http",
+        "path": "/api/v1/auth/login",
+        "raw_path": b"/api/v1/auth/login",
+        "query_string": b"",
+        "root_path": "",
+        "headers": [(b"host", b"desk.test"), (b"content-type", b"application/json"), (b"x-desk-csrf", b"1")],
+        "client": ("127.0.0.1", 50000),
+        "server": ("desk.test", 80),
+    }
+    arriving = [
+        {"type": "http.request", "body": b'{"email": "sam@example.com", ', "more_body": True},
+        {"type": "http.disconnect"},  # the browser left before the rest of the body
+    ]
+    sent: list[dict] = []
+
+    async def receive() -> dict:
+        return arriving.pop(0) if arriving else {"type": "http.disconnect"}
+
+    async def send(message: dict) -> None:
+        sent.append(message)
+
+    await app(scope, receive, send)
+
+    assert sent[0]["status"] == 499  # nobody is there to read it
+    assert [r.getMessage() for r in caplog.records if r.levelno >= logging.ERROR] == []  # no "unhandled error"

@@ -10,6 +10,7 @@ import json
 import socket
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable
+from datetime import timedelta
 
 import httpx
 import pytest
@@ -18,13 +19,16 @@ from bson import ObjectId
 from httpx_sse import ServerSentEvent, aconnect_sse
 from pydantic import TypeAdapter
 
-from desk.agent import budget
+from desk.agent import budget, runs, start
 from desk.agent.events import EVENT_KINDS, RunEvent
+from desk.agent.sessions import current_session
 from desk.auth import service as auth_service
 from desk.config import Settings, use_settings
-from desk.errors import ErrorCode
+from desk.errors import DeskError, ErrorCode
 from desk.http import CSRF_HEADER, session_cookie_name
+from desk.schema import now
 from desk.users import service as users_service
+from desk.users.models import UserAdminUpdate
 from tests.agent.fake_provider import FAKE_SECRET, Turn
 from tests.helpers import actor
 
@@ -288,9 +292,6 @@ async def test_list_sessions_shows_recent_sessions_with_at_most_50_messages(
 async def test_messages_written_in_the_same_millisecond_keep_their_order(
     provider, fake_provider, client_for, make_user, monkeypatch
 ):
-    from desk.agent import runs
-    from desk.schema import now
-
     frozen = now()
     monkeypatch.setattr(runs, "now", lambda: frozen)  # every message of the turn gets one timestamp
     sam = await make_user("user")
@@ -304,6 +305,22 @@ async def test_messages_written_in_the_same_millisecond_keep_their_order(
     assert [m["content"] for m in listed] == ["who am I?", "Let me look.", "You are Sam."]
     detail = (await client.get(f"{AI}/runs/{events[-1].run_id}")).json()
     assert [m["role"] for m in detail["messages"]] == ["user", "assistant", "tool", "assistant"]
+
+
+async def test_a_step_that_only_called_tools_is_not_listed_as_an_empty_message(
+    provider, fake_provider, client_for, make_user, db
+):
+    sam = await make_user("user")
+    client = await client_for(sam)
+    session_id = await open_session(client)
+    fake_provider.script(Turn.tool_calls(("get_profile", {})), Turn.text("You are Sam."))
+
+    await send(client, session_id, "who am I?")
+
+    listed = (await client.get(f"{AI}/sessions")).json()[0]["messages"]
+    assert [(m["role"], m["content"]) for m in listed] == [("user", "who am I?"), ("assistant", "You are Sam.")]
+    silent = await db["agent_messages"].find_one({"role": "assistant", "content": ""})
+    assert silent["toolCalls"] == ["get_profile"]  # stored with the run, only not shown in the conversation
 
 
 # --- the message stream -----------------------------------------------------------------------
@@ -471,6 +488,21 @@ async def test_concurrent_requests_with_one_idempotency_key_start_one_run(
     assert len(fake_provider.requests) == 1
 
 
+async def test_an_idempotency_key_is_remembered_for_one_day(provider, fake_provider, client_for, make_user, db):
+    sam = await make_user("user")
+    client = await client_for(sam)
+    session_id = await open_session(client)
+    fake_provider.script(Turn.text("Hi there."))
+    sent_at = now()
+
+    response, events = await send(client, session_id, "hello", headers={"Idempotency-Key": "3f1c9a7e-today"})
+
+    assert response.status_code == 200
+    (remembered,) = await db["agent_idempotency"].find().to_list()
+    assert str(remembered["runId"]) == events[-1].run_id
+    assert abs(remembered["expiresAt"] - (sent_at + timedelta(days=1))) < timedelta(minutes=1)
+
+
 # --- refusals before the stream (the JSON envelope) ---------------------------------------------
 
 
@@ -537,8 +569,6 @@ async def test_message_over_budget_is_429(ai_settings, provider, client_for, mak
 
 def _minute() -> tuple[int, int]:
     """The limiter's window: it counts per calendar minute."""
-    from desk.schema import now
-
     moment = now()
     return moment.hour, moment.minute
 
@@ -598,6 +628,127 @@ async def test_second_message_while_a_run_waits_for_approval_is_409(
         await client.post(f"{AI}/tool-calls/{staged.tool_call_id}/decide", json={"approve": True})
         await next_of(events, "message_done", seen)
     assert await db["agent_runs"].count_documents({}) == 1
+
+
+async def test_a_message_to_ones_own_archived_session_is_409_closed(provider, client_for, make_user, db):
+    sam = await make_user("user")
+    client = await client_for(sam)
+    old_session = await open_session(client)
+    await open_session(client)  # a new conversation archives the old one
+
+    response, _ = await send(client, old_session, f"hello again {PROMPT_MARKER}")
+
+    error = refused(response, 409, ErrorCode.AI_APPROVAL_PENDING)
+    assert error["message"] == "This conversation is closed; start a new one."
+    assert await db["agent_runs"].count_documents({}) == 0
+
+
+async def test_a_deactivated_person_is_refused_before_a_run_starts(db, ai_settings, provider, fake_provider, make_user):
+    sam, boss = await make_user("user"), await make_user("admin")
+    session = await current_session(db=db, settings=ai_settings, actor=actor(sam))
+    await users_service.update_user(db=db, actor=actor(boss), user_id=sam["id"], data=UserAdminUpdate(active=False))
+
+    with pytest.raises(DeskError) as caught:  # e.g. a request authenticated just before the deactivation
+        await start.begin(
+            db=db,
+            settings=ai_settings,
+            provider=provider,
+            actor=actor(sam),
+            session_id=session.id,
+            content=f"hello {PROMPT_MARKER}",
+            ip="127.0.0.1",
+        )
+
+    assert (caught.value.status, caught.value.code) == (403, ErrorCode.FORBIDDEN)
+    assert await db["agent_runs"].count_documents({}) == 0
+    assert (await db["copilot_sessions"].find_one({"_id": ObjectId(session.id)}))["runningRunId"] is None
+    assert fake_provider.requests == []
+
+
+# several refusals at once: the person sees the first in `start._rank`'s order, a failure of ours before any
+
+KEY = "3f1c9a7e-retry"
+
+
+async def _a_run_in_progress(*, db, session_id, **_) -> None:
+    await runs.claim_session(db, ObjectId(session_id), ObjectId())  # another run holds the session
+
+
+async def _a_closed_session(*, client, **_) -> None:
+    await open_session(client)  # a new conversation archives the one the message goes to
+
+
+async def _someone_elses_session(*, make_user, client_for, **_) -> str:
+    return await open_session(await client_for(await make_user("user")))
+
+
+async def _a_replayed_key(*, db, sam, **_) -> None:
+    await runs.remember_key(db, _oid(sam), KEY, ObjectId())  # a message with this key started a run already
+
+
+async def _the_budget_used_up(*, db, ai_settings, sam, **_) -> None:
+    await budget.charge(db, user_id=sam["id"], agent="copilot", usd=ai_settings.ai_daily_spend_usd)
+
+
+async def _the_rate_used_up(*, ai_settings, client, session_id, fake_provider, **_) -> None:
+    reconfigure(ai_settings, ai_rate_limit_max=1)
+    moment = now()
+    if moment.second >= 55:  # the limiter counts per calendar minute: both messages must fall in one
+        await asyncio.sleep(60.1 - moment.second - moment.microsecond / 1e6)
+    fake_provider.script(Turn.text("ok"))
+    response, _ = await send(client, session_id, "this minute's one message")
+    assert response.status_code == 200
+
+
+async def _a_failure_of_ours(*, db, sam, **_) -> None:
+    sams_day = budget.keys(user_id=sam["id"], agent="copilot")[0]
+    await db["agent_spend"].insert_one({"_id": sams_day, "starts": "not a counter"})  # counting the start fails
+
+
+AT_ONCE = {
+    "a run in progress, over budget": (_a_run_in_progress, _the_budget_used_up, 429, ErrorCode.AI_BUDGET_EXCEEDED),
+    "a replayed key, over the rate": (_a_replayed_key, _the_rate_used_up, 429, ErrorCode.RATE_LIMITED),
+    "a closed session, over budget": (_a_closed_session, _the_budget_used_up, 409, ErrorCode.AI_APPROVAL_PENDING),
+    "someone else's session, over the rate": (_someone_elses_session, _the_rate_used_up, 404, ErrorCode.NOT_FOUND),
+    "a run in progress, a failure of ours": (_a_run_in_progress, _a_failure_of_ours, 500, ErrorCode.INTERNAL),
+    "a closed session, a failure of ours": (_a_closed_session, _a_failure_of_ours, 500, ErrorCode.INTERNAL),
+}
+
+
+@pytest.mark.parametrize(("claim", "admission", "status", "code"), AT_ONCE.values(), ids=AT_ONCE.keys())
+async def test_several_refusals_at_once_answer_the_first_and_a_failure_of_ours_is_a_500(
+    ai_settings, provider, fake_provider, app, client_for, make_user, db, claim, admission, status, code
+):
+    sam = await make_user("user")
+    client = await client_for(sam)
+    client._transport = httpx.ASGITransport(app, raise_app_exceptions=False)  # a 500 is an answer, as over a network
+    session_id = await open_session(client)
+    given = {"db": db, "ai_settings": ai_settings, "sam": sam, "client": client, "session_id": session_id}
+    given |= {"make_user": make_user, "client_for": client_for, "fake_provider": fake_provider}
+    await admission(**given)  # first: using up the rate takes a message on the open, idle session
+    session_id = await claim(**given) or session_id
+    calls, stored_runs = len(fake_provider.requests), await db["agent_runs"].count_documents({})
+
+    response, _ = await send(client, session_id, f"hello {PROMPT_MARKER}", headers={"Idempotency-Key": KEY})
+
+    assert response.status_code == status, response.text
+    assert_clean(response.text)
+    refused(response, status, code)
+    assert len(fake_provider.requests) == calls
+    assert await db["agent_runs"].count_documents({}) == stored_runs
+
+
+async def test_a_failure_of_ours_is_a_500_in_the_envelope(provider, fake_provider, app, client_for, make_user, db):
+    sam = await make_user("user")
+    client = await client_for(sam)
+    client._transport = httpx.ASGITransport(app, raise_app_exceptions=False)  # a 500 is an answer, as over a network
+    session_id = await open_session(client)
+    await _a_failure_of_ours(db=db, sam=sam)
+
+    response, _ = await send(client, session_id, f"hello {PROMPT_MARKER}")
+
+    error = refused(response, 500, ErrorCode.INTERNAL)
+    assert error["message"] == "Something went wrong on our side; it has been logged."
 
 
 # --- deciding over HTTP -------------------------------------------------------------------------
@@ -824,10 +975,6 @@ def test_event_kinds_match_the_union():
 
 
 async def test_a_message_refused_as_pending_can_be_retried_with_its_key(db, ai_settings, provider, make_user):
-    from desk.agent import runs, start
-    from desk.agent.sessions import current_session
-    from tests.helpers import actor
-
     sam = await make_user("user")
     session = await current_session(db=db, settings=ai_settings, actor=actor(sam))
     await runs.claim_session(db, ObjectId(session.id), ObjectId())  # another run holds the session
