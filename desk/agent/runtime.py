@@ -404,7 +404,7 @@ class CopilotTurn:
                 await self._rejected(tool, staged, key, decided, answer)
                 return
             context = await self._context_now()
-            if context is None:
+            if context is None or context.actor.role not in tool.roles:  # deactivated or demoted meanwhile
                 await runs.update_tool_call(self.db, staged["_id"], {"outcome": "forbidden"})
                 _fill(answer, "forbidden", {"error": "This account can no longer make changes."}, "Refused a change")
                 return

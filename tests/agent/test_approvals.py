@@ -6,14 +6,15 @@ way) and then look at the work order, its timeline and the stored tool call.
 
 import asyncio
 import json
+from datetime import timedelta
 
 import pytest
+from bson import ObjectId
 
-from desk.agent import approvals, runs, runtime, sessions, start
+from desk.agent import approvals, runs, sessions, start
 from desk.agent.events import RunEvent
 from desk.agent.models import AgentToolCallRead
 from desk.agent.sessions import current_session
-from desk.config import Settings
 from desk.errors import DeskError, ErrorCode
 from desk.schema import parse_object_id
 from desk.users import service as users_service
@@ -21,13 +22,7 @@ from desk.users.models import UserAdminUpdate
 from desk.work_orders import service as work_orders
 from desk.work_orders.models import WorkOrderUpdate
 from tests.agent.fake_provider import Turn
-from tests.helpers import actor
-
-
-@pytest.fixture(autouse=True)
-def quick_polls(monkeypatch):
-    """A run waiting for a decision looks every 10 ms instead of 200 ms (speed only)."""
-    monkeypatch.setattr(runtime, "POLL_SECONDS", 0.01)
+from tests.helpers import actor, tuned
 
 
 def staged_events(events: list[RunEvent]) -> list:
@@ -167,6 +162,22 @@ async def test_only_the_runs_owner_can_decide(copilot, approve, fake_provider, m
     assert await work_orders.get(db=db, actor=actor(sam), order_id=tap.id) is not None
 
 
+async def test_deciding_on_a_read_is_not_found(copilot, fake_provider, make_user, make_order, db):
+    sam = await make_user()
+    await make_order(sam, "Leaking tap")
+    fake_provider.script(Turn.tool_calls(("list_my_work_orders", {})), Turn.text("You have one: the leaking tap."))
+    await copilot(sam, "What do I have?")
+    (read,) = await db["agent_tool_calls"].find().to_list()  # listed with its id in the person's run
+
+    answers = [
+        await refused(approvals.decide(db=db, actor=actor(sam), tool_call_id=str(read["_id"]), approve=choice))
+        for choice in (True, False)
+    ]
+
+    assert [(r.status, r.code) for r in answers] == [(404, ErrorCode.NOT_FOUND)] * 2  # nothing to decide, not a 500
+    assert await db["agent_tool_calls"].find_one({"_id": read["_id"]}) == read
+
+
 @pytest.mark.parametrize("first", [True, False], ids=["approve first", "reject first"])
 async def test_twenty_concurrent_decisions_one_wins_and_the_write_runs_once(
     copilot, fake_provider, make_user, make_order, db, first
@@ -212,11 +223,6 @@ async def test_twenty_concurrent_decisions_one_wins_and_the_write_runs_once(
 
 
 # --- expiry, staleness, re-validation ---
-
-
-def tuned(base: Settings, **changes: object) -> Settings:
-    """The AI settings with some values changed, built anew so every field is validated."""
-    return Settings(**{**{name: getattr(base, name) for name in Settings.model_fields}, **changes})
 
 
 @pytest.mark.parametrize("decided_late", [True, False], ids=["decided after the TTL", "never decided"])
@@ -361,7 +367,9 @@ async def test_approving_after_losing_write_rights_does_not_write(
     order = await work_orders.get(db=db, actor=actor(sam), order_id=tap.id)
     assert (order.status, order.version) == ("pending", 1)
     assert await db["activity"].count_documents({"action": "updated"}) == 0
-    assert (await stored_call(db, staged_events(events)[0]))["outcome"] != "executed"
+    assert (await stored_call(db, staged_events(events)[0]))["outcome"] == "forbidden"
+    told = [m for m in fake_provider.requests[2]["messages"] if m["role"] == "tool"][-1]
+    assert json.loads(told["content"]) == {"error": "This account can no longer make changes."}
 
 
 # --- rejection reasons go back to the model as data ---
@@ -391,6 +399,29 @@ async def test_a_rejection_reason_reaches_the_model_as_clean_json(
     assert "".join(e.text for e in events if e.kind == "token") == "Understood, I will leave it alone."
     assert events[-1].status == "complete"
     assert await work_orders.get(db=db, actor=actor(sam), order_id=tap.id) is not None
+
+
+@pytest.mark.parametrize(
+    ("reason", "kept"),
+    [("\x00\x07\x1b\x9f", None), ("\x00bad\x07", "bad")],
+    ids=["only control characters", "text between control characters"],
+)
+async def test_a_rejection_reason_is_kept_as_its_text_or_as_no_reason(
+    copilot, approve, fake_provider, make_user, make_order, db, reason, kept
+):
+    sam = await make_user()
+    tap = await make_order(sam, "Leaking tap")
+    fake_provider.script(
+        Turn.tool_calls(("list_my_work_orders", {})),
+        Turn.tool_calls(("delete_work_order", {"id": tap.id})),
+        Turn.text("Understood, I will leave it alone."),
+    )
+
+    events = await copilot(sam, "Delete the tap", decide=approve(sam, approve=False, reason=reason))
+
+    told = [m for m in fake_provider.requests[2]["messages"] if m["role"] == "tool"][-1]
+    assert json.loads(told["content"]) == ({"rejected": True, "reason": kept} if kept else {"rejected": True})
+    assert (await stored_call(db, staged_events(events)[0]))["approval"]["reason"] == kept
 
 
 # --- decide on a run that ended ---
@@ -443,3 +474,27 @@ async def test_deciding_on_a_run_ended_elsewhere_is_refused_and_leaves_nothing_p
     assert await work_orders.get(db=db, actor=actor(sam), order_id=tap.id) is not None
     (staged,) = await db["agent_tool_calls"].find({"tool": "delete_work_order"}).to_list()
     assert staged["approval"]["status"] == "expired"
+
+
+async def test_deciding_on_an_approval_whose_run_was_never_stored_expires_it(make_user, make_order, db):
+    sam = await make_user()
+    tap = await make_order(sam, "Leaking tap")
+    staged = await approvals.stage(
+        db,
+        run_id=ObjectId(),  # no such run in agent_runs
+        user_id=ObjectId(sam["id"]),
+        tool="update_work_order",
+        call_id="call_orphan",
+        args={"id": tap.id, "priority": "urgent"},
+        pre_image={"title": tap.title, "description": tap.description, "priority": tap.priority, "status": tap.status},
+        version=tap.version,
+        ttl=timedelta(minutes=5),
+    )
+
+    late = await refused(approvals.decide(db=db, actor=actor(sam), tool_call_id=str(staged["_id"]), approve=True))
+
+    assert (late.code, late.status) == (ErrorCode.AI_APPROVAL_EXPIRED, 410)
+    stored = await runs.get_tool_call(db, staged["_id"])
+    assert (stored["approval"]["status"], stored["outcome"]) == ("expired", "expired")
+    order = await work_orders.get(db=db, actor=actor(sam), order_id=tap.id)
+    assert (order.priority, order.version) == ("medium", 1)

@@ -24,8 +24,8 @@ from desk.work_orders import service as work_orders
 from desk.work_orders.models import WorkOrderUpdate
 from tests.agent.fake_provider import Turn
 from tests.agent.test_first_token import conversation
-from tests.agent.test_runtime import deciding, drain, the_run, tuned
-from tests.helpers import actor
+from tests.agent.test_runtime import deciding, drain, the_run
+from tests.helpers import actor, tuned
 
 
 async def deactivate(db, person: dict) -> None:

@@ -14,12 +14,11 @@ import pytest
 
 from desk.agent import approvals, runs, sessions
 from desk.agent.events import RunEvent
-from desk.config import Settings
 from desk.errors import ErrorCode
 from desk.work_orders import service as work_orders
 from desk.work_orders.models import WorkOrderUpdate
 from tests.agent.fake_provider import FAKE_SECRET, Turn
-from tests.helpers import actor
+from tests.helpers import actor, tuned
 
 Hook = Callable[[RunEvent], Awaitable[None]]
 SAME_RESULT = {"note": "Same result as your earlier identical call."}
@@ -33,11 +32,6 @@ async def drain(turn, hook: Hook | None = None) -> list[RunEvent]:
         if hook is not None:
             await hook(event)
     return events
-
-
-def tuned(base: Settings, **changes: object) -> Settings:
-    """The AI settings with some values changed, built anew so every field is validated."""
-    return Settings(**{**{name: getattr(base, name) for name in Settings.model_fields}, **changes})
 
 
 def deciding(db, person: dict, *, approve: bool = True, reason: str | None = None) -> Hook:
