@@ -10,7 +10,7 @@ import pytest
 from desk.agent import budget
 from desk.agent.api import use_provider
 from desk.agent.provider import Provider, Usage
-from desk.agent.sessions import current_session
+from desk.agent.sessions import abort_runs, current_session
 from desk.agent.start import begin
 from desk.config import Settings, use_settings
 from desk.errors import ErrorCode
@@ -172,6 +172,30 @@ async def test_a_call_cut_short_by_the_listener_still_bills(ai_settings, provide
     assert stored == pytest.approx(dict.fromkeys(("user", "agent", "global"), run["costUsd"]))
 
 
+async def test_a_call_still_streaming_when_a_logout_ends_the_run_is_billed_to_the_run(
+    ai_settings, provider, fake_provider, make_user, db
+):
+    sam = await make_user("user")
+    fake_provider.script(Turn.slow("an answer still on its way", delay=0.05, chunks=4))
+    session = await current_session(db=db, settings=ai_settings, actor=actor(sam))
+    turn = await begin(
+        db=db, settings=ai_settings, provider=provider, actor=actor(sam), session_id=session.id, content="hi", ip="ip"
+    )
+    events = []
+    async for event in turn.events():
+        events.append(event)
+        if len(events) == 1:  # the first token: sam logs out in another tab while the answer streams
+            assert await turn.recorded()
+            await abort_runs(db=db, user_id=sam["id"])
+
+    assert events[-1].kind == "message_done" and events[-1].status == "aborted"
+    run = await db["agent_runs"].find_one({})
+    assert run["status"] == "aborted"  # the logout ended it first; the call it had in flight still counts
+    assert (run["steps"], run["inputTokens"], run["outputTokens"]) == (1, ONE_CALL.input_tokens, ONE_CALL.output_tokens)
+    assert run["costUsd"] == pytest.approx(provider.cost(ONE_CALL))
+    assert (await ledger(db, sam))["user"] == pytest.approx(run["costUsd"])
+
+
 # --- the caps -----------------------------------------------------------------------------------
 
 CAPS = {  # setting -> whether the cap, once reached, also stops other people
@@ -307,3 +331,20 @@ async def test_a_refused_start_drops_earlier_minutes_itself(db, settings, make_u
         await budget.admit(db, settings, user_id=sam["id"], agent="copilot", ip="10.0.0.7")
 
     assert "9999-old" not in (await db["agent_spend"].find_one({"_id": key}))["starts"]
+
+
+async def test_a_message_refused_in_the_last_moment_of_a_minute_is_told_to_wait_a_second(
+    ai_settings, provider, fake_provider, client_for, make_user, monkeypatch
+):
+    reconfigure(ai_settings, ai_rate_limit_max=1)
+    last_moment = now().replace(second=59, microsecond=900_000)  # hh:mm:59.9, a tenth before the next minute
+    monkeypatch.setattr(budget, "now", lambda: last_moment)
+    client = await client_for(await make_user("user"))
+    fake_provider.script(Turn.text("Hi."))
+    assert (await ask(client)).status_code == 200
+
+    refused = await ask(client, "and again")
+
+    assert refused.status_code == 429 and refused.json()["error"]["code"] == ErrorCode.RATE_LIMITED
+    assert refused.headers["retry-after"] == "1"  # never 0: a client would retry at once, into the same minute
+    assert refused.json()["error"]["details"]["retryAfter"] == 1

@@ -21,7 +21,7 @@ from bson import ObjectId
 from desk.agent import approvals, runs, sweeper
 from desk.agent.events import RunEvent
 from desk.agent.sessions import abort_runs, current_session
-from desk.agent.start import begin
+from desk.agent.start import ApprovalPending, begin
 from desk.agent.sweeper import Swept, sweep
 from desk.config import Settings
 from desk.schema import now
@@ -46,11 +46,11 @@ async def until(check: Callable[[], object], *, what: str, within: float = 5.0) 
         await asyncio.sleep(0.01)
 
 
-async def start_run(db, settings: Settings, provider, person: dict) -> ObjectId:
+async def start_run(db, settings: Settings, provider, person: dict, text: str = "hi") -> ObjectId:
     """A run that was started (session claimed, run `running`) and then never driven: its process died."""
     session = await current_session(db=db, settings=settings, actor=actor(person))
     turn = await begin(
-        db=db, settings=settings, provider=provider, actor=actor(person), session_id=session.id, content="hi", ip="ip"
+        db=db, settings=settings, provider=provider, actor=actor(person), session_id=session.id, content=text, ip="ip"
     )
     assert await turn.recorded()  # the run is stored while its model call would stream
     return ObjectId(turn.run_id)
@@ -61,8 +61,8 @@ async def let_lease_lapse(db, run_id: ObjectId) -> None:
     await db["agent_runs"].update_one({"_id": run_id}, {"$set": {"leaseUntil": now() - timedelta(seconds=1)}})
 
 
-async def stale_run(db, settings: Settings, provider, person: dict) -> ObjectId:
-    run_id = await start_run(db, settings, provider, person)
+async def stale_run(db, settings: Settings, provider, person: dict, text: str = "hi") -> ObjectId:
+    run_id = await start_run(db, settings, provider, person, text)
     await let_lease_lapse(db, run_id)
     return run_id
 
@@ -119,6 +119,46 @@ async def test_a_run_whose_lease_lapsed_ends_as_error_and_frees_its_session(
     fake_provider.script(Turn.text("I'm back."))
     events = await copilot(sam, "are you there?")  # sam can talk again in the same session
     assert events[-1].status == "complete"
+
+
+async def test_a_change_proposed_by_a_run_whose_lease_lapsed_can_no_longer_be_approved(
+    ai_settings, provider, fake_provider, make_user, make_order, db
+):
+    sam = await make_user("user")
+    order = await make_order(sam)
+    events, staged = await held_at_approval(db, ai_settings, provider, fake_provider, sam, order.id)
+    try:
+        run = await db["agent_runs"].find_one({})
+        await let_lease_lapse(db, run["_id"])  # its process died while sam still had the change before him
+
+        swept = await sweep(db)
+
+        assert swept == Swept(stale_runs=1, expired_approvals=0)  # the approval itself was not yet due
+        call = await db["agent_tool_calls"].find_one({"_id": ObjectId(staged.tool_call_id)})
+        assert call["approval"]["status"] == "expired" and call["outcome"] == "expired"
+        with pytest.raises(approvals.ApprovalExpired):
+            await approvals.decide(db=db, actor=actor(sam), tool_call_id=staged.tool_call_id, approve=True)
+        assert (await db["work_orders"].find_one({}))["priority"] == "medium"
+    finally:
+        await events.aclose()
+
+
+async def test_after_a_run_died_mid_turn_the_next_turn_shows_the_model_the_conversation_as_stored(
+    ai_settings, provider, fake_provider, copilot, make_user, db
+):
+    sam = await make_user("user")
+    fake_provider.script(Turn.text("a1"))
+    await copilot(sam, "q1")  # the conversation so far is also kept in this process's memory
+    # turn 2 (say, in another web process) stored sam's message and died before answering
+    await stale_run(db, ai_settings, provider, sam, "q2")
+    await sweep(db)
+    fake_provider.script(Turn.text("a3"))
+
+    events = await copilot(sam, "q3")
+
+    assert events[-1].status == "complete"
+    shown = [(m["role"], m["content"]) for m in fake_provider.requests[-1]["messages"] if m["role"] != "system"]
+    assert shown == [("user", "q1"), ("assistant", "a1"), ("user", "q2"), ("user", "q3")]
 
 
 # --- overdue approvals -----------------------------------------------------------------------------
@@ -221,6 +261,50 @@ async def test_concurrent_sweeps_count_each_run_and_approval_once(
             await events.aclose()
 
 
+async def test_only_pending_approvals_expire_however_many_decided_ones_are_past_their_time(
+    ai_settings, provider, fake_provider, approve, make_user, make_order, db
+):
+    sam, ann, bob = [await make_user("user") for _ in range(3)]
+    past = now() - timedelta(minutes=1)
+    # months of decided changes, each past its approval time: more than one sweep reads at once
+    earlier = [
+        {
+            "runId": ObjectId(),
+            "userId": ObjectId(sam["id"]),
+            "tool": "update_work_order",
+            "outcome": "executed" if n % 2 else "rejected",
+            "approval": {"status": "approved" if n % 2 else "rejected", "expiresAt": past, "decidedAt": past},
+            "expiresAt": now() + runs.KEEP_TRANSCRIPT,
+        }
+        for n in range(500)
+    ]
+    await db["agent_tool_calls"].insert_many(earlier)
+    held = []
+    try:
+        for person in (sam, ann, bob):
+            order = await make_order(person)
+            held.append(await held_at_approval(db, ai_settings, provider, fake_provider, person, order.id))
+        (_, sams), (_, anns), (_, bobs) = held
+        await approve(sam)(sams)
+        await approve(ann, approve=False)(anns)  # decided: their runs have yet to act on it
+        ids = [ObjectId(staged.tool_call_id) for staged in (sams, anns, bobs)]
+        await db["agent_tool_calls"].update_many({"_id": {"$in": ids}}, {"$set": {"approval.expiresAt": past}})
+
+        swept = await sweep(db)
+
+        assert swept == Swept(stale_runs=0, expired_approvals=1)  # bob's, the one still waiting
+        found = []
+        for call_id in ids:
+            call = await db["agent_tool_calls"].find_one({"_id": call_id})
+            found.append((call["approval"]["status"], (await run_of(db, call["runId"]))["status"]))
+        assert found == [("approved", "running"), ("rejected", "running"), ("expired", "expired")]
+        decided = await db["agent_tool_calls"].count_documents({"approval.status": {"$in": ["approved", "rejected"]}})
+        assert decided == len(earlier) + 2
+    finally:
+        for events, _ in held:
+            await events.aclose()
+
+
 # --- the worker process -----------------------------------------------------------------------------
 
 
@@ -276,8 +360,11 @@ def test_scheduler_without_mongodb_uri_exits_with_a_readable_config_error(tmp_pa
 
 async def claimed_long_ago(db, person: dict) -> None:
     """The claim is older than a run's lease (played by moving it into the past)."""
-    moved = now() - runs.CLAIM_GRACE - timedelta(seconds=1)
-    await db["copilot_sessions"].update_one({"userId": ObjectId(person["id"])}, {"$set": {"claimedAt": moved}})
+    await claimed_ago(db, person, runs.CLAIM_GRACE + timedelta(seconds=1))
+
+
+async def claimed_ago(db, person: dict, ago: timedelta) -> None:
+    await db["copilot_sessions"].update_one({"userId": ObjectId(person["id"])}, {"$set": {"claimedAt": now() - ago}})
 
 
 async def test_a_session_claimed_by_a_run_that_was_never_stored_is_freed(
@@ -308,3 +395,32 @@ async def test_a_session_held_by_a_run_that_ended_elsewhere_is_freed(ai_settings
     assert swept.freed_sessions == 1 and await session_is_free(db, sam)
     assert (await run_of(db, run_id))["status"] == "aborted"  # the run itself is left as it was
     assert await sweep(db) == Swept(stale_runs=0, expired_approvals=0)
+
+
+async def test_a_session_held_by_an_ended_run_is_freed_only_once_its_last_model_call_is_surely_over(
+    ai_settings, provider, make_user, db
+):
+    sam, ann = await make_user("user"), await make_user("user")
+    for person in (sam, ann):
+        await start_run(db, ai_settings, provider, person)
+        await abort_runs(db=db, user_id=person["id"])  # a logout ended the run: it stops only at its next step
+    await claimed_ago(db, sam, timedelta(minutes=2))  # its model call may still be streaming
+    await claimed_ago(db, ann, timedelta(minutes=4))  # longer than any model call: its process died
+
+    swept = await sweep(db)
+
+    assert swept.freed_sessions == 1
+    assert not await session_is_free(db, sam) and await session_is_free(db, ann)
+
+
+async def test_a_session_held_long_by_a_run_that_still_runs_is_not_freed(ai_settings, provider, make_user, db):
+    sam = await make_user("user")
+    run_id = await start_run(db, ai_settings, provider, sam)
+    await claimed_ago(db, sam, timedelta(minutes=30))  # a long run, renewing its lease at every step
+
+    swept = await sweep(db)
+
+    assert swept == Swept(stale_runs=0, expired_approvals=0, freed_sessions=0)
+    assert not await session_is_free(db, sam) and (await run_of(db, run_id))["status"] == "running"
+    with pytest.raises(ApprovalPending):  # sam's next message waits for it: one stream at a time
+        await start_run(db, ai_settings, provider, sam, "and another thing")

@@ -207,6 +207,24 @@ async def test_list_and_search_results_are_capped_at_10_items_and_4000_chars(
     assert all(len(text) < MAX_ITEMS * (MAX_CHARS + 1000) for text in tool_text)
 
 
+async def test_a_text_of_exactly_4000_chars_is_shown_whole_and_one_char_more_is_clipped(
+    copilot, fake_provider, make_user, make_order
+):
+    sam = await make_user("user")
+    at_cap = ("The tap leaks into the cupboard. " * 200)[: MAX_CHARS - 1] + "!"  # no end space: it is stripped
+    over_cap = at_cap + "!"
+    await make_order(sam, "Leaking tap, at the cap", description=at_cap)
+    await make_order(sam, "Leaking tap, one over", description=over_cap)
+    fake_provider.script(Turn.tool_calls(("list_my_work_orders", {})), Turn.text("Two."))
+
+    await copilot(sam, "what do I have?")
+
+    (result,) = tool_messages(fake_provider.requests)
+    shown = {order["title"]: order["description"] for order in result["workOrders"]}
+    assert shown["Leaking tap, at the cap"] == at_cap
+    assert shown["Leaking tap, one over"] == over_cap[: MAX_CHARS - 1] + "…"  # still MAX_CHARS long, marked
+
+
 def _strings(value: Any) -> list[str]:
     if isinstance(value, dict):
         return [s for item in value.values() for s in _strings(item)]
