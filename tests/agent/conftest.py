@@ -10,7 +10,6 @@ import pytest
 
 from desk.agent import approvals, runtime
 from desk.agent.events import RunEvent
-from desk.agent.provider import Provider
 from desk.agent.sessions import current_session
 from desk.agent.start import begin as begin_turn
 from desk.config import Settings
@@ -29,7 +28,7 @@ def quick_polls(monkeypatch):
 def start(db, ai_settings, provider):
     """Begin one copilot turn for a person (optionally with other settings); returns the turn unstarted."""
 
-    async def begin(person: dict, content: str = "Help me", *, settings: Settings | None = None):
+    async def begin(person: dict, content: str = "Help me", *, settings: Settings | None = None, ip: str = "127.0.0.1"):
         chosen = settings or ai_settings
         session = await current_session(db=db, settings=chosen, actor=actor(person))
         return await begin_turn(
@@ -39,29 +38,20 @@ def start(db, ai_settings, provider):
             actor=actor(person),
             session_id=session.id,
             content=content,
-            ip="127.0.0.1",
+            ip=ip,
         )
 
     return begin
 
 
 @pytest.fixture
-def copilot(db, ai_settings: Settings, provider: Provider):
+def copilot(start):
     """Run one copilot turn for a person and collect its events; `decide` answers each approval request."""
 
     async def turn(
         person: dict, content: str, *, decide: Decider | None = None, ip: str = "127.0.0.1"
     ) -> list[RunEvent]:
-        session = await current_session(db=db, settings=ai_settings, actor=actor(person))
-        started = await begin_turn(
-            db=db,
-            settings=ai_settings,
-            provider=provider,
-            actor=actor(person),
-            session_id=session.id,
-            content=content,
-            ip=ip,
-        )
+        started = await start(person, content, ip=ip)
         events, pending = [], set()
         async for event in started.events():
             events.append(event)
