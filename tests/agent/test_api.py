@@ -20,6 +20,7 @@ from httpx_sse import ServerSentEvent, aconnect_sse
 from pydantic import TypeAdapter
 
 from desk.agent import budget, runs, start
+from desk.agent.api import get_provider, use_provider
 from desk.agent.events import EVENT_KINDS, RunEvent
 from desk.agent.sessions import current_session
 from desk.auth import service as auth_service
@@ -403,6 +404,9 @@ async def test_mid_stream_failure_is_an_error_event(provider, fake_provider, cli
     assert_clean(response.text)
     run = (await run_docs(db))[0]
     assert run["status"] == "error" and run["errorCode"] == "AI_UNAVAILABLE"
+    listed = (await client.get(f"{AI}/runs")).json()[0]  # what the person sees in their run history
+    assert listed["status"] == "error" and listed["errorCode"] == "AI_UNAVAILABLE"
+    assert listed["finishedAt"] is not None
 
 
 async def test_keepalive_pings_while_the_model_is_slow(
@@ -788,6 +792,49 @@ async def test_decide_over_http(provider, fake_provider, live_client_for, make_u
     again = await client.post(decide_url, json={"approve": True})  # a retried decide is harmless...
     assert again.status_code in (200, 410)
     assert (await db["work_orders"].find_one({}))["version"] == 2  # ...and never executes twice
+    detail = (await client.get(f"{AI}/runs/{done.run_id}")).json()
+    assert detail["run"]["finishedAt"] is not None and detail["run"]["errorCode"] is None
+    assert detail["run"]["agentName"] == "copilot"
+    write = detail["toolCalls"][-1]  # the audit trail of the write: what was approved, on what, and what came of it
+    assert write["outcome"] == "executed" and write["preImage"]["priority"] == "medium"
+    assert write["stagedVersion"] == 1 and write["executedVersion"] == 2
+    assert write["result"]["updated"]["priority"] == "urgent" and write["latencyMs"] >= 0
+    assert write["approval"]["decidedAt"] is not None and write["approval"]["reason"] is None
+
+
+async def test_a_rejection_over_http_changes_nothing_and_tells_the_assistant_why(
+    provider, fake_provider, live_client_for, make_user, make_order, db
+):
+    sam = await make_user("user")
+    order = await make_order(sam, "Leaking tap")
+    client = await live_client_for(sam)
+    session_id = await open_session(client)
+    fake_provider.script(*staged_update(order.id))
+
+    url = f"{AI}/sessions/{session_id}/messages"
+    async with aconnect_sse(client, "POST", url, json={"content": "make it urgent"}) as source:
+        seen: list[RunEvent] = []
+        events = source.aiter_sse()
+        staged = await next_of(events, "tool_approval_required", seen)
+        decide_url = f"{AI}/tool-calls/{staged.tool_call_id}/decide"
+
+        no_choice = await client.post(decide_url, json={"reason": "hmm"})  # approving is never the default
+        too_long = await client.post(decide_url, json={"approve": False, "reason": "x" * 301})
+        pending = await db["agent_tool_calls"].find_one({"_id": ObjectId(staged.tool_call_id)})
+        rejected = await client.post(decide_url, json={"approve": False, "reason": "  not today  "})
+        done = await next_of(events, "message_done", seen)
+
+    refused(no_choice, 400, ErrorCode.VALIDATION_ERROR)
+    refused(too_long, 400, ErrorCode.VALIDATION_ERROR)
+    assert pending["approval"]["status"] == "pending"
+    assert rejected.status_code == 200, rejected.text
+    assert rejected.json()["approval"]["status"] == "rejected" and rejected.json()["approval"]["reason"] == "not today"
+    assert done.status == "complete"
+    assert [e.outcome for e in seen if e.kind == "tool_result"][-1] == "rejected"
+    stored = await db["work_orders"].find_one({})
+    assert stored["priority"] == "medium" and stored["version"] == 1
+    told = fake_provider.requests[-1]["messages"][-1]  # what the model read back as the tool's result
+    assert told["role"] == "tool" and json.loads(told["content"]) == {"rejected": True, "reason": "not today"}
 
 
 async def test_client_disconnect_aborts_the_run(provider, fake_provider, live_client_for, make_user, db):
@@ -964,6 +1011,16 @@ async def test_ai_routes_are_json_everywhere_on_errors(provider, client_for, mak
         400,
         ErrorCode.VALIDATION_ERROR,
     )
+
+
+async def test_every_request_shares_one_provider_client(ai_settings):
+    use_provider(None)
+    first = get_provider()
+    try:
+        assert get_provider() is first  # one connection pool: a new client per message would pay a new handshake
+    finally:
+        use_provider(None)
+        await first.aclose()
 
 
 def test_event_kinds_match_the_union():

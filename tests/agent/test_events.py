@@ -1,0 +1,83 @@
+"""The copilot's event stream as a client reads it: the documented contract, and the SSE encoding."""
+
+import logging
+import re
+from collections.abc import AsyncIterator
+from pathlib import Path
+
+from pydantic import TypeAdapter
+
+from desk.agent.api import sse
+from desk.agent.events import EVENT_KINDS, RunEvent, Token
+from desk.errors import ErrorCode
+from tests.agent.test_api import frames
+
+DOCS = Path(__file__).parents[2] / "docs" / "copilot.md"
+EVENTS: TypeAdapter[RunEvent] = TypeAdapter(RunEvent)
+
+
+def documented_fields() -> dict[str, set[str]]:
+    """The event table of docs/copilot.md: kind -> field names, `?` marking one that may be null."""
+    table = DOCS.read_text(encoding="utf-8").split("| event | fields |")[1].split("\n\n")[0]
+    rows = re.findall(r"^\| `(\w+)`[^|]* \| (.*) \|$", table, flags=re.MULTILINE)
+    return {kind: set(re.findall(r"`(\w+\??)`", cells)) - {"create", "update", "delete"} for kind, cells in rows}
+
+
+def model_fields() -> dict[str, set[str]]:
+    """The same, read from the models' JSON schema (what a strict client would validate against)."""
+    definitions = EVENTS.json_schema()["$defs"]
+    fields = {}
+    for name, schema in definitions.items():
+        if schema.get("type") != "object":  # ErrorCode, an enum
+            continue
+        assert schema["additionalProperties"] is False, f"{name} would accept fields no client knows"
+        kind = schema["properties"].get("kind", {}).get("const", name.lower())
+        names = set()
+        for field, spec in schema["properties"].items():
+            if field == "kind":
+                continue
+            nullable = {"type": "null"} in spec.get("anyOf", [])
+            # A field that may not be null has no default: the event cannot be built without it.
+            assert nullable or field in schema.get("required", []), f"{name}.{field} could silently default"
+            names.add(f"{field}?" if nullable else field)
+        fields[kind] = names
+    return fields
+
+
+def test_the_documented_event_table_is_what_clients_receive():
+    documented, modelled = documented_fields(), model_fields()
+
+    assert set(documented) - {"diff"} == set(EVENT_KINDS)
+    assert {kind: documented[kind] for kind in modelled} == modelled
+
+
+async def _events(*items: RunEvent | Exception) -> AsyncIterator[RunEvent]:
+    for item in items:
+        if isinstance(item, Exception):
+            raise item
+        yield item
+
+
+async def _written(events: AsyncIterator[RunEvent]) -> list[str]:
+    return [chunk async for chunk in sse(events, keepalive=5)]
+
+
+async def test_a_run_that_breaks_ends_its_stream_with_an_error_event_and_a_log_line(caplog):
+    caplog.set_level(logging.ERROR, logger="desk.agent.api")
+
+    written = await _written(_events(Token(text="Hel"), RuntimeError("the ledger is unreadable")))
+
+    events = frames("".join(written))
+    assert [e.kind for e in events] == ["token", "error"]
+    assert events[1].code == ErrorCode.INTERNAL
+    assert events[1].message == "Something went wrong on our side; it has been logged."
+    assert "ledger" not in "".join(written)  # the details are for the log, not for the client
+    failed = [r for r in caplog.records if r.getMessage() == "copilot run failed"]
+    assert len(failed) == 1 and failed[0].exc_info is not None
+
+
+async def test_events_already_waiting_go_out_in_one_write():
+    written = await _written(_events(Token(text="a"), Token(text="b"), Token(text="c")))
+
+    assert len(written) == 1  # each write passes the whole middleware stack
+    assert [e.text for e in frames(written[0])] == ["a", "b", "c"]
