@@ -265,6 +265,39 @@ async def test_an_approval_expires_after_its_ttl(
     assert len(fake_provider.requests) == 2
 
 
+async def test_a_late_click_never_expires_a_change_approved_in_time_meanwhile(
+    copilot, fake_provider, make_user, make_order, db, monkeypatch
+):
+    sam = await make_user()
+    tap = await make_order(sam, "Leaking tap")
+    fake_provider.script(*Turn.read_then_update(tap.id, priority="urgent"), Turn.text("Done."))
+    read_run, late = runs.get_run, []
+
+    async def two_tabs(event: RunEvent) -> None:
+        expires = (await stored_call(db, event))["approval"]["expiresAt"]
+
+        async def the_other_tab_approves_in_time(db_, run_id):  # between the late click's read and its expiry
+            monkeypatch.setattr(runs, "get_run", read_run)
+            monkeypatch.setattr(approvals, "now", lambda: expires - timedelta(seconds=1))
+            await approvals.decide(db=db, actor=actor(sam), tool_call_id=event.tool_call_id, approve=True)
+            return await read_run(db_, run_id)
+
+        monkeypatch.setattr(approvals, "now", lambda: expires + timedelta(seconds=1))
+        monkeypatch.setattr(runs, "get_run", the_other_tab_approves_in_time)
+        late.append(
+            await refused(approvals.decide(db=db, actor=actor(sam), tool_call_id=event.tool_call_id, approve=True))
+        )
+
+    events = await copilot(sam, "Make it urgent", decide=two_tabs)
+
+    (staged,) = staged_events(events)
+    assert [r.code for r in late] == [ErrorCode.AI_APPROVAL_EXPIRED]  # the late click itself came too late...
+    stored = await stored_call(db, staged)
+    assert (stored["approval"]["status"], stored["outcome"]) == ("approved", "executed")  # ...the other counted
+    assert (await work_orders.get(db=db, actor=actor(sam), order_id=tap.id)).priority == "urgent"
+    assert events[-1].status == "complete"
+
+
 async def test_a_stale_version_is_never_executed_and_is_staged_again(
     copilot, approve, fake_provider, make_user, make_order, db
 ):
