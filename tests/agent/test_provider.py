@@ -7,15 +7,15 @@ import logging
 import socket
 import ssl
 import time
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from contextlib import aclosing
+from dataclasses import replace
 from typing import Any
 
 import httpx
 import pytest
 
-from desk.agent import provider as provider_module
-from desk.agent.provider import AIUnavailable, Completed, Provider, ProviderEvent, TextDelta, Usage
+from desk.agent.provider import AIUnavailable, Completed, Provider, ProviderEvent, TextDelta, ToolCallRequest, Usage
 from desk.config import Settings
 from desk.errors import ErrorCode
 from tests.agent.fake_provider import FAKE_SECRET, FakeProvider, Turn
@@ -62,9 +62,38 @@ async def provider(fake_provider: FakeProvider) -> AsyncIterator[Provider]:
     await provider.aclose()
 
 
-async def run(provider: Provider) -> list[ProviderEvent]:
-    async with aclosing(provider.stream(MESSAGES, TOOLS)) as events:
+@pytest.fixture
+async def provider_with(fake_provider: FakeProvider) -> AsyncIterator[Callable[..., Provider]]:
+    """Providers on the fake with some options changed, closed after the test."""
+    made: list[Provider] = []
+
+    def provider_with(**overrides: Any) -> Provider:
+        made.append(make_provider(fake_provider.url, **overrides))
+        return made[-1]
+
+    yield provider_with
+    for provider in made:
+        await provider.aclose()
+
+
+async def run(provider: Provider, tools: list[dict] = TOOLS) -> list[ProviderEvent]:
+    async with aclosing(provider.stream(MESSAGES, tools)) as events:
         return [event async for event in events]
+
+
+def choice(delta: dict[str, Any] | None = None, finish: str | None = None) -> dict[str, Any]:
+    """One streamed chunk with a single choice, as the fake's turns build them."""
+    return {"choices": [{"index": 0, "delta": delta or {}, "finish_reason": finish}]}
+
+
+def tool_piece(index: int, *, id: str | None = None, name: str | None = None, arguments: str = "") -> dict[str, Any]:
+    """One chunk carrying one piece of the tool call at `index`."""
+    piece: dict[str, Any] = {"index": index, "function": {"arguments": arguments}}
+    if id is not None:
+        piece["id"] = id
+    if name is not None:
+        piece["function"]["name"] = name
+    return choice({"tool_calls": [piece]})
 
 
 # --- what a good call looks like ---
@@ -137,6 +166,15 @@ async def test_the_request_carries_model_max_tokens_stream_flags_and_tools(
     assert body["tools"] == TOOLS
 
 
+async def test_a_call_without_tools_sends_no_tools_list(fake_provider: FakeProvider, provider: Provider):
+    fake_provider.script(Turn.text())
+
+    await run(provider, tools=[])
+
+    (body,) = fake_provider.requests
+    assert "tools" not in body
+
+
 async def test_the_key_travels_only_in_the_authorization_header(fake_provider: FakeProvider, provider: Provider):
     fake_provider.script(Turn.text())
 
@@ -149,6 +187,13 @@ async def test_the_key_travels_only_in_the_authorization_header(fake_provider: F
     assert [value for name, value in headers.items() if KEY in value and name != "authorization"] == []
 
 
+def test_the_provider_object_does_not_keep_the_key():
+    """Only the client's default headers hold it (SEC-1): a dump of the provider shows no key."""
+    provider = make_provider("https://llm.example/v1")
+
+    assert KEY not in repr(vars(provider))
+
+
 async def test_usage_is_estimated_when_the_provider_reports_none(fake_provider: FakeProvider, provider: Provider):
     fake_provider.script(Turn.text("x" * 400, usage=None))
 
@@ -156,6 +201,73 @@ async def test_usage_is_estimated_when_the_provider_reports_none(fake_provider: 
 
     prompt_chars = len(json.dumps([MESSAGES, TOOLS], ensure_ascii=False))
     assert completed.usage == Usage(input_tokens=-(-prompt_chars // 4), output_tokens=100)
+
+
+async def test_tool_calls_are_billed_by_their_characters_when_the_provider_reports_no_usage(
+    fake_provider: FakeProvider, provider: Provider
+):
+    arguments = {"id": "665f1c2e9b1e8a0012345678", "priority": "high"}
+    fake_provider.script(Turn.tool_calls(("update_work_order", arguments), usage=None))
+
+    (completed,) = await run(provider)
+
+    produced = len("update_work_order") + len(json.dumps(arguments))
+    assert completed.usage.output_tokens == -(-produced // 4)
+
+
+async def test_tool_calls_come_out_in_index_order_whatever_order_they_arrived_in(
+    fake_provider: FakeProvider, provider: Provider
+):
+    fake_provider.script(
+        Turn.chunks(
+            tool_piece(1, id="call_b", name="update_work_order", arguments="{}"),
+            tool_piece(0, id="call_a", name="list_my_work_orders", arguments="{}"),
+            choice(finish="tool_calls"),
+        )
+    )
+
+    (completed,) = await run(provider)
+
+    assert [call.id for call in completed.tool_calls] == ["call_a", "call_b"]
+
+
+async def test_tool_calls_sent_without_an_id_each_get_a_distinct_one(fake_provider: FakeProvider, provider: Provider):
+    fake_provider.script(
+        Turn.chunks(
+            tool_piece(0, name="list_my_work_orders", arguments="{}"),
+            tool_piece(1, name="list_my_work_orders", arguments="{}"),
+            choice(finish="tool_calls"),
+        )
+    )
+
+    (completed,) = await run(provider)
+
+    ids = [call.id for call in completed.tool_calls]
+    assert len(ids) == 2 and all(ids) and ids[0] != ids[1]
+
+
+async def test_a_tool_call_keeps_the_first_name_and_id_it_was_sent_whatever_later_pieces_say(
+    fake_provider: FakeProvider, provider: Provider
+):
+    fake_provider.script(
+        Turn.chunks(
+            tool_piece(0, id="call_a", name="list_my_work_orders"),
+            tool_piece(0, id="call_b", name="update_work_order", arguments="{}"),
+            choice(finish="tool_calls"),
+        )
+    )
+
+    (completed,) = await run(provider)
+
+    assert completed.tool_calls == [ToolCallRequest(id="call_a", name="list_my_work_orders", arguments="{}")]
+
+
+async def test_a_later_chunk_without_a_finish_reason_does_not_erase_it(fake_provider: FakeProvider, provider: Provider):
+    fake_provider.script(Turn.chunks(choice({"content": "Cut at the cap."}, finish="length"), choice()))
+
+    *_, completed = await run(provider)
+
+    assert completed.finish_reason == "length"
 
 
 async def test_a_finish_reason_without_done_still_completes(fake_provider: FakeProvider, provider: Provider):
@@ -178,41 +290,78 @@ async def test_consecutive_calls_reuse_one_connection(fake_provider: FakeProvide
 
 
 async def test_a_provider_that_talks_on_after_done_is_cut_off_not_waited_for(
-    fake_provider: FakeProvider, provider: Provider, monkeypatch: pytest.MonkeyPatch
+    fake_provider: FakeProvider, provider: Provider
 ):
-    monkeypatch.setattr(provider_module, "AFTER_DONE_SECONDS", 0.1)  # speed only
-    chatty = Turn(frames=(*Turn.text("Done.", chunks=1).frames, *[b": still here\n\n"] * 20), delay=0.05)
+    chatty = Turn(frames=(*Turn.text("Done.", chunks=1).frames, *[b": still here\n\n"] * 60), delay=0.05)
     fake_provider.script(chatty)
     started = time.monotonic()
 
     *_, completed = await run(provider)
 
-    assert isinstance(completed, Completed) and time.monotonic() - started < 0.6  # the whole body takes 1.1 s
+    assert isinstance(completed, Completed) and time.monotonic() - started < 2  # the whole body takes 3.25 s
+
+
+async def test_what_follows_done_in_the_same_read_is_not_streamed(fake_provider: FakeProvider, provider: Provider):
+    answer = Turn.text("Done.", chunks=1).frames[:-1]
+    after = b'data: [DONE]\n\ndata: {"choices": [{"delta": {"content": " And more."}}]}\n\n'
+    fake_provider.script(Turn(frames=(*answer, after)))
+
+    *deltas, completed = await run(provider)
+
+    assert "".join(delta.text for delta in deltas) == "Done."
+    assert isinstance(completed, Completed)
+
+
+async def test_sse_fields_other_than_data_are_ignored_even_when_their_name_starts_with_data(
+    fake_provider: FakeProvider, provider: Provider
+):
+    fields = b"event: completion\nid: 7\nretry: 3000\ndataset: default\n"
+    frames = Turn.text("Fine.", chunks=1).frames
+    fake_provider.script(Turn(frames=tuple(fields + frame for frame in frames)))
+
+    *deltas, completed = await run(provider)
+
+    assert "".join(delta.text for delta in deltas) == "Fine."
+    assert completed.finish_reason == "stop"
 
 
 # --- every failure is one generic AIUnavailable that leaks nothing and still bills ---
 
 # We ask for identity encoding and read raw bytes, so a body compressed regardless fails instead of inflating.
-GZIPPED = gzip.compress(Turn.text("compressed").frames[1] * 1000)
-FAILURES = {
-    "malformed-chunk": (Turn.malformed(), {}),
-    "http-500": (Turn.error(500), {}),
-    "http-429": (Turn.error(429), {}),
-    "redirect": (Turn.redirect(), {}),
-    "oversized": (Turn.oversized(200_000), {"max_response_bytes": 50_000}),
-    "read-timeout": (Turn.slow(delay=1.0), {"read_timeout": 0.2}),
-    "disconnect": (Turn.disconnect(), {}),
-    "truncated": (Turn.truncated(), {}),
-    "error-chunk": (Turn.chunks({"error": {"message": f"overloaded {FAKE_SECRET}"}}), {}),
-    "non-utf8": (Turn(frames=(b"data: \xff\xfe\n\n",)), {}),
-    "compressed-anyway": (Turn(frames=(GZIPPED,), headers=(("content-encoding", "gzip"),)), {}),
-    "tool-call-without-name": (Turn.chunks({"choices": [{"delta": {"tool_calls": [{"index": 0, "id": "c"}]}}]}), {}),
+# mtime=10 puts a newline in the gzip header, so the bytes before it always make a line that is not UTF-8.
+GZIPPED = gzip.compress(b"".join(Turn.text("A whole answer, compressed anyway.").frames), mtime=10)
+USAGE_ONLY = {"choices": []}
+FAILURES = {  # the turn, the provider's options, the kind of failure it is logged as
+    "malformed-chunk": (Turn.malformed(), {}, "malformed"),
+    "http-500": (Turn.error(500), {}, "status 500"),
+    "http-429": (Turn.error(429), {}, "status 429"),
+    "http-400-with-a-stream-body": (replace(Turn.text(), status=400), {}, "status 400"),
+    "redirect": (Turn.redirect(), {}, "redirect"),
+    "oversized": (Turn.oversized(200_000), {"max_response_bytes": 50_000}, "oversize"),
+    "read-timeout": (Turn.slow(delay=1.0), {"read_timeout": 0.2}, "ReadTimeout"),
+    "disconnect": (Turn.disconnect(), {}, "RemoteProtocolError"),
+    "truncated": (Turn.truncated(), {}, "truncated"),
+    "error-chunk": (Turn.chunks({"error": {"message": f"overloaded {FAKE_SECRET}"}}), {}, "provider_error"),
+    "non-utf8": (Turn(frames=(b"data: \xff\xfe\n\n",)), {}, "malformed"),
+    "compressed-anyway": (Turn(frames=(GZIPPED,), headers=(("content-encoding", "gzip"),)), {}, "malformed"),
+    "tool-call-without-name": (Turn.chunks(tool_piece(0, id="c")), {}, "malformed"),
+    "negative-tool-call-index": (Turn.chunks(tool_piece(-1, id="c", name="list_my_work_orders")), {}, "malformed"),
+    "negative-usage": (
+        Turn.chunks(USAGE_ONLY | {"usage": {"prompt_tokens": -5000, "completion_tokens": 10}}),
+        {},
+        "malformed",
+    ),
+    "usage-as-text": (
+        Turn.chunks(USAGE_ONLY | {"usage": {"prompt_tokens": "120", "completion_tokens": "30"}}),
+        {},
+        "malformed",
+    ),
 }
 
 
-@pytest.mark.parametrize(("turn", "overrides"), FAILURES.values(), ids=FAILURES.keys())
+@pytest.mark.parametrize(("turn", "overrides", "kind"), FAILURES.values(), ids=FAILURES.keys())
 async def test_a_failed_call_raises_ai_unavailable_without_leaking_anything(
-    fake_provider: FakeProvider, caplog: pytest.LogCaptureFixture, turn: Turn, overrides: dict[str, Any]
+    fake_provider: FakeProvider, caplog: pytest.LogCaptureFixture, turn: Turn, overrides: dict[str, Any], kind: str
 ):
     caplog.set_level(logging.DEBUG)
     fake_provider.script(turn, Turn.text("a redirect must not be followed here"))
@@ -224,6 +373,8 @@ async def test_a_failed_call_raises_ai_unavailable_without_leaking_anything(
         await provider.aclose()
 
     error = caught.value
+    assert error.kind == kind
+    assert f"AI provider call failed: {kind} " in caplog.text
     assert error.code == ErrorCode.AI_UNAVAILABLE
     assert error.status == 503
     assert error.message == str(error) == AIUnavailable.default_message
@@ -236,6 +387,70 @@ async def test_a_failed_call_raises_ai_unavailable_without_leaking_anything(
         assert leak not in str(error)
         assert leak not in repr(error.envelope())
         assert leak not in caplog.text
+
+
+async def test_a_provider_that_keeps_dripping_is_cut_off_at_the_total_timeout(
+    fake_provider: FakeProvider, provider_with: Callable[..., Provider]
+):
+    fake_provider.script(Turn.slow(delay=0.1, chunks=20))  # 2.4 s in all, never silent for long
+    provider = provider_with(total_timeout=0.3, read_timeout=1.0)
+    started = time.monotonic()
+
+    with pytest.raises(AIUnavailable) as caught:
+        await run(provider)
+
+    assert caught.value.kind == "deadline"
+    assert time.monotonic() - started < 1.2
+    assert await fake_provider.wait_for_disconnect()
+
+
+async def test_the_byte_cap_admits_a_body_of_exactly_its_size_and_not_one_byte_more(
+    fake_provider: FakeProvider, provider_with: Callable[..., Provider]
+):
+    turn = Turn.text("Exactly as long as allowed.")
+    size = sum(map(len, turn.frames))
+    fake_provider.script(turn, turn)
+
+    *_, completed = await run(provider_with(max_response_bytes=size))
+    with pytest.raises(AIUnavailable) as caught:
+        await run(provider_with(max_response_bytes=size - 1))
+
+    assert isinstance(completed, Completed)
+    assert caught.value.kind == "oversize"
+
+
+async def test_bytes_sent_after_done_count_against_the_cap_and_past_it_the_connection_is_dropped(
+    fake_provider: FakeProvider, provider_with: Callable[..., Provider]
+):
+    answer = Turn.text("Done.", chunks=1).frames
+    padding = (b": " + b"x" * 1000 + b"\n\n",) * 20
+    fake_provider.script(Turn(frames=(*answer, *padding)), Turn.text("Next."))
+    provider = provider_with(max_response_bytes=sum(map(len, answer)) + 5000)
+
+    *_, first = await run(provider)
+    *_, second = await run(provider)
+
+    assert isinstance(first, Completed) and isinstance(second, Completed)  # the answer was whole before the cap
+    assert len(set(fake_provider.peers)) == 2  # the first body was not read to its end: a new connection
+
+
+async def test_logs_name_the_base_url_with_its_port_but_without_credentials_or_query(
+    fake_provider: FakeProvider, caplog: pytest.LogCaptureFixture
+):
+    caplog.set_level(logging.DEBUG, logger=Provider.__module__)
+    fake_provider.script(Turn.text(), Turn.error(500))
+    host = fake_provider.url.removeprefix("http://")  # 127.0.0.1:PORT/v1
+    provider = make_provider(f"http://desk:userinfo-secret@{host}?token=query-secret")
+
+    await run(provider)
+    with pytest.raises(AIUnavailable):
+        await run(provider)
+    await provider.aclose()
+
+    logged = [record.getMessage() for record in caplog.records if record.name == Provider.__module__]
+    assert len(logged) == 2
+    assert all(f"baseUrl=http://{host}," in line for line in logged)
+    assert not [line for line in logged if "secret" in line]
 
 
 async def test_a_failure_after_some_output_bills_that_output_too(fake_provider: FakeProvider, provider: Provider):
@@ -334,8 +549,9 @@ async def test_from_settings_uses_the_ai_keys(fake_provider: FakeProvider):
     assert provider.cost(Usage(1_000_000, 0)) == pytest.approx(2)
 
 
-def test_from_settings_without_ai_config_is_unavailable():
+@pytest.mark.parametrize("base_url", [None, "https://llm.example/v1"], ids=["nothing", "a-url-but-no-key"])
+def test_from_settings_without_ai_config_is_unavailable(base_url: str | None):
     with pytest.raises(AIUnavailable) as caught:
-        Provider.from_settings(Settings(ai_enabled=False, ai_base_url=None, ai_api_key=None))
+        Provider.from_settings(Settings(ai_enabled=False, ai_base_url=base_url, ai_api_key=None))
 
     assert caught.value.kind == "not_configured"
