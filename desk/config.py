@@ -88,6 +88,10 @@ def check_base_url(url: str, *, allow_private: bool) -> None:
     parts = urlsplit(url)
     if not parts.hostname or parts.scheme not in ("https", "http"):
         raise ValueError("AI_BASE_URL must be an absolute https URL")
+    if parts.username is not None or parts.query or parts.fragment:
+        # httpx would send credentials in the URL as Basic auth instead of the key, and the path
+        # `/chat/completions` is appended to the URL as written, so a query would swallow it.
+        raise ValueError("AI_BASE_URL must not carry a user, password, query or fragment (the key goes in AI_API_KEY)")
     try:
         infos = socket.getaddrinfo(parts.hostname, parts.port or 443, proto=socket.IPPROTO_TCP)
     except OSError:

@@ -51,6 +51,9 @@ def test_ai_enabled_needs_its_keys():
         ("https://[::1]/v1", "private, loopback or link-local"),
         ("ftp://93.184.216.34/", "absolute https URL"),
         ("https://does-not-exist.invalid/v1", "does not resolve"),
+        ("https://desk:secret@93.184.216.34/v1", "must not carry a user, password, query"),
+        ("https://93.184.216.34/v1?api-version=2024", "must not carry a user, password, query"),
+        ("https://93.184.216.34/v1#models", "must not carry a user, password, query"),
     ],
 )
 def test_ai_base_url_is_checked_at_boot(url, message):
