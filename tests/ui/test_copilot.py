@@ -64,7 +64,7 @@ async def test_approve_a_change_and_see_it_everywhere(
     with user.scope(marker="diff"):
         await user.should_see("Medium")
         await user.should_see("Urgent")
-    await user.should_see("Looked up 1 of your work order")
+    await user.should_see("Looked up 1 of your work orders")
     user.find(marker="approve").click()
     await user.should_see("It is urgent now.", retries=WAIT)
     stored = await db["work_orders"].find_one({"_id": ObjectId(order.id)})

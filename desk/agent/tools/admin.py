@@ -39,6 +39,10 @@ async def metrics(ctx: ToolContext, _: NoArgs) -> ToolOutput:
     return ToolOutput(found.model_dump(mode="json", by_alias=True))
 
 
+def _many(count: int, one: str, more: str) -> str:
+    return f"{count} {one if count == 1 else more}"
+
+
 TOOLS = [
     Tool(
         "admin_list_work_orders",
@@ -48,7 +52,7 @@ TOOLS = [
         ADMINS,
         "copilot",
         all_orders,
-        lambda o: f"Looked up {o.result['shown']} work orders on the desk",
+        lambda o: f"Looked up {_many(o.result['shown'], 'work order', 'work orders')} on the desk",
     ),
     Tool(
         "admin_list_users",
@@ -58,7 +62,7 @@ TOOLS = [
         ADMINS,
         "copilot",
         people,
-        lambda o: f"Looked up {o.result['shown']} people",
+        lambda o: f"Looked up {_many(o.result['shown'], 'person', 'people')}",
     ),
     Tool(
         "admin_metrics",

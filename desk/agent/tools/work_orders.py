@@ -91,8 +91,7 @@ async def preimage(ctx: ToolContext, args: ToolArgs) -> PreImage | None:
 
 
 def _count(output: ToolOutput) -> str:
-    shown = output.result.get("shown", 0)
-    return f"Looked up {shown} of your work order{'s' if shown != 1 else ''}"
+    return f"Looked up {output.result.get('shown', 0)} of your work orders"  # "1 of your work orders" reads right
 
 
 TOOLS = [
