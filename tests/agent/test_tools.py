@@ -1,5 +1,5 @@
-"""The copilot's tools: what they may show (SEC-10 deny-list, truncation), who is offered them, their schemas,
-and drift guards on the system prompt and the registry.
+"""The copilot's tools: what they may show (SEC-10 deny-list, truncation), what each returns and does, who is
+offered them, their schemas, and drift guards on the system prompt and the registry.
 
 Tool output is checked where it matters: in the `tool` messages the (fake) model receives, in the stored
 tool calls and transcript, and in the events the person's client gets.
@@ -15,11 +15,14 @@ from typing import Any
 import pytest
 from bson import ObjectId
 
+from desk.agent import approvals
 from desk.agent.prompt import SYSTEM_PROMPT
 from desk.agent.tools import REGISTRY
 from desk.agent.tools.registry import MAX_CHARS, MAX_ITEMS
 from desk.auth import service as auth_service
 from desk.errors import Unauthorized
+from desk.work_orders import service as work_orders
+from desk.work_orders.models import WorkOrderUpdate
 from tests.agent.fake_provider import Turn
 from tests.helpers import actor
 
@@ -231,6 +234,171 @@ def _strings(value: Any) -> list[str]:
     if isinstance(value, list):
         return [s for item in value for s in _strings(item)]
     return [value] if isinstance(value, str) else []
+
+
+# --- what each tool shows and does -----------------------------------------------------------------
+
+
+async def test_a_work_order_is_shown_with_its_fields_and_never_its_version_or_owner(
+    copilot, fake_provider, make_user, make_order
+):
+    sam = await make_user()
+    tap = await make_order(sam, "Leaking tap", description="Under the sink", priority="high")
+    fake_provider.script(Turn.tool_calls(("list_my_work_orders", {})), Turn.text("One."))
+
+    await copilot(sam, "what do I have?")
+
+    (result,) = tool_messages(fake_provider.requests)
+    assert result["workOrders"] == [
+        {
+            "id": tap.id,
+            "title": tap.title,
+            "description": tap.description,
+            "priority": tap.priority,
+            "status": tap.status,
+            "createdAt": tap.created_at.isoformat(),
+            "updatedAt": tap.updated_at.isoformat(),
+        }
+    ]
+
+
+async def test_the_my_tools_show_an_admin_only_their_own_orders(copilot, fake_provider, make_user, make_order):
+    boss, sam = await make_user("admin"), await make_user("user")
+    await make_order(boss, "Leaking tap in the office")
+    await make_order(sam, "Leaking tap at home")
+    fake_provider.script(
+        Turn.tool_calls(
+            ("list_my_work_orders", {}), ("search_my_work_orders", {"q": "tap"}), ("admin_list_work_orders", {})
+        ),
+        Turn.text("One of them is yours."),
+    )
+
+    await copilot(boss, "which leaking taps are mine?")
+
+    listed, found, everyone = tool_messages(fake_provider.requests)
+    for mine in (listed, found):
+        assert (mine["total"], [o["title"] for o in mine["workOrders"]]) == (1, ["Leaking tap in the office"])
+    assert everyone["total"] == 2  # the desk-wide tool is where an admin sees the others
+
+
+FILTERED = {  # (who asks, tool, arguments, the titles it must show)
+    "my list by priority": ("user", "list_my_work_orders", {"priority": "high"}, {"Leaking tap", "Squeaky door"}),
+    "my search by status": ("user", "search_my_work_orders", {"q": "tap", "status": "done"}, {"Leaking tap upstairs"}),
+    "desk list by words": ("admin", "admin_list_work_orders", {"q": "door"}, {"Squeaky door"}),
+    "desk list by status": ("admin", "admin_list_work_orders", {"status": "in_progress"}, {"Squeaky door"}),
+    "desk list by priority": ("admin", "admin_list_work_orders", {"priority": "low"}, {"Leaking tap upstairs"}),
+}
+
+
+@pytest.mark.parametrize(("role", "tool", "args", "titles"), FILTERED.values(), ids=FILTERED.keys())
+async def test_list_and_search_filters_narrow_what_is_shown(
+    role, tool, args, titles, copilot, fake_provider, make_user, make_order, db
+):
+    sam, boss = await make_user("user"), await make_user("admin")
+    await make_order(sam, "Leaking tap", priority="high")
+    upstairs = await make_order(sam, "Leaking tap upstairs", priority="low")
+    door = await make_order(sam, "Squeaky door", priority="high")
+    for order, status in ((upstairs, "done"), (door, "in_progress")):
+        await work_orders.update(
+            db=db, actor=actor(sam), order_id=order.id, data=WorkOrderUpdate(version=1, status=status)
+        )
+    fake_provider.script(Turn.tool_calls((tool, args)), Turn.text("Here they are."))
+
+    await copilot(sam if role == "user" else boss, "which ones?")
+
+    (result,) = tool_messages(fake_provider.requests)
+    assert {o["title"] for o in result["workOrders"]} == titles
+    assert result["total"] == result["shown"] == len(titles)
+
+
+async def test_an_order_the_copilot_creates_keeps_its_priority_and_run_and_can_be_changed_in_the_same_run(
+    start, fake_provider, make_user, db
+):
+    sam = await make_user()
+    fake_provider.script(Turn.tool_calls(("create_work_order", {"title": "Replace hall bulb", "priority": "urgent"})))
+    events = []
+
+    async for event in (await start(sam, "Add an urgent order for the hall bulb and start on it")).events():
+        events.append(event)
+        if event.kind == "tool_approval_required":
+            await approvals.decide(db=db, actor=actor(sam), tool_call_id=event.tool_call_id, approve=True, reason=None)
+        if event.kind == "tool_result" and event.tool == "create_work_order":  # the model goes on with the new id
+            (made,) = await db["work_orders"].find().to_list()
+            fake_provider.script(
+                Turn.tool_calls(("update_work_order", {"id": str(made["_id"]), "status": "in_progress"})),
+                Turn.text("Added it and started on it."),
+            )
+
+    outcomes = [(e.tool, e.outcome) for e in events if e.kind == "tool_result"]
+    assert outcomes == [("create_work_order", "executed"), ("update_work_order", "executed")]
+    created, updated = tool_messages(fake_provider.requests)
+    assert created["created"]["priority"] == "urgent"
+    assert (updated["updated"]["priority"], updated["updated"]["status"]) == ("urgent", "in_progress")
+    (stored,) = await db["work_orders"].find().to_list()
+    assert (stored["title"], stored["priority"], stored["status"]) == ("Replace hall bulb", "urgent", "in_progress")
+    timeline = await work_orders.activity(db=db, actor=actor(sam), order_id=str(stored["_id"]))
+    assert sorted((a.action, a.run_id) for a in timeline) == [
+        ("created", events[-1].run_id),
+        ("updated", events[-1].run_id),
+    ]
+
+
+async def test_the_profile_shows_name_email_role_and_ai_setting_and_nothing_else(copilot, fake_provider, make_user):
+    sam = await make_user(name="Sam Reyes")
+    fake_provider.script(Turn.tool_calls(("get_profile", {})), Turn.text("You are Sam."))
+
+    await copilot(sam, "who am I?")
+
+    (profile,) = tool_messages(fake_provider.requests)
+    assert profile == {key: sam[key] for key in ("name", "email", "role", "aiEnabled")}
+
+
+async def test_the_people_tool_shows_the_ten_newest_people_and_says_how_many(copilot, fake_provider, make_user):
+    boss = await make_user("admin")
+    others = [await make_user(role) for role in ("user", "viewer") * 5 + ("user",)]
+    fake_provider.script(Turn.tool_calls(("admin_list_users", {})), Turn.text("Twelve people."))
+
+    events = await copilot(boss, "who works here?")
+
+    (result,) = tool_messages(fake_provider.requests)
+    newest = [*reversed([boss, *others])][:MAX_ITEMS]
+    shown = [{key: u[key] for key in ("name", "email", "role", "active", "aiEnabled")} for u in newest]
+    assert result == {"total": len(others) + 1, "shown": MAX_ITEMS, "users": shown}
+    (said,) = [e.summary for e in events if e.kind == "tool_result"]
+    assert said == f"Looked up {MAX_ITEMS} people"
+
+
+async def test_one_thing_looked_up_is_said_in_the_singular(copilot, fake_provider, make_user, make_order):
+    boss = await make_user("admin")  # the only person on the desk
+    await make_order(boss, "Leaking tap")
+    fake_provider.script(
+        Turn.tool_calls(("list_my_work_orders", {}), ("admin_list_work_orders", {}), ("admin_list_users", {})),
+        Turn.text("One of each."),
+    )
+
+    events = await copilot(boss, "what is there?")
+
+    said = [e.summary for e in events if e.kind == "tool_result"]
+    assert said == ["Looked up 1 of your work orders", "Looked up 1 work order on the desk", "Looked up 1 person"]
+
+
+async def test_the_metrics_tool_shows_the_desks_figures_by_their_api_names(
+    copilot, fake_provider, make_user, make_order, db
+):
+    boss = await make_user("admin")
+    await make_order(boss, "Leaking tap", priority="high")
+    door = await make_order(boss, "Squeaky door")
+    await work_orders.update(db=db, actor=actor(boss), order_id=door.id, data=WorkOrderUpdate(version=1, status="done"))
+    fake_provider.script(Turn.tool_calls(("admin_metrics", {})), Turn.text("Two orders."))
+
+    await copilot(boss, "how is the desk doing?")
+
+    (result,) = tool_messages(fake_provider.requests)
+    assert set(result) == {"total", "byStatus", "byPriority", "perDay", "meanHoursToDone"}
+    assert result["total"] == 2
+    assert (result["byStatus"]["pending"], result["byStatus"]["done"]) == (1, 1)
+    assert (result["byPriority"]["medium"], result["byPriority"]["high"]) == (1, 1)
+    assert sum(d["opened"] for d in result["perDay"]) == 2 and sum(d["closed"] for d in result["perDay"]) == 1
 
 
 # --- who is offered what ----------------------------------------------------------------------------
