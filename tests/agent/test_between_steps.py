@@ -112,6 +112,21 @@ async def test_a_ledger_that_cannot_be_read_between_steps_ends_the_run_as_an_err
     assert (await db["copilot_sessions"].find_one({"userId": ObjectId(sam["id"])}))["runningRunId"] is None
 
 
+async def test_a_person_that_cannot_be_read_between_steps_ends_the_run_as_an_error(start, fake_provider, make_user, db):
+    sam = await make_user()
+    fake_provider.script(Turn.tool_calls(("list_my_work_orders", {})), Turn.text("never asked for"))
+    fake_provider.unscripted = 0
+
+    async def record_broken() -> None:  # whether AI is still on for sam can no longer be known
+        await db["users"].update_one({"_id": ObjectId(sam["id"])}, {"$set": {"aiEnabled": "unreadable"}})
+
+    with pytest.raises(ValueError, match="aiEnabled"):
+        await drain(await start(sam), after_first_result(record_broken))
+
+    assert len(fake_provider.requests) == 1  # no further call on an unknown answer
+    assert (await the_run(db))["status"] == "error"
+
+
 async def test_the_first_charge_drops_the_persons_counters_of_earlier_minutes(start, fake_provider, make_user, db):
     sam = await make_user()
     person_key, *_ = budget.keys(user_id=sam["id"], agent="copilot")
