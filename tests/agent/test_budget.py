@@ -13,10 +13,10 @@ from desk.agent.provider import Provider, Usage
 from desk.agent.sessions import abort_runs, current_session
 from desk.agent.start import begin
 from desk.config import Settings, use_settings
-from desk.errors import ErrorCode
+from desk.errors import ErrorCode, RateLimited
 from desk.schema import now
 from tests.agent.fake_provider import Turn
-from tests.helpers import actor
+from tests.helpers import actor, tuned
 
 AI = "/api/v1/ai"
 ONE_CALL = Usage(100, 10)  # what Turn.text / Turn.tool_calls report by default
@@ -331,6 +331,38 @@ async def test_a_refused_start_drops_earlier_minutes_itself(db, settings, make_u
         await budget.admit(db, settings, user_id=sam["id"], agent="copilot", ip="10.0.0.7")
 
     assert "9999-old" not in (await db["agent_spend"].find_one({"_id": key}))["starts"]
+
+
+async def test_a_start_from_another_address_leaves_the_first_addresss_count_for_this_minute(
+    db, settings, make_user, monkeypatch
+):
+    settings = tuned(settings, ai_rate_limit_max=2)
+    moment = now()
+    monkeypatch.setattr(budget, "now", lambda: moment)  # one minute throughout
+    sam = await make_user("user")
+    for _ in range(2):
+        await budget.admit(db, settings, user_id=sam["id"], agent="copilot", ip="10.0.0.7")
+
+    elsewhere = await budget.admit(db, settings, user_id=sam["id"], agent="copilot", ip="10.0.0.8")
+    await budget.charge(db, user_id=sam["id"], agent="copilot", usd=0.01, tidy=elsewhere.stale)
+
+    assert elsewhere.stale == ()
+    with pytest.raises(RateLimited):  # the first address has used its two messages this minute
+        await budget.admit(db, settings, user_id=sam["id"], agent="copilot", ip="10.0.0.7")
+
+
+async def test_a_start_over_the_days_budget_and_the_minutes_rate_is_told_about_the_budget(
+    db, settings, make_user, monkeypatch
+):
+    settings = tuned(settings, ai_rate_limit_max=1)
+    moment = now()
+    monkeypatch.setattr(budget, "now", lambda: moment)
+    sam = await make_user("user")
+    await budget.admit(db, settings, user_id=sam["id"], agent="copilot", ip="10.0.0.7")
+    await budget.charge(db, user_id=sam["id"], agent="copilot", usd=settings.ai_daily_spend_usd)
+
+    with pytest.raises(budget.BudgetExceeded):  # "wait a minute" would send the person back to a closed door
+        await budget.admit(db, settings, user_id=sam["id"], agent="copilot", ip="10.0.0.7")
 
 
 async def test_a_message_refused_in_the_last_moment_of_a_minute_is_told_to_wait_a_second(
