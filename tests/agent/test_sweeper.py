@@ -143,6 +143,26 @@ async def test_a_change_proposed_by_a_run_whose_lease_lapsed_can_no_longer_be_ap
         await events.aclose()
 
 
+async def test_sweeping_one_persons_dead_run_leaves_anothers_waiting_change_alone(
+    ai_settings, provider, fake_provider, make_user, make_order, db
+):
+    sam, ann = await make_user("user"), await make_user("user")
+    order = await make_order(ann)
+    events, staged = await held_at_approval(db, ai_settings, provider, fake_provider, ann, order.id)
+    fake_provider.script(Turn.text("Done."))
+    try:
+        await stale_run(db, ai_settings, provider, sam)
+
+        assert await sweep(db) == Swept(stale_runs=1, expired_approvals=0)
+
+        decided = await approvals.decide(db=db, actor=actor(ann), tool_call_id=staged.tool_call_id, approve=True)
+        assert decided.approval.status == "approved"  # ann's change was still hers to approve
+        assert [e.outcome async for e in events if e.kind == "tool_result"] == ["executed"]
+        assert (await db["work_orders"].find_one({}))["priority"] == "urgent"
+    finally:
+        await events.aclose()
+
+
 async def test_after_a_run_died_mid_turn_the_next_turn_shows_the_model_the_conversation_as_stored(
     ai_settings, provider, fake_provider, copilot, make_user, db
 ):
