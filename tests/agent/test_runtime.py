@@ -9,6 +9,7 @@ import contextlib
 import json
 import logging
 from collections.abc import Awaitable, Callable
+from datetime import timedelta
 
 import pytest
 
@@ -510,6 +511,29 @@ async def test_a_run_is_recorded_with_tokens_messages_and_tool_calls(start, fake
         a for a in await work_orders.activity(db=db, actor=actor(sam), order_id=tap.id) if a.action == "updated"
     ]
     assert entry.run_id == str(run["_id"]) and entry.actor_id == sam["id"] and entry.after == {"priority": "high"}
+
+
+KEPT = {  # SEC-12: transcripts for 90 days; runs and sessions (who asked what, when, at what cost) for a year
+    "agent_messages": ("createdAt", timedelta(days=90)),
+    "agent_tool_calls": ("createdAt", timedelta(days=90)),
+    "agent_runs": ("startedAt", timedelta(days=365)),
+    "copilot_sessions": ("createdAt", timedelta(days=365)),
+}
+
+
+async def test_every_record_of_a_turn_is_dropped_by_the_database_when_its_retention_ends(
+    start, fake_provider, make_user, db
+):
+    sam = await make_user()
+    fake_provider.script(Turn.tool_calls(("get_profile", {})), Turn.text("You are Sam."))
+
+    await drain(await start(sam, "Who am I?"))
+
+    for collection, (created, kept_for) in KEPT.items():
+        docs = await db[collection].find().to_list()
+        assert docs and all(d["expiresAt"] - d[created] == kept_for for d in docs), collection
+        ttl = [i for i in (await db[collection].index_information()).values() if "expireAfterSeconds" in i]
+        assert [(i["key"], i["expireAfterSeconds"]) for i in ttl] == [([("expiresAt", 1)], 0)], collection
 
 
 async def test_prompt_and_answer_text_never_reach_the_logs(start, fake_provider, make_user, make_order, db, caplog):
