@@ -291,6 +291,31 @@ async def test_list_sessions_shows_recent_sessions_with_at_most_50_messages(
     assert (await other_client.get(f"{AI}/sessions")).json()[0]["messages"] == []
 
 
+async def test_a_long_history_lists_the_20_newest_conversations_and_the_50_newest_runs(
+    provider, client_for, make_user, db
+):
+    sam = await make_user("user")
+    client = await client_for(sam)
+    opened, started, day_one = [], [], now() - timedelta(days=1)
+    for n in range(21):
+        opened.append(await open_session(client))
+        a_minute_apart = {"$set": {"createdAt": day_one + timedelta(minutes=n)}}  # no two in one millisecond
+        await db["copilot_sessions"].update_one({"_id": ObjectId(opened[-1])}, a_minute_apart)
+    for n in range(51):  # runs as the runtime writes them (the turns themselves are not the point here)
+        run = runs.new_run(
+            session_id=ObjectId(opened[-1]), user_id=_oid(sam), mode="copilot", model="m", lease=timedelta(0)
+        )
+        await runs.insert_run(db, {**run, "startedAt": day_one + timedelta(minutes=n)})
+        await runs.finish_run(db, run["_id"], "complete")
+        started.append(str(run["_id"]))
+
+    sessions_listed = (await client.get(f"{AI}/sessions")).json()
+    runs_listed = (await client.get(f"{AI}/runs")).json()
+
+    assert [s["id"] for s in sessions_listed] == opened[::-1][:20]
+    assert [r["id"] for r in runs_listed] == started[::-1][:50]
+
+
 async def test_messages_written_in_the_same_millisecond_keep_their_order(
     provider, fake_provider, client_for, make_user, monkeypatch
 ):
