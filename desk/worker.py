@@ -1,6 +1,7 @@
 """The worker process (`scheduler.py`): APScheduler jobs beside the web app; the triage agent joins later."""
 
 import asyncio
+import contextlib
 import logging
 import os
 import signal
@@ -23,7 +24,18 @@ async def serve(settings: Settings, uri: str, *, stop: asyncio.Event | None = No
     for sig in (signal.SIGTERM, signal.SIGINT):
         loop.add_signal_handler(sig, stop.set)
 
+    passes: set[asyncio.Task] = set()  # sweep passes in progress: stopping lets them finish first
+
     async def sweep_job() -> None:
+        sweeping = asyncio.ensure_future(sweep_pass())
+        passes.add(sweeping)
+        sweeping.add_done_callback(passes.discard)
+        # Shutting down, APScheduler 3's asyncio executor cancels a running job (it cannot wait) and logs
+        # the cancel as the job's error; the pass itself finishes, and `serve` awaits it before closing.
+        with contextlib.suppress(asyncio.CancelledError):
+            await asyncio.shield(sweeping)
+
+    async def sweep_pass() -> None:
         swept = await sweep(db)
         if swept.stale_runs or swept.expired_approvals or swept.freed_sessions:
             log.info(
@@ -56,6 +68,9 @@ async def serve(settings: Settings, uri: str, *, stop: asyncio.Event | None = No
         if watchdog is not None:
             watchdog.cancel()
         scheduler.shutdown(wait=False)
+        for failed in await asyncio.gather(*passes, return_exceptions=True):  # cut off from its job: log here
+            if isinstance(failed, Exception):
+                log.error("sweeper pass failed", exc_info=failed)
         for sig in (signal.SIGTERM, signal.SIGINT):  # the loop may outlive us (tests, an embedding process)
             loop.remove_signal_handler(sig)
         await db.client.close()

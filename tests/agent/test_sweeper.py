@@ -6,6 +6,7 @@ driving it (or holding it at its approval request), then letting its lease or ap
 """
 
 import asyncio
+import logging
 import os
 import signal
 import subprocess
@@ -328,7 +329,9 @@ async def test_only_pending_approvals_expire_however_many_decided_ones_are_past_
 # --- the worker process -----------------------------------------------------------------------------
 
 
-async def test_the_worker_sweeps_on_its_interval_and_stops_when_told(ai_settings, provider, make_user, db, mongo_uri):
+async def test_the_worker_sweeps_on_its_interval_and_stops_when_told(
+    ai_settings, provider, make_user, db, mongo_uri, caplog
+):
     interval = 0.5
     settings = Settings(mongodb_db=db.name, agent_sweep_interval_ms=int(interval * 1000))
     sam, ann, bob = await make_user("user"), await make_user("user"), await make_user("user")
@@ -349,7 +352,51 @@ async def test_the_worker_sweeps_on_its_interval_and_stops_when_told(ai_settings
     after_stop = await stale_run(db, ai_settings, provider, bob)
     await asyncio.sleep(interval * 1.5)  # more than an interval with the worker stopped: nothing sweeps it
     assert (await run_of(db, after_stop))["status"] == "running"
+    assert [r.getMessage() for r in caplog.records if r.levelno >= logging.ERROR] == []  # no job left behind
     assert asyncio.get_running_loop().remove_signal_handler(signal.SIGTERM) is False
+
+
+async def test_a_worker_that_starts_sweeps_at_once_not_an_interval_later(
+    ai_settings, provider, make_user, db, mongo_uri
+):
+    settings = Settings(mongodb_db=db.name, agent_sweep_interval_ms=3_600_000)  # the first scheduled pass: in an hour
+    left_by_the_last_worker = await stale_run(db, ai_settings, provider, await make_user("user"))
+    stop = asyncio.Event()
+    worker = asyncio.create_task(serve(settings, mongo_uri, stop=stop))
+    try:
+        await until(lambda: _ended(db, left_by_the_last_worker), what="the sweep at start-up")
+    finally:
+        stop.set()
+        await asyncio.wait_for(worker, 5)
+
+
+async def test_a_worker_stopped_mid_pass_lets_the_pass_finish_and_logs_no_error(
+    ai_settings, provider, make_user, db, mongo_uri, monkeypatch, caplog
+):
+    settings = Settings(mongodb_db=db.name, agent_sweep_interval_ms=200)
+    passes, held, go_on = [], asyncio.Event(), asyncio.Event()
+
+    async def a_pass_held_open(db_) -> Swept:  # the scheduled pass waits until the worker has been told to stop
+        passes.append(db_)
+        if len(passes) > 1:
+            held.set()
+            await go_on.wait()
+        return await sweep(db_)
+
+    monkeypatch.setattr("desk.worker.sweep", a_pass_held_open)
+    stop = asyncio.Event()
+    serving = asyncio.create_task(serve(settings, mongo_uri, stop=stop))
+    await until(lambda: passes, what="the sweep at start-up")
+    dead = await stale_run(db, ai_settings, provider, await make_user("user"))
+    await until(held.is_set, what="a scheduled pass")
+
+    stop.set()
+    await asyncio.sleep(0.1)  # the worker is stopping: its scheduler has cancelled the running job
+    go_on.set()
+    await asyncio.wait_for(serving, 5)
+
+    assert await _ended(db, dead)  # the pass was not cut off halfway
+    assert [r.getMessage() for r in caplog.records if r.levelno >= logging.ERROR] == []
 
 
 async def _ended(db, run_id: ObjectId) -> bool:
