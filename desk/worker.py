@@ -1,7 +1,6 @@
 """The worker process (`scheduler.py`): APScheduler jobs beside the web app; the triage agent joins later."""
 
 import asyncio
-import contextlib
 import logging
 import os
 import signal
@@ -27,13 +26,16 @@ async def serve(settings: Settings, uri: str, *, stop: asyncio.Event | None = No
     passes: set[asyncio.Task] = set()  # sweep passes in progress: stopping lets them finish first
 
     async def sweep_job() -> None:
-        sweeping = asyncio.ensure_future(sweep_pass())
+        sweeping = asyncio.create_task(sweep_pass())
         passes.add(sweeping)
         sweeping.add_done_callback(passes.discard)
-        # Shutting down, APScheduler 3's asyncio executor cancels a running job (it cannot wait) and logs
-        # the cancel as the job's error; the pass itself finishes, and `serve` awaits it before closing.
-        with contextlib.suppress(asyncio.CancelledError):
+        try:
             await asyncio.shield(sweeping)
+        except asyncio.CancelledError:
+            # Stopping, APScheduler 3's asyncio executor cancels a running job (it cannot wait) and logs the
+            # cancel as the job's error: the pass goes on, and `serve` awaits it before closing the client.
+            if not stop.is_set():
+                raise
 
     async def sweep_pass() -> None:
         swept = await sweep(db)
@@ -62,19 +64,21 @@ async def serve(settings: Settings, uri: str, *, stop: asyncio.Event | None = No
         watchdog = asyncio.create_task(_exit_with_parent(int(os.environ["DESK_WORKER_PARENT"]), stop))
     log.info("worker started")
     try:
-        await sweep_job()
+        await sweep_pass()
         await stop.wait()
     finally:
         if watchdog is not None:
             watchdog.cancel()
         scheduler.shutdown(wait=False)
-        for failed in await asyncio.gather(*passes, return_exceptions=True):  # cut off from its job: log here
-            if isinstance(failed, Exception):
-                log.error("sweeper pass failed", exc_info=failed)
         for sig in (signal.SIGTERM, signal.SIGINT):  # the loop may outlive us (tests, an embedding process)
             loop.remove_signal_handler(sig)
-        await db.client.close()
-        log.info("worker stopped")
+        try:
+            for failed in await asyncio.gather(*passes, return_exceptions=True):  # cut off from its job: log here
+                if isinstance(failed, Exception):
+                    log.error("sweeper pass failed", exc_info=failed)
+        finally:
+            await db.client.close()
+            log.info("worker stopped")
 
 
 async def _exit_with_parent(parent: int, stop: asyncio.Event) -> None:

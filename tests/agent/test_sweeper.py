@@ -373,6 +373,7 @@ async def test_a_worker_that_starts_sweeps_at_once_not_an_interval_later(
 async def test_a_worker_stopped_mid_pass_lets_the_pass_finish_and_logs_no_error(
     ai_settings, provider, make_user, db, mongo_uri, monkeypatch, caplog
 ):
+    caplog.set_level(logging.INFO, logger="apscheduler.executors")
     settings = Settings(mongodb_db=db.name, agent_sweep_interval_ms=200)
     passes, held, go_on = [], asyncio.Event(), asyncio.Event()
 
@@ -391,12 +392,35 @@ async def test_a_worker_stopped_mid_pass_lets_the_pass_finish_and_logs_no_error(
     await until(held.is_set, what="a scheduled pass")
 
     stop.set()
-    await asyncio.sleep(0.1)  # the worker is stopping: its scheduler has cancelled the running job
+    await until(lambda: _job_ended(caplog), what="the scheduler to end the running job as it stops")
     go_on.set()
     await asyncio.wait_for(serving, 5)
 
     assert await _ended(db, dead)  # the pass was not cut off halfway
     assert [r.getMessage() for r in caplog.records if r.levelno >= logging.ERROR] == []
+
+
+async def test_a_worker_cancelled_during_its_first_pass_is_cancelled(db, mongo_uri, monkeypatch):
+    started = asyncio.Event()
+
+    async def a_pass_that_hangs(db_) -> Swept:  # a database that does not answer
+        started.set()
+        await asyncio.Event().wait()
+
+    monkeypatch.setattr("desk.worker.sweep", a_pass_that_hangs)
+    serving = asyncio.create_task(serve(Settings(mongodb_db=db.name), mongo_uri))
+    await asyncio.wait_for(started.wait(), 5)
+
+    serving.cancel()
+
+    with pytest.raises(asyncio.CancelledError):  # whoever runs the worker can stop it, even mid-pass
+        await asyncio.wait_for(serving, 5)
+
+
+def _job_ended(caplog) -> bool:
+    """APScheduler has logged the end of a sweep job: done, or failed (cancelled) before the fix."""
+    ends = ("executed successfully", "raised an exception")
+    return any(r.name.startswith("apscheduler") and any(e in r.getMessage() for e in ends) for r in caplog.records)
 
 
 async def _ended(db, run_id: ObjectId) -> bool:
