@@ -272,7 +272,6 @@ async def test_a_click_at_the_very_moment_of_expiry_is_too_late(
     sam = await make_user()
     tap = await make_order(sam, "Leaking tap")
     fake_provider.script(*Turn.read_then_update(tap.id, priority="urgent"), Turn.text("never asked for"))
-    fake_provider.unscripted = 0
     late = []
 
     async def click_on_the_stroke(event: RunEvent) -> None:
@@ -282,10 +281,11 @@ async def test_a_click_at_the_very_moment_of_expiry_is_too_late(
             await refused(approvals.decide(db=db, actor=actor(sam), tool_call_id=event.tool_call_id, approve=True))
         )
 
-    await copilot(sam, "Make it urgent", decide=click_on_the_stroke)
+    events = await copilot(sam, "Make it urgent", decide=click_on_the_stroke)
 
     assert [r.code for r in late] == [ErrorCode.AI_APPROVAL_EXPIRED]
     assert (await work_orders.get(db=db, actor=actor(sam), order_id=tap.id)).priority == "medium"
+    assert events[-1].status == "expired" and len(fake_provider.requests) == 2  # the model heard nothing more
 
 
 async def test_a_late_click_never_expires_a_change_approved_in_time_meanwhile(

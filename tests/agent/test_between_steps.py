@@ -49,7 +49,6 @@ def after_first_result(action):
 async def test_a_logout_between_steps_stops_the_run_before_the_next_model_call(start, fake_provider, make_user, db):
     sam = await make_user()
     fake_provider.script(Turn.tool_calls(("list_my_work_orders", {})), Turn.text("never asked for"))
-    fake_provider.unscripted = 0
 
     events = await drain(await start(sam), after_first_result(lambda: sessions.abort_runs(db=db, user_id=sam["id"])))
 
@@ -61,7 +60,6 @@ async def test_a_logout_between_steps_stops_the_run_before_the_next_model_call(s
 async def test_a_person_deactivated_mid_run_gets_no_further_model_call(start, fake_provider, make_user, db):
     sam = await make_user()
     fake_provider.script(Turn.tool_calls(("list_my_work_orders", {})), Turn.text("never asked for"))
-    fake_provider.unscripted = 0
 
     events = await drain(await start(sam), after_first_result(lambda: deactivate(db, sam)))
 
@@ -97,7 +95,6 @@ async def test_a_change_approved_just_before_the_person_is_deactivated_is_not_ma
 async def test_a_ledger_that_cannot_be_read_between_steps_ends_the_run_as_an_error(start, fake_provider, make_user, db):
     sam = await make_user()
     fake_provider.script(Turn.tool_calls(("list_my_work_orders", {})), Turn.text("never asked for"))
-    fake_provider.unscripted = 0
     today = f"global:{budget.now().date().isoformat()}"
 
     async def ledger_broken() -> None:  # the budget can no longer be known: no further call may be paid for
@@ -115,7 +112,6 @@ async def test_a_ledger_that_cannot_be_read_between_steps_ends_the_run_as_an_err
 async def test_a_person_that_cannot_be_read_between_steps_ends_the_run_as_an_error(start, fake_provider, make_user, db):
     sam = await make_user()
     fake_provider.script(Turn.tool_calls(("list_my_work_orders", {})), Turn.text("never asked for"))
-    fake_provider.unscripted = 0
 
     async def record_broken() -> None:  # whether AI is still on for sam can no longer be known
         await db["users"].update_one({"_id": ObjectId(sam["id"])}, {"$set": {"aiEnabled": "unreadable"}})
@@ -124,7 +120,9 @@ async def test_a_person_that_cannot_be_read_between_steps_ends_the_run_as_an_err
         await drain(await start(sam), after_first_result(record_broken))
 
     assert len(fake_provider.requests) == 1  # no further call on an unknown answer
-    assert (await the_run(db))["status"] == "error"
+    run = await the_run(db)
+    assert (run["status"], run["errorCode"]) == ("error", "internal")
+    assert (await db["copilot_sessions"].find_one({"userId": ObjectId(sam["id"])}))["runningRunId"] is None
 
 
 async def test_the_first_charge_drops_the_persons_counters_of_earlier_minutes(start, fake_provider, make_user, db):
