@@ -84,11 +84,15 @@ class Settings(BaseSettings):
 
 
 def check_base_url(url: str, *, allow_private: bool) -> None:
-    """SEC-2: https only, and the host must not resolve to a private, loopback or link-local address."""
+    """SEC-2: https only, and the host must not resolve to a private, loopback or link-local address.
+
+    Also nothing but scheme, host, port and path: the key goes in AI_API_KEY, and the client appends
+    `/chat/completions` to the URL as written.
+    """
     parts = urlsplit(url)
     if not parts.hostname or parts.scheme not in ("https", "http"):
         raise ValueError("AI_BASE_URL must be an absolute https URL")
-    if parts.username is not None or parts.query or parts.fragment:
+    if "@" in parts.netloc or "?" in url or "#" in url:  # even an empty query or fragment breaks the path
         # httpx would send credentials in the URL as Basic auth instead of the key, and the path
         # `/chat/completions` is appended to the URL as written, so a query would swallow it.
         raise ValueError("AI_BASE_URL must not carry a user, password, query or fragment (the key goes in AI_API_KEY)")

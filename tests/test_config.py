@@ -54,6 +54,9 @@ def test_ai_enabled_needs_its_keys():
         ("https://desk:secret@93.184.216.34/v1", "must not carry a user, password, query"),
         ("https://93.184.216.34/v1?api-version=2024", "must not carry a user, password, query"),
         ("https://93.184.216.34/v1#models", "must not carry a user, password, query"),
+        ("https://:secret@93.184.216.34/v1", "must not carry a user, password, query"),
+        ("https://93.184.216.34/v1?", "must not carry a user, password, query"),
+        ("https://93.184.216.34/v1#", "must not carry a user, password, query"),
     ],
 )
 def test_ai_base_url_is_checked_at_boot(url, message):
