@@ -333,7 +333,7 @@ async def test_a_refused_start_drops_earlier_minutes_itself(db, settings, make_u
     assert "9999-old" not in (await db["agent_spend"].find_one({"_id": key}))["starts"]
 
 
-async def test_a_start_from_another_address_leaves_the_first_addresss_count_for_this_minute(
+async def test_a_start_from_another_address_leaves_the_count_of_the_first_for_this_minute(
     db, settings, make_user, monkeypatch
 ):
     settings = tuned(settings, ai_rate_limit_max=2)

@@ -521,9 +521,7 @@ KEPT = {  # SEC-12: transcripts for 90 days; runs and sessions (who asked what, 
 }
 
 
-async def test_every_record_of_a_turn_is_dropped_by_the_database_when_its_retention_ends(
-    start, fake_provider, make_user, db
-):
+async def test_every_record_of_a_turn_is_set_to_expire_when_its_retention_ends(start, fake_provider, make_user, db):
     sam = await make_user()
     fake_provider.script(Turn.tool_calls(("get_profile", {})), Turn.text("You are Sam."))
 

@@ -368,7 +368,7 @@ async def test_the_people_tool_shows_the_ten_newest_people_and_says_how_many(cop
     assert said == f"Looked up {MAX_ITEMS} people"
 
 
-async def test_one_thing_looked_up_is_said_in_the_singular(copilot, fake_provider, make_user, make_order):
+async def test_a_summary_of_one_thing_looked_up_reads_right(copilot, fake_provider, make_user, make_order):
     boss = await make_user("admin")  # the only person on the desk
     await make_order(boss, "Leaking tap")
     fake_provider.script(

@@ -39,10 +39,6 @@ async def metrics(ctx: ToolContext, _: NoArgs) -> ToolOutput:
     return ToolOutput(found.model_dump(mode="json", by_alias=True))
 
 
-def _many(count: int, one: str, more: str) -> str:
-    return f"{count} {one if count == 1 else more}"
-
-
 TOOLS = [
     Tool(
         "admin_list_work_orders",
@@ -75,3 +71,7 @@ TOOLS = [
         lambda _: "Looked up the desk's metrics",
     ),
 ]
+
+
+def _many(count: int, one: str, more: str) -> str:
+    return f"{count} {one if count == 1 else more}"
