@@ -299,7 +299,9 @@ async def test_a_late_click_never_expires_a_change_approved_in_time_meanwhile(
     async def two_tabs(event: RunEvent) -> None:
         expires = (await stored_call(db, event))["approval"]["expiresAt"]
 
-        async def the_other_tab_approves_in_time(db_, run_id):  # between the late click's read and its expiry
+        # `decide` reads the call, then its run, then expires what it read as pending: the other tab's
+        # approval lands at the run read, the one moment between the two.
+        async def the_other_tab_approves_in_time(db_, run_id):
             monkeypatch.setattr(runs, "get_run", read_run)
             monkeypatch.setattr(approvals, "now", lambda: expires - timedelta(seconds=1))
             await approvals.decide(db=db, actor=actor(sam), tool_call_id=event.tool_call_id, approve=True)
