@@ -6,6 +6,7 @@ use the in-process client. What is asserted is what a client or the database see
 """
 
 import asyncio
+import contextlib
 import json
 import socket
 import time
@@ -151,6 +152,22 @@ async def next_of(events: AsyncIterator[ServerSentEvent], kind: str, seen: list[
     pytest.fail(f"the stream ended without a {kind} event; got {[e.kind for e in seen]}")
 
 
+@contextlib.asynccontextmanager
+async def waiting_for_approval(
+    client: httpx.AsyncClient, session_id: str, content: str
+) -> AsyncIterator[tuple[AsyncIterator[ServerSentEvent], list[RunEvent], RunEvent]]:
+    """Send a message whose run stages a change; inside, its stream is open at the approval request.
+
+    Yields (the rest of the stream, the events read so far, the approval request).
+    """
+    url = f"{AI}/sessions/{session_id}/messages"
+    async with aconnect_sse(client, "POST", url, json={"content": content}) as source:
+        seen: list[RunEvent] = []
+        events = source.aiter_sse()
+        staged = await next_of(events, "tool_approval_required", seen)
+        yield events, seen, staged
+
+
 def refused(response: httpx.Response, status: int, code: ErrorCode) -> dict:
     """The JSON envelope of a refusal (never the prompt, never the API key)."""
     assert response.status_code == status, response.text
@@ -245,12 +262,7 @@ async def test_new_session_while_a_run_waits_for_approval_is_409(
     session_id = await open_session(client)
     fake_provider.script(*staged_update(order.id))
 
-    url = f"{AI}/sessions/{session_id}/messages"
-    async with aconnect_sse(client, "POST", url, json={"content": "make it urgent"}) as source:
-        seen: list[RunEvent] = []
-        events = source.aiter_sse()
-        staged = await next_of(events, "tool_approval_required", seen)
-
+    async with waiting_for_approval(client, session_id, "make it urgent") as (events, seen, staged):
         busy = refused(await client.post(f"{AI}/sessions"), 409, ErrorCode.AI_APPROVAL_PENDING)
         assert busy["message"] == "Your last conversation is still running or waiting for your approval."
 
@@ -466,11 +478,7 @@ async def test_keepalive_pings_while_waiting_for_approval(
     session_id = await open_session(client)
     fake_provider.script(*staged_update(order.id))
 
-    url = f"{AI}/sessions/{session_id}/messages"
-    async with aconnect_sse(client, "POST", url, json={"content": "make it urgent"}) as source:
-        seen: list[RunEvent] = []
-        events = source.aiter_sse()
-        staged = await next_of(events, "tool_approval_required", seen)
+    async with waiting_for_approval(client, session_id, "make it urgent") as (events, seen, staged):
         for _ in range(3):  # nothing happens until the person decides: the stream stays alive with pings
             await next_of(events, "ping", seen)
         await client.post(f"{AI}/tool-calls/{staged.tool_call_id}/decide", json={"approve": True})
@@ -649,12 +657,7 @@ async def test_second_message_while_a_run_waits_for_approval_is_409(
     session_id = await open_session(client)
     fake_provider.script(*staged_update(order.id))
 
-    url = f"{AI}/sessions/{session_id}/messages"
-    async with aconnect_sse(client, "POST", url, json={"content": "make it urgent"}) as source:
-        seen: list[RunEvent] = []
-        events = source.aiter_sse()
-        staged = await next_of(events, "tool_approval_required", seen)
-
+    async with waiting_for_approval(client, session_id, "make it urgent") as (events, seen, staged):
         response, _ = await send(client, session_id, f"and another thing {PROMPT_MARKER}")
         refused(response, 409, ErrorCode.AI_APPROVAL_PENDING)
 
@@ -794,11 +797,7 @@ async def test_decide_over_http(provider, fake_provider, live_client_for, make_u
     session_id = await open_session(client)
     fake_provider.script(*staged_update(order.id))
 
-    url = f"{AI}/sessions/{session_id}/messages"
-    async with aconnect_sse(client, "POST", url, json={"content": "make it urgent"}) as source:
-        seen: list[RunEvent] = []
-        events = source.aiter_sse()
-        staged = await next_of(events, "tool_approval_required", seen)
+    async with waiting_for_approval(client, session_id, "make it urgent") as (events, seen, staged):
         decide_url = f"{AI}/tool-calls/{staged.tool_call_id}/decide"
 
         refused(await eve_client.post(decide_url, json={"approve": True}), 404, ErrorCode.NOT_FOUND)
@@ -840,11 +839,7 @@ async def test_a_rejection_over_http_changes_nothing_and_tells_the_assistant_why
     session_id = await open_session(client)
     fake_provider.script(*staged_update(order.id))
 
-    url = f"{AI}/sessions/{session_id}/messages"
-    async with aconnect_sse(client, "POST", url, json={"content": "make it urgent"}) as source:
-        seen: list[RunEvent] = []
-        events = source.aiter_sse()
-        staged = await next_of(events, "tool_approval_required", seen)
+    async with waiting_for_approval(client, session_id, "make it urgent") as (events, seen, staged):
         decide_url = f"{AI}/tool-calls/{staged.tool_call_id}/decide"
 
         no_choice = await client.post(decide_url, json={"reason": "hmm"})  # approving is never the default
