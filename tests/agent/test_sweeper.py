@@ -417,6 +417,33 @@ async def test_a_worker_cancelled_during_its_first_pass_is_cancelled(db, mongo_u
         await asyncio.wait_for(serving, 5)
 
 
+async def test_a_slow_sweep_pass_is_never_run_twice_at_once(db, mongo_uri, monkeypatch):
+    calls, running, most, go_on = 0, 0, 0, asyncio.Event()
+
+    async def a_pass_held_open(db_) -> Swept:  # every scheduled pass outlasts many intervals
+        nonlocal calls, running, most
+        calls, running = calls + 1, running + 1
+        most = max(most, running)
+        try:
+            if calls > 1:  # the start-up pass is quick
+                await go_on.wait()
+            return Swept(stale_runs=0, expired_approvals=0)
+        finally:
+            running -= 1
+
+    monkeypatch.setattr("desk.worker.sweep", a_pass_held_open)
+    stop = asyncio.Event()
+    serving = asyncio.create_task(serve(Settings(mongodb_db=db.name, agent_sweep_interval_ms=50), mongo_uri, stop=stop))
+    await until(lambda: calls > 1, what="a scheduled pass")
+    await asyncio.sleep(0.5)  # ten more intervals while that pass is held open
+
+    go_on.set()
+    stop.set()
+    await asyncio.wait_for(serving, 5)
+
+    assert most == 1  # the other nine were skipped, not stacked on a database already slow to answer
+
+
 def _job_ended(caplog) -> bool:
     """APScheduler has logged the end of a sweep job: done, or failed (cancelled) before the fix."""
     ends = ("executed successfully", "raised an exception")
