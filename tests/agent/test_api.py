@@ -31,7 +31,7 @@ from desk.http import CSRF_HEADER, session_cookie_name
 from desk.schema import now
 from desk.users import service as users_service
 from desk.users.models import UserAdminUpdate
-from tests.agent.fake_provider import FAKE_SECRET, Turn
+from tests.agent.fake_provider import FAKE_SECRET, FakeProvider, Turn
 from tests.helpers import actor
 
 EVENTS: TypeAdapter[RunEvent] = TypeAdapter(RunEvent)
@@ -154,14 +154,15 @@ async def next_of(events: AsyncIterator[ServerSentEvent], kind: str, seen: list[
 
 @contextlib.asynccontextmanager
 async def waiting_for_approval(
-    client: httpx.AsyncClient, session_id: str, content: str
+    client: httpx.AsyncClient, session_id: str, fake_provider: FakeProvider, order_id: str
 ) -> AsyncIterator[tuple[AsyncIterator[ServerSentEvent], list[RunEvent], RunEvent]]:
-    """Send a message whose run stages a change; inside, its stream is open at the approval request.
+    """Ask for the order to be made urgent; inside, the answer's stream is open at the approval request.
 
     Yields (the rest of the stream, the events read so far, the approval request).
     """
+    fake_provider.script(*staged_update(order_id))
     url = f"{AI}/sessions/{session_id}/messages"
-    async with aconnect_sse(client, "POST", url, json={"content": content}) as source:
+    async with aconnect_sse(client, "POST", url, json={"content": "make it urgent"}) as source:
         seen: list[RunEvent] = []
         events = source.aiter_sse()
         staged = await next_of(events, "tool_approval_required", seen)
@@ -260,9 +261,8 @@ async def test_new_session_while_a_run_waits_for_approval_is_409(
     order = await make_order(sam, "Leaking tap")
     client = await live_client_for(sam)
     session_id = await open_session(client)
-    fake_provider.script(*staged_update(order.id))
 
-    async with waiting_for_approval(client, session_id, "make it urgent") as (events, seen, staged):
+    async with waiting_for_approval(client, session_id, fake_provider, order.id) as (events, seen, staged):
         busy = refused(await client.post(f"{AI}/sessions"), 409, ErrorCode.AI_APPROVAL_PENDING)
         assert busy["message"] == "Your last conversation is still running or waiting for your approval."
 
@@ -476,9 +476,8 @@ async def test_keepalive_pings_while_waiting_for_approval(
     order = await make_order(sam)
     client = await live_client_for(sam)
     session_id = await open_session(client)
-    fake_provider.script(*staged_update(order.id))
 
-    async with waiting_for_approval(client, session_id, "make it urgent") as (events, seen, staged):
+    async with waiting_for_approval(client, session_id, fake_provider, order.id) as (events, seen, staged):
         for _ in range(3):  # nothing happens until the person decides: the stream stays alive with pings
             await next_of(events, "ping", seen)
         await client.post(f"{AI}/tool-calls/{staged.tool_call_id}/decide", json={"approve": True})
@@ -655,9 +654,8 @@ async def test_second_message_while_a_run_waits_for_approval_is_409(
     order = await make_order(sam)
     client = await live_client_for(sam)
     session_id = await open_session(client)
-    fake_provider.script(*staged_update(order.id))
 
-    async with waiting_for_approval(client, session_id, "make it urgent") as (events, seen, staged):
+    async with waiting_for_approval(client, session_id, fake_provider, order.id) as (events, seen, staged):
         response, _ = await send(client, session_id, f"and another thing {PROMPT_MARKER}")
         refused(response, 409, ErrorCode.AI_APPROVAL_PENDING)
 
@@ -795,9 +793,8 @@ async def test_decide_over_http(provider, fake_provider, live_client_for, make_u
     order = await make_order(sam, "Leaking tap")
     client, eve_client = await live_client_for(sam), await live_client_for(eve)
     session_id = await open_session(client)
-    fake_provider.script(*staged_update(order.id))
 
-    async with waiting_for_approval(client, session_id, "make it urgent") as (events, seen, staged):
+    async with waiting_for_approval(client, session_id, fake_provider, order.id) as (events, seen, staged):
         decide_url = f"{AI}/tool-calls/{staged.tool_call_id}/decide"
 
         refused(await eve_client.post(decide_url, json={"approve": True}), 404, ErrorCode.NOT_FOUND)
@@ -837,9 +834,8 @@ async def test_a_rejection_over_http_changes_nothing_and_tells_the_assistant_why
     order = await make_order(sam, "Leaking tap")
     client = await live_client_for(sam)
     session_id = await open_session(client)
-    fake_provider.script(*staged_update(order.id))
 
-    async with waiting_for_approval(client, session_id, "make it urgent") as (events, seen, staged):
+    async with waiting_for_approval(client, session_id, fake_provider, order.id) as (events, seen, staged):
         decide_url = f"{AI}/tool-calls/{staged.tool_call_id}/decide"
 
         no_choice = await client.post(decide_url, json={"reason": "hmm"})  # approving is never the default

@@ -92,36 +92,31 @@ async def test_a_change_approved_just_before_the_person_is_deactivated_is_not_ma
     assert len(fake_provider.requests) == 2
 
 
-async def test_a_ledger_that_cannot_be_read_between_steps_ends_the_run_as_an_error(start, fake_provider, make_user, db):
-    sam = await make_user()
-    fake_provider.script(Turn.tool_calls(("list_my_work_orders", {})), Turn.text("never asked for"))
+async def _ledger_broken(db, sam: dict) -> None:  # the budget can no longer be known: no call may be paid for
     today = f"global:{budget.now().date().isoformat()}"
-
-    async def ledger_broken() -> None:  # the budget can no longer be known: no further call may be paid for
-        await db["agent_spend"].update_one({"_id": today}, {"$set": {"spentUsd": "unreadable"}})
-
-    with pytest.raises(ValueError, match="unreadable"):
-        await drain(await start(sam), after_first_result(ledger_broken))
-
-    assert len(fake_provider.requests) == 1
-    run = await the_run(db)
-    assert (run["status"], run["errorCode"]) == ("error", "internal")  # not "aborted": sam did not stop it
-    assert (await db["copilot_sessions"].find_one({"userId": ObjectId(sam["id"])}))["runningRunId"] is None
+    await db["agent_spend"].update_one({"_id": today}, {"$set": {"spentUsd": "unreadable"}})
 
 
-async def test_a_person_that_cannot_be_read_between_steps_ends_the_run_as_an_error(start, fake_provider, make_user, db):
+async def _record_broken(db, sam: dict) -> None:  # whether AI is still on for sam can no longer be known
+    await db["users"].update_one({"_id": ObjectId(sam["id"])}, {"$set": {"aiEnabled": "unreadable"}})
+
+
+UNREADABLE = {"the ledger": (_ledger_broken, "unreadable"), "the person's record": (_record_broken, "aiEnabled")}
+
+
+@pytest.mark.parametrize(("breaks", "error"), UNREADABLE.values(), ids=UNREADABLE.keys())
+async def test_something_that_cannot_be_read_between_steps_ends_the_run_as_an_error(
+    start, fake_provider, make_user, db, breaks, error
+):
     sam = await make_user()
     fake_provider.script(Turn.tool_calls(("list_my_work_orders", {})), Turn.text("never asked for"))
 
-    async def record_broken() -> None:  # whether AI is still on for sam can no longer be known
-        await db["users"].update_one({"_id": ObjectId(sam["id"])}, {"$set": {"aiEnabled": "unreadable"}})
-
-    with pytest.raises(ValueError, match="aiEnabled"):
-        await drain(await start(sam), after_first_result(record_broken))
+    with pytest.raises(ValueError, match=error):
+        await drain(await start(sam), after_first_result(lambda: breaks(db, sam)))
 
     assert len(fake_provider.requests) == 1  # no further call on an unknown answer
     run = await the_run(db)
-    assert (run["status"], run["errorCode"]) == ("error", "internal")
+    assert (run["status"], run["errorCode"]) == ("error", "internal")  # not "aborted": sam did not stop it
     assert (await db["copilot_sessions"].find_one({"userId": ObjectId(sam["id"])}))["runningRunId"] is None
 
 

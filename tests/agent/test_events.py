@@ -5,15 +5,12 @@ import re
 from collections.abc import AsyncIterator
 from pathlib import Path
 
-from pydantic import TypeAdapter
-
 from desk.agent.api import sse
 from desk.agent.events import EVENT_KINDS, RunEvent, Token
 from desk.errors import ErrorCode
-from tests.agent.test_api import frames
+from tests.agent.test_api import EVENTS, frames
 
 DOCS = Path(__file__).parents[2] / "docs" / "copilot.md"
-EVENTS: TypeAdapter[RunEvent] = TypeAdapter(RunEvent)
 
 
 def documented_fields() -> dict[str, set[str]]:

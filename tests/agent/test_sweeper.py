@@ -6,6 +6,7 @@ driving it (or holding it at its approval request), then letting its lease or ap
 """
 
 import asyncio
+import contextlib
 import logging
 import os
 import signal
@@ -329,16 +330,26 @@ async def test_only_pending_approvals_expire_however_many_decided_ones_are_past_
 # --- the worker process -----------------------------------------------------------------------------
 
 
+@contextlib.asynccontextmanager
+async def worker_running(db, mongo_uri: str, *, interval_ms: int) -> AsyncIterator[asyncio.Event]:
+    """The worker's `serve`, as `desk run` starts it; yields its stop switch, and stops it on the way out."""
+    stop = asyncio.Event()
+    settings = Settings(mongodb_db=db.name, agent_sweep_interval_ms=interval_ms)
+    serving = asyncio.create_task(serve(settings, mongo_uri, stop=stop))
+    try:
+        yield stop
+    finally:
+        stop.set()
+        await asyncio.wait_for(serving, 5)
+
+
 async def test_the_worker_sweeps_on_its_interval_and_stops_when_told(
     ai_settings, provider, make_user, db, mongo_uri, caplog
 ):
     interval = 0.5
-    settings = Settings(mongodb_db=db.name, agent_sweep_interval_ms=int(interval * 1000))
     sam, ann, bob = await make_user("user"), await make_user("user"), await make_user("user")
     before_start = await stale_run(db, ai_settings, provider, sam)
-    stop = asyncio.Event()
-    worker = asyncio.create_task(serve(settings, mongo_uri, stop=stop))
-    try:
+    async with worker_running(db, mongo_uri, interval_ms=int(interval * 1000)):
         await until(lambda: _ended(db, before_start), what="the sweep at start-up")
 
         later = await stale_run(db, ai_settings, provider, ann)  # only the scheduled job can catch this one
@@ -346,9 +357,6 @@ async def test_the_worker_sweeps_on_its_interval_and_stops_when_told(
 
         assert took < 2 * interval  # caught by the first scheduled pass after it went stale, not a later one
         assert (await run_of(db, later))["errorCode"] == "lease_expired"
-    finally:
-        stop.set()
-        await asyncio.wait_for(worker, 5)
     after_stop = await stale_run(db, ai_settings, provider, bob)
     await asyncio.sleep(interval * 1.5)  # more than an interval with the worker stopped: nothing sweeps it
     assert (await run_of(db, after_stop))["status"] == "running"
@@ -359,22 +367,15 @@ async def test_the_worker_sweeps_on_its_interval_and_stops_when_told(
 async def test_a_worker_that_starts_sweeps_at_once_not_an_interval_later(
     ai_settings, provider, make_user, db, mongo_uri
 ):
-    settings = Settings(mongodb_db=db.name, agent_sweep_interval_ms=3_600_000)  # the first scheduled pass: in an hour
     left_by_the_last_worker = await stale_run(db, ai_settings, provider, await make_user("user"))
-    stop = asyncio.Event()
-    worker = asyncio.create_task(serve(settings, mongo_uri, stop=stop))
-    try:
+    async with worker_running(db, mongo_uri, interval_ms=3_600_000):  # the first scheduled pass: in an hour
         await until(lambda: _ended(db, left_by_the_last_worker), what="the sweep at start-up")
-    finally:
-        stop.set()
-        await asyncio.wait_for(worker, 5)
 
 
 async def test_a_worker_stopped_mid_pass_lets_the_pass_finish_and_logs_no_error(
     ai_settings, provider, make_user, db, mongo_uri, monkeypatch, caplog
 ):
     caplog.set_level(logging.INFO, logger="apscheduler.executors")
-    settings = Settings(mongodb_db=db.name, agent_sweep_interval_ms=200)
     passes, held, go_on = [], asyncio.Event(), asyncio.Event()
 
     async def a_pass_held_open(db_) -> Swept:  # the scheduled pass waits until the worker has been told to stop
@@ -385,16 +386,14 @@ async def test_a_worker_stopped_mid_pass_lets_the_pass_finish_and_logs_no_error(
         return await sweep(db_)
 
     monkeypatch.setattr("desk.worker.sweep", a_pass_held_open)
-    stop = asyncio.Event()
-    serving = asyncio.create_task(serve(settings, mongo_uri, stop=stop))
-    await until(lambda: passes, what="the sweep at start-up")
-    dead = await stale_run(db, ai_settings, provider, await make_user("user"))
-    await until(held.is_set, what="a scheduled pass")
+    async with worker_running(db, mongo_uri, interval_ms=200) as stop:
+        await until(lambda: passes, what="the sweep at start-up")
+        dead = await stale_run(db, ai_settings, provider, await make_user("user"))
+        await until(held.is_set, what="a scheduled pass")
 
-    stop.set()
-    await until(lambda: _job_ended(caplog), what="the scheduler to end the running job as it stops")
-    go_on.set()
-    await asyncio.wait_for(serving, 5)
+        stop.set()
+        await until(lambda: _job_ended(caplog), what="the scheduler to end the running job as it stops")
+        go_on.set()
 
     assert await _ended(db, dead)  # the pass was not cut off halfway
     assert [r.getMessage() for r in caplog.records if r.levelno >= logging.ERROR] == []
@@ -432,14 +431,10 @@ async def test_a_slow_sweep_pass_is_never_run_twice_at_once(db, mongo_uri, monke
             running -= 1
 
     monkeypatch.setattr("desk.worker.sweep", a_pass_held_open)
-    stop = asyncio.Event()
-    serving = asyncio.create_task(serve(Settings(mongodb_db=db.name, agent_sweep_interval_ms=50), mongo_uri, stop=stop))
-    await until(lambda: calls > 1, what="a scheduled pass")
-    await asyncio.sleep(0.5)  # ten more intervals while that pass is held open
-
-    go_on.set()
-    stop.set()
-    await asyncio.wait_for(serving, 5)
+    async with worker_running(db, mongo_uri, interval_ms=50):
+        await until(lambda: calls > 1, what="a scheduled pass")
+        await asyncio.sleep(0.5)  # ten more intervals while that pass is held open
+        go_on.set()
 
     assert most == 1  # the other nine were skipped, not stacked on a database already slow to answer
 
