@@ -19,6 +19,7 @@ import uvicorn
 from bson import ObjectId
 from httpx_sse import ServerSentEvent, aconnect_sse
 from pydantic import TypeAdapter
+from pymongo import AsyncMongoClient, MongoClient, monitoring
 
 from desk.agent import budget, runs, start
 from desk.agent.api import get_provider, use_provider
@@ -526,6 +527,52 @@ async def test_concurrent_requests_with_one_idempotency_key_start_one_run(
             refused(response, 409, ErrorCode.AI_MESSAGE_DUPLICATE)
     assert await db["agent_runs"].count_documents({}) == 1
     assert len(fake_provider.requests) == 1
+
+
+@pytest.mark.parametrize(("taken_again", "let_in"), [(0, True), (1, True), (2, False)])
+async def test_a_key_given_back_under_a_retry_is_tried_again(mongo_uri, db, taken_again, let_in):
+    """The earlier message with this key is refused and gives it back between the retry's insert and its read.
+
+    Should other messages keep taking the key and giving it back under the retry, it stops after
+    three tries and is refused as a duplicate (of itself: its run never starts) instead of spinning.
+    """
+    user_id, key, retry_run = ObjectId(), "3f1c9a7e-given-back", ObjectId()
+    held = {"_id": f"{user_id}:{key}", "runId": ObjectId(), "expiresAt": now() + timedelta(days=1)}
+    await db["agent_idempotency"].insert_one(held)
+
+    class GiveBack(monitoring.CommandListener):
+        given_back = 0
+
+        def started(self, event) -> None:
+            pass
+
+        def failed(self, event) -> None:
+            pass
+
+        def succeeded(self, event) -> None:
+            with MongoClient(mongo_uri) as other:
+                keys = other[db.name]["agent_idempotency"]
+                if event.command_name == "insert" and event.reply.get("writeErrors"):
+                    self.given_back += 1  # the retry found the key taken: now its holder lets go of it
+                    keys.delete_one({"_id": held["_id"]})
+                elif event.command_name == "find" and self.given_back <= taken_again:
+                    keys.insert_one(held)  # and another message with the key takes it before the retry's next try
+
+    listener = GiveBack()
+    client: AsyncMongoClient = AsyncMongoClient(mongo_uri, tz_aware=True, event_listeners=[listener])
+    try:
+        earlier = await runs.remember_key(client[db.name], user_id, key, retry_run)
+    finally:
+        await client.close()
+
+    assert listener.given_back == taken_again + 1
+    remembered = [doc["runId"] for doc in await db["agent_idempotency"].find().to_list()]
+    if let_in:
+        assert earlier is None  # not refused as a duplicate of a run that never started
+        assert remembered == [retry_run]
+    else:
+        assert earlier == retry_run
+        assert remembered == []  # the last holder gave it back: the person's next retry gets in
 
 
 async def test_an_idempotency_key_is_remembered_for_one_day(provider, fake_provider, client_for, make_user, db):
