@@ -15,6 +15,7 @@ the desk's provider client does. Load averages are printed with each run: the ma
 import argparse
 import asyncio
 import contextlib
+import functools
 import json
 import os
 import secrets
@@ -23,7 +24,7 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Iterator
+from collections.abc import Awaitable, Callable, Iterator
 from pathlib import Path
 
 import httpx
@@ -189,30 +190,9 @@ async def measure(
     clients = [httpx.AsyncClient(base_url=base, headers={"Authorization": f"Bearer {t}"}, timeout=60) for t in tokens]
     sessions = [(await c.post("/api/v1/ai/sessions")).json()["id"] for c in clients]
     desks = [Stream(base, {"Authorization": f"Bearer {t}"}) for t in tokens]
+    people = [functools.partial(ttft_desk, d, s) for d, s in zip(desks, sessions, strict=True)]
     fakes = [Stream(fake_url) for _ in tokens]
-    for _ in range(10):  # warm up both paths
-        await ttft_direct(fakes[0])
-        await ttft_desk(desks[0], sessions[0])
-    for attempt in range(1, repeat + 1):
-        print(f"\nrun {attempt} of {repeat}, load average before: {load()}")
-        direct, desk = [], []
-        before = cpu(pids)
-        for _ in range(turns):
-            direct.append(await ttft_direct(fakes[0]))
-            desk.append(await ttft_desk(desks[0], sessions[0]))
-        sequential = report("sequential", direct, desk)
-        print(f"{'':28} CPU per turn (desk turn and fake call): {per_turn(before, cpu(pids), turns)}")
-        direct, desk = [], []
-        before = cpu(pids)
-        for _ in range(rounds):
-            direct += await asyncio.gather(*(ttft_direct(f) for f in fakes))
-            desk += await asyncio.gather(*(ttft_desk(d, s) for d, s in zip(desks, sessions, strict=True)))
-        loaded = report(f"{concurrent} concurrent streams", direct, desk)
-        print(f"{'':28} CPU per turn (desk turn and fake call): {per_turn(before, cpu(pids), rounds * concurrent)}")
-        print(
-            f"targets: added p50 <= 5 ms ({sequential[0]:.1f}), p95 <= 15 ms sequential ({sequential[1]:.1f}), "
-            f"p95 <= 30 ms at {concurrent} concurrent ({loaded[1]:.1f}); load average after: {load()}"
-        )
+    await compare(fakes, people, turns=turns, rounds=rounds, repeat=repeat, pids=pids)
     print("\nfor reference, plain requests to the same desk through httpx (not the turns' lean client; no target):")
     print(f"  GET /healthz (no database)          {await floor(clients[0], '/healthz', pids)}")
     print(f"  GET /api/v1/auth/me (bearer token)  {await floor(clients[0], '/api/v1/auth/me', pids)}")
@@ -220,6 +200,45 @@ async def measure(
         await client.aclose()
     for stream in desks + fakes:
         await stream.close()
+
+
+async def compare(
+    fakes: list[Stream],
+    people: list[Callable[[], Awaitable[float]]],
+    *,
+    turns: int,
+    rounds: int,
+    repeat: int,
+    pids: dict[str, int],
+) -> None:
+    """Time to first token straight from the fake and through `people` (one turn each), sequential and concurrent.
+
+    `fakes[i]` is person i's own connection to the fake; the added time pairs each person's turn with
+    their direct call of the same round.
+    """
+    for _ in range(10):  # warm up both paths
+        await ttft_direct(fakes[0])
+        await people[0]()
+    for attempt in range(1, repeat + 1):
+        print(f"\nrun {attempt} of {repeat}, load average before: {load()}")
+        direct, desk = [], []
+        before = cpu(pids)
+        for _ in range(turns):
+            direct.append(await ttft_direct(fakes[0]))
+            desk.append(await people[0]())
+        sequential = report("sequential", direct, desk)
+        print(f"{'':28} CPU per turn (desk turn and fake call): {per_turn(before, cpu(pids), turns)}")
+        direct, desk = [], []
+        before = cpu(pids)
+        for _ in range(rounds):
+            direct += await asyncio.gather(*(ttft_direct(f) for f in fakes))
+            desk += await asyncio.gather(*(turn() for turn in people))
+        loaded = report(f"{len(people)} concurrent streams", direct, desk)
+        print(f"{'':28} CPU per turn (desk turn and fake call): {per_turn(before, cpu(pids), rounds * len(people))}")
+        print(
+            f"targets: added p50 <= 5 ms ({sequential[0]:.1f}), p95 <= 15 ms sequential ({sequential[1]:.1f}), "
+            f"p95 <= 30 ms at {len(people)} concurrent ({loaded[1]:.1f}); load average after: {load()}"
+        )
 
 
 def cpu(pids: dict[str, int]) -> dict[str, float]:
@@ -262,7 +281,7 @@ def main() -> None:
     with (
         tempfile.TemporaryDirectory(prefix="desk-copilot-bench-") as tmp,
         (database := EmbeddedMongo(Path(tmp) / "mongo")) as uri,
-        _running(serve_fake(fake_port)) as fake,
+        running(serve_fake(fake_port)) as fake,
     ):
         env = {k: v for k, v in os.environ.items() if not k.startswith("PYTEST")}
         env |= {
@@ -309,7 +328,7 @@ def main() -> None:
 
 
 @contextlib.contextmanager
-def _running(process: subprocess.Popen) -> Iterator[subprocess.Popen]:
+def running(process: subprocess.Popen) -> Iterator[subprocess.Popen]:
     try:
         yield process
     finally:
