@@ -239,10 +239,11 @@ async def stale_runs(db: AsyncDatabase, before: datetime) -> list[Doc]:
 # Messages and tool calls (kept 90 days)
 
 
-async def add_message(db: AsyncDatabase, message: Doc) -> None:
-    """Store one message (the caller may choose its `_id`)."""
+async def add_message(db: AsyncDatabase, message: Doc) -> datetime:
+    """Store one message (the caller may choose its `_id`); returns when it was stored (`createdAt`)."""
     moment = now()
     await db["agent_messages"].insert_one({**message, "createdAt": moment, "expiresAt": moment + KEEP_TRANSCRIPT})
+    return moment
 
 
 async def session_messages(db: AsyncDatabase, session_id: ObjectId, *, limit: int = 50) -> list[Doc]:

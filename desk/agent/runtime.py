@@ -109,7 +109,7 @@ class CopilotTurn:
         them stored (a tool call, the run's end, a refusal) starts them itself (`recorded`).
         """
         self.content = content
-        if self.window is not None:
+        if self.window is not None:  # stamped before it is stored: memory forgets it first, never last
             self.window.append(kept("user", content))
 
     def _store(self) -> None:
@@ -596,15 +596,15 @@ class CopilotTurn:
         self.unsure = True
         message = {"_id": message_id, "sessionId": self.session["_id"], "runId": self.run["_id"], "role": role}
         try:
-            await runs.add_message(self.db, {**message, "content": content, **extra})
+            stored_at = await runs.add_message(self.db, {**message, "content": content, **extra})
         except (PyMongoError, InvalidDocument) as error:
             # the type only: a driver's message may quote the document, and with it the person's words (SEC-1)
             log.error("could not store a copilot message (%s)", type(error).__name__)
             raise _not_stored() from None
         self.unsure = False
         self.last_message = message_id
-        if into_window and self.window is not None:
-            self.window.append(kept(role, content))
+        if into_window and self.window is not None:  # stamped as stored: it leaves memory when it leaves the database
+            self.window.append(kept(role, content, stored_at))
 
     async def _record(self, call: ToolCallRequest, answer: dict, started: float) -> None:
         await runs.insert_tool_call(

@@ -7,6 +7,8 @@ been dropped; a conversation that fell out of memory still reads right, only slo
 answer (None: ask the database) is the only place a lost window shows.
 """
 
+from datetime import timedelta
+
 import pytest
 from bson import ObjectId
 
@@ -71,6 +73,28 @@ async def test_a_turn_exactly_at_the_retention_cutoff_is_forgotten_in_memory_as_
 
     assert in_the_database == []
     assert conversation(fake_provider.requests[-1]) == [("user", "q2")]
+
+
+async def test_memory_never_keeps_a_message_longer_than_the_database(db, start, fake_provider, make_user, monkeypatch):
+    """Each message kept here is stamped no later than its stored copy, so it expires here first (SEC-12)."""
+    sam = await make_user("user")
+    ticks = iter(range(10_000))
+    base = now()
+
+    def clock():  # a clock that moves on every reading, as a busy machine's does between two writes
+        return base + timedelta(milliseconds=next(ticks))
+
+    monkeypatch.setattr(history, "now", clock)
+    monkeypatch.setattr(runs, "now", clock)
+    fake_provider.script(Turn.tool_calls(("list_my_work_orders", {})), Turn.text("a1"))
+    await drain(await start(sam, "q1"))
+
+    session = await session_of(db, sam)
+    stored = {(m["role"], m["content"]): m["createdAt"] for m in await runs.session_messages(db, session["_id"])}
+    in_memory = {(role, content): at for role, content, at in history.HISTORIES.current(session) if content}
+    assert set(in_memory) == {("user", "q1"), ("assistant", "a1")}
+    assert in_memory[("assistant", "a1")] == stored[("assistant", "a1")]
+    assert in_memory[("user", "q1")] <= stored[("user", "q1")]
 
 
 async def test_one_persons_turn_does_not_push_another_persons_conversation_out_of_memory(
