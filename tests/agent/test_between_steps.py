@@ -69,6 +69,31 @@ async def test_a_person_deactivated_mid_run_gets_no_further_model_call(start, fa
     assert len(fake_provider.requests) == 1
 
 
+async def test_a_tool_asked_for_after_ai_was_turned_off_mid_call_is_not_used(
+    start, fake_provider, make_user, make_order, db
+):
+    """An admin turns AI off for sam while the model is answering; the tool call in that answer is refused."""
+    sam = await make_user()
+    await make_order(sam, "Leaking tap in kitchen")
+    fake_provider.script(Turn.tool_calls(("list_my_work_orders", {})), Turn.text("never asked for"))
+    admin = Actor(id=str(ObjectId()), role=Role("admin"))
+
+    async def turned_off(event: RunEvent) -> None:
+        if event.kind == "tool_call_start":  # the model has answered; the runtime has not used the tool yet
+            await users_service.update_user(
+                db=db, actor=admin, user_id=sam["id"], data=UserAdminUpdate(ai_enabled=False)
+            )
+
+    events = await drain(await start(sam), turned_off)
+
+    assert [(e.kind, e.outcome) for e in events if e.kind == "tool_result"] == [("tool_result", "forbidden")]
+    (call,) = await db["agent_tool_calls"].find().to_list()
+    assert (call["outcome"], call["result"]) == ("forbidden", {"error": "AI assistance is turned off for this person."})
+    (error,) = [e for e in events if e.kind == "error"]
+    assert error.code == ErrorCode.FORBIDDEN and events[-1].status == "error"
+    assert len(fake_provider.requests) == 1  # and no further model call
+
+
 async def test_a_change_approved_just_before_the_person_is_deactivated_is_not_made(
     start, fake_provider, make_user, make_order, db
 ):
