@@ -250,7 +250,8 @@ class CopilotTurn:
             )
 
     async def _one_call(self, call: ToolCallRequest, wrote: bool, answer: dict) -> AsyncIterator[RunEvent]:
-        gated = REGISTRY.gate(call.name, mode="copilot", actor=self.actor, ai_enabled=await self._ai_still_on())
+        person = await self._person_now()  # as stored now: turned off, deactivated or demoted since the run began
+        gated = REGISTRY.gate(call.name, mode="copilot", actor=person or self.actor, ai_enabled=person is not None)
         if isinstance(gated, Refusal):
             if gated.outcome == "unknown_tool":
                 self.state.unknown_tools += 1
@@ -272,14 +273,14 @@ class CopilotTurn:
                 else "Asked for a tool that does not exist",
             )
             return
-        tool = gated
+        tool, context = gated, ToolContext(db=self.db, actor=person, run_id=self.run_id)
         args = self._parse(tool, call, answer)
         if args is None:
             return
         answer["args"] = args
         key = _fingerprint(tool.name, args)
         if not tool.writes:
-            await self._read(tool, args, key, answer)
+            await self._read(tool, args, key, answer, context=context)
             return
         if wrote:
             _fill(
@@ -292,7 +293,7 @@ class CopilotTurn:
                 "Held back a second change",
             )
             return
-        async for event in self._write(tool, call, args, key, answer):
+        async for event in self._write(tool, call, args, key, answer, context=context):
             yield event
 
     def _parse(self, tool: Tool, call: ToolCallRequest, answer: dict) -> dict | None:
@@ -318,12 +319,12 @@ class CopilotTurn:
             return None
         return args.model_dump(exclude_none=True)
 
-    async def _read(self, tool: Tool, args: dict, key: str, answer: dict) -> None:
+    async def _read(self, tool: Tool, args: dict, key: str, answer: dict, *, context: ToolContext) -> None:
         if key in self.state.cache:  # convergence guard: the same question gets a short reminder, not a re-paste
             _fill(answer, "ok", {"note": "Same result as your earlier identical call."}, "Reused an earlier answer")
             return
         try:
-            output = await tool.run(self._context(), tool.args.model_validate(args))
+            output = await tool.run(context, tool.args.model_validate(args))
         except DeskError as error:
             _fill(answer, "error", {"error": error.message}, f"Could not use {tool.name}")
             return
@@ -334,12 +335,14 @@ class CopilotTurn:
         _fill(answer, "ok", output.result, tool.say(output))
         answer["result"] = output.result
 
-    async def _write(self, tool: Tool, call: ToolCallRequest, args: dict, key: str, answer: dict):
+    async def _write(
+        self, tool: Tool, call: ToolCallRequest, args: dict, key: str, answer: dict, *, context: ToolContext
+    ):
         if key in self.state.executed:  # convergence guard: never put the same change to the person twice
             _fill(answer, "ok", {"note": "This exact change was already made."}, "Reused an earlier answer")
             return
         target = tool.target(tool.args.model_validate(args))
-        if self.actor.role == "viewer":  # COP-5 (the gate already refuses; kept explicit for the audit)
+        if context.actor.role == "viewer":  # COP-5 (the gate already refuses; kept explicit for the audit)
             _fill(answer, "forbidden", {"error": "Viewers cannot change work orders."}, "Refused a change")
             return
         if target is not None and target not in self.state.seen_ids:
@@ -362,13 +365,15 @@ class CopilotTurn:
                 "Needs to look the work order up first",
             )
             return
-        async for event in self._stage_and_wait(tool, call, args, key, answer):
+        async for event in self._stage_and_wait(tool, call, args, key, answer, context=context):
             yield event
 
-    async def _stage_and_wait(self, tool: Tool, call: ToolCallRequest, args: dict, key: str, answer: dict):
+    async def _stage_and_wait(
+        self, tool: Tool, call: ToolCallRequest, args: dict, key: str, answer: dict, *, context: ToolContext
+    ):
         pre, version = None, None
         if tool.preimage is not None:
-            image = await tool.preimage(self._context(), tool.args.model_validate(args))
+            image = await tool.preimage(context, tool.args.model_validate(args))
             if image is None:
                 _fill(answer, "error", {"error": "That work order no longer exists."}, "Found the work order gone")
                 return
@@ -403,11 +408,12 @@ class CopilotTurn:
             if status == "rejected":
                 await self._rejected(tool, staged, key, decided, answer)
                 return
-            context = await self._context_now()
-            if context is None or context.actor.role not in tool.roles:  # deactivated or demoted meanwhile
+            person = await self._person_now()
+            if person is None or person.role not in tool.roles:  # turned off, deactivated or demoted meanwhile
                 await runs.update_tool_call(self.db, staged["_id"], {"outcome": "forbidden"})
                 _fill(answer, "forbidden", {"error": "This account can no longer make changes."}, "Refused a change")
                 return
+            context = ToolContext(db=self.db, actor=person, run_id=self.run_id)
             refreshed = await self._execute(tool, staged, args, version, answer, key=key, context=context)
             if refreshed is None:
                 return
@@ -491,41 +497,34 @@ class CopilotTurn:
 
     # --- bookkeeping ---------------------------------------------------------------------
 
-    def _context(self) -> ToolContext:
-        return ToolContext(db=self.db, actor=self.actor, run_id=self.run_id)
+    async def _person_now(self) -> Actor | None:
+        """The person with the role stored now, or None when AI is off for them (or the desk), or they are gone.
 
-    async def _context_now(self) -> ToolContext | None:
-        """A context with the person's role as stored now (None: gone or deactivated).
-
-        Executing an approved write uses it: someone demoted while the change waited must not have it
-        made with the rights they had when the run started.
+        Read again before every model call, every tool call and every approved change: someone turned
+        off, deactivated or demoted while the run went on must not keep what they had when it began.
         """
         user = await users_service.get_user(db=self.db, actor=self.actor, user_id=self.actor.id)
-        if user is None or not user.active:
+        if not (self.settings.ai_enabled and user and user.ai_enabled and user.active):
             return None
-        return ToolContext(db=self.db, actor=Actor(id=self.actor.id, role=Role(user.role)), run_id=self.run_id)
-
-    async def _ai_still_on(self) -> bool:
-        user = await users_service.get_user(db=self.db, actor=self.actor, user_id=self.actor.id)
-        return bool(self.settings.ai_enabled and user and user.ai_enabled and user.active)
+        return Actor(id=self.actor.id, role=Role(user.role))
 
     async def _before_call(self, messages: list[dict]) -> Error | None:
         """Checks between steps: still running (not aborted), still allowed, budget left, context fits."""
         if self.fresh:
             self.fresh = False
             return self._context_too_long(messages)
-        leased, ai_on, within_budget = await asyncio.gather(
+        leased, person, within_budget = await asyncio.gather(
             runs.renew_lease(self.db, self.run["_id"], LEASE),
-            self._ai_still_on(),
+            self._person_now(),
             budget.check(self.db, self.settings, user_id=self.actor.id, agent=AGENT),
             return_exceptions=True,
         )
-        for outcome in (leased, ai_on):
+        for outcome in (leased, person):
             if isinstance(outcome, BaseException):
                 raise outcome
         if not leased:
             raise RunEnded("aborted")  # ended elsewhere (logout, the sweeper): stop
-        if not ai_on:
+        if person is None:
             return Error(code=ErrorCode.FORBIDDEN, message="AI assistance was turned off.")
         if isinstance(within_budget, budget.BudgetExceeded):
             return Error(code=ErrorCode.AI_BUDGET_EXCEEDED, message=within_budget.message)

@@ -94,6 +94,24 @@ async def test_a_tool_asked_for_after_ai_was_turned_off_mid_call_is_not_used(
     assert len(fake_provider.requests) == 1  # and no further model call
 
 
+async def test_an_admin_demoted_mid_run_loses_the_admin_tools_at_once(start, fake_provider, make_user, db):
+    boss = await make_user("admin")
+    fake_provider.script(
+        Turn.tool_calls(("get_profile", {})), Turn.tool_calls(("admin_list_users", {})), Turn.text("done")
+    )
+    admin = Actor(id=str(ObjectId()), role=Role("admin"))
+    demote = after_first_result(
+        lambda: users_service.update_user(db=db, actor=admin, user_id=boss["id"], data=UserAdminUpdate(role="user"))
+    )
+
+    events = await drain(await start(boss), demote)
+
+    results = [(e.tool, e.outcome) for e in events if e.kind == "tool_result"]
+    assert results == [("get_profile", "ok"), ("admin_list_users", "forbidden")]
+    shown = [m for m in conversation(fake_provider.requests[-1]) if m[0] == "tool"]
+    assert "admin_list_users is not available" in shown[-1][1] and boss["email"] not in shown[-1][1]
+
+
 async def test_a_change_approved_just_before_the_person_is_deactivated_is_not_made(
     start, fake_provider, make_user, make_order, db
 ):
