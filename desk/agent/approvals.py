@@ -118,6 +118,8 @@ async def _expire(db: AsyncDatabase, call: dict[str, Any]) -> None:
 
 
 async def expire_for_run(db: AsyncDatabase, run_id: ObjectId) -> None:
-    """A run that ends (aborted, logout, error) leaves no approval pending."""
+    """A run that ends (aborted, logout, error) leaves no approval pending, and no approved change it never
+    made (the person left before it ran) looking as if it still might be: that one's outcome is `aborted`."""
     for call in await runs.pending_approvals(db, run_id):
         await _expire(db, call)
+    await runs.abandon_approved(db, run_id)

@@ -285,6 +285,13 @@ async def pending_approvals(db: AsyncDatabase, run_id: ObjectId) -> list[Doc]:
     return await db["agent_tool_calls"].find({"runId": run_id, "approval.status": "pending"}).to_list()
 
 
+async def abandon_approved(db: AsyncDatabase, run_id: ObjectId) -> None:
+    """Approved changes of `run_id` that were never made: outcome `aborted` (the run ended first)."""
+    await db["agent_tool_calls"].update_many(
+        {"runId": run_id, "approval.status": "approved", "outcome": "pending"}, {"$set": {"outcome": "aborted"}}
+    )
+
+
 async def overdue_approvals(db: AsyncDatabase, before: datetime) -> list[Doc]:
     query = {"approval.status": "pending", "approval.expiresAt": {"$lt": before}}
     return await db["agent_tool_calls"].find(query).to_list(500)

@@ -100,6 +100,9 @@ class CopilotTurn:
         self.records: asyncio.Task | None = None
         self.run_stored = False
         self.unrecorded: Usage | None = None  # the last call, billed to the ledger but not yet to the run
+        self.driver: asyncio.Task | None = None  # the task reading our events: `interrupt` cancels it
+        self.interrupted = False
+        self.awaiting: str | None = None  # the staged change the person is being asked about now
 
     def record(self, content: str) -> None:
         """Take the person's message; it and the run are stored in the background once the first token is out.
@@ -136,23 +139,55 @@ class CopilotTurn:
         up to the caller, which tells the person; the run must not read as if they had stopped it.
         """
         ending: tuple[str, str | None] | None = ("aborted", None)  # the consumer stopped, or the task was cancelled
+        self.driver = asyncio.current_task()
+        _LIVE.setdefault(self.actor.id, set()).add(self)
         try:
-            # aclosing (here and around each step): when our consumer stops early, the step's upstream
-            # call is closed and billed now, before the run is marked aborted, not later by the GC.
-            async with contextlib.aclosing(self._loop()) as loop:
-                async for event in loop:
-                    yield event
-            ending = None
+            try:
+                # aclosing (here and around each step): when our consumer stops early, the step's upstream
+                # call is closed and billed now, before the run is marked aborted, not later by the GC.
+                async with contextlib.aclosing(self._loop()) as loop:
+                    async for event in loop:
+                        yield event
+            except asyncio.CancelledError:
+                if not self._interrupt_landed():
+                    raise
+                ending = None
+                status = await self._finish("aborted")  # which expires the approval being waited for, if any
+                if self.awaiting is not None:
+                    yield ToolApprovalExpired(tool_call_id=self.awaiting)
+                yield MessageDone(run_id=self.run_id, status=status, notice=INTERRUPTED)
+            else:
+                ending = None
         except Exception:
             ending = ("error", "internal")
             raise
         finally:
+            mine = _LIVE.get(self.actor.id, set())
+            mine.discard(self)
+            if not mine:
+                _LIVE.pop(self.actor.id, None)
             # One task for the whole wind-down: a second cancel (Stop pressed twice, a server's cancel
             # scope) interrupts only our wait for it, never the release that lets the next message in.
             closing = asyncio.ensure_future(self._close(ending))
             _background.add(closing)
             closing.add_done_callback(_closed_in_background)
             await asyncio.shield(closing)
+
+    def interrupt(self) -> None:
+        """Stop now, in the middle of a model call too: the person logged out or lost access (see `interrupt`).
+
+        The task reading our events is cancelled, as when the person presses Stop; `events` takes that
+        cancel back and ends the run with `message_done` (`aborted`) instead of just going quiet.
+        """
+        if self.interrupted or self.driver is None or self.driver.done():
+            return
+        self.interrupted = True
+        self.driver.cancel()
+
+    def _interrupt_landed(self) -> bool:
+        """Whether the cancel being handled is `interrupt`'s alone (then it is taken back, as asyncio.timeout does)."""
+        task = asyncio.current_task()
+        return self.interrupted and task is not None and task.uncancel() == 0
 
     async def _close(self, ending: tuple[str, str | None] | None) -> None:
         try:
@@ -188,6 +223,7 @@ class CopilotTurn:
             status = "budget_exceeded" if refusal.code == ErrorCode.AI_BUDGET_EXCEEDED else "error"
             raise RunEnded(status, refusal, refusal.code.value)
         text, completed, billed = "", None, False
+        keeper = asyncio.create_task(self._keep_lease(), name=f"copilot-lease-{self.run_id}")
         try:
             async with contextlib.aclosing(self.provider.stream(messages, tools)) as stream:
                 async for chunk in stream:  # leaving early closes the upstream call at once
@@ -206,6 +242,7 @@ class CopilotTurn:
                 "error", Error(code=ErrorCode.AI_UNAVAILABLE, message=failure.message), "AI_UNAVAILABLE"
             ) from None
         finally:  # every call bills (spec §4.7), before anything else can end the run
+            keeper.cancel()
             if completed is not None:  # the ledger now; the run with its next write (`unrecorded`)
                 await asyncio.shield(self._charge(completed.usage))
                 self.unrecorded = completed.usage
@@ -227,6 +264,22 @@ class CopilotTurn:
         )
         async for event in self._tool_calls(completed.tool_calls, messages):
             yield event
+
+    async def _keep_lease(self) -> None:
+        """While a model call takes its time: keep the run's lease, and stop the run if it was ended elsewhere.
+
+        The sweeper ends a run whose lease ran out and frees a session whose run it cannot find, and a
+        call may stream for minutes. So every third of a lease the run is stored (if its first token has
+        not come yet) and its lease renewed; a run no longer running (a logout in another web process,
+        the sweeper) is interrupted.
+        """
+        while True:
+            await asyncio.sleep(LEASE.total_seconds() / 3)
+            if not await self.recorded():
+                return  # the step ends the run for that itself (`_require_records`)
+            if not await runs.renew_lease(self.db, self.run["_id"], LEASE):
+                self.interrupt()
+                return
 
     # --- one step's tool calls -------------------------------------------------------------
 
@@ -401,20 +454,36 @@ class CopilotTurn:
                 diff=approvals.diff(tool.name, args, pre),
                 expires_at=staged["approval"]["expiresAt"].isoformat(),
             )
+            self.awaiting = str(staged["_id"])
             decided = await self._wait_for_decision(staged)
+            self.awaiting = None
             status = decided["approval"]["status"]
             if status == "expired":
                 raise RunEnded("expired", ToolApprovalExpired(tool_call_id=str(staged["_id"])))
             if status == "rejected":
                 await self._rejected(tool, staged, key, decided, answer)
                 return
-            person = await self._person_now()
+            person, running = await asyncio.gather(
+                self._person_now(), runs.renew_lease(self.db, self.run["_id"], LEASE)
+            )
+            if not running:  # ended since the click (a logout in another tab, the sweeper): nothing is made
+                await runs.update_tool_call(self.db, staged["_id"], {"outcome": "aborted"})
+                raise RunEnded("aborted")
             if person is None or person.role not in tool.roles:  # turned off, deactivated or demoted meanwhile
                 await runs.update_tool_call(self.db, staged["_id"], {"outcome": "forbidden"})
                 _fill(answer, "forbidden", {"error": "This account can no longer make changes."}, "Refused a change")
                 return
             context = ToolContext(db=self.db, actor=person, run_id=self.run_id)
-            refreshed = await self._execute(tool, staged, args, version, answer, key=key, context=context)
+            # Shielded: a change under way is finished and recorded even if the run is stopped meanwhile
+            # (Stop, a closed tab, a logout); cut off halfway, its record would not say what happened.
+            execution = asyncio.ensure_future(
+                self._execute(tool, staged, args, version, answer, key=key, context=context)
+            )
+            try:
+                refreshed = await asyncio.shield(execution)
+            except asyncio.CancelledError:
+                await asyncio.wait([execution])
+                raise
             if refreshed is None:
                 return
             pre, version = refreshed  # stale: stage again with the fresh pre-image
@@ -646,6 +715,18 @@ class CopilotTurn:
 
 
 _background: set[asyncio.Task] = set()  # record and wind-down tasks nobody may await (strong refs until done)
+_LIVE: dict[str, set[CopilotTurn]] = {}  # person id -> their turns running in this process
+INTERRUPTED = "Stopped: you signed out, or your access to the assistant changed."
+
+
+def interrupt(user_id: str) -> None:
+    """Stop this process's turns of `user_id` at once; `sessions.abort_runs` has ended their runs in the database.
+
+    On its own a turn notices that only at its next check, which may come after a long model call
+    (or, in another web process, at its lease keeper's next renewal: a third of a lease).
+    """
+    for turn in tuple(_LIVE.get(user_id, ())):
+        turn.interrupt()
 
 
 def _recorded_in_background(task: asyncio.Task) -> None:

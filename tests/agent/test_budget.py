@@ -172,9 +172,7 @@ async def test_a_call_cut_short_by_the_listener_still_bills(ai_settings, provide
     assert stored == pytest.approx(dict.fromkeys(("user", "agent", "global"), run["costUsd"]))
 
 
-async def test_a_call_still_streaming_when_a_logout_ends_the_run_is_billed_to_the_run(
-    ai_settings, provider, fake_provider, make_user, db
-):
+async def test_a_call_cut_short_by_a_logout_is_billed_to_the_run(ai_settings, provider, fake_provider, make_user, db):
     sam = await make_user("user")
     fake_provider.script(Turn.slow("an answer still on its way", delay=0.05, chunks=4))
     session = await current_session(db=db, settings=ai_settings, actor=actor(sam))
@@ -188,11 +186,11 @@ async def test_a_call_still_streaming_when_a_logout_ends_the_run_is_billed_to_th
             assert await turn.recorded()
             await abort_runs(db=db, user_id=sam["id"])
 
-    assert events[-1].kind == "message_done" and events[-1].status == "aborted"
+    assert [e.kind for e in events] == ["token", "message_done"] and events[-1].status == "aborted"
+    assert await fake_provider.wait_for_disconnect()  # the rest of the answer was not waited for
     run = await db["agent_runs"].find_one({})
-    assert run["status"] == "aborted"  # the logout ended it first; the call it had in flight still counts
-    assert (run["steps"], run["inputTokens"], run["outputTokens"]) == (1, ONE_CALL.input_tokens, ONE_CALL.output_tokens)
-    assert run["costUsd"] == pytest.approx(provider.cost(ONE_CALL))
+    assert run["status"] == "aborted"  # the logout ended it; the call it had in flight still counts, estimated
+    assert run["steps"] == 1 and run["inputTokens"] > 0 and run["costUsd"] > 0
     assert (await ledger(db, sam))["user"] == pytest.approx(run["costUsd"])
 
 
