@@ -4,6 +4,7 @@ Every tab of a browser shares that storage, so logging out in one tab ends the s
 of them; `frame` notices within a few seconds and sends the other tabs to the login page.
 """
 
+import re
 from urllib.parse import quote
 
 from fastapi import Request
@@ -17,6 +18,9 @@ from desk.db.client import get_db
 from desk.errors import Unauthorized
 
 SESSION_KEY = "desk_session"
+# One "/" then only the characters RFC 3986 allows in a path and query: no whitespace or control
+# character (browsers strip them, so "/\t/evil.example" would go to //evil.example), no backslash.
+SAME_SITE_PATH = re.compile(r"/(?!/)(?:[A-Za-z0-9\-._~!$&'()*+,;=:@/?]|%[0-9A-Fa-f]{2})*")
 
 
 async def current_user() -> dict | None:
@@ -42,8 +46,8 @@ def to_login(request: Request) -> RedirectResponse:
 
 
 def safe_target(redirect_to: str | None) -> str:
-    """Only paths on this desk: never another site (`//evil.example`, `https://…`)."""
-    if redirect_to and redirect_to.startswith("/") and not redirect_to.startswith("//") and "\\" not in redirect_to:
+    """`redirect_to` when it is a plain path on this desk, else /app: never another site (`//evil.example`)."""
+    if redirect_to and SAME_SITE_PATH.fullmatch(redirect_to):
         return redirect_to
     return "/app"
 

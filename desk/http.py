@@ -106,9 +106,15 @@ async def _validation_error(_: Request, error: Exception) -> Response:
 
 def _problem(item: dict[str, Any]) -> dict[str, str]:
     # loc is ("body", "title") or ("query", "limit"); user input is not echoed back.
-    field = ".".join(str(part) for part in item["loc"][1:]) or str(item["loc"][0]) if item.get("loc") else ""
-    message = {"extra_forbidden": "unknown field", "missing": "required"}.get(item["type"], item["msg"])
+    loc = item.get("loc") or ()
+    if item["type"] == "json_invalid":
+        loc = loc[:1]  # ("body", 1): the rest is the character position of the JSON error, not a field
+    field = ".".join(str(part) for part in loc[1:]) or (str(loc[0]) if loc else "")
+    message = _MESSAGES.get(item["type"], item["msg"])
     return {"field": field, "message": message, "type": item["type"]}
+
+
+_MESSAGES = {"extra_forbidden": "unknown field", "missing": "required", "json_invalid": "not valid JSON"}
 
 
 _HTTP_CODES = {

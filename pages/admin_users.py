@@ -147,9 +147,10 @@ class UserRow:
         with ui.dialog() as dialog, ui.card().classes("w-[28rem] gap-2").mark("reset-dialog"):
             ui.label("Reset password").classes("text-lg font-semibold")
             ui.label(f"New password for {person.name} ({person.email})").classes("break-all")
-            ui.label("They are logged out everywhere and need this password to log in again.").classes(
-                "text-sm text-grey-7"
-            )
+            ui.label(
+                "They are logged out everywhere, their API tokens stop working, and they need this password "
+                "to log in again."
+            ).classes("text-sm text-grey-7")
             password = ui.input("New password", password=True, password_toggle_button=True).classes("w-full")
             password.props("autocomplete=new-password autofocus").mark("reset-password")
             problem = ui.label().classes("text-negative text-sm")

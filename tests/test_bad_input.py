@@ -82,6 +82,17 @@ async def test_malformed_json_is_a_validation_error(make_user, client_for, db):
     assert await db["work_orders"].count_documents({}) == 0
 
 
+async def test_malformed_json_names_the_body_not_a_character_position(make_user, client_for):
+    client = await client_for(await make_user("user"))
+
+    response = await client.post(ORDERS, content=b"{bad", headers={"Content-Type": "application/json"})
+
+    assert response.status_code == 400
+    error = response.json()["error"]
+    assert error["message"] == "The request body is not valid JSON."
+    assert [(p["field"], p["message"]) for p in error["details"]] == [("body", "not valid JSON")]
+
+
 async def test_a_json_list_instead_of_an_object(make_user, client_for):
     client = await client_for(await make_user("user"))
     response = await client.post(ORDERS, json=["title", "x"])
@@ -202,3 +213,41 @@ async def test_bad_user_bodies(body, make_user, client_for, db):
     response = await client.post("/api/v1/admin/users", json=body)
     assert response.status_code == 400
     assert await db["users"].count_documents({}) == 1
+
+
+async def test_an_admin_user_update_with_nothing_to_change_writes_nothing(make_user, client_for, db):
+    admin, sam = await make_user("admin"), await make_user("user")
+    before = await _snapshot(db)
+
+    response = await (await client_for(admin)).patch(f"/api/v1/admin/users/{sam['id']}", json={})
+
+    assert response.status_code == 400
+    assert response.json()["error"] == {"code": "VALIDATION_ERROR", "message": "Nothing to change."}
+    assert await _snapshot(db) == before
+
+
+@pytest.mark.parametrize(
+    ("body", "field"),
+    [
+        ({"name": None}, "name"),
+        ({"role": None}, "role"),
+        ({"aiEnabled": None}, "aiEnabled"),
+        ({"active": None}, "active"),
+        ({"password": None}, "password"),
+        ({"name": "Sam R.", "active": None}, "active"),
+    ],
+)
+async def test_a_null_in_an_admin_user_update_names_the_field_and_writes_nothing(
+    body, field, make_user, client_for, db
+):
+    admin, sam = await make_user("admin"), await make_user("user")
+    before = await _snapshot(db)
+
+    response = await (await client_for(admin)).patch(f"/api/v1/admin/users/{sam['id']}", json=body)
+
+    assert response.status_code == 400
+    error = response.json()["error"]
+    assert error["code"] == "VALIDATION_ERROR"
+    assert [(p["field"], p["type"]) for p in error["details"]] == [(field, "not_null")]
+    assert error["message"].startswith(f"The request is not valid: {field}: must not be null")
+    assert await _snapshot(db) == before

@@ -6,11 +6,16 @@ from desk.agent import sessions as agent_sessions
 from desk.auth import service
 from desk.auth.models import LoginRequest, TokenCreate, TokenCreated, TokenRead
 from desk.config import get_settings
-from desk.errors import ErrorCode
+from desk.errors import ErrorCode, ValidationFailed
 from desk.http import AUTHED, CurrentActor, CurrentUser, Db, errors, require_csrf_header, session_cookie_name
 from desk.users.models import UserRead
 
 router = APIRouter(prefix="/api/v1/auth", tags=["auth"])
+
+NOT_A_SESSION = (
+    "Logging out ends a browser session. To stop using this token, revoke it: DELETE /api/v1/auth/tokens/{id} "
+    "(GET /api/v1/auth/tokens lists the ids)."
+)
 
 
 @router.post(
@@ -38,7 +43,9 @@ async def login(body: LoginRequest, request: Request, response: Response, db: Db
 
 @router.post("/logout", status_code=status.HTTP_204_NO_CONTENT, responses=errors(*AUTHED))
 async def logout(request: Request, response: Response, db: Db, user: CurrentUser) -> None:
-    """End this session and the person's running copilot runs (bearer tokens are revoked on their own route)."""
+    """End this browser session and the person's running copilot runs; with an API token it is a 400."""
+    if request.headers.get("Authorization"):  # CurrentUser let it in: a valid bearer token, not a session
+        raise ValidationFailed(NOT_A_SESSION)
     secret = request.cookies.get(session_cookie_name())
     if secret:
         await service.logout(db=db, secret=secret)

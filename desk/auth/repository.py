@@ -86,6 +86,10 @@ async def delete_token(db: AsyncDatabase, token_id: ObjectId, user_id: ObjectId)
     return (await db["api_tokens"].delete_one({"_id": token_id, "userId": user_id})).deleted_count == 1
 
 
+async def delete_user_tokens(db: AsyncDatabase, user_id: ObjectId) -> int:
+    return (await db["api_tokens"].delete_many({"userId": user_id})).deleted_count
+
+
 # Fixed-window rate-limit counters, shared by every web process.
 
 

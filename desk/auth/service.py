@@ -157,3 +157,8 @@ async def revoke_token(*, db: AsyncDatabase, actor: Actor, token_id: str) -> Non
     oid = parse_object_id(token_id)
     if oid is None or not await repo.delete_token(db, oid, ObjectId(actor.id)):
         raise NotFound("No such API token.")
+
+
+async def revoke_all_tokens(*, db: AsyncDatabase, user_id: ObjectId) -> None:
+    """Delete every API token of the user (an admin's password reset closes every way in)."""
+    await repo.delete_user_tokens(db, user_id)

@@ -26,7 +26,11 @@ async def create_user(body: UserCreate, db: Db, actor: CurrentActor) -> UserRead
 
 @router.patch("/{user_id}", response_model=UserRead, responses=errors(*AUTHED, ErrorCode.NOT_FOUND))
 async def update_user(user_id: str, body: UserAdminUpdate, db: Db, actor: CurrentActor) -> UserRead:
-    """Change role, aiEnabled, active, name, or reset the password (which ends the user's sessions)."""
+    """Change role, aiEnabled, active, name, or reset the password.
+
+    A reset ends the person's sessions and revokes all their API tokens; deactivating ends their sessions, and
+    their tokens answer 401 while they are inactive. An empty body, or a null for a field, is a 400.
+    """
     updated = await service.update_user(db=db, actor=actor, user_id=user_id, data=body)
     if body.active is False or body.password is not None or body.ai_enabled is False:
         await agent_sessions.abort_runs(db=db, user_id=updated.id)  # their copilot stops with their sessions

@@ -4,7 +4,8 @@ import re
 from datetime import datetime
 from typing import Annotated, Literal
 
-from pydantic import AfterValidator, Field, StringConstraints
+from pydantic import AfterValidator, Field, StringConstraints, field_validator
+from pydantic_core import PydanticCustomError
 
 from desk.schema import ApiModel, IdStr, ReadModel
 
@@ -31,13 +32,25 @@ class UserCreate(ApiModel):
 
 
 class UserAdminUpdate(ApiModel):
-    """What an admin may change; `password` resets it and ends the user's sessions."""
+    """What an admin may change; `password` resets it, ends the user's sessions and revokes their API tokens."""
 
     name: Name | None = None
     role: RoleName | None = None
     ai_enabled: bool | None = None
     active: bool | None = None
     password: Password | None = None
+
+    @field_validator("*", mode="before")
+    @classmethod
+    def _not_null(cls, value: object) -> object:
+        # Runs only for fields the request names: left out means "keep", null is a mistake (as for work orders).
+        if value is None:
+            raise PydanticCustomError("not_null", "must not be null; leave the field out to keep it as it is")
+        return value
+
+    def changes(self) -> dict[str, object]:
+        """The fields sent, as stored (camelCase)."""
+        return self.model_dump(exclude_unset=True, by_alias=True)
 
 
 class UserRead(ReadModel):

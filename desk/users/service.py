@@ -12,6 +12,8 @@ from desk.schema import OffsetPage, PageQuery, now, parse_object_id
 from desk.users import repository as repo
 from desk.users.models import UserAdminUpdate, UserCreate, UserRead
 
+NOTHING_TO_CHANGE = "Nothing to change."
+
 
 def _require_admin(actor: Actor) -> None:
     if not actor.is_admin:
@@ -84,12 +86,18 @@ async def display_names(*, db: AsyncDatabase, user_ids: set[str]) -> dict[str, s
 
 
 async def update_user(*, db: AsyncDatabase, actor: Actor, user_id: str, data: UserAdminUpdate) -> UserRead:
-    """Admins change role, AI access, active and reset passwords; deactivating or a reset ends sessions."""
+    """An admin's change to a person; deactivating ends their sessions, a password reset their API tokens too."""
     _require_admin(actor)
+    changes = data.changes()
+    if not changes:
+        raise ValidationFailed(NOTHING_TO_CHANGE)
     target = await get_user_or_raise(db=db, actor=actor, user_id=user_id)
-    changes = data.model_dump(exclude_none=True, by_alias=True)
     if actor.id == target.id and (changes.get("role", "admin") != "admin" or changes.get("active") is False):
         raise Forbidden("You cannot remove your own admin role or deactivate yourself.")
+    shown = target.model_dump(by_alias=True)  # a value already stored is not written again; a password always is
+    changes = {key: value for key, value in changes.items() if key not in shown or shown[key] != value}
+    if not changes:
+        return target
     if data.password is not None:
         passwords.check_policy(data.password)
         changes["passwordHash"] = await passwords.hash_password(changes.pop("password"))
@@ -101,6 +109,8 @@ async def update_user(*, db: AsyncDatabase, actor: Actor, user_id: str, data: Us
         raise NotFound("No such user.")
     if data.password is not None or data.active is False:
         await auth_service.end_sessions(db=db, user_id=doc["_id"])
+    if data.password is not None:  # a reset closes every way in: whoever knew the old password may have made tokens
+        await auth_service.revoke_all_tokens(db=db, user_id=doc["_id"])
     return UserRead.model_validate(doc)
 
 

@@ -4,6 +4,7 @@ from datetime import timedelta
 
 from bson import ObjectId
 
+from desk.agent import runs
 from desk.auth.service import digest
 from desk.config import use_settings
 from desk.http import CSRF_HEADER
@@ -121,6 +122,26 @@ async def test_logout_ends_the_session_on_the_server(make_user, client_for):
 
     client.cookies.set("desk_session", cookie)  # a copy of the cookie kept by an attacker
     assert (await client.get("/api/v1/auth/me")).status_code == 401
+
+
+async def test_logging_out_with_an_api_token_is_refused_and_stops_nothing(make_user, client_for, anonymous, db):
+    sam = await make_user("user")
+    browser = await client_for(sam)
+    token = (await browser.post("/api/v1/auth/tokens", json={"name": "script"})).json()
+    run = runs.new_run(session_id=None, user_id=ObjectId(sam["id"]), mode="chat", model="m", lease=timedelta(minutes=1))
+    await runs.insert_run(db, run)
+    anonymous.headers["Authorization"] = f"Bearer {token['secret']}"
+
+    response = await anonymous.post("/api/v1/auth/logout")
+
+    assert response.status_code == 400
+    error = response.json()["error"]
+    assert error["code"] == "VALIDATION_ERROR"
+    assert error["message"].startswith("Logging out ends a browser session.")
+    assert "DELETE /api/v1/auth/tokens/{id}" in error["message"]
+    assert (await runs.get_run(db, run["_id"]))["status"] == "running"
+    assert (await anonymous.get("/api/v1/auth/me")).status_code == 200
+    assert (await browser.get("/api/v1/auth/me")).status_code == 200
 
 
 async def test_idle_and_absolute_session_limits(make_user, client_for, db):

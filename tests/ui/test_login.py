@@ -2,10 +2,12 @@
 
 import asyncio
 
+import pytest
 from bson import ObjectId
 from nicegui.testing import User
 
 from components.frame import SESSION_CHECK_SECONDS
+from components.session import safe_target
 from desk.auth import service as auth_service
 from tests.helpers import PASSWORD
 from tests.ui.conftest import WAIT, submit
@@ -61,12 +63,70 @@ async def test_rate_limit_message(user: User, make_user, settings, db):
     await user.should_see("Too many login attempts from this address; wait a minute.", retries=WAIT)
 
 
-async def test_redirect_to_never_leaves_the_desk(user: User, make_user):
+@pytest.mark.parametrize(
+    "query",
+    [
+        "//evil.example/phish",
+        "%2F%09%2Fexample.com%2Fphish",  # the tab is stripped by the browser: //example.com/phish
+        "%2F%0A%2Fexample.com%2Fphish",
+        "%2F%0D%2Fexample.com%2Fphish",
+        "%2F%5C%2Fexample.com%2Fphish",
+        "https%3A%2F%2Fexample.com%2Fphish",
+    ],
+)
+async def test_redirect_to_never_leaves_the_desk(query, user: User, make_user):
     sam = await make_user("user")
-    await user.open("/login?redirect_to=//evil.example/phish")
+    await user.open(f"/login?redirect_to={query}")
     submit(user, sam["email"], PASSWORD)
     await user.should_see(marker="current-user")
     await user.should_see("Work orders")
+
+
+# What reaches safe_target is the query value already percent-decoded by the framework.
+@pytest.mark.parametrize(
+    "hostile",
+    [
+        None,
+        "",
+        "app",
+        "//example.com",
+        "/\t/example.com",
+        "/\t/example.com/phish",
+        "/\n/example.com",
+        "/\r/example.com",
+        "/\r\n/example.com",
+        "\t//example.com",
+        "/\\example.com",
+        "\\/example.com",
+        "/ /example.com",
+        "/\x00/example.com",
+        "/\x0b/example.com",
+        "/\u00a0/example.com",
+        "/app\n",
+        "/app/%zz",
+        "/app#//example.com",
+        "https://example.com/phish",
+        "javascript:alert(1)",
+        "/app/work-orders/\u00e9",
+    ],
+)
+def test_safe_target_refuses_anything_but_a_plain_path_on_this_desk(hostile):
+    assert safe_target(hostile) == "/app"
+
+
+@pytest.mark.parametrize(
+    "path",
+    [
+        "/",
+        "/app",
+        "/app/work-orders/65f0c0ffee0000000000abcd?x=1",
+        "/app/work-orders?q=leaking%20tap&status=open",
+        "/app/admin/users?offset=25&limit=25",
+        "/%09/example.com",  # an encoded tab stays in the path: the browser asks this desk for it
+    ],
+)
+def test_safe_target_keeps_a_path_on_this_desk(path):
+    assert safe_target(path) == path
 
 
 async def test_logging_out_ends_the_session_in_every_tab(user: User, make_user, log_in, db):

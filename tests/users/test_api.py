@@ -118,6 +118,49 @@ async def test_password_reset_lets_the_user_in_with_the_new_one_only(make_user, 
     assert (old.status_code, new.status_code) == (401, 200)
 
 
+async def test_an_update_to_the_values_already_there_writes_nothing(make_user, client_for, db):
+    admin, sam = await make_user("admin"), await make_user("user", name="Sam Rivera")
+    before = await db["users"].find_one({"_id": ObjectId(sam["id"])})
+
+    response = await (await client_for(admin)).patch(
+        f"/api/v1/admin/users/{sam['id']}", json={"name": "Sam Rivera", "role": "user", "active": True}
+    )
+
+    assert response.status_code == 200 and response.json()["name"] == "Sam Rivera"
+    assert await db["users"].find_one({"_id": ObjectId(sam["id"])}) == before
+
+
+async def test_password_reset_by_an_admin_revokes_every_api_token(make_user, client_for, anonymous, db):
+    admin, sam, priya = await make_user("admin"), await make_user("user"), await make_user("user")
+    sams, priyas = await client_for(sam), await client_for(priya)
+    for name in ("laptop script", "reporting"):
+        await sams.post("/api/v1/auth/tokens", json={"name": name})
+    kept = (await priyas.post("/api/v1/auth/tokens", json={"name": "kept"})).json()["secret"]
+    secret = (await sams.post("/api/v1/auth/tokens", json={"name": "ci"})).json()["secret"]
+
+    reset = await (await client_for(admin)).patch(
+        f"/api/v1/admin/users/{sam['id']}", json={"password": "fresh-start-2026"}
+    )
+
+    assert reset.status_code == 200
+    anonymous.headers["Authorization"] = f"Bearer {secret}"
+    assert (await anonymous.get("/api/v1/work-orders")).status_code == 401
+    anonymous.headers["Authorization"] = f"Bearer {kept}"
+    assert (await anonymous.get("/api/v1/work-orders")).status_code == 200
+    assert await db["api_tokens"].count_documents({"userId": ObjectId(sam["id"])}) == 0
+
+
+async def test_changing_ones_own_password_keeps_ones_api_tokens(make_user, client_for, anonymous, db):
+    # Like a personal access token elsewhere: a token is revoked on its own, a reset by an admin revokes them all.
+    sam = await make_user("user")
+    secret = (await (await client_for(sam)).post("/api/v1/auth/tokens", json={"name": "script"})).json()["secret"]
+
+    await service.change_own_password(db=db, actor=actor(sam), current=PASSWORD, new="another passphrase")
+
+    anonymous.headers["Authorization"] = f"Bearer {secret}"
+    assert (await anonymous.get("/api/v1/work-orders")).status_code == 200
+
+
 async def test_admins_cannot_demote_or_deactivate_themselves(make_user, client_for, db):
     admin = await make_user("admin")
     client = await client_for(admin)
