@@ -104,7 +104,13 @@ async def send_message(
 @router.post(
     "/tool-calls/{tool_call_id}/decide",
     response_model=AgentToolCallRead,
-    responses=errors(*AUTHED, ErrorCode.NOT_FOUND, ErrorCode.AI_APPROVAL_RESOLVED, ErrorCode.AI_APPROVAL_EXPIRED),
+    responses=errors(
+        *AUTHED,
+        ErrorCode.NOT_FOUND,
+        ErrorCode.AI_APPROVAL_RESOLVED,
+        ErrorCode.AI_APPROVAL_STALE,
+        ErrorCode.AI_APPROVAL_EXPIRED,
+    ),
 )
 async def decide(tool_call_id: str, body: DecideIn, db: Db, actor: CurrentActor) -> AgentToolCallRead:
     """Approve or reject a staged write; a rejection's reason goes back to the assistant."""

@@ -32,6 +32,14 @@ class ApprovalResolved(Conflict):
     default_message = "This change was already decided."
 
 
+class ApprovalStale(Conflict):
+    code = ErrorCode.AI_APPROVAL_STALE
+    default_message = (
+        "The work order changed after this change was proposed, so it was proposed again with what it holds "
+        "now; decide on that one."
+    )
+
+
 def diff(tool: str, args: dict[str, Any], before: dict[str, Any] | None) -> Diff:
     """Before/after of a staged write: a create shows the new order, a delete the one that will go."""
     if tool == "create_work_order":
@@ -107,6 +115,9 @@ async def decide(
         if decided["approval"]["status"] != wanted:
             if decided["approval"]["status"] == "expired":
                 raise ApprovalExpired()
+            if decided["approval"]["status"] == "stale":  # re-staged with fresh values: point at the new one
+                again = await runs.pending_approvals(db, call["runId"])
+                raise ApprovalStale(details={"toolCallId": str(again[-1]["_id"])} if again else None)
             raise ApprovalResolved(f"This change was already {decided['approval']['status']}.")
     return AgentToolCallRead.model_validate(decided)
 

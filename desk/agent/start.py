@@ -80,7 +80,9 @@ async def begin(
     return turn
 
 
-class SessionClosed(ApprovalPending):
+class SessionClosed(Conflict):
+    """Not AI_APPROVAL_PENDING: nothing is waiting, and a client that branches on the code must not wait."""
+
     default_message = "This conversation is closed; start a new one."
 
 

@@ -719,7 +719,7 @@ async def test_a_message_to_ones_own_archived_session_is_409_closed(provider, cl
 
     response, _ = await send(client, old_session, f"hello again {PROMPT_MARKER}")
 
-    error = refused(response, 409, ErrorCode.AI_APPROVAL_PENDING)
+    error = refused(response, 409, ErrorCode.CONFLICT)
     assert error["message"] == "This conversation is closed; start a new one."
     assert await db["agent_runs"].count_documents({}) == 0
 
@@ -789,7 +789,7 @@ async def _a_failure_of_ours(*, db, sam, **_) -> None:
 AT_ONCE = {
     "a run in progress, over budget": (_a_run_in_progress, _the_budget_used_up, 429, ErrorCode.AI_BUDGET_EXCEEDED),
     "a replayed key, over the rate": (_a_replayed_key, _the_rate_used_up, 429, ErrorCode.RATE_LIMITED),
-    "a closed session, over budget": (_a_closed_session, _the_budget_used_up, 409, ErrorCode.AI_APPROVAL_PENDING),
+    "a closed session, over budget": (_a_closed_session, _the_budget_used_up, 409, ErrorCode.CONFLICT),
     "someone else's session, over the rate": (_someone_elses_session, _the_rate_used_up, 404, ErrorCode.NOT_FOUND),
     "a run in progress, a failure of ours": (_a_run_in_progress, _a_failure_of_ours, 500, ErrorCode.INTERNAL),
     "a closed session, a failure of ours": (_a_closed_session, _a_failure_of_ours, 500, ErrorCode.INTERNAL),

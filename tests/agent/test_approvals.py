@@ -361,6 +361,35 @@ async def test_a_stale_version_is_never_executed_and_is_staged_again(
     ]
 
 
+async def test_deciding_on_a_change_that_went_stale_points_at_the_one_proposed_again(
+    copilot, approve, fake_provider, make_user, make_order, db
+):
+    sam = await make_user()
+    tap = await make_order(sam, "Leaking tap")
+    fake_provider.script(*Turn.read_then_update(tap.id, priority="urgent"), Turn.text("It is urgent now."))
+    shown: list[RunEvent] = []
+    refused: list[DeskError] = []
+
+    async def edit_elsewhere_then_approve_both(event: RunEvent) -> None:
+        shown.append(event)
+        if len(shown) == 1:
+            change = WorkOrderUpdate(version=1, title="Leaking tap (kitchen)")
+            await work_orders.update(db=db, actor=actor(sam), order_id=tap.id, data=change)
+        else:  # a second tab still shows the first proposal and approves it
+            with pytest.raises(DeskError) as stale:
+                await approvals.decide(db=db, actor=actor(sam), tool_call_id=shown[0].tool_call_id, approve=True)
+            refused.append(stale.value)
+        await approve(sam)(event)
+
+    events = await copilot(sam, "Make it urgent", decide=edit_elsewhere_then_approve_both)
+
+    _, second = staged_events(events)
+    (error,) = refused
+    assert (error.code, error.details) == (ErrorCode.AI_APPROVAL_STALE, {"toolCallId": second.tool_call_id})
+    assert "proposed again" in error.message
+    assert (await work_orders.get(db=db, actor=actor(sam), order_id=tap.id)).priority == "urgent"
+
+
 async def test_the_frozen_args_are_what_executes(copilot, approve, fake_provider, make_user, make_order, db):
     sam = await make_user()
     tap = await make_order(sam, "Leaking tap")
