@@ -55,6 +55,7 @@ def diff(tool: str, args: dict[str, Any], before: dict[str, Any] | None) -> Diff
 async def stage(
     db: AsyncDatabase,
     *,
+    record_id: ObjectId,
     run_id: ObjectId,
     user_id: ObjectId,
     tool: str,
@@ -64,10 +65,11 @@ async def stage(
     version: int | None,
     ttl: timedelta,
 ) -> dict[str, Any]:
-    """Store the proposed write with its frozen args and pre-image, waiting for the person."""
+    """Store the proposed write (as `record_id`) with its frozen args and pre-image, waiting for the person."""
     return await runs.insert_tool_call(
         db,
         {
+            "_id": record_id,
             "runId": run_id,
             "userId": user_id,
             "tool": tool,

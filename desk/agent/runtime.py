@@ -287,9 +287,11 @@ class CopilotTurn:
         """Reads run in order; at most one write per step is staged; every call gets a tool message."""
         wrote = False
         for call in calls:
-            yield ToolCallStart(tool_call_id=call.id, tool=call.name[:80])
+            # The desk's own id for the call, in every event about it: the one its record is stored under
+            # (GET /runs/{id}) and, for a change, the one to decide on. The model's id may repeat.
+            answer: dict[str, Any] = {"id": ObjectId()}
+            yield ToolCallStart(tool_call_id=str(answer["id"]), tool=call.name[:80])
             started = time.monotonic()
-            answer: dict[str, Any] = {}
             async for event in self._one_call(call, wrote, answer):
                 yield event
             wrote = wrote or answer.get("staged", False)
@@ -299,7 +301,10 @@ class CopilotTurn:
             if answer.get("record", True):
                 await self._record(call, answer, started)
             yield ToolResult(
-                tool_call_id=call.id, tool=call.name[:80], outcome=answer["outcome"], summary=answer["summary"]
+                tool_call_id=str(answer["id"]),
+                tool=call.name[:80],
+                outcome=answer["outcome"],
+                summary=answer["summary"],
             )
 
     async def _one_call(self, call: ToolCallRequest, wrote: bool, answer: dict) -> AsyncIterator[RunEvent]:
@@ -438,6 +443,7 @@ class CopilotTurn:
         while True:
             staged = await approvals.stage(
                 self.db,
+                record_id=answer["id"],
                 run_id=self.run["_id"],
                 user_id=self.run["userId"],
                 tool=tool.name,
@@ -486,7 +492,8 @@ class CopilotTurn:
                 raise
             if refreshed is None:
                 return
-            pre, version = refreshed  # stale: stage again with the fresh pre-image
+            pre, version = refreshed  # stale: stage again with the fresh pre-image,
+            answer["id"] = ObjectId()  # as a new proposal with its own id (the stale one keeps its record)
 
     async def _wait_for_decision(self, staged: dict) -> dict:
         while True:
@@ -678,6 +685,7 @@ class CopilotTurn:
         await runs.insert_tool_call(
             self.db,
             {
+                "_id": answer["id"],
                 "runId": self.run["_id"],
                 "userId": self.run["userId"],
                 "tool": call.name[:80],

@@ -568,6 +568,7 @@ async def test_deciding_on_an_approval_whose_run_was_never_stored_expires_it(mak
     tap = await make_order(sam, "Leaking tap")
     staged = await approvals.stage(
         db,
+        record_id=ObjectId(),
         run_id=ObjectId(),  # no such run in agent_runs
         user_id=ObjectId(sam["id"]),
         tool="update_work_order",

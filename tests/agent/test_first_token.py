@@ -115,7 +115,7 @@ REFUSALS: dict[str, tuple[Setup, ErrorCode]] = {
     "AI off for the desk": (_desk_ai_off, ErrorCode.FORBIDDEN),
     "AI off for the person": (_person_ai_off, ErrorCode.FORBIDDEN),
     "someone else's session": (_someone_elses_session, ErrorCode.NOT_FOUND),
-    "a closed session": (_closed_session, ErrorCode.AI_APPROVAL_PENDING),
+    "a closed session": (_closed_session, ErrorCode.CONFLICT),
     "budget used up": (_budget_used_up, ErrorCode.AI_BUDGET_EXCEEDED),
     "rate used up": (_rate_used_up, ErrorCode.RATE_LIMITED),
     "a run in progress": (_run_in_progress, ErrorCode.AI_APPROVAL_PENDING),

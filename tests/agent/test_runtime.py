@@ -180,8 +180,9 @@ async def test_parallel_reads_run_in_the_order_the_model_gave(start, fake_provid
     assert [o["title"] for o in found["workOrders"]] == ["Leaking tap"]
     assert profile["name"] == "Sam Reyes"
     assert done == {"total": 0, "shown": 0, "workOrders": []}
-    steps = [(e.kind, e.tool_call_id) for e in events if e.kind in ("tool_call_start", "tool_result")]
-    assert steps == [(kind, c) for c in ("call_c", "call_a", "call_b") for kind in ("tool_call_start", "tool_result")]
+    steps = [(e.kind, e.tool) for e in events if e.kind in ("tool_call_start", "tool_result")]
+    order = ("search_my_work_orders", "get_profile", "list_my_work_orders")
+    assert steps == [(kind, tool) for tool in order for kind in ("tool_call_start", "tool_result")]
 
 
 async def test_a_second_write_in_the_same_step_is_held_back(start, fake_provider, make_user, make_order, db):
@@ -473,6 +474,29 @@ async def test_a_provider_failure_is_ai_unavailable_and_still_billed(start, fake
     assert run["steps"] == 2  # the failed call counts and bills like the good one
     spent = await db["agent_spend"].find_one({"_id": {"$regex": f"^user:{sam['id']}:"}})
     assert spent["spentUsd"] == pytest.approx(run["costUsd"]) and run["costUsd"] > (100 * 0.15 + 10 * 0.6) / 1e6
+
+
+async def test_every_event_about_a_tool_call_carries_the_desks_id_for_it(
+    start, fake_provider, make_user, make_order, db
+):
+    """The model's ids may repeat from step to step (the fake's do: call_fake_0); a client links events by ours."""
+    sam = await make_user()
+    tap = await make_order(sam, "Leaking tap")
+    fake_provider.script(*Turn.read_then_update(tap.id, status="done"), Turn.text("Done."))
+
+    events = await drain(await start(sam), deciding(db, sam))
+
+    about_calls = [(e.kind, e.tool_call_id) for e in events if hasattr(e, "tool_call_id")]
+    (listed, updated) = [e.tool_call_id for e in events if e.kind == "tool_call_start"]
+    assert about_calls == [
+        ("tool_call_start", listed),
+        ("tool_result", listed),
+        ("tool_call_start", updated),
+        ("tool_approval_required", updated),
+        ("tool_result", updated),
+    ]
+    stored = {str(c["_id"]): (c["tool"], c["callId"]) for c in await db["agent_tool_calls"].find().to_list()}
+    assert stored == {listed: ("list_my_work_orders", "call_fake_0"), updated: ("update_work_order", "call_fake_0")}
 
 
 # --- what is kept (spec §6 COP-10, SEC-11) and what is never logged (SEC-1) ---
