@@ -6,8 +6,11 @@ import socket
 import subprocess
 import sys
 import time
+from datetime import UTC, datetime, timedelta
 
 import httpx
+from bson import ObjectId
+from pymongo import MongoClient
 
 from desk.db.embedded import EmbeddedMongo
 
@@ -41,8 +44,11 @@ def test_a_bad_setting_stops_the_command_with_a_readable_line(tmp_path):
     assert result.stderr.strip() == "config error: DESK_SESSION_IDLE_MINUTES: Input should be greater than 0"
 
 
-def test_desk_run_serves_the_api_and_stops_cleanly(tmp_path):
-    with EmbeddedMongo(tmp_path / "mongo") as uri:
+def test_desk_run_serves_the_api_runs_the_worker_and_stops_cleanly(tmp_path):
+    with EmbeddedMongo(tmp_path / "mongo") as uri, MongoClient(uri, tz_aware=True) as client:
+        runs = client["desk"]["agent_runs"]  # a copilot run whose web process died an hour ago
+        dead = {"_id": ObjectId(), "status": "running", "leaseUntil": datetime.now(UTC) - timedelta(hours=1)}
+        runs.insert_one(dead)
         port = _free_port()
         env = _env(MONGODB_URI=uri, DESK_PORT=str(port), DESK_DATA_DIR=str(tmp_path))
         process = subprocess.Popen(
@@ -61,9 +67,11 @@ def test_desk_run_serves_the_api_and_stops_cleanly(tmp_path):
             # browser session (NiceGUI kept one in memory per such request, for good)
             api_answers = [httpx.get(f"{base}{path}") for path in ("/healthz", "/api/v1/auth/me", "/api/v1/nope")]
             login_page = httpx.get(f"{base}/login")
+            swept = _wait_for(lambda: runs.find_one({"_id": dead["_id"]})["status"] != "running")
         finally:
             process.send_signal(signal.SIGINT)
-            out, _ = process.communicate(timeout=30)
+            out, err = process.communicate(timeout=30)
+        after = runs.find_one({"_id": dead["_id"]})
     assert ready
     assert docs["info"]["title"] == "Work Order Desk API"
     assert docs_page.status_code == 200 and "swagger" in docs_page.text.lower()
@@ -73,12 +81,24 @@ def test_desk_run_serves_the_api_and_stops_cleanly(tmp_path):
     assert login_page.status_code == 200 and "set-cookie" in login_page.headers  # pages keep NiceGUI's session
     assert f"open http://localhost:{port}/" in out
     assert "Log in as admin@desk.local with the one-time password:" in out
+    # the worker (scheduler.py) runs beside the web app: it swept the dead run, and it stopped with the desk
+    assert swept and (after["status"], after["errorCode"]) == ("error", "lease_expired")
+    assert '"worker started"' in err and '"worker stopped"' in err
 
 
 def _free_port() -> int:
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
         return sock.getsockname()[1]
+
+
+def _wait_for(condition, timeout: float = 30) -> bool:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if condition():
+            return True
+        time.sleep(0.2)
+    return False
 
 
 def _wait_ready(url: str, timeout: float = 60) -> bool:
