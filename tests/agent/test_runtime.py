@@ -332,6 +332,34 @@ async def test_the_runtime_injects_the_version_it_read(start, fake_provider, mak
     assert (call["stagedVersion"], call["executedVersion"]) == (2, 3)
 
 
+async def test_a_change_made_after_the_models_read_is_in_the_diff_and_the_staged_version(
+    start, fake_provider, make_user, make_order, db
+):
+    """The version is staged with the pre-image, read together when the change is proposed: what the
+    person sees and the version the change is made at always match (decided over the spec's "latest
+    read", which would stage a version older than the diff and only go stale at execution)."""
+    sam = await make_user()
+    tap = await make_order(sam, "Leaking tap")
+    fake_provider.script(*Turn.read_then_update(tap.id, priority="urgent"), Turn.text("Done."))
+    shown = []
+
+    async def renamed_after_the_read(event) -> None:
+        if event.kind == "tool_result" and event.tool == "list_my_work_orders":  # read at version 1: now renamed
+            change = WorkOrderUpdate(version=1, title="Leaking tap (kitchen)")
+            await work_orders.update(db=db, actor=actor(sam), order_id=tap.id, data=change)
+        shown.append(event)
+        await deciding(db, sam)(event)
+
+    await drain(await start(sam), renamed_after_the_read)
+
+    (asked,) = [e for e in shown if e.kind == "tool_approval_required"]
+    assert asked.diff.before["title"] == "Leaking tap (kitchen)" and asked.diff.changed == ["priority"]
+    (call,) = await staged_calls(db)
+    assert (call["stagedVersion"], call["executedVersion"], call["outcome"]) == (2, 3, "executed")
+    stored = await work_orders.get(db=db, actor=actor(sam), order_id=tap.id)
+    assert (stored.title, stored.priority) == ("Leaking tap (kitchen)", "urgent")
+
+
 async def test_an_id_seen_only_in_a_description_needs_a_read_first(start, fake_provider, make_user, make_order, db):
     sam, boss = await make_user(), await make_user("admin")
     boiler = await make_order(boss, "Boiler service contract")
