@@ -9,7 +9,7 @@ import sys
 from contextlib import AsyncExitStack
 
 from desk.config import Settings, get_settings, load_settings, use_settings
-from desk.logs import configure_logging
+from desk.logs import configure_logging, never_log
 
 log = logging.getLogger("desk")
 
@@ -31,6 +31,7 @@ def main(argv: list[str] | None = None) -> None:
     configure_logging()
     overrides = {key: value for key in ("host", "port") if (value := getattr(args, key, None)) is not None}
     settings = load_settings(**{f"desk_{key}": value for key, value in overrides.items()})
+    never_log(*settings.secrets())
     use_settings(settings)
     if args.command == "run":
         from desk.web import serve

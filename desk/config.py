@@ -64,6 +64,17 @@ class Settings(BaseSettings):
     agent_working_hours: str = Field("*", pattern=r"^(\*|([01]\d|2[0-3]):[0-5]\d-([01]\d|2[0-3]):[0-5]\d)$")
     agent_concurrency: int = Field(2, ge=1, le=2)
 
+    def secrets(self) -> list[str]:
+        """Every configured secret, and the password inside MONGODB_URI, for the logs to redact (SEC-1)."""
+        found = [
+            value.get_secret_value()
+            for value in (self.mongodb_uri, self.desk_secret, self.desk_admin_password, self.ai_api_key)
+            if value is not None
+        ]
+        if self.mongodb_uri is not None and (password := urlsplit(self.mongodb_uri.get_secret_value()).password):
+            found.append(password)
+        return found
+
     @field_validator("desk_admin_email")
     @classmethod
     def _email_shape(cls, value: str | None) -> str | None:

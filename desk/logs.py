@@ -15,8 +15,21 @@ _SECRET_PATTERNS = [
 ]
 
 
+_CONFIGURED: list[str] = []  # the configured secrets themselves, whatever they look like (see never_log)
+
+
+def never_log(*values: str | None) -> None:
+    """Redact these exact values as well: the configured secrets (an AI key need not look like `sk-…`)."""
+    for value in values:
+        if value and len(value) >= 8 and value not in _CONFIGURED:  # shorter ones would also hit ordinary words
+            _CONFIGURED.append(value)
+    _CONFIGURED.sort(key=len, reverse=True)  # a secret that contains another goes first, whole
+
+
 def redact(text: str) -> str:
-    """`text` with every secret-looking value replaced by [REDACTED]."""
+    """`text` with every configured secret and every secret-looking value replaced by [REDACTED]."""
+    for value in _CONFIGURED:
+        text = text.replace(value, "[REDACTED]")
     text = _SECRET_PATTERNS[0].sub(lambda m: f"{m.group(1)}{m.group(2)}[REDACTED]", text)
     for pattern in _SECRET_PATTERNS[1:]:
         text = pattern.sub("[REDACTED]", text)

@@ -10,7 +10,7 @@ from apscheduler.schedulers.asyncio import AsyncIOScheduler
 from desk.agent.sweeper import sweep
 from desk.config import Settings, load_settings
 from desk.db.client import connect
-from desk.logs import configure_logging
+from desk.logs import configure_logging, never_log
 
 log = logging.getLogger("desk.worker")
 
@@ -90,6 +90,7 @@ async def _exit_with_parent(parent: int, stop: asyncio.Event) -> None:
 def main() -> None:
     configure_logging()
     settings = load_settings()
+    never_log(*settings.secrets())
     if settings.mongodb_uri is None:
         raise SystemExit(
             "config error: MONGODB_URI: the worker needs the database the web app uses "

@@ -3,7 +3,8 @@
 import json
 import logging
 
-from desk.logs import JsonFormatter, RedactingFilter, redact
+from desk.config import Settings
+from desk.logs import JsonFormatter, RedactingFilter, never_log, redact
 
 SECRETS = [
     "Authorization: Bearer wod_abcdefghijklmnop",
@@ -41,3 +42,19 @@ def test_the_handler_writes_redacted_json_lines(capsys):
     lines = [json.loads(line) for line in capsys.readouterr().err.strip().splitlines()]
     assert lines[0]["level"] == "warning" and lines[0]["message"] == "provider said api_key=[REDACTED]"
     assert "wod_abcdefghijklmnop" not in lines[1]["error"] and "RuntimeError" in lines[1]["error"]
+
+
+def test_configured_secrets_are_redacted_whatever_they_look_like(monkeypatch):
+    monkeypatch.setattr("desk.logs._CONFIGURED", [])
+    settings = Settings(
+        mongodb_uri="mongodb://desk:Plain0ldPassw0rd@db.internal:27017/",
+        desk_secret="s" * 40,
+        ai_api_key="9f8e7d6c5b4a39281706",  # a self-hosted model's key: no sk- prefix, no key= before it
+    )
+
+    never_log(*settings.secrets())
+
+    line = "call failed with 9f8e7d6c5b4a39281706; retried as desk:Plain0ldPassw0rd at db.internal"
+    assert redact(line) == "call failed with [REDACTED]; retried as desk:[REDACTED] at db.internal"
+    assert "s" * 40 not in redact("storage " + "s" * 40)
+    assert redact("a short word like desk stays") == "a short word like desk stays"
