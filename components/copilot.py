@@ -157,7 +157,7 @@ class Copilot:
             ui.label(_headline(event.diff)).classes("text-lg font-semibold")
             _diff_table(event.diff)
             countdown = ui.label().classes("text-sm text-grey-7").mark("approval-countdown")
-            expires = datetime.fromisoformat(event.expires_at)
+            expires = event.expires_at
 
             def tick() -> None:
                 left = int((expires - datetime.now(UTC)).total_seconds())

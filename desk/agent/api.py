@@ -13,6 +13,7 @@ from fastapi.responses import StreamingResponse
 from desk.agent import approvals, sessions
 from desk.agent.events import Error, Ping, RunEvent
 from desk.agent.models import (
+    AgentRunDetail,
     AgentRunRead,
     AgentToolCallRead,
     CopilotSessionRead,
@@ -124,8 +125,8 @@ async def my_runs(db: Db, actor: CurrentActor) -> list[AgentRunRead]:
     return await sessions.own_runs(db=db, actor=actor)
 
 
-@router.get("/runs/{run_id}", responses=errors(*AUTHED, ErrorCode.NOT_FOUND))
-async def my_run(run_id: str, db: Db, actor: CurrentActor) -> dict:
+@router.get("/runs/{run_id}", response_model=AgentRunDetail, responses=errors(*AUTHED, ErrorCode.NOT_FOUND))
+async def my_run(run_id: str, db: Db, actor: CurrentActor) -> AgentRunDetail:
     """One of your runs, with its messages and tool calls."""
     return await sessions.own_run(db=db, actor=actor, run_id=run_id)
 

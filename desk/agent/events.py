@@ -4,6 +4,7 @@ The SSE route JSON-encodes these (`event: <kind>`, `data: <json>`) and the copil
 the same objects; event names come from this closed set, never from model text.
 """
 
+from datetime import datetime
 from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
@@ -41,7 +42,7 @@ class ToolApprovalRequired(_Event):
     tool: str
     args: dict[str, Any]
     diff: Diff
-    expires_at: str  # ISO 8601, UTC
+    expires_at: datetime  # UTC; ISO 8601 on the wire, like every time the API sends
 
 
 class ToolApprovalExpired(_Event):

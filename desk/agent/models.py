@@ -69,3 +69,17 @@ class AgentRunRead(ReadModel):
     started_at: datetime
     finished_at: datetime | None = None
     error_code: str | None = None
+
+
+class RunMessage(ReadModel):
+    role: str
+    content: str | None = None
+    created_at: datetime
+
+
+class AgentRunDetail(ReadModel):
+    """GET /runs/{id}: the run, its messages (tool results included) and its tool calls, oldest first."""
+
+    run: AgentRunRead
+    messages: list[RunMessage]
+    tool_calls: list[AgentToolCallRead]

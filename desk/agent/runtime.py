@@ -458,7 +458,7 @@ class CopilotTurn:
                 tool=tool.name,
                 args=args,
                 diff=approvals.diff(tool.name, args, pre),
-                expires_at=staged["approval"]["expiresAt"].isoformat(),
+                expires_at=staged["approval"]["expiresAt"],
             )
             self.awaiting = str(staged["_id"])
             decided = await self._wait_for_decision(staged)

@@ -5,7 +5,7 @@ from pymongo.asynchronous.database import AsyncDatabase
 
 from desk.actors import Actor
 from desk.agent import approvals, runs, runtime
-from desk.agent.models import AgentRunRead, AgentToolCallRead, CopilotSessionRead, CopilotSessionWithMessages
+from desk.agent.models import AgentRunDetail, AgentRunRead, CopilotSessionRead, CopilotSessionWithMessages
 from desk.agent.start import ApprovalPending, require_ai_user
 from desk.config import Settings
 from desk.errors import NotFound
@@ -47,7 +47,7 @@ async def own_runs(*, db: AsyncDatabase, actor: Actor) -> list[AgentRunRead]:
     return [AgentRunRead.model_validate(run) for run in await runs.user_runs(db, ObjectId(actor.id))]
 
 
-async def own_run(*, db: AsyncDatabase, actor: Actor, run_id: str) -> dict:
+async def own_run(*, db: AsyncDatabase, actor: Actor, run_id: str) -> AgentRunDetail:
     """One of the person's runs with its messages and tool calls; someone else's is NotFound."""
     oid = parse_object_id(run_id)
     run = await runs.get_run(db, oid) if oid else None
@@ -55,13 +55,7 @@ async def own_run(*, db: AsyncDatabase, actor: Actor, run_id: str) -> dict:
         raise NotFound("No such run.")
     messages = await runs.run_messages(db, run["_id"])
     calls = await runs.run_tool_calls(db, run["_id"])
-    return {
-        "run": AgentRunRead.model_validate(run).model_dump(mode="json", by_alias=True),
-        "messages": [
-            {"role": m["role"], "content": m["content"], "createdAt": m["createdAt"].isoformat()} for m in messages
-        ],
-        "toolCalls": [AgentToolCallRead.model_validate(c).model_dump(mode="json", by_alias=True) for c in calls],
-    }
+    return AgentRunDetail.model_validate({"run": run, "messages": messages, "toolCalls": calls})
 
 
 async def abort_runs(*, db: AsyncDatabase, user_id: str) -> None:
