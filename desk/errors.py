@@ -81,6 +81,12 @@ class ValidationFailed(DeskError):
     default_message = "The request is not valid."
 
 
+class NothingToChange(ValidationFailed):
+    """An update that names no field to change (a PATCH with only its version, or `{}`)."""
+
+    default_message = "Nothing to change."
+
+
 class Unauthorized(DeskError):
     code = ErrorCode.UNAUTHORIZED
     default_message = "Please log in."

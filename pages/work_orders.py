@@ -59,7 +59,7 @@ async def work_orders_page(request: Request):
     if user is None:
         return session.to_login(request)
     actor = session.actor_of(user)
-    owners = await _owner_names(actor)
+    owners, assignable = await _owner_names(actor)
     filters = Filters()
 
     with frame("Work orders", user, path="/app"):
@@ -75,7 +75,7 @@ async def work_orders_page(request: Request):
             sort.on_value_change(lambda e: _set(filters, sort=e.value))
             ui.space()
             if actor.can_write:
-                dialog = new_work_order_dialog(actor, owners, lambda _: load())
+                dialog = new_work_order_dialog(actor, assignable, lambda _: load())
                 ui.button("New work order", icon="add", on_click=dialog.open).mark("new-order")
 
         latest, client = 0, ui.context.client
@@ -179,9 +179,13 @@ def _filter_select(options: dict, label: str, marker: str, on_value) -> ui.selec
     return select
 
 
-async def _owner_names(actor: Actor) -> dict[str, str]:
-    """People an admin can filter by or give orders to (the first 100 is plenty for one desk)."""
+async def _owner_names(actor: Actor) -> tuple[dict[str, str], dict[str, str]]:
+    """People an admin can filter by, and those of them who can be given an order: active, not viewers.
+
+    (The first 100 people are plenty for one desk.)
+    """
     if not actor.is_admin:
-        return {}
+        return {}, {}
     users = await users_service.list_users(db=get_db(), actor=actor, page=PageQuery(limit=MAX_LIMIT))
-    return {u.id: u.name for u in users.items}
+    assignable = {u.id: u.name for u in users.items if u.active and u.role != "viewer"}
+    return {u.id: u.name for u in users.items}, assignable

@@ -19,7 +19,7 @@ from desk.db.client import use_database
 from desk.db.embedded import EmbeddedMongo
 from desk.http import CSRF_HEADER, session_cookie_name
 from desk.users import service as users_service
-from desk.users.models import UserCreate
+from desk.users.models import UserAdminUpdate, UserCreate
 from desk.work_orders import service as work_orders_service
 from desk.work_orders.models import WorkOrderCreate, WorkOrderRead
 from tests.agent.fake_provider import fake_provider  # noqa: F401 - the fixture, for every test directory
@@ -123,6 +123,23 @@ async def client_for(app: FastAPI, db: AsyncDatabase) -> AsyncIterator[Callable[
     yield login
     for client in clients:
         await client.aclose()
+
+
+@pytest.fixture
+def change_user(db: AsyncDatabase, make_user) -> Callable[..., Awaitable[dict]]:
+    """Change a person as an admin would (`role`, `active`), through the real users service.
+
+    Orders can no longer be given to a viewer or a deactivated person, so a test that needs one
+    owning an order gives it to them first and changes them afterwards, as happens on a real desk.
+    """
+
+    async def change(user: dict, **fields: object) -> dict:
+        admin = await make_user("admin")
+        data = UserAdminUpdate(**fields)
+        changed = await users_service.update_user(db=db, actor=actor(admin), user_id=user["id"], data=data)
+        return {**user, **changed.model_dump(by_alias=True)}
+
+    return change
 
 
 @pytest.fixture

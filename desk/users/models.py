@@ -5,9 +5,8 @@ from datetime import datetime
 from typing import Annotated, Literal
 
 from pydantic import AfterValidator, Field, StringConstraints, field_validator
-from pydantic_core import PydanticCustomError
 
-from desk.schema import ApiModel, IdStr, ReadModel
+from desk.schema import ApiModel, IdStr, ReadModel, not_null
 
 RoleName = Literal["admin", "user", "viewer"]
 EMAIL = re.compile(r"^[^@\s]+@[^@\s]+\.[^@\s]+$")
@@ -40,13 +39,7 @@ class UserAdminUpdate(ApiModel):
     active: bool | None = None
     password: Password | None = None
 
-    @field_validator("*", mode="before")
-    @classmethod
-    def _not_null(cls, value: object) -> object:
-        # Runs only for fields the request names: left out means "keep", null is a mistake (as for work orders).
-        if value is None:
-            raise PydanticCustomError("not_null", "must not be null; leave the field out to keep it as it is")
-        return value
+    _not_null = field_validator("*", mode="before")(not_null)
 
     def changes(self) -> dict[str, object]:
         """The fields sent, as stored (camelCase)."""

@@ -7,12 +7,10 @@ from pymongo.errors import DuplicateKeyError
 from desk.actors import Actor
 from desk.auth import passwords
 from desk.auth import service as auth_service
-from desk.errors import Conflict, Forbidden, NotFound, ValidationFailed
+from desk.errors import Conflict, Forbidden, NotFound, NothingToChange, ValidationFailed
 from desk.schema import OffsetPage, PageQuery, now, parse_object_id
 from desk.users import repository as repo
 from desk.users.models import UserAdminUpdate, UserCreate, UserRead
-
-NOTHING_TO_CHANGE = "Nothing to change."
 
 
 def _require_admin(actor: Actor) -> None:
@@ -90,7 +88,7 @@ async def update_user(*, db: AsyncDatabase, actor: Actor, user_id: str, data: Us
     _require_admin(actor)
     changes = data.changes()
     if not changes:
-        raise ValidationFailed(NOTHING_TO_CHANGE)
+        raise NothingToChange()
     target = await get_user_or_raise(db=db, actor=actor, user_id=user_id)
     if actor.id == target.id and (changes.get("role", "admin") != "admin" or changes.get("active") is False):
         raise Forbidden("You cannot remove your own admin role or deactivate yourself.")

@@ -41,7 +41,8 @@ async def get(order_id: str, db: Db, actor: CurrentActor) -> WorkOrderRead:
 
 @router.patch("/{order_id}", response_model=WorkOrderRead, responses=errors(*MISSING, ErrorCode.CONFLICT))
 async def update(order_id: str, body: WorkOrderUpdate, db: Db, actor: CurrentActor) -> WorkOrderRead:
-    """Change fields; `version` must be the one you read, else 409 CONFLICT with the current order."""
+    """Change fields (leave out what stays; null and nothing to change are 400); `version` must be the
+    one you read, else 409 CONFLICT with the current order."""
     return await service.update(db=db, actor=actor, order_id=order_id, data=body)
 
 

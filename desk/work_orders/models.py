@@ -3,9 +3,9 @@
 from datetime import datetime
 from typing import Annotated, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, StringConstraints, field_validator
+from pydantic import BaseModel, ConfigDict, Field, field_validator
 
-from desk.schema import MAX_LIMIT, MAX_OFFSET, ApiModel, IdStr, ReadModel
+from desk.schema import MAX_LIMIT, MAX_OFFSET, ApiModel, IdStr, ReadModel, multi_line, not_null, single_line
 
 Priority = Literal["low", "medium", "high", "urgent"]
 Status = Literal["pending", "in_progress", "done", "cancelled"]
@@ -13,8 +13,8 @@ PRIORITIES: tuple[Priority, ...] = ("low", "medium", "high", "urgent")
 STATUSES: tuple[Status, ...] = ("pending", "in_progress", "done", "cancelled")
 CLOSED: tuple[Status, ...] = ("done", "cancelled")
 
-Title = Annotated[str, StringConstraints(strip_whitespace=True, min_length=1, max_length=200)]
-Description = Annotated[str, StringConstraints(strip_whitespace=True, max_length=5000)]
+Title = single_line(min_length=1, max_length=200)
+Description = multi_line(max_length=5000)
 Version = Annotated[int, Field(ge=1, le=2**31)]
 
 
@@ -34,6 +34,8 @@ class WorkOrderUpdate(ApiModel):
     priority: Priority | None = None
     status: Status | None = None
     owner_id: str | None = None  # admins only
+
+    _not_null = field_validator("title", "description", "priority", "status", "owner_id")(not_null)
 
     def changes(self) -> dict[str, object]:
         """The fields to change, as stored (camelCase), without `version`."""

@@ -4,17 +4,21 @@ Every write here also moves the counters (desk/work_orders/counters.py) and appe
 change feed (desk/work_orders/changes.py), so no caller can forget either.
 """
 
+import logging
+import time
+import unicodedata
 from datetime import datetime
 from typing import Any
 
 from bson import ObjectId
-from pymongo import ASCENDING, DESCENDING, ReturnDocument
+from pymongo import ASCENDING, DESCENDING, ReturnDocument, UpdateOne
 from pymongo.asynchronous.database import AsyncDatabase
 
 from desk.work_orders import changes, counters, search
 from desk.work_orders.models import PRIORITIES
 
 Doc = dict[str, Any]
+log = logging.getLogger(__name__)
 
 SORTS: dict[str, list[tuple[str, int]]] = {
     "-createdAt": [("createdAt", DESCENDING), ("_id", DESCENDING)],
@@ -23,8 +27,8 @@ SORTS: dict[str, list[tuple[str, int]]] = {
     "updatedAt": [("updatedAt", ASCENDING), ("_id", ASCENDING)],
     "-priority": [("priorityRank", DESCENDING), ("createdAt", DESCENDING), ("_id", DESCENDING)],
     "priority": [("priorityRank", ASCENDING), ("createdAt", DESCENDING), ("_id", DESCENDING)],
-    "title": [("title", ASCENDING), ("_id", ASCENDING)],
-    "-title": [("title", DESCENDING), ("_id", DESCENDING)],
+    "title": [("titleKey", ASCENDING), ("_id", ASCENDING)],
+    "-title": [("titleKey", DESCENDING), ("_id", DESCENDING)],
 }
 
 
@@ -38,14 +42,30 @@ async def ensure_indexes(db: AsyncDatabase) -> None:
     await orders.create_index([("ownerId", ASCENDING), ("createdAt", DESCENDING)], name="owner_created")
     await orders.create_index([("status", ASCENDING), ("createdAt", DESCENDING)], name="status_created")
     await orders.create_index([("priorityRank", DESCENDING), ("createdAt", DESCENDING)], name="priority_created")
+    # "Title A-Z" reads an index in its order whatever the filter (a status filter chose status_created
+    # and sorted half the desk without status_title: 90 ms at 100,000 orders on the embedded engine).
+    await orders.create_index([("titleKey", ASCENDING), ("_id", ASCENDING)], name="title")
+    await orders.create_index([("ownerId", ASCENDING), ("titleKey", ASCENDING), ("_id", ASCENDING)], name="owner_title")
+    await orders.create_index([("status", ASCENDING), ("titleKey", ASCENDING), ("_id", ASCENDING)], name="status_title")
     await db["activity"].create_index([("workOrderId", ASCENDING), ("at", DESCENDING)], name="order_at")
     await changes.ensure_indexes(db)
     await search.ensure_indexes(db)
+    await _backfill_title_keys(db)
 
 
 def _derived(doc: Doc) -> Doc:
-    """A field kept only for sorting by priority in its natural order."""
-    return {"priorityRank": PRIORITIES.index(doc["priority"])}
+    """Fields kept only for sorting: priority in its natural order, titles as a person reads them."""
+    return {"priorityRank": PRIORITIES.index(doc["priority"]), "titleKey": title_key(doc["title"])}
+
+
+def title_key(title: str) -> str:
+    """What the title sort compares: case and accents dropped ("Éclair" files with "eclair", after "apple").
+
+    Compared by code point like any string, so MongoDB and the embedded engine sort it alike
+    and a plain index serves it; letters without a decomposition (ø, ł) still sort after z.
+    """
+    decomposed = unicodedata.normalize("NFKD", title)
+    return "".join(char for char in decomposed if not unicodedata.combining(char)).casefold()
 
 
 def filters(*, owner_id: ObjectId | None, status: str | None, priority: str | None) -> Doc:
@@ -60,7 +80,8 @@ def filters(*, owner_id: ObjectId | None, status: str | None, priority: str | No
     return found
 
 
-READ_FIELDS = {"priorityRank": 0}
+READ_FIELDS = {"priorityRank": 0, "titleKey": 0}
+NO_TITLE_KEY = {"titleKey": {"$exists": False}}
 
 
 async def insert(db: AsyncDatabase, doc: Doc) -> Doc:
@@ -122,3 +143,24 @@ async def append_activity(db: AsyncDatabase, entry: Doc) -> None:
 async def activity(db: AsyncDatabase, order_id: ObjectId, *, limit: int = 200) -> list[Doc]:
     cursor = db["activity"].find({"workOrderId": order_id}).sort([("at", DESCENDING), ("_id", DESCENDING)])
     return await cursor.limit(limit).to_list()
+
+
+async def _backfill_title_keys(db: AsyncDatabase, *, batch: int = 1000) -> None:
+    """Give orders stored before `titleKey` existed theirs, postings too; once done, one index probe.
+
+    Once per desk, about 4 ms an order on the embedded engine (postings are most of it). After a
+    change to `title_key`, unset every stored key (orders and postings) and this makes them again.
+    """
+    started, done, previous = time.monotonic(), 0, None
+    while docs := await _orders(db).find(NO_TITLE_KEY, {"title": 1, "description": 1}).limit(batch).to_list():
+        if docs[0]["_id"] == previous:  # the last batch was not written: stop rather than loop at start-up
+            raise RuntimeError("work_orders.titleKey backfill: an order is still without its key")
+        previous = docs[0]["_id"]
+        keyed = [{**doc, "titleKey": title_key(doc["title"])} for doc in docs]
+        await _orders(db).bulk_write(
+            [UpdateOne({"_id": d["_id"]}, {"$set": {"titleKey": d["titleKey"]}}) for d in keyed]
+        )
+        await search.stamp_title_keys(db, keyed)
+        done += len(keyed)
+    if done:
+        log.info("Gave %d work orders their title sort key in %.1f s", done, time.monotonic() - started)

@@ -10,7 +10,7 @@ import re
 from typing import Any
 
 from bson import ObjectId
-from pymongo import ASCENDING, DESCENDING
+from pymongo import ASCENDING, DESCENDING, UpdateMany
 from pymongo.asynchronous.database import AsyncDatabase
 
 Doc = dict[str, Any]
@@ -18,7 +18,7 @@ WORD = re.compile(r"\w+")
 MAX_TERMS = 500  # distinct words indexed per work order (a 5,000-character description has fewer)
 CAP = 1000  # matches counted before a search says "1,000+"
 MULTI_WORD_SCAN = 5000  # postings read per word when intersecting several words
-POSTED = ("ownerId", "status", "priority", "priorityRank", "title", "createdAt", "updatedAt")
+POSTED = ("ownerId", "status", "priority", "priorityRank", "titleKey", "createdAt", "updatedAt")
 
 
 def _postings(db: AsyncDatabase):
@@ -51,6 +51,19 @@ async def reindex(db: AsyncDatabase, order_id: ObjectId, before: Doc | None, aft
             {"_id": f"{order_id}:{term}", "term": term, "orderId": order_id, **shared} for term in _terms(after)
         ]
         await _postings(db).insert_many(postings)
+
+
+async def stamp_title_keys(db: AsyncDatabase, orders: list[Doc]) -> None:
+    """Copy each order's `titleKey` onto its postings, which carried the plain title before."""
+    ops = [
+        UpdateMany(
+            {"_id": {"$in": [f"{order['_id']}:{term}" for term in _terms(order)]}},
+            {"$set": {"titleKey": order["titleKey"]}, "$unset": {"title": ""}},
+        )
+        for order in orders
+    ]
+    if ops:
+        await _postings(db).bulk_write(ops, ordered=False)
 
 
 def _terms(doc: Doc) -> list[str]:

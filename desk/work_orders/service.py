@@ -5,8 +5,8 @@ from typing import Any
 from bson import ObjectId
 from pymongo.asynchronous.database import AsyncDatabase
 
-from desk.actors import Actor
-from desk.errors import Conflict, DeskError, Forbidden, NotFound, ValidationFailed
+from desk.actors import Actor, Role
+from desk.errors import Conflict, DeskError, Forbidden, NotFound, NothingToChange, ValidationFailed
 from desk.schema import OffsetPage, now, parse_object_id
 from desk.users import repository as users_repo
 from desk.work_orders import counters
@@ -34,15 +34,20 @@ def _visible(actor: Actor, doc: dict[str, Any]) -> bool:
 
 
 async def _owner_id(db: AsyncDatabase, actor: Actor, requested: str | None) -> ObjectId:
-    """The owner a write may set: yourself, or anyone existing when you are an admin."""
+    """The owner a write may set: yourself, or, when you are an admin, anyone who can work on orders."""
     if requested is None or requested == actor.id:
         return ObjectId(actor.id)
     if not actor.is_admin:
         raise Forbidden("Only admins can give a work order to someone else.")
     oid = parse_object_id(requested)
-    if oid is None or await users_repo.get(db, oid) is None:
+    owner = await users_repo.get(db, oid) if oid else None
+    if owner is None:
         raise ValidationFailed("The owner does not exist.", details={"field": "ownerId"})
-    return oid
+    if not owner.get("active", True):
+        raise ValidationFailed(f"{owner['name']} is deactivated.", details={"field": "ownerId"})
+    if owner["role"] == Role.VIEWER:
+        raise ValidationFailed(f"{owner['name']} is a viewer and cannot work on orders.", details={"field": "ownerId"})
+    return owner["_id"]
 
 
 async def create(*, db: AsyncDatabase, actor: Actor, data: WorkOrderCreate, run_id: str | None = None) -> WorkOrderRead:
@@ -128,8 +133,11 @@ async def update(
     """Change fields at the version the person saw; Conflict (and nothing written) when it moved on."""
     before = await _get_writable(db, actor, order_id)
     fields = data.changes()
-    if "ownerId" in fields:
-        fields["ownerId"] = await _owner_id(db, actor, data.owner_id)
+    if not fields:
+        raise NothingToChange()
+    if "ownerId" in fields:  # only a new owner is checked: someone deactivated since keeps their orders
+        same = data.owner_id == str(before["ownerId"])
+        fields["ownerId"] = before["ownerId"] if same else await _owner_id(db, actor, data.owner_id)
     _check_version(before, data.version)
     fields = {key: value for key, value in fields.items() if before.get(key) != value}
     if not fields:

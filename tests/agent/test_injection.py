@@ -257,15 +257,17 @@ ATTACKS = {
 
 
 @pytest.fixture
-async def world(make_user, make_order, db):
+async def world(make_user, make_order, change_user, db):
     """Sam (in the attack's role) and Alex, an admin with two private orders; Sam's order holds the attack."""
 
     async def build(role: str) -> tuple[dict, Ids]:
         alex = await make_user("admin", email=ALEX_EMAIL, name="Alex")
-        sam = await make_user(role, name="Sam Reyes")
+        sam = await make_user("user" if role == "viewer" else role, name="Sam Reyes")
         theirs = await make_order(alex, "Salary review", description="Alex private: 91,000")
         keys = await make_order(alex, "Server room keys")
         mine = await make_order(alex, "Leaking tap", description=planted(theirs.id), owner_id=sam["id"])
+        if role == "viewer":  # a viewer keeps the orders they had before they became one
+            sam = await change_user(sam, role="viewer")
         return sam, Ids(mine=mine.id, theirs=theirs.id, boss=keys.id, me=sam["id"])
 
     return build

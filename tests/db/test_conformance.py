@@ -389,6 +389,25 @@ async def test_keyset_pages_on_a_compound_index_with_id(db: AsyncDatabase) -> No
     assert await coll.count_documents({"_id": {"$nin": ids[:3]}, "picked": {"$exists": False}}) == 4
 
 
+async def test_strings_sort_by_code_point_on_a_compound_index(db: AsyncDatabase) -> None:
+    # The title sort key (desk/work_orders/repository.py) is compared as plain strings: MongoDB's
+    # default (no collation) and SQLite's BINARY both order UTF-8 bytes, that is code points.
+    coll = db["titled_orders"]
+    await coll.create_index([("ownerId", ASCENDING), ("titleKey", ASCENDING), ("_id", ASCENDING)])
+    keys = ["zebra", "ørsted", "apple", "Zebra", "ábaco", "ł", "中文", "apple", "a b", "ab"]
+    await coll.insert_many([{"_id": i, "ownerId": "u1", "titleKey": key} for i, key in enumerate(keys)])
+    await coll.insert_one({"_id": 99, "ownerId": "u1"})  # stored before the key existed
+    expected = sorted(range(len(keys)), key=lambda i: (keys[i], i))
+
+    up = await coll.find({"ownerId": "u1", "titleKey": {"$exists": True}}).sort([("titleKey", 1), ("_id", 1)]).to_list()
+    down = await coll.find({"ownerId": "u1"}).sort([("titleKey", -1), ("_id", -1)]).limit(len(keys)).to_list()
+    assert [doc["_id"] for doc in up] == expected
+    assert [doc["_id"] for doc in down] == expected[::-1]
+    assert [doc["_id"] for doc in await coll.find({"titleKey": {"$exists": False}}).to_list()] == [99]
+    await coll.update_one({"_id": 99}, {"$set": {"titleKey": "m"}})
+    assert await coll.find_one({"titleKey": {"$exists": False}}) is None
+
+
 async def test_projection(db: AsyncDatabase) -> None:
     coll = db["projected"]
     await coll.insert_one({"_id": 1, "title": "Tap", "description": "long", "createdAt": AT, "meta": {"a": 1, "b": 2}})

@@ -71,9 +71,10 @@ async def test_new_work_order_dialog_validates_beside_the_fields_then_creates(us
     assert (await db["work_orders"].find_one({}))["description"] == "Main door of room 214 won't latch."
 
 
-async def test_viewers_get_no_buttons_they_cannot_use(user: User, make_user, make_order, log_in):
-    viewer, admin = await make_user("viewer"), await make_user("admin")
+async def test_viewers_get_no_buttons_they_cannot_use(user: User, make_user, make_order, change_user, log_in):
+    viewer, admin = await make_user("user"), await make_user("admin")
     order = await make_order(admin, "Watched order", ownerId=viewer["id"])
+    viewer = await change_user(viewer, role="viewer")  # made a viewer after the order was theirs
     await log_in(user, viewer)
 
     await user.should_see("Watched order")
@@ -98,6 +99,25 @@ async def test_admins_see_everyone_and_filter_by_owner(user: User, make_user, ma
 
     await user.should_see("1–1 of 1", retries=WAIT)
     assert titles(user) == ["Sam's order"]
+
+
+async def test_an_admin_can_give_a_new_order_only_to_someone_who_can_work_on_it(
+    user: User, make_user, make_order, change_user, log_in
+):
+    admin = await make_user("admin", name="Dana Admin")
+    await make_user("user", name="Sam Rivera")
+    await make_user("viewer", name="Vic Viewer")
+    gone = await make_user("user", name="Lee Left")
+    await make_order(admin, "Lee's last order", ownerId=gone["id"])
+    await change_user(gone, active=False)
+    await log_in(user, admin)
+    await user.should_see("Lee Left", retries=WAIT)  # still an owner in the list and its filter
+
+    user.find(marker="new-order").click()
+
+    (select,) = user.find(marker="new-owner").elements
+    offered = set(select.options.values())
+    assert {"Dana Admin", "Sam Rivera"} <= offered and not {"Vic Viewer", "Lee Left"} & offered
 
 
 async def test_pages_of_twenty_five(user: User, make_user, make_order, log_in):

@@ -20,12 +20,19 @@ MATRIX = {
 CELLS = [(role, whose, action, status) for (role, whose), row in MATRIX.items() for action, status in row.items()]
 
 
+def _first_role(role: str) -> str:
+    """A viewer owns orders given to them before they became one: orders are not given to viewers."""
+    return "user" if role == "viewer" else role
+
+
 @pytest.mark.parametrize(("role", "whose", "action", "expected"), CELLS)
-async def test_matrix_cell(role, whose, action, expected, make_user, client_for, make_order, db):
-    person, someone = await make_user(role), await make_user("user")
+async def test_matrix_cell(role, whose, action, expected, make_user, client_for, make_order, change_user, db):
+    person, someone = await make_user(_first_role(role)), await make_user("user")
     admin = await make_user("admin")
     owner = person if whose == "own" else someone
     order = await make_order(admin, "Leaking tap", ownerId=owner["id"])
+    if role == "viewer":
+        person = await change_user(person, role="viewer")
     client = await client_for(person)
     url = f"/api/v1/work-orders/{order.id}"
 
@@ -71,10 +78,12 @@ async def test_create_matrix(role, for_other, expected, make_user, client_for, d
 
 
 @pytest.mark.parametrize("role", ["admin", "user", "viewer"])
-async def test_lists_show_only_what_the_role_may_see(role, make_user, client_for, make_order):
-    person, someone, admin = await make_user(role), await make_user("user"), await make_user("admin")
+async def test_lists_show_only_what_the_role_may_see(role, make_user, client_for, make_order, change_user):
+    person, someone, admin = await make_user(_first_role(role)), await make_user("user"), await make_user("admin")
     await make_order(admin, "Mine", ownerId=person["id"])
     await make_order(admin, "Theirs", ownerId=someone["id"])
+    if role == "viewer":
+        person = await change_user(person, role="viewer")
     client = await client_for(person)
 
     titles = {o["title"] for o in (await client.get("/api/v1/work-orders")).json()["items"]}
@@ -117,3 +126,49 @@ async def test_the_system_actor_is_refused_on_every_general_path(make_user, make
     stored = await db["work_orders"].find_one({})
     assert (stored["priority"], stored["version"]) == ("medium", 1)
     assert await db["work_orders"].count_documents({}) == 1
+
+
+@pytest.mark.parametrize(
+    ("change", "message"),
+    [
+        ({"active": False}, "Sam Rivera is deactivated."),
+        ({"role": "viewer"}, "Sam Rivera is a viewer and cannot work on orders."),
+    ],
+)
+async def test_orders_are_given_only_to_people_who_can_work_on_them(
+    change, message, make_user, client_for, make_order, change_user, db
+):
+    admin, sam = await make_user("admin"), await make_user("user", name="Sam Rivera")
+    await change_user(sam, **change)
+    order = await make_order(admin, "Leaking tap")
+    client = await client_for(admin)
+
+    created = await client.post("/api/v1/work-orders", json={"title": "New chairs", "ownerId": sam["id"]})
+    moved = await client.patch(f"/api/v1/work-orders/{order.id}", json={"version": 1, "ownerId": sam["id"]})
+
+    for response in (created, moved):
+        assert response.status_code == 400
+        error = response.json()["error"]
+        assert (error["code"], error["message"], error["details"]) == (
+            "VALIDATION_ERROR",
+            message,
+            {"field": "ownerId"},
+        )
+    assert await db["work_orders"].count_documents({}) == 1
+    stored = await db["work_orders"].find_one({})
+    assert (stored["ownerId"], stored["version"]) == (ObjectId(admin["id"]), 1)
+
+
+async def test_an_order_kept_by_someone_deactivated_later_can_still_be_edited(
+    make_user, client_for, make_order, change_user
+):
+    admin, sam = await make_user("admin"), await make_user("user")
+    order = await make_order(admin, "Leaking tap", ownerId=sam["id"])
+    await change_user(sam, active=False)
+
+    response = await (await client_for(admin)).patch(
+        f"/api/v1/work-orders/{order.id}", json={"version": 1, "ownerId": sam["id"], "priority": "high"}
+    )
+
+    assert response.status_code == 200
+    assert (response.json()["ownerId"], response.json()["priority"]) == (sam["id"], "high")
