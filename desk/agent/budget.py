@@ -13,7 +13,7 @@ import asyncio
 import hashlib
 from collections.abc import Iterable
 from dataclasses import dataclass
-from datetime import datetime, timedelta
+from datetime import UTC, datetime, time, timedelta
 
 from pymongo import ASCENDING, ReturnDocument, UpdateOne
 from pymongo.asynchronous.database import AsyncDatabase
@@ -28,6 +28,13 @@ CAP_OWNERS = {"user": "your", "agent": "the assistant's", "global": "the desk's"
 class BudgetExceeded(DeskError):
     code = ErrorCode.AI_BUDGET_EXCEEDED
     default_message = "Today's AI budget is used up. It resets at midnight UTC."
+
+    def __init__(self, message: str | None = None) -> None:
+        """With Retry-After (and `details.retryAfter`): the seconds until the ledger's day ends, midnight UTC."""
+        moment = now()
+        midnight = datetime.combine(moment.date() + timedelta(days=1), time(), tzinfo=UTC)
+        retry_after = max(1, int((midnight - moment).total_seconds()))
+        super().__init__(message, headers={"Retry-After": str(retry_after)}, details={"retryAfter": retry_after})
 
 
 @dataclass(frozen=True)

@@ -11,7 +11,7 @@ import json
 import socket
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable
-from datetime import timedelta
+from datetime import UTC, datetime, timedelta
 
 import httpx
 import pytest
@@ -648,10 +648,16 @@ async def test_message_over_budget_is_429(ai_settings, provider, client_for, mak
     session_id = await open_session(client)
     await budget.charge(db, user_id=sam["id"], agent="copilot", usd=ai_settings.ai_daily_spend_usd)
 
+    sent_at = now()
     response, _ = await send(client, session_id, f"hello {PROMPT_MARKER}")
 
-    refused(response, 429, ErrorCode.AI_BUDGET_EXCEEDED)
+    error = refused(response, 429, ErrorCode.AI_BUDGET_EXCEEDED)
     assert await db["agent_runs"].count_documents({}) == 0
+    # try again when the ledger's day ends, at midnight UTC
+    midnight = datetime(sent_at.year, sent_at.month, sent_at.day, tzinfo=UTC) + timedelta(days=1)
+    wait = int(response.headers["Retry-After"])
+    assert error["details"] == {"retryAfter": wait}
+    assert abs(sent_at + timedelta(seconds=wait) - midnight) < timedelta(seconds=5)
 
 
 def _minute() -> tuple[int, int]:
