@@ -251,3 +251,31 @@ async def test_a_null_in_an_admin_user_update_names_the_field_and_writes_nothing
     assert [(p["field"], p["type"]) for p in error["details"]] == [(field, "not_null")]
     assert error["message"].startswith(f"The request is not valid: {field}: must not be null")
     assert await _snapshot(db) == before
+
+
+@pytest.mark.parametrize(
+    ("method", "path", "body", "field", "collection"),
+    [
+        (
+            "post",
+            "/api/v1/admin/users",
+            {"email": "x@example.com", "name": "Dana\u0000", "password": "tulip-orbit-42"},
+            "name",
+            "users",
+        ),
+        ("post", "/api/v1/auth/tokens", {"name": "ci\u001b[31m"}, "name", "api_tokens"),
+    ],
+    ids=["a person's name", "a token's name"],
+)
+async def test_every_text_field_refuses_control_characters(
+    method, path, body, field, collection, make_user, client_for, db
+):
+    client = await client_for(await make_user("admin"))
+    before = await db[collection].count_documents({})
+
+    response = await getattr(client, method)(path, json=body)
+
+    assert response.status_code == 400
+    error = response.json()["error"]
+    assert [problem["field"] for problem in error["details"]] == [field] and "control character" in error["message"]
+    assert await db[collection].count_documents({}) == before

@@ -5,11 +5,13 @@ from typing import Annotated, Any
 
 from pydantic import Field, StringConstraints
 
-from desk.schema import ApiModel, IdStr, ReadModel
+from desk.schema import ApiModel, IdStr, ReadModel, multi_line
+
+MessageText = multi_line(min_length=1, max_length=4000)
 
 
 class MessageIn(ApiModel):
-    content: Annotated[str, StringConstraints(strip_whitespace=True, min_length=1, max_length=4000)]
+    content: MessageText
 
 
 class DecideIn(ApiModel):

@@ -5,8 +5,10 @@ from typing import Annotated
 
 from pydantic import Field, StringConstraints
 
-from desk.schema import ApiModel, IdStr, ReadModel
+from desk.schema import ApiModel, IdStr, ReadModel, single_line
 from desk.users.models import Password
+
+TokenName = single_line(min_length=1, max_length=100)
 
 
 class LoginRequest(ApiModel):
@@ -26,7 +28,7 @@ class ProfileUpdate(ApiModel):
 
 
 class TokenCreate(ApiModel):
-    name: Annotated[str, StringConstraints(strip_whitespace=True, min_length=1, max_length=100)]
+    name: TokenName
 
 
 class TokenRead(ReadModel):

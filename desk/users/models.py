@@ -6,7 +6,7 @@ from typing import Annotated, Literal
 
 from pydantic import AfterValidator, Field, StringConstraints, field_validator
 
-from desk.schema import ApiModel, IdStr, ReadModel, not_null
+from desk.schema import ApiModel, IdStr, ReadModel, not_null, single_line
 
 RoleName = Literal["admin", "user", "viewer"]
 EMAIL = re.compile(r"^[^@\s]+@[^@\s]+\.[^@\s]+$")
@@ -19,7 +19,7 @@ def _email(value: str) -> str:
 
 
 Email = Annotated[str, StringConstraints(strip_whitespace=True, max_length=254), AfterValidator(_email)]
-Name = Annotated[str, StringConstraints(strip_whitespace=True, min_length=1, max_length=100)]
+Name = single_line(min_length=1, max_length=100)
 Password = Annotated[str, Field(min_length=1, max_length=128)]
 
 

@@ -642,6 +642,24 @@ async def test_message_when_the_desk_turned_ai_off_is_403(ai_settings, provider,
     assert await db["agent_runs"].count_documents({}) == 0
 
 
+async def test_a_message_keeps_its_line_breaks_but_no_other_control_character(
+    provider, fake_provider, client_for, make_user, db
+):
+    sam = await make_user("user")
+    client = await client_for(sam)
+    session_id = await open_session(client)
+
+    response, _ = await send(client, session_id, f"hello\u001b[2J {PROMPT_MARKER}")
+
+    error = refused(response, 400, ErrorCode.VALIDATION_ERROR)
+    assert [problem["field"] for problem in error["details"]] == ["content"]
+    assert await db["agent_runs"].count_documents({}) == 0 and not fake_provider.requests
+    fake_provider.script(Turn.text("Noted."))
+    response, events = await send(client, session_id, "Two things:\r\n1. the tap\r\n2. the door")
+    assert response.status_code == 200 and events[-1].status == "complete"
+    assert fake_provider.requests[-1]["messages"][-1]["content"] == "Two things:\n1. the tap\n2. the door"
+
+
 async def test_message_over_budget_is_429(ai_settings, provider, client_for, make_user, db):
     sam = await make_user("user")
     client = await client_for(sam)
