@@ -58,6 +58,7 @@ class RunState:
     seen_ids: set[str] = field(default_factory=set)
     versions: dict[str, int] = field(default_factory=dict)
     cache: dict[str, str] = field(default_factory=dict)
+    pasted: dict[str, str] = field(default_factory=dict)  # results shown to the model (by digest) -> the tool
     executed: set[str] = field(default_factory=set)  # fingerprints of writes already made in this run
     rejected: dict[str, int] = field(default_factory=dict)
     unknown_tools: int = 0
@@ -388,10 +389,16 @@ class CopilotTurn:
             return
         self.state.versions.update(output.seen)
         self.state.seen_ids.update(output.seen)
-        self.state.seen_ids.update(OBJECT_ID.findall(json.dumps(output.result)))
+        shown = json.dumps(output.result, sort_keys=True)
+        self.state.seen_ids.update(OBJECT_ID.findall(shown))
         self.state.cache[key] = "done"
+        digest = hashlib.sha256(shown.encode()).hexdigest()
+        if earlier := self.state.pasted.get(digest):  # spec §4.7: an identical result is never pasted twice
+            note = f"Same result as your earlier {earlier} call in this turn."
+            _fill(answer, "ok", {"note": note}, "Reused an earlier answer")
+            return
+        self.state.pasted[digest] = tool.name
         _fill(answer, "ok", output.result, tool.say(output))
-        answer["result"] = output.result
 
     async def _write(
         self, tool: Tool, call: ToolCallRequest, args: dict, key: str, answer: dict, *, context: ToolContext
@@ -568,6 +575,7 @@ class CopilotTurn:
         self.state.seen_ids.update(output.seen)
         self.state.executed.add(key)
         self.state.cache.clear()  # earlier reads no longer describe the desk: answering from them would be stale
+        self.state.pasted.clear()
         _fill(answer, "executed", output.result, tool.say(output))
         return None
 

@@ -249,6 +249,30 @@ async def test_an_identical_read_is_answered_from_the_cache(start, fake_provider
     assert json.loads(second["content"]) == SAME_RESULT
 
 
+async def test_a_different_question_with_the_same_answer_is_not_pasted_twice(
+    start, fake_provider, make_user, make_order, db
+):
+    """Spec §4.7: identical results are never re-pasted (here, every order is pending: the filter changes nothing)."""
+    sam = await make_user()
+    await make_order(sam, "Leaking tap")
+    fake_provider.script(
+        Turn.tool_calls(("list_my_work_orders", {})),
+        Turn.tool_calls(("list_my_work_orders", {"status": "pending"})),
+        Turn.tool_calls(("search_my_work_orders", {"q": "door"})),  # another answer: shown in full
+        Turn.text("You have one."),
+    )
+
+    events = await drain(await start(sam))
+
+    listed, filtered, searched = tool_messages(fake_provider.requests[3])
+    assert json.loads(listed["content"])["total"] == 1
+    assert json.loads(filtered["content"]) == {
+        "note": "Same result as your earlier list_my_work_orders call in this turn."
+    }
+    assert json.loads(searched["content"])["total"] == 0
+    assert [e.outcome for e in events if e.kind == "tool_result"] == ["ok", "ok", "ok"]
+
+
 async def test_a_read_after_the_runs_own_change_is_not_answered_from_the_cache(
     start, fake_provider, make_user, make_order, db
 ):
