@@ -61,16 +61,21 @@ def serve_fake(port: int) -> subprocess.Popen:
     As a thread of the bench it shared the load generator's GIL, so the desk's calls to it could
     wait on the bench's own work (measured: within the noise, but nothing the desk should pay for).
     """
-    command = ["-m", "uvicorn", "bench.copilot:fake_provider", "--host", "127.0.0.1", "--port", str(port)]
-    fake = subprocess.Popen([sys.executable, *command, "--log-level", "warning"])  # noqa: S603 - our own module
+    return serve("bench.copilot:fake_provider", port)
+
+
+def serve(app: str, port: int, env: dict[str, str] | None = None) -> subprocess.Popen:
+    """The ASGI `app` (module:name) under uvicorn in its own process, once it accepts connections."""
+    command = ["-m", "uvicorn", app, "--host", "127.0.0.1", "--port", str(port), "--log-level", "warning"]
+    server = subprocess.Popen([sys.executable, *command], env=env)  # noqa: S603 - our own module
     deadline = time.monotonic() + 30
     while time.monotonic() < deadline:
         with socket.socket() as sock:
             if sock.connect_ex(("127.0.0.1", port)) == 0:
-                return fake
+                return server
         time.sleep(0.05)
-    fake.kill()
-    raise RuntimeError("the fake provider did not start")
+    server.kill()
+    raise RuntimeError(f"{app} did not start")
 
 
 class Stream:

@@ -23,18 +23,14 @@ import asyncio
 import functools
 import json
 import os
-import socket
-import subprocess
-import sys
 import tempfile
-import time
 from pathlib import Path
 
 import httpx
 from bson import ObjectId
 from pymongo import AsyncMongoClient, MongoClient, ReturnDocument, UpdateOne
 
-from bench.copilot import Stream, compare, free_port, running, serve_fake
+from bench.copilot import Stream, compare, free_port, running, serve, serve_fake
 from desk.actors import Actor, Role
 from desk.agent.prompt import SYSTEM_PROMPT
 from desk.agent.tools import REGISTRY
@@ -133,19 +129,6 @@ async def floor_app(scope, receive, send) -> None:
     await _floor.turn(int(scope["path"].rsplit("/", 1)[1]), json.loads(body)["content"], send)
 
 
-def serve_floor(port: int, env: dict[str, str]) -> subprocess.Popen:
-    command = ["-m", "uvicorn", "bench.copilot_floor:floor_app", "--host", "127.0.0.1", "--port", str(port)]
-    server = subprocess.Popen([sys.executable, *command, "--log-level", "warning"], env=env)  # noqa: S603
-    deadline = time.monotonic() + 30
-    while time.monotonic() < deadline:
-        with socket.socket() as sock:
-            if sock.connect_ex(("127.0.0.1", port)) == 0:
-                return server
-        time.sleep(0.05)
-    server.kill()
-    raise RuntimeError("the floor app did not start")
-
-
 async def ttft_floor(stream: Stream, person: int) -> float:
     return await stream.first(f"/turns/{person}", {"content": "Anything open?"}, b"event: token")
 
@@ -182,7 +165,7 @@ def main() -> None:
         for writes, title in (("0", "checks and call"), ("1", "and the turn's writes")):
             port = free_port()
             env = os.environ | {"MONGODB_URI": uri, "FLOOR_FAKE_URL": fake_url, "FLOOR_WRITES": writes}
-            with running(serve_floor(port, env)) as server:
+            with running(serve("bench.copilot_floor:floor_app", port, env)) as server:
                 print(f"\n== floor: {title} (its figures in the 'desk' columns)")
                 pids = {"floor": server.pid, "database": database.pid, "fake": fake.pid, "bench": os.getpid()}
                 asyncio.run(
