@@ -12,6 +12,7 @@ import json
 import logging
 import re
 import time
+import weakref
 from collections.abc import AsyncIterator, Awaitable
 from dataclasses import dataclass, field
 from datetime import timedelta
@@ -101,9 +102,10 @@ class CopilotTurn:
         self.records: asyncio.Task | None = None
         self.run_stored = False
         self.unrecorded: Usage | None = None  # the last call, billed to the ledger but not yet to the run
-        self.driver: asyncio.Task | None = None  # the task reading our events: `interrupt` cancels it
+        self.driver: asyncio.Task | None = None  # the task reading our events (`interrupt` may cancel it)
+        self.calling = False  # the reader is waiting inside us for the model's next chunk
         self.interrupted = False
-        self.awaiting: str | None = None  # the staged change the person is being asked about now
+        _LIVE.setdefault(actor.id, weakref.WeakSet()).add(self)  # weak: a turn never read is simply forgotten
 
     def record(self, content: str) -> None:
         """Take the person's message; it and the run are stored in the background once the first token is out.
@@ -141,7 +143,6 @@ class CopilotTurn:
         """
         ending: tuple[str, str | None] | None = ("aborted", None)  # the consumer stopped, or the task was cancelled
         self.driver = asyncio.current_task()
-        _LIVE.setdefault(self.actor.id, set()).add(self)
         try:
             try:
                 # aclosing (here and around each step): when our consumer stops early, the step's upstream
@@ -150,12 +151,10 @@ class CopilotTurn:
                     async for event in loop:
                         yield event
             except asyncio.CancelledError:
-                if not self._interrupt_landed():
+                if not self._take_back_interrupt():
                     raise
                 ending = None
-                status = await self._finish("aborted")  # which expires the approval being waited for, if any
-                if self.awaiting is not None:
-                    yield ToolApprovalExpired(tool_call_id=self.awaiting)
+                status = await self._finish("aborted")
                 yield MessageDone(run_id=self.run_id, status=status, notice=INTERRUPTED)
             else:
                 ending = None
@@ -163,10 +162,11 @@ class CopilotTurn:
             ending = ("error", "internal")
             raise
         finally:
-            mine = _LIVE.get(self.actor.id, set())
-            mine.discard(self)
-            if not mine:
-                _LIVE.pop(self.actor.id, None)
+            mine = _LIVE.get(self.actor.id)
+            if mine is not None:
+                mine.discard(self)
+                if not mine:
+                    _LIVE.pop(self.actor.id, None)
             # One task for the whole wind-down: a second cancel (Stop pressed twice, a server's cancel
             # scope) interrupts only our wait for it, never the release that lets the next message in.
             closing = asyncio.ensure_future(self._close(ending))
@@ -175,18 +175,21 @@ class CopilotTurn:
             await asyncio.shield(closing)
 
     def interrupt(self) -> None:
-        """Stop now, in the middle of a model call too: the person logged out or lost access (see `interrupt`).
+        """Stop: the run was ended elsewhere (a logout, a deactivation, the sweeper; see `interrupt` below).
 
-        The task reading our events is cancelled, as when the person presses Stop; `events` takes that
-        cancel back and ends the run with `message_done` (`aborted`) instead of just going quiet.
+        While the reader waits inside us for the model's next chunk, its task is cancelled there, so the
+        call is cut short at once, and `events` takes that cancel back. Anywhere else the run stops at
+        its next look at `interrupted` (the next chunk, step, or poll of an approval): a cancel must never
+        land in the reader's own code. Either way the stream ends with `message_done` (`aborted`).
         """
-        if self.interrupted or self.driver is None or self.driver.done():
+        if self.interrupted:
             return
         self.interrupted = True
-        self.driver.cancel()
+        if self.calling and self.driver is not None and not self.driver.done():
+            self.driver.cancel()
 
-    def _interrupt_landed(self) -> bool:
-        """Whether the cancel being handled is `interrupt`'s alone (then it is taken back, as asyncio.timeout does)."""
+    def _take_back_interrupt(self) -> bool:
+        """True when the cancel being handled is `interrupt`'s alone; it is then withdrawn (as asyncio.timeout does)."""
         task = asyncio.current_task()
         return self.interrupted and task is not None and task.uncancel() == 0
 
@@ -211,7 +214,7 @@ class CopilotTurn:
             status = await self._finish(ended.status, ended.code)
             if ended.event is not None:
                 yield ended.event
-            yield MessageDone(run_id=self.run_id, status=status)
+            yield MessageDone(run_id=self.run_id, status=status, notice=INTERRUPTED if self.interrupted else None)
             return
         status = await self._finish("budget_exceeded", "step_cap")
         yield Error(code=ErrorCode.AI_BUDGET_EXCEEDED, message="The assistant used all its steps for this message.")
@@ -227,7 +230,9 @@ class CopilotTurn:
         keeper = asyncio.create_task(self._keep_lease(), name=f"copilot-lease-{self.run_id}")
         try:
             async with contextlib.aclosing(self.provider.stream(messages, tools)) as stream:
-                async for chunk in stream:  # leaving early closes the upstream call at once
+                while (chunk := await self._next(stream)) is not None:  # leaving early closes the upstream call
+                    if self.interrupted:  # ended elsewhere while the last chunk was with the reader
+                        raise RunEnded("aborted")
                     if isinstance(chunk, Completed):
                         completed = chunk
                     else:
@@ -245,8 +250,8 @@ class CopilotTurn:
         finally:  # every call bills (spec §4.7), before anything else can end the run
             keeper.cancel()
             if completed is not None:  # the ledger now; the run with its next write (`unrecorded`)
+                self.unrecorded = completed.usage  # first: a cancel during the charge must not lose it
                 await asyncio.shield(self._charge(completed.usage))
-                self.unrecorded = completed.usage
             elif not billed:  # cut short: estimated
                 await asyncio.shield(self._bill(Usage(_tokens(messages), len(text) // CHARS_PER_TOKEN)))
         assert completed is not None
@@ -266,6 +271,14 @@ class CopilotTurn:
         async for event in self._tool_calls(completed.tool_calls, messages):
             yield event
 
+    async def _next(self, stream: AsyncIterator) -> Any:
+        """The model call's next chunk (None at its end); only while the reader waits here may `interrupt` cancel it."""
+        self.calling = True
+        try:
+            return await anext(stream, None)
+        finally:
+            self.calling = False
+
     async def _keep_lease(self) -> None:
         """While a model call takes its time: keep the run's lease, and stop the run if it was ended elsewhere.
 
@@ -274,13 +287,16 @@ class CopilotTurn:
         not come yet) and its lease renewed; a run no longer running (a logout in another web process,
         the sweeper) is interrupted.
         """
-        while True:
-            await asyncio.sleep(LEASE.total_seconds() / 3)
-            if not await self.recorded():
-                return  # the step ends the run for that itself (`_require_records`)
-            if not await runs.renew_lease(self.db, self.run["_id"], LEASE):
-                self.interrupt()
-                return
+        try:
+            while True:
+                await asyncio.sleep(LEASE.total_seconds() / 3)
+                if not await self.recorded():
+                    return  # the step ends the run for that itself (`_require_records`)
+                if not await runs.renew_lease(self.db, self.run["_id"], LEASE):
+                    self.interrupt()
+                    return
+        except Exception as error:  # nobody awaits this task: say it here (the type only, as everywhere)
+            log.warning("could not keep a copilot run's lease (%s)", type(error).__name__)
 
     # --- one step's tool calls -------------------------------------------------------------
 
@@ -467,9 +483,7 @@ class CopilotTurn:
                 diff=approvals.diff(tool.name, args, pre),
                 expires_at=staged["approval"]["expiresAt"],
             )
-            self.awaiting = str(staged["_id"])
             decided = await self._wait_for_decision(staged)
-            self.awaiting = None
             status = decided["approval"]["status"]
             if status == "expired":
                 raise RunEnded("expired", ToolApprovalExpired(tool_call_id=str(staged["_id"])))
@@ -479,7 +493,7 @@ class CopilotTurn:
             person, running = await asyncio.gather(
                 self._person_now(), runs.renew_lease(self.db, self.run["_id"], LEASE)
             )
-            if not running:  # ended since the click (a logout in another tab, the sweeper): nothing is made
+            if self.interrupted or not running:  # ended since the click (a logout, the sweeper): nothing is made
                 await runs.update_tool_call(self.db, staged["_id"], {"outcome": "aborted"})
                 raise RunEnded("aborted")
             if person is None or person.role not in tool.roles:  # turned off, deactivated or demoted meanwhile
@@ -511,7 +525,7 @@ class CopilotTurn:
             if current["approval"]["expiresAt"] <= now():
                 await approvals.expire_for_run(self.db, self.run["_id"])
                 return {**current, "approval": {**current["approval"], "status": "expired"}}
-            if not await runs.renew_lease(self.db, self.run["_id"], LEASE):  # aborted by logout or the sweeper
+            if self.interrupted or not await runs.renew_lease(self.db, self.run["_id"], LEASE):  # ended elsewhere
                 raise RunEnded("aborted")
 
     async def _rejected(self, tool: Tool, staged: dict, key: str, decided: dict, answer: dict) -> None:
@@ -594,6 +608,8 @@ class CopilotTurn:
 
     async def _before_call(self, messages: list[dict]) -> Error | None:
         """Checks between steps: still running (not aborted), still allowed, budget left, context fits."""
+        if self.interrupted:
+            raise RunEnded("aborted")
         if self.fresh:
             self.fresh = False
             return self._context_too_long(messages)
@@ -731,15 +747,17 @@ class CopilotTurn:
 
 
 _background: set[asyncio.Task] = set()  # record and wind-down tasks nobody may await (strong refs until done)
-_LIVE: dict[str, set[CopilotTurn]] = {}  # person id -> their turns running in this process
-INTERRUPTED = "Stopped: you signed out, or your access to the assistant changed."
+_LIVE: dict[str, weakref.WeakSet[CopilotTurn]] = {}  # person id -> their turns in this process
+INTERRUPTED = "Stopped: this conversation was ended elsewhere (you signed out, or your access changed)."
 
 
 def interrupt(user_id: str) -> None:
     """Stop this process's turns of `user_id` at once; `sessions.abort_runs` has ended their runs in the database.
 
     On its own a turn notices that only at its next check, which may come after a long model call
-    (or, in another web process, at its lease keeper's next renewal: a third of a lease).
+    (or, in another web process, at its lease keeper's next renewal: a third of a lease). A turn in
+    another process that has not stored its run yet (no first token so far) is not found there: it
+    stops at its next step's check only if its person lost AI access, else it runs to its end.
     """
     for turn in tuple(_LIVE.get(user_id, ())):
         turn.interrupt()

@@ -179,3 +179,24 @@ async def test_a_logout_in_another_process_stops_a_long_call_within_a_renewal(
     assert events[-1].kind == "message_done" and events[-1].status == "aborted"
     assert sum(e.kind == "token" for e in events) < 5  # stopped after a renewal (0.1 s), not at the answer's end
     assert await fake_provider.wait_for_disconnect()
+
+
+async def test_a_logout_while_the_reader_is_busy_never_cancels_the_readers_own_code(
+    start, fake_provider, make_user, db
+):
+    """The drawer or an SSE pump may wait between events; the stop must come from the run, not as a cancel there."""
+    sam = await make_user()
+    fake_provider.script(Turn.slow("a long answer that keeps on coming", delay=0.05, chunks=10))
+    busy = []
+
+    async def log_out_then_keep_busy(event) -> None:
+        if event.kind == "token" and not busy:
+            await abort_runs(db=db, user_id=sam["id"])
+            await asyncio.sleep(0.1)  # the reader's own work between two events
+            busy.append(event)
+
+    events = await drain(await start(sam), log_out_then_keep_busy)
+
+    assert busy and events[-1].kind == "message_done" and events[-1].status == "aborted"
+    assert events[-1].notice == runtime.INTERRUPTED
+    assert sum(e.kind == "token" for e in events) == 1
