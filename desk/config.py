@@ -6,7 +6,7 @@ import socket
 import sys
 from pathlib import Path
 from typing import Annotated, Literal
-from urllib.parse import urlsplit
+from urllib.parse import unquote, urlsplit
 
 from pydantic import Field, SecretStr, ValidationError, field_validator, model_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
@@ -72,7 +72,7 @@ class Settings(BaseSettings):
             if value is not None
         ]
         if self.mongodb_uri is not None and (password := urlsplit(self.mongodb_uri.get_secret_value()).password):
-            found.append(password)
+            found += [password, unquote(password)]  # as written in the URI, and as the driver sends it
         return found
 
     @field_validator("desk_admin_email")

@@ -28,11 +28,11 @@ def never_log(*values: str | None) -> None:
 
 def redact(text: str) -> str:
     """`text` with every configured secret and every secret-looking value replaced by [REDACTED]."""
-    for value in _CONFIGURED:
-        text = text.replace(value, "[REDACTED]")
     text = _SECRET_PATTERNS[0].sub(lambda m: f"{m.group(1)}{m.group(2)}[REDACTED]", text)
     for pattern in _SECRET_PATTERNS[1:]:
         text = pattern.sub("[REDACTED]", text)
+    for value in _CONFIGURED:  # after the patterns: a secret that is also a key word must not hide its value
+        text = text.replace(value, "[REDACTED]")
     return text
 
 

@@ -47,14 +47,21 @@ def test_the_handler_writes_redacted_json_lines(capsys):
 def test_configured_secrets_are_redacted_whatever_they_look_like(monkeypatch):
     monkeypatch.setattr("desk.logs._CONFIGURED", [])
     settings = Settings(
-        mongodb_uri="mongodb://desk:Plain0ldPassw0rd@db.internal:27017/",
+        mongodb_uri="mongodb://desk:Plain0ld%40Passw0rd@db.internal:27017/",
         desk_secret="s" * 40,
         ai_api_key="9f8e7d6c5b4a39281706",  # a self-hosted model's key: no sk- prefix, no key= before it
     )
 
     never_log(*settings.secrets())
 
-    line = "call failed with 9f8e7d6c5b4a39281706; retried as desk:Plain0ldPassw0rd at db.internal"
-    assert redact(line) == "call failed with [REDACTED]; retried as desk:[REDACTED] at db.internal"
+    line = "call failed with 9f8e7d6c5b4a39281706; retried as desk:Plain0ld@Passw0rd, uri desk:Plain0ld%40Passw0rd"
+    assert redact(line) == "call failed with [REDACTED]; retried as desk:[REDACTED], uri desk:[REDACTED]"
     assert "s" * 40 not in redact("storage " + "s" * 40)
     assert redact("a short word like desk stays") == "a short word like desk stays"
+
+
+def test_a_configured_secret_that_is_also_a_key_word_does_not_unmask_a_value(monkeypatch):
+    monkeypatch.setattr("desk.logs._CONFIGURED", [])
+    never_log("password")  # a careless admin password
+
+    assert "hunter2hunter2" not in redact("password=hunter2hunter2")

@@ -118,8 +118,9 @@ async def decide(
             if decided["approval"]["status"] == "expired":
                 raise ApprovalExpired()
             if decided["approval"]["status"] == "stale":  # re-staged with fresh values: point at the new one
-                again = await runs.pending_approvals(db, call["runId"])
-                raise ApprovalStale(details={"toolCallId": str(again[-1]["_id"])} if again else None)
+                again = await runs.pending_approvals(db, call["runId"])  # none yet, for a moment after it went stale
+                newest = max((c["_id"] for c in again), default=None)
+                raise ApprovalStale(details={"toolCallId": str(newest)} if newest else None)
             raise ApprovalResolved(f"This change was already {decided['approval']['status']}.")
     return AgentToolCallRead.model_validate(decided)
 

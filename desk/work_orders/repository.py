@@ -157,10 +157,10 @@ async def _backfill_title_keys(db: AsyncDatabase, *, batch: int = 1000) -> None:
             raise RuntimeError("work_orders.titleKey backfill: an order is still without its key")
         previous = docs[0]["_id"]
         keyed = [{**doc, "titleKey": title_key(doc["title"])} for doc in docs]
+        await search.stamp_title_keys(db, keyed)  # postings first: a crash in between leaves the order to redo
         await _orders(db).bulk_write(
             [UpdateOne({"_id": d["_id"]}, {"$set": {"titleKey": d["titleKey"]}}) for d in keyed]
         )
-        await search.stamp_title_keys(db, keyed)
         done += len(keyed)
     if done:
         log.info("Gave %d work orders their title sort key in %.1f s", done, time.monotonic() - started)
