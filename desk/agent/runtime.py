@@ -459,6 +459,9 @@ class CopilotTurn:
                 _fill(answer, "error", {"error": "That work order no longer exists."}, "Found the work order gone")
                 return
             pre, version = image.fields, image.version
+        if not approvals.diff(tool.name, args, pre).changed:  # nothing to show the person, nothing to make
+            _fill(answer, "error", {"error": "This change would change nothing."}, "Proposed a change of nothing")
+            return
         answer["staged"] = True
         answer["record"] = False  # the staged tool call is its own record
         self.staged = True

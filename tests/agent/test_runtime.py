@@ -384,6 +384,23 @@ async def test_a_change_made_after_the_models_read_is_in_the_diff_and_the_staged
     assert (stored.title, stored.priority) == ("Leaking tap (kitchen)", "urgent")
 
 
+@pytest.mark.parametrize("fields", [{}, {"priority": "medium", "title": "Leaking tap"}], ids=["no field", "as it is"])
+async def test_a_change_that_changes_nothing_is_never_put_to_the_person(
+    start, fake_provider, make_user, make_order, db, fields
+):
+    sam = await make_user()
+    tap = await make_order(sam, "Leaking tap")  # medium priority
+    fake_provider.script(*Turn.read_then_update(tap.id, **fields), Turn.text("Nothing to do."))
+
+    events = await drain(await start(sam))
+
+    assert not [e for e in events if e.kind == "tool_approval_required"]
+    assert [e.outcome for e in events if e.kind == "tool_result"] == ["ok", "error"]
+    told = json.loads(tool_messages(fake_provider.requests[2])[-1]["content"])
+    assert told == {"error": "This change would change nothing."}
+    assert (await work_orders.get(db=db, actor=actor(sam), order_id=tap.id)).version == 1
+
+
 async def test_an_id_seen_only_in_a_description_needs_a_read_first(start, fake_provider, make_user, make_order, db):
     sam, boss = await make_user(), await make_user("admin")
     boiler = await make_order(boss, "Boiler service contract")
