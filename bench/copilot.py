@@ -274,13 +274,18 @@ def free_port() -> int:
         return sock.getsockname()[1]
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+def arguments(description: str) -> argparse.Namespace:
+    """The options `compare` takes, for this bench and the floor's."""
+    parser = argparse.ArgumentParser(description=description)
     parser.add_argument("--turns", type=int, default=200)
     parser.add_argument("--concurrent", type=int, default=10)
     parser.add_argument("--rounds", type=int, default=20)
-    parser.add_argument("--repeat", type=int, default=1, help="measure this many times against the same desk")
-    args = parser.parse_args()
+    parser.add_argument("--repeat", type=int, default=1, help="measure this many times against the same server")
+    return parser.parse_args()
+
+
+def main() -> None:
+    args = arguments(__doc__.splitlines()[0])
     fake_port, desk_port = free_port(), free_port()
     fake_url = f"http://127.0.0.1:{fake_port}/v1"
     with (

@@ -18,7 +18,6 @@ hand, never in CI:
     .venv/bin/python -m bench.copilot_floor [--turns 200] [--concurrent 10] [--rounds 20] [--repeat 1]
 """
 
-import argparse
 import asyncio
 import functools
 import json
@@ -30,7 +29,7 @@ import httpx
 from bson import ObjectId
 from pymongo import AsyncMongoClient, MongoClient, ReturnDocument, UpdateOne
 
-from bench.copilot import Stream, compare, free_port, running, serve, serve_fake
+from bench.copilot import Stream, arguments, compare, free_port, running, serve, serve_fake
 from desk.actors import Actor, Role
 from desk.agent.prompt import SYSTEM_PROMPT
 from desk.agent.tools import REGISTRY
@@ -143,12 +142,7 @@ async def measure(base: str, fake_url: str, *, concurrent: int, pids: dict[str, 
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--turns", type=int, default=200)
-    parser.add_argument("--concurrent", type=int, default=10)
-    parser.add_argument("--rounds", type=int, default=20)
-    parser.add_argument("--repeat", type=int, default=1, help="measure this many times against the same server")
-    args = parser.parse_args()
+    args = arguments(__doc__.splitlines()[0])
     fake_port = free_port()
     fake_url = f"http://127.0.0.1:{fake_port}/v1"
     with (

@@ -73,10 +73,8 @@ class AgentRunRead(ReadModel):
     error_code: str | None = None
 
 
-class RunMessage(ReadModel):
-    role: str
-    content: str | None = None
-    created_at: datetime
+class RunMessage(SessionMessage):
+    content: str | None = None  # a run's messages include its assistant steps that only called tools
 
 
 class AgentRunDetail(ReadModel):

@@ -348,7 +348,7 @@ class CopilotTurn:
                 else "Asked for a tool that does not exist",
             )
             return
-        tool, context = gated, ToolContext(db=self.db, actor=person, run_id=self.run_id)
+        tool, context = gated, self._context(person)
         args = self._parse(tool, call, answer)
         if args is None:
             return
@@ -459,7 +459,8 @@ class CopilotTurn:
                 _fill(answer, "error", {"error": "That work order no longer exists."}, "Found the work order gone")
                 return
             pre, version = image.fields, image.version
-        if not approvals.diff(tool.name, args, pre).changed:  # nothing to show the person, nothing to make
+        shown = approvals.diff(tool.name, args, pre)
+        if not shown.changed:  # nothing to show the person, nothing to make
             _fill(answer, "error", {"error": "This change would change nothing."}, "Proposed a change of nothing")
             return
         answer["staged"] = True
@@ -483,7 +484,7 @@ class CopilotTurn:
                 tool_call_id=str(staged["_id"]),
                 tool=tool.name,
                 args=args,
-                diff=approvals.diff(tool.name, args, pre),
+                diff=shown,
                 expires_at=staged["approval"]["expiresAt"],
             )
             decided = await self._wait_for_decision(staged)
@@ -503,7 +504,7 @@ class CopilotTurn:
                 await runs.update_tool_call(self.db, staged["_id"], {"outcome": "forbidden"})
                 _fill(answer, "forbidden", {"error": "This account can no longer make changes."}, "Refused a change")
                 return
-            context = ToolContext(db=self.db, actor=person, run_id=self.run_id)
+            context = self._context(person)
             # Shielded: a change under way is finished and recorded even if the run is stopped meanwhile
             # (Stop, a closed tab, a logout); cut off halfway, its record would not say what happened.
             execution = asyncio.ensure_future(
@@ -517,6 +518,7 @@ class CopilotTurn:
             if refreshed is None:
                 return
             pre, version = refreshed  # stale: stage again with the fresh pre-image,
+            shown = approvals.diff(tool.name, args, pre)
             answer["id"] = ObjectId()  # as a new proposal with its own id (the stale one keeps its record)
 
     async def _wait_for_decision(self, staged: dict) -> dict:
@@ -597,6 +599,10 @@ class CopilotTurn:
         return None
 
     # --- bookkeeping ---------------------------------------------------------------------
+
+    def _context(self, person: Actor) -> ToolContext:
+        """What a tool runs as: the person as `_person_now` just read them, in this run."""
+        return ToolContext(db=self.db, actor=person, run_id=self.run_id)
 
     async def _person_now(self) -> Actor | None:
         """The person with the role stored now, or None when AI is off for them (or the desk), or they are gone.
