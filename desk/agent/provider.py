@@ -131,8 +131,14 @@ class Provider:
             price_out=settings.ai_price_per_1m_output,
         )
 
-    async def stream(self, messages: list[dict], tools: list[dict]) -> AsyncIterator[ProviderEvent]:
-        """Yield the reply's text as it arrives, then exactly one `Completed`; any failure raises `AIUnavailable`."""
+    async def stream(
+        self, messages: list[dict], tools: list[dict], *, tool_choice: dict | None = None
+    ) -> AsyncIterator[ProviderEvent]:
+        """Yield the reply's text as it arrives, then exactly one `Completed`; any failure raises `AIUnavailable`.
+
+        `tool_choice` forces a call (`{"type": "function", "function": {"name": ...}}`): self-hosted
+        servers honour a named function but often ignore `"auto"`, so the triage names its one tool.
+        """
         body: dict[str, Any] = {
             "model": self.model,
             "messages": messages,
@@ -142,6 +148,8 @@ class Provider:
         }
         if tools:
             body["tools"] = tools  # some providers reject an empty list
+        if tool_choice is not None:
+            body["tool_choice"] = tool_choice
         turn = _Turn(prompt=(messages, tools))
         try:
             # `async with` closes the response however we leave (finished, failed, cancelled, closed

@@ -175,6 +175,25 @@ async def test_a_call_without_tools_sends_no_tools_list(fake_provider: FakeProvi
     assert "tools" not in body
 
 
+async def test_a_named_tool_choice_is_sent_as_given(fake_provider: FakeProvider, provider: Provider):
+    forced = {"type": "function", "function": {"name": "list_my_work_orders"}}
+    fake_provider.script(Turn.tool_calls(("list_my_work_orders", {})))
+
+    async with aclosing(provider.stream(MESSAGES, TOOLS, tool_choice=forced)) as events:
+        (completed,) = [event async for event in events]
+
+    assert fake_provider.requests[0]["tool_choice"] == forced
+    assert completed.tool_calls[0].name == "list_my_work_orders"
+
+
+async def test_without_a_tool_choice_none_is_sent(fake_provider: FakeProvider, provider: Provider):
+    fake_provider.script(Turn.text())
+
+    await run(provider)
+
+    assert "tool_choice" not in fake_provider.requests[0]
+
+
 async def test_the_key_travels_only_in_the_authorization_header(fake_provider: FakeProvider, provider: Provider):
     fake_provider.script(Turn.text())
 
