@@ -22,6 +22,7 @@ from desk.db.client import get_db, ping
 from desk.errors import DeskError
 from desk.http import install_error_handlers
 from desk.metrics.api import router as metrics_router
+from desk.outbox import repository as outbox_repo
 from desk.users import repository as users_repo
 from desk.users import service as users_service
 from desk.users.api import router as users_router
@@ -84,7 +85,7 @@ def _openapi_without_422(app: FastAPI) -> dict:
 
 async def ensure_indexes(db: AsyncDatabase) -> None:
     """Create every index the desk needs; safe to run at every start."""
-    for repository in (users_repo, auth_repo, work_orders_repo, agent_runs, budget):
+    for repository in (users_repo, auth_repo, work_orders_repo, agent_runs, budget, outbox_repo):
         await repository.ensure_indexes(db)
 
 

@@ -14,6 +14,7 @@ from bson import ObjectId
 from pymongo import ASCENDING, DESCENDING, ReturnDocument, UpdateOne
 from pymongo.asynchronous.database import AsyncDatabase
 
+from desk.outbox import repository as outbox
 from desk.work_orders import changes, counters, search
 from desk.work_orders.models import PRIORITIES
 
@@ -91,6 +92,7 @@ async def insert(db: AsyncDatabase, doc: Doc) -> Doc:
     await counters.apply(db, None, stored)
     await search.reindex(db, stored["_id"], None, stored)
     await changes.record(db, stored["_id"], "created", {str(stored["ownerId"])})
+    await outbox.emit_created(db, stored)  # AGT-1: every creation path comes through here
     return stored
 
 

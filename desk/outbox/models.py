@@ -1,0 +1,25 @@
+"""Outbox shapes: the stored event and what admins see of it."""
+
+from datetime import datetime
+from typing import Literal
+
+from pydantic import Field
+
+from desk.schema import IdStr, ReadModel
+
+EventStatus = Literal["pending", "processing", "done", "failed", "skipped"]
+WORK_ORDER_CREATED = "work_order.created"
+
+
+class OutboxEventRead(ReadModel):
+    id: IdStr = Field(validation_alias="_id")
+    type: str
+    payload_ref: IdStr
+    status: EventStatus
+    attempts: int
+    available_at: datetime
+    leased_until: datetime | None = None
+    lease_owner: str | None = None
+    last_error: str | None = None
+    created_at: datetime
+    updated_at: datetime | None = None
