@@ -28,7 +28,7 @@ from pymongo.errors import PyMongoError
 LOG_NAME = "nx-27017.log"
 PID_NAME = "nx-27017.pid"
 _START_MARK = "--- desk: starting nx-27017"
-_PROJECT_ROOT = Path(__file__).resolve().parents[2]
+_PROJECT_ROOT = Path(__file__).resolve().parents[3]
 
 
 class EmbeddedMongoError(RuntimeError):
