@@ -1,6 +1,6 @@
 """`python -m desk.db.embedded --data-dir D --port P`: the server child the launcher starts."""
 
-from desk.db.embedded.launcher import _serve
+from desk.db.embedded.server import serve
 
 if __name__ == "__main__":  # pragma: no cover - runs in the child
-    _serve()
+    serve()
