@@ -12,7 +12,6 @@ from fastapi.responses import RedirectResponse
 from nicegui import app
 
 from desk.actors import Actor
-from desk.agent import sessions as agent_sessions
 from desk.auth import service as auth_service
 from desk.db.client import get_db
 from desk.errors import Unauthorized
@@ -64,12 +63,7 @@ async def sign_out() -> None:
     secret = app.storage.user.pop(SESSION_KEY, None)
     if not secret:
         return
-    try:
-        user = await auth_service.user_for_session(db=get_db(), secret=secret)
-    except Unauthorized:
-        return  # it had already ended
-    await auth_service.logout(db=get_db(), secret=secret)
-    await agent_sessions.abort_runs(db=get_db(), user_id=str(user["_id"]))
+    await auth_service.logout(db=get_db(), secret=secret)  # the service stops their copilot runs too
 
 
 def session_secret() -> str | None:

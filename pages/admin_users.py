@@ -9,7 +9,6 @@ from components.fields import clear_problems, sentence, show_problems
 from components.forbidden import forbidden
 from components.frame import frame
 from desk.actors import Actor
-from desk.agent import sessions as agent_sessions
 from desk.db.client import get_db
 from desk.errors import DeskError
 from desk.schema import MAX_OFFSET, PageQuery
@@ -134,8 +133,6 @@ class UserRow:
             self._show_stored()
             return
         self._show_stored()
-        if value is False:  # deactivated or AI turned off: their copilot stops too, as through the API
-            await agent_sessions.abort_runs(db=get_db(), user_id=self.shown.id)
         ui.notify(_changed(self.shown, field), type="positive")
 
     def _show_stored(self) -> None:
@@ -160,7 +157,6 @@ class UserRow:
                 try:
                     data = UserAdminUpdate.model_validate({"password": password.value or ""})
                     await users_service.update_user(db=get_db(), actor=self.actor, user_id=person.id, data=data)
-                    await agent_sessions.abort_runs(db=get_db(), user_id=person.id)  # their sessions ended
                 except (ValidationError, DeskError) as error:
                     show_problems(error, {"password": password}, problem)
                     return

@@ -10,7 +10,6 @@ from components.fields import clear_problems, show_problems
 from components.formats import ago, when
 from components.frame import frame
 from desk.actors import Actor
-from desk.agent import sessions as agent_sessions
 from desk.auth import service as auth_service
 from desk.auth.models import PasswordChange, TokenCreate, TokenCreated, TokenRead
 from desk.db.client import get_db
@@ -86,9 +85,7 @@ def _ai_card(actor: Actor, *, enabled: bool) -> None:
 
         async def toggle(value: bool) -> None:
             try:
-                await users_service.set_own_ai(db=get_db(), actor=actor, enabled=value)
-                if not value:
-                    await agent_sessions.abort_runs(db=get_db(), user_id=actor.id)  # a running copilot stops
+                await users_service.set_own_ai(db=get_db(), actor=actor, enabled=value)  # off stops a running copilot
             except DeskError as error:
                 ui.notify(error.message, type="negative")
                 return

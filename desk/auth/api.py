@@ -2,7 +2,7 @@
 
 from fastapi import APIRouter, Depends, Request, Response, status
 
-from desk.agent import sessions as agent_sessions
+from desk.agent import hooks as agent_hooks
 from desk.auth import service
 from desk.auth.models import LoginRequest, TokenCreate, TokenCreated, TokenRead
 from desk.config import get_settings
@@ -11,6 +11,8 @@ from desk.http import AUTHED, CurrentActor, CurrentUser, Db, errors, require_csr
 from desk.users.models import UserRead
 
 router = APIRouter(prefix="/api/v1/auth", tags=["auth"])
+# Until the composition root installs them: every app that serves the API (and so the pages) imports this module.
+agent_hooks.install()
 
 NOT_A_SESSION = (
     "Logging out ends a browser session. To stop using this token, revoke it: DELETE /api/v1/auth/tokens/{id} "
@@ -48,8 +50,7 @@ async def logout(request: Request, response: Response, db: Db, user: CurrentUser
         raise ValidationFailed(NOT_A_SESSION)
     secret = request.cookies.get(session_cookie_name())
     if secret:
-        await service.logout(db=db, secret=secret)
-    await agent_sessions.abort_runs(db=db, user_id=str(user["_id"]))
+        await service.logout(db=db, secret=secret)  # the service stops their copilot runs too
     response.delete_cookie(session_cookie_name(), path="/", secure=get_settings().desk_public_https, httponly=True)
 
 

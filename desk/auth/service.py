@@ -15,6 +15,7 @@ from desk.auth.models import TokenCreated, TokenRead
 from desk.config import get_settings
 from desk.errors import NotFound, RateLimited, Unauthorized
 from desk.schema import now, parse_object_id
+from desk.users import access
 from desk.users import repository as users_repo
 
 LOCK_MINUTES = 15
@@ -109,8 +110,10 @@ async def user_for_session(*, db: AsyncDatabase, secret: str) -> dict:
 
 
 async def logout(*, db: AsyncDatabase, secret: str) -> None:
-    """End the session behind `secret` (no error if it already ended)."""
-    await repo.delete_session(db, digest(secret))
+    """End the session behind `secret` and what runs on the person's behalf (no error if it already ended)."""
+    session = await repo.delete_session(db, digest(secret))
+    if session is not None:
+        await access.access_lost(db=db, user_id=str(session["userId"]), reason="logged_out")
 
 
 async def end_sessions(*, db: AsyncDatabase, user_id: ObjectId, keep_secret: str | None = None) -> None:

@@ -4,7 +4,6 @@ from typing import Annotated
 
 from fastapi import APIRouter, Query
 
-from desk.agent import sessions as agent_sessions
 from desk.errors import ErrorCode
 from desk.http import AUTHED, CurrentActor, Db, errors
 from desk.schema import OffsetPage, PageQuery
@@ -29,9 +28,7 @@ async def update_user(user_id: str, body: UserAdminUpdate, db: Db, actor: Curren
     """Change role, aiEnabled, active, name, or reset the password.
 
     A reset ends the person's sessions and revokes all their API tokens; deactivating ends their sessions, and
-    their tokens answer 401 while they are inactive. An empty body, or a null for a field, is a 400.
+    their tokens answer 401 while they are inactive. Either, a role that can do less or AI turned off also stops
+    their copilot runs (the service fires desk.users.access). An empty body, or a null for a field, is a 400.
     """
-    updated = await service.update_user(db=db, actor=actor, user_id=user_id, data=body)
-    if body.active is False or body.password is not None or body.ai_enabled is False:
-        await agent_sessions.abort_runs(db=db, user_id=updated.id)  # their copilot stops with their sessions
-    return updated
+    return await service.update_user(db=db, actor=actor, user_id=user_id, data=body)

@@ -9,6 +9,7 @@ from desk.auth import passwords
 from desk.auth import service as auth_service
 from desk.errors import Conflict, Forbidden, NotFound, NothingToChange, ValidationFailed
 from desk.schema import OffsetPage, PageQuery, now, parse_object_id
+from desk.users import access
 from desk.users import repository as repo
 from desk.users.models import UserAdminUpdate, UserCreate, UserRead
 
@@ -109,7 +110,22 @@ async def update_user(*, db: AsyncDatabase, actor: Actor, user_id: str, data: Us
         await auth_service.end_sessions(db=db, user_id=doc["_id"])
     if data.password is not None:  # a reset closes every way in: whoever knew the old password may have made tokens
         await auth_service.revoke_all_tokens(db=db, user_id=doc["_id"])
+    if reason := _access_lost_by(target, changes):
+        await access.access_lost(db=db, user_id=target.id, reason=reason)
     return UserRead.model_validate(doc)
+
+
+def _access_lost_by(before: UserRead, changes: dict[str, object]) -> access.Reason | None:
+    """What, in an admin's change, takes access away from the person (the gravest when there are several)."""
+    if changes.get("active") is False:
+        return "deactivated"
+    if "passwordHash" in changes:
+        return "password_reset"
+    if "role" in changes and access.reduces_access(before.role, str(changes["role"])):
+        return "role_reduced"
+    if changes.get("aiEnabled") is False:
+        return "ai_off"
+    return None
 
 
 async def set_own_ai(*, db: AsyncDatabase, actor: Actor, enabled: bool) -> UserRead:
@@ -118,6 +134,8 @@ async def set_own_ai(*, db: AsyncDatabase, actor: Actor, enabled: bool) -> UserR
     doc = await repo.update(db, ObjectId(actor.id), {"aiEnabled": enabled, "updatedAt": now()})
     if doc is None:
         raise NotFound("No such user.")
+    if not enabled:
+        await access.access_lost(db=db, user_id=actor.id, reason="ai_off")
     return UserRead.model_validate(doc)
 
 
