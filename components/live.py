@@ -9,6 +9,7 @@ import asyncio
 import inspect
 import logging
 from collections.abc import Awaitable, Callable
+from typing import Any, TypeVar
 
 from nicegui import Client, background_tasks, ui
 from pymongo.errors import PyMongoError
@@ -22,6 +23,8 @@ INTERVAL = 0.5
 Change = dict
 Listener = Callable[[list[Change]], Awaitable[None] | None]
 _listeners: dict[Listener, Client] = {}
+_shared_reads: dict[tuple, asyncio.Future] = {}  # (change seq, view...) -> the read in flight
+T = TypeVar("T")
 
 
 def start() -> None:
@@ -34,6 +37,22 @@ def on_change(listener: Listener) -> None:
     client = ui.context.client
     _listeners[listener] = client
     client.on_delete(lambda: _listeners.pop(listener, None))
+
+
+async def shared_read(change_seq: int, view: tuple[Any, ...], read: Callable[[], Awaitable[T]]) -> T:
+    """Run `read`, or join the same read already in flight: screens redrawing for the same change share one.
+
+    `view` must hold everything the answer depends on (who is looking, as far as it matters, and the
+    filters), so that screens with equal views would read the same thing. Only a redraw answering a
+    change may share: a read started before the change (opening a page, a new filter) may miss it.
+    """
+    key = (change_seq, *view)
+    pending = _shared_reads.get(key)
+    if pending is None:
+        pending = asyncio.ensure_future(read())
+        _shared_reads[key] = pending
+        pending.add_done_callback(lambda _: _shared_reads.pop(key, None))
+    return await asyncio.shield(pending)  # one screen closing must not cancel the others' read
 
 
 async def _poll() -> None:

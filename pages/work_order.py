@@ -16,10 +16,9 @@ from desk.db.client import get_db
 from desk.errors import Conflict, DeskError, NotFound
 from desk.users import service as users_service
 from desk.work_orders import service
-from desk.work_orders.models import WorkOrderRead, WorkOrderUpdate
+from desk.work_orders.models import EDITABLE, WorkOrderRead, WorkOrderUpdate
 
 router = APIRouter()
-EDITABLE = ("title", "description", "priority", "status")
 
 
 @router.page("/app/work-orders/{order_id}")

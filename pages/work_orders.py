@@ -1,7 +1,6 @@
 """/app: the work-order list with search, filters, sort, pages and a live view of changes."""
 
-import asyncio
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 
 from fastapi import Request
@@ -14,8 +13,7 @@ from components.order_rows import OrderRows
 from components.work_order_dialog import new_work_order_dialog
 from desk.actors import Actor
 from desk.db.client import get_db
-from desk.schema import MAX_LIMIT, MAX_OFFSET, OffsetPage, PageQuery
-from desk.users import service as users_service
+from desk.schema import MAX_OFFSET, OffsetPage
 from desk.work_orders import service
 from desk.work_orders.models import WorkOrderQuery, WorkOrderRead
 
@@ -59,7 +57,7 @@ async def work_orders_page(request: Request):
     if user is None:
         return session.to_login(request)
     actor = session.actor_of(user)
-    owners, assignable = await _owner_names(actor)
+    owners, assignable = await service.owner_choices(db=get_db(), actor=actor)
     filters = Filters()
 
     with frame("Work orders", user, path="/app"):
@@ -116,26 +114,15 @@ async def work_orders_page(request: Request):
     live.on_change(on_changes)
 
 
-_shared_reads: dict[tuple, asyncio.Future] = {}  # (change, scope, query) -> the read in flight
-
-
 async def _list(actor: Actor, query: WorkOrderQuery, change_seq: int | None) -> OffsetPage[WorkOrderRead]:
-    """Read a page; screens redrawing for the same change with the same view share one read.
+    """Read a page; screens redrawing for the same change, in the same scope and filters, share one read."""
 
-    Admins all see every order and a person sees only their own (service.list_orders), so the
-    same filters give the same page to every admin, or to every screen of one person. A load
-    that is not answering a change (opening the page, a new filter) never shares: a read already
-    in flight may have started before the change it would miss.
-    """
+    def read() -> Awaitable[OffsetPage[WorkOrderRead]]:
+        return service.list_orders(db=get_db(), actor=actor, query=query)
+
     if change_seq is None:
-        return await service.list_orders(db=get_db(), actor=actor, query=query)
-    key = (change_seq, "all" if actor.is_admin else actor.id, query.model_dump_json())
-    read = _shared_reads.get(key)
-    if read is None:
-        read = asyncio.ensure_future(service.list_orders(db=get_db(), actor=actor, query=query))
-        _shared_reads[key] = read
-        read.add_done_callback(lambda _: _shared_reads.pop(key, None))
-    return await asyncio.shield(read)  # one screen closing must not cancel the others' read
+        return await read()
+    return await live.shared_read(change_seq, (service.list_scope(actor), query.model_dump_json()), read)
 
 
 class _ListView:
@@ -177,15 +164,3 @@ def _filter_select(options: dict, label: str, marker: str, on_value) -> ui.selec
     select = ui.select(options, label=label, clearable=True).props("dense").classes("w-40").mark(marker)
     select.on_value_change(lambda e: on_value(e.value))
     return select
-
-
-async def _owner_names(actor: Actor) -> tuple[dict[str, str], dict[str, str]]:
-    """People an admin can filter by, and those of them who can be given an order: active, not viewers.
-
-    (The first 100 people are plenty for one desk.)
-    """
-    if not actor.is_admin:
-        return {}, {}
-    users = await users_service.list_users(db=get_db(), actor=actor, page=PageQuery(limit=MAX_LIMIT))
-    assignable = {u.id: u.name for u in users.items if u.active and u.role != "viewer"}
-    return {u.id: u.name for u in users.items}, assignable

@@ -12,6 +12,8 @@ Status = Literal["pending", "in_progress", "done", "cancelled"]
 PRIORITIES: tuple[Priority, ...] = ("low", "medium", "high", "urgent")
 STATUSES: tuple[Status, ...] = ("pending", "in_progress", "done", "cancelled")
 CLOSED: tuple[Status, ...] = ("done", "cancelled")
+# What a person (and the copilot on their behalf) edits on an order; the owner is given, not edited.
+EDITABLE: tuple[str, ...] = ("title", "description", "priority", "status")
 
 Title = single_line(min_length=1, max_length=200)
 Description = multi_line(max_length=5000)
@@ -35,7 +37,7 @@ class WorkOrderUpdate(ApiModel):
     status: Status | None = None
     owner_id: str | None = None  # admins only
 
-    _not_null = field_validator("title", "description", "priority", "status", "owner_id")(not_null)
+    _not_null = field_validator(*EDITABLE, "owner_id")(not_null)
 
     def changes(self) -> dict[str, object]:
         """The fields to change, as stored (camelCase), without `version`."""

@@ -1,18 +1,21 @@
 """Work-order rules: who may see and change what, optimistic versions, and the activity timeline."""
 
-from typing import Any
+import logging
+from typing import Any, NamedTuple
 
 from bson import ObjectId
 from pymongo.asynchronous.database import AsyncDatabase
 
 from desk.actors import Actor, Role
 from desk.errors import Conflict, DeskError, Forbidden, NotFound, NothingToChange, ValidationFailed
-from desk.schema import OffsetPage, now, parse_object_id
+from desk.schema import MAX_LIMIT, OffsetPage, now, parse_object_id
 from desk.users import repository as users_repo
 from desk.work_orders import counters
 from desk.work_orders import repository as repo
 from desk.work_orders.models import (
     CLOSED,
+    EDITABLE,
+    PRIORITIES,
     ActivityRead,
     WorkOrderCreate,
     WorkOrderQuery,
@@ -20,7 +23,7 @@ from desk.work_orders.models import (
     WorkOrderUpdate,
 )
 
-TRACKED = ("title", "description", "priority", "status", "ownerId")
+TRACKED = (*EDITABLE, "ownerId")
 
 
 def _require_person(actor: Actor) -> None:
@@ -33,6 +36,27 @@ def _visible(actor: Actor, doc: dict[str, Any]) -> bool:
     return actor.is_admin or str(doc["ownerId"]) == actor.id
 
 
+def list_scope(actor: Actor) -> str:
+    """Actors with the same scope see the same list for the same filters: every admin alike, anyone else alone."""
+    return "all" if actor.is_admin else actor.id
+
+
+def can_work(person: dict[str, Any]) -> bool:
+    """Whether an order can be given to this stored user: active, and not a viewer."""
+    return person.get("active", True) and person["role"] != Role.VIEWER
+
+
+async def owner_choices(*, db: AsyncDatabase, actor: Actor) -> tuple[dict[str, str], dict[str, str]]:
+    """For an admin, names by id of everyone to filter by, and of those an order can be given to; else nothing.
+
+    (The first MAX_LIMIT people, newest first, are plenty for one desk.)
+    """
+    if not actor.is_admin:
+        return {}, {}
+    people = await users_repo.page(db, offset=0, limit=MAX_LIMIT)
+    return {str(p["_id"]): p["name"] for p in people}, {str(p["_id"]): p["name"] for p in people if can_work(p)}
+
+
 async def _owner_id(db: AsyncDatabase, actor: Actor, requested: str | None) -> ObjectId:
     """The owner a write may set: yourself, or, when you are an admin, anyone who can work on orders."""
     if requested is None or requested == actor.id:
@@ -43,10 +67,9 @@ async def _owner_id(db: AsyncDatabase, actor: Actor, requested: str | None) -> O
     owner = await users_repo.get(db, oid) if oid else None
     if owner is None:
         raise ValidationFailed("The owner does not exist.", details={"field": "ownerId"})
-    if not owner.get("active", True):
-        raise ValidationFailed(f"{owner['name']} is deactivated.", details={"field": "ownerId"})
-    if owner["role"] == Role.VIEWER:
-        raise ValidationFailed(f"{owner['name']} is a viewer and cannot work on orders.", details={"field": "ownerId"})
+    if not can_work(owner):  # say which rule it breaks
+        problem = "is deactivated" if not owner.get("active", True) else "is a viewer and cannot work on orders"
+        raise ValidationFailed(f"{owner['name']} {problem}.", details={"field": "ownerId"})
     return owner["_id"]
 
 
@@ -217,3 +240,64 @@ async def _record(db, actor: Actor, order_id: ObjectId, action: str, *, before, 
             "at": now(),
         },
     )
+
+
+# --- the triage agent's door (SEC-6): one read and one write, for the System Actor with `triage` only ---
+
+TRIAGE_FIELDS = frozenset({"priority"})  # what triage_patch can ever change, whatever a policy allows
+_log = logging.getLogger(__name__)
+
+
+class TriageTarget(NamedTuple):
+    order: WorkOrderRead
+    ai_allowed: bool  # the person the order is for has AI on (SEC-8)
+
+
+def _require_triage(actor: Actor) -> None:
+    if actor.kind != "system" or actor.capability != "triage":
+        raise Forbidden("Only the triage agent may do this.")
+
+
+async def triage_read(*, db: AsyncDatabase, actor: Actor, order_id: str) -> TriageTarget | None:
+    """The order as the triage agent reads it, and whether its person allows AI; None when it is gone."""
+    _require_triage(actor)
+    oid = parse_object_id(order_id)
+    doc = await repo.get(db, oid) if oid else None
+    if doc is None:
+        return None
+    person_id = doc.get("ownerId") or doc.get("requesterId")  # unassigned: the person who asked
+    person = await users_repo.get(db, person_id) if person_id else None
+    allowed = person is None or bool(person.get("aiEnabled", True))
+    return TriageTarget(order=WorkOrderRead.model_validate(doc), ai_allowed=allowed)
+
+
+async def triage_patch(
+    *, db: AsyncDatabase, actor: Actor, order_id: str, changes: dict[str, Any], allowed: frozenset[str], run_id: str
+) -> WorkOrderRead | None:
+    """The one write the triage agent reaches: only allowed fields, on a fresh read, at its version.
+
+    A lost race (409) reads again and tries once more; after a second one the change is logged and
+    dropped (None), as is a change to an order that is gone or closed. Never deletes; never touches
+    owner, status, title or description.
+    """
+    _require_triage(actor)
+    permitted = TRIAGE_FIELDS & allowed
+    if not changes or set(changes) - permitted:
+        raise Forbidden("The triage agent may change only: " + ", ".join(sorted(permitted)) + ".")
+    if changes.get("priority") not in PRIORITIES:
+        raise ValidationFailed("Not a priority.", details={"field": "priority"})
+    oid = parse_object_id(order_id)
+    for _ in range(2):
+        before = await repo.get(db, oid) if oid else None
+        if before is None or before["status"] in CLOSED:
+            return None
+        fields = {key: value for key, value in changes.items() if before.get(key) != value}
+        if not fields:
+            return WorkOrderRead.model_validate(before)
+        after = await repo.update(db, before, fields, at=now())
+        if after is not None:
+            old, new = {k: before[k] for k in fields}, {k: after[k] for k in fields}
+            await _record(db, actor, before["_id"], "updated", before=old, after=new, run_id=run_id)
+            return WorkOrderRead.model_validate(after)
+    _log.warning("triage change dropped: the work order changed under it twice (run %s)", run_id)
+    return None
