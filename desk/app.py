@@ -12,8 +12,10 @@ from pymongo.asynchronous.database import AsyncDatabase
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 from desk.agent import budget
+from desk.agent import policy as agent_policy
 from desk.agent import runs as agent_runs
 from desk.agent.api import router as ai_router
+from desk.agent.triage import repository as triage_repo
 from desk.auth import passwords
 from desk.auth import repository as auth_repo
 from desk.auth.api import router as auth_router
@@ -85,7 +87,8 @@ def _openapi_without_422(app: FastAPI) -> dict:
 
 async def ensure_indexes(db: AsyncDatabase) -> None:
     """Create every index the desk needs; safe to run at every start."""
-    for repository in (users_repo, auth_repo, work_orders_repo, agent_runs, budget, outbox_repo):
+    stores = (users_repo, auth_repo, work_orders_repo, agent_runs, budget, outbox_repo, agent_policy, triage_repo)
+    for repository in stores:
         await repository.ensure_indexes(db)
 
 

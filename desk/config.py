@@ -7,6 +7,7 @@ import sys
 from pathlib import Path
 from typing import Annotated, Literal
 from urllib.parse import unquote, urlsplit
+from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 from pydantic import Field, SecretStr, ValidationError, field_validator, model_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
@@ -63,6 +64,7 @@ class Settings(BaseSettings):
     agent_triage_mode: Literal["suggest", "auto-apply"] = "suggest"
     agent_working_hours: str = Field("*", pattern=r"^(\*|([01]\d|2[0-3]):[0-5]\d-([01]\d|2[0-3]):[0-5]\d)$")
     agent_concurrency: int = Field(2, ge=1, le=2)
+    agent_time_zone: str = "UTC"  # the IANA zone AGENT_WORKING_HOURS is read in (e.g. Europe/Berlin)
 
     def secrets(self) -> list[str]:
         """Every configured secret, and the password inside MONGODB_URI, for the logs to redact (SEC-1)."""
@@ -81,6 +83,15 @@ class Settings(BaseSettings):
         if value is not None and ("@" not in value or value.strip() != value):
             raise ValueError("must be an email address")
         return value.lower() if value else value
+
+    @field_validator("agent_time_zone")
+    @classmethod
+    def _known_zone(cls, value: str) -> str:
+        try:
+            ZoneInfo(value)
+        except (ZoneInfoNotFoundError, ValueError):
+            raise ValueError("must be an IANA time zone such as Europe/Berlin") from None
+        return value
 
     @model_validator(mode="after")
     def _ai_keys(self) -> "Settings":

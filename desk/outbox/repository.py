@@ -154,3 +154,13 @@ async def counts(db: AsyncDatabase) -> dict[str, int]:
     """How many events are in each status."""
     statuses = ("pending", "processing", "done", "failed", "skipped")
     return {status: await _events(db).count_documents({"status": status}) for status in statuses}
+
+
+async def reconciled_until(db: AsyncDatabase) -> Doc | None:
+    """Where the reconcile pass stopped: `{createdAt, orderId}` of the last order it checked, or None."""
+    return await db["outbox_state"].find_one({"_id": "reconciled"})
+
+
+async def mark_reconciled(db: AsyncDatabase, created_at: datetime, order_id: ObjectId) -> None:
+    update = {"$set": {"createdAt": created_at, "orderId": order_id}}
+    await db["outbox_state"].update_one({"_id": "reconciled"}, update, upsert=True)

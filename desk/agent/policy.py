@@ -1,0 +1,150 @@
+"""The triage policy (spec AGT-3): a singleton AgentConfig, its append-only audit, and the rules read from it.
+
+The config is seeded from AGENT_TRIAGE_MODE / AGENT_WORKING_HOURS / AGENT_TIME_ZONE at first start and
+is the admins' from then on. Every change is conditional on the version read, and appends an
+AgentConfigAudit entry; nothing updates or deletes an audit entry (SEC-13).
+"""
+
+import contextlib
+from datetime import datetime, time
+from typing import Any
+from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
+
+from pymongo import ASCENDING, DESCENDING, ReturnDocument
+from pymongo.asynchronous.database import AsyncDatabase
+from pymongo.errors import DuplicateKeyError
+
+from desk.actors import Actor
+from desk.agent.triage.models import AgentConfigAuditRead, AgentConfigRead, AgentConfigUpdate
+from desk.config import Settings
+from desk.errors import Conflict, Forbidden, NothingToChange, ValidationFailed
+from desk.schema import OffsetPage, now
+
+Doc = dict[str, Any]
+AGENT = "triage"
+DEFAULT_DAILY_ACTION_CAP = 200
+POLICY_FIELDS = ("enabled", "mode", "allowedFields", "dailyActionCap", "flagThreshold", "workingHours", "timeZone")
+
+
+async def ensure_indexes(db: AsyncDatabase) -> None:
+    await db["agent_config_audit"].create_index([("agentName", ASCENDING), ("createdAt", DESCENDING)], name="agent")
+
+
+def seed(settings: Settings) -> Doc:
+    """The config a desk starts with, from its environment."""
+    return {
+        "_id": AGENT,
+        "enabled": True,
+        "mode": "auto_apply" if settings.agent_triage_mode == "auto-apply" else "suggest",
+        "allowedFields": ["priority"],
+        "dailyActionCap": DEFAULT_DAILY_ACTION_CAP,
+        "flagThreshold": "urgent",
+        "workingHours": settings.agent_working_hours,
+        "timeZone": settings.agent_time_zone,
+        "version": 1,
+        "updatedBy": None,
+        "updatedAt": now(),
+    }
+
+
+async def current(db: AsyncDatabase, settings: Settings) -> Doc:
+    """The stored config, seeded on first read (every process may race to seed; one insert wins)."""
+    found = await db["agent_config"].find_one({"_id": AGENT})
+    if found is not None:
+        return found
+    with contextlib.suppress(DuplicateKeyError):
+        await db["agent_config"].insert_one(seed(settings))
+    return await db["agent_config"].find_one({"_id": AGENT})
+
+
+async def get_config(*, db: AsyncDatabase, settings: Settings, actor: Actor) -> AgentConfigRead:
+    """The triage policy (admins only)."""
+    _require_admin(actor)
+    return AgentConfigRead.model_validate(await current(db, settings))
+
+
+async def update_config(
+    *, db: AsyncDatabase, settings: Settings, actor: Actor, data: AgentConfigUpdate
+) -> AgentConfigRead:
+    """Change policy fields at the version the admin read; Conflict when someone saved first."""
+    _require_admin(actor)
+    fields = data.model_dump(exclude_none=True, by_alias=True, exclude={"version"})
+    if not fields:
+        raise NothingToChange()
+    if "timeZone" in fields:
+        _check_zone(fields["timeZone"])
+    return await _change(db, settings, actor, fields, version=data.version, action="config_updated")
+
+
+async def set_enabled(*, db: AsyncDatabase, settings: Settings, actor: Actor, enabled: bool) -> AgentConfigRead:
+    """The kill switch (AGT-9): whatever the version, it always lands."""
+    _require_admin(actor)
+    return await _change(
+        db, settings, actor, {"enabled": enabled}, version=None, action="enabled" if enabled else "disabled"
+    )
+
+
+async def audit(
+    *, db: AsyncDatabase, actor: Actor, offset: int = 0, limit: int = 25
+) -> OffsetPage[AgentConfigAuditRead]:
+    """The audit trail of the agents' settings and of admins' views of transcripts, newest first."""
+    _require_admin(actor)
+    cursor = db["agent_config_audit"].find({}).sort([("createdAt", DESCENDING), ("_id", DESCENDING)])
+    items = [AgentConfigAuditRead.model_validate(doc) for doc in await cursor.skip(offset).limit(limit).to_list()]
+    total = await db["agent_config_audit"].count_documents({})
+    return OffsetPage[AgentConfigAuditRead](items=items, total=total, offset=offset, limit=limit)
+
+
+async def record(db: AsyncDatabase, *, agent: str, actor_id: str, action: str, before=None, after=None) -> None:
+    """Append one audit entry (the only write this collection ever gets)."""
+    entry = {"agentName": agent, "actorId": actor_id, "action": action, "before": before, "after": after}
+    await db["agent_config_audit"].insert_one({**entry, "createdAt": now()})
+
+
+def in_working_hours(config: Doc, moment: datetime) -> bool:
+    """Whether `moment` falls in the config's working hours, read in its time zone ("*": always)."""
+    hours = config.get("workingHours", "*")
+    if hours == "*":
+        return True
+    start, end = (time.fromisoformat(part) for part in hours.split("-"))
+    local = moment.astimezone(ZoneInfo(config.get("timeZone") or "UTC")).time()
+    if start <= end:
+        return start <= local < end
+    return local >= start or local < end  # a night shift, e.g. 22:00-06:00
+
+
+async def _change(
+    db: AsyncDatabase, settings: Settings, actor: Actor, fields: Doc, *, version: int | None, action: str
+):
+    before = await current(db, settings)
+    match = {"_id": AGENT, "version": before["version"] if version is None else version}
+    after = await db["agent_config"].find_one_and_update(
+        match,
+        {"$set": {**fields, "updatedBy": actor.id, "updatedAt": now()}, "$inc": {"version": 1}},
+        return_document=ReturnDocument.AFTER,
+    )
+    if after is None:
+        if version is None:  # the kill switch lost a race with another change: once more on what is there now
+            return await _change(db, settings, actor, fields, version=None, action=action)
+        current_doc = AgentConfigRead.model_validate(await current(db, settings)).model_dump(mode="json", by_alias=True)
+        raise Conflict("Someone else changed the triage settings first. Reload them.", details={"current": current_doc})
+    await record(db, agent=AGENT, actor_id=actor.id, action=action, before=_policy(before), after=_policy(after))
+    return AgentConfigRead.model_validate(after)
+
+
+def _policy(doc: Doc) -> Doc:
+    return {key: doc.get(key) for key in POLICY_FIELDS}
+
+
+def _check_zone(name: str) -> None:
+    try:
+        ZoneInfo(name)
+    except (ZoneInfoNotFoundError, ValueError):
+        raise ValidationFailed(
+            "timeZone must be an IANA time zone such as Europe/Berlin.", details={"field": "timeZone"}
+        ) from None
+
+
+def _require_admin(actor: Actor) -> None:
+    if not actor.is_admin:
+        raise Forbidden("Only admins can see or change the agents' settings.")

@@ -1,0 +1,116 @@
+"""Triage shapes: the model's one tool call, suggestions, the policy, and the admin API's bodies."""
+
+import re
+from datetime import datetime
+from typing import Annotated, Literal
+
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, StringConstraints
+
+from desk.outbox.models import OutboxEventRead
+from desk.schema import ApiModel, IdStr, ReadModel
+from desk.work_orders.models import Priority
+
+Mode = Literal["suggest", "auto_apply"]
+AllowedField = Literal["priority"]  # v1: the triage may change priority and nothing else
+HOURS = re.compile(r"^(\*|([01]\d|2[0-3]):[0-5]\d-([01]\d|2[0-3]):[0-5]\d)$")
+
+
+class TriageProposal(BaseModel):
+    """What the triage proposes for one work order."""
+
+    # The arguments of `triage_propose`, strictly: these three fields and nothing else (no status, no owner).
+
+    model_config = ConfigDict(extra="forbid", strict=True)
+
+    summary: Annotated[str, StringConstraints(strip_whitespace=True, min_length=1, max_length=280)]
+    suggestedPriority: Priority  # camelCase: the names the model sees, like the rest of the API
+    flagForDispatcher: bool
+
+
+def _hours(value: str) -> str:
+    if not HOURS.match(value):
+        raise ValueError('must be "*" or "HH:MM-HH:MM"')
+    return value
+
+
+WorkingHours = Annotated[str, AfterValidator(_hours)]
+
+
+class AgentConfigRead(ReadModel):
+    name: str = Field("triage", validation_alias="_id")
+    enabled: bool
+    mode: Mode
+    allowed_fields: list[AllowedField]
+    daily_action_cap: int
+    flag_threshold: Priority
+    working_hours: str
+    time_zone: str
+    version: int
+    updated_by: str | None = None
+    updated_at: datetime
+
+
+class AgentConfigUpdate(ApiModel):
+    """PATCH …/triage/config: policy fields only (never the provider's URL or key), at the version read."""
+
+    version: Annotated[int, Field(ge=1)]
+    mode: Mode | None = None
+    allowed_fields: list[AllowedField] | None = None
+    daily_action_cap: Annotated[int, Field(ge=0, le=100_000)] | None = None
+    flag_threshold: Priority | None = None
+    working_hours: WorkingHours | None = None
+    time_zone: Annotated[str, StringConstraints(max_length=64)] | None = None
+
+
+class AgentConfigAuditRead(ReadModel):
+    id: IdStr = Field(validation_alias="_id")
+    agent_name: str
+    actor_id: str
+    action: str
+    before: dict | None = None
+    after: dict | None = None
+    created_at: datetime
+
+
+class TriageSuggestionRead(ReadModel):
+    id: IdStr = Field(validation_alias="_id")
+    work_order_id: IdStr
+    run_id: IdStr
+    summary: str
+    suggested_priority: Priority
+    flag_for_dispatcher: bool
+    applied: bool
+    applied_note: str | None = None
+    decision: Literal["accepted", "dismissed"] | None = None
+    decided_by: str | None = None
+    decided_at: datetime | None = None
+    created_at: datetime
+
+
+class DecideSuggestionIn(ApiModel):
+    accept: bool
+
+
+class ManualRunIn(ApiModel):
+    work_order_id: Annotated[str, StringConstraints(min_length=24, max_length=24)]
+
+
+class ManualRunOut(ReadModel):
+    outcome: str
+    run_id: IdStr | None = None
+    suggestion: TriageSuggestionRead | None = None
+
+
+class TriageOverview(AgentConfigRead):
+    """GET /admin/agents/triage: the AgentConfig, plus whether AI is on at all, the queue and its dead letters."""
+
+    ai_enabled: bool
+    events: dict[str, int]
+    failed: list[OutboxEventRead]
+    acceptance: list["AcceptanceDay"]
+
+
+class AcceptanceDay(ReadModel):
+    day: str
+    accepted: int
+    dismissed: int

@@ -1,0 +1,98 @@
+"""Triage suggestions and the daily action counter; the only code touching them.
+
+A suggestion is unique per (order, run), and per outbox event: two workers that both got as far as
+storing one for the same event (one of them paused past its lease) cannot both store it.
+"""
+
+from datetime import timedelta
+from typing import Any
+
+from bson import ObjectId
+from pymongo import ASCENDING, DESCENDING, ReturnDocument
+from pymongo.asynchronous.database import AsyncDatabase
+from pymongo.errors import DuplicateKeyError
+
+from desk.schema import now
+
+Doc = dict[str, Any]
+KEEP_COUNTERS = timedelta(days=3)
+
+
+def _suggestions(db: AsyncDatabase):
+    return db["triage_suggestions"]
+
+
+async def ensure_indexes(db: AsyncDatabase) -> None:
+    found = _suggestions(db)
+    await found.create_index([("workOrderId", ASCENDING), ("runId", ASCENDING)], unique=True, name="order_run")
+    await found.create_index([("workOrderId", ASCENDING), ("createdAt", DESCENDING)], name="order_created")
+    await found.create_index(
+        [("eventId", ASCENDING)], unique=True, partialFilterExpression={"eventId": {"$type": "objectId"}}, name="event"
+    )
+    await found.create_index([("flagged", ASCENDING), ("createdAt", DESCENDING)], name="flagged")
+    await found.create_index([("decidedDay", ASCENDING)], name="decided_day")
+    await db["agent_actions"].create_index([("expiresAt", ASCENDING)], expireAfterSeconds=0, name="ttl")
+
+
+async def insert(db: AsyncDatabase, suggestion: Doc) -> Doc | None:
+    """Store a suggestion; None when its event (or its order and run) already has one."""
+    doc = {"_id": ObjectId(), **suggestion, "createdAt": now()}
+    try:
+        await _suggestions(db).insert_one(doc)
+    except DuplicateKeyError:
+        return None
+    return doc
+
+
+async def get(db: AsyncDatabase, suggestion_id: ObjectId) -> Doc | None:
+    return await _suggestions(db).find_one({"_id": suggestion_id})
+
+
+async def for_order(db: AsyncDatabase, order_id: ObjectId, *, limit: int = 20) -> list[Doc]:
+    cursor = _suggestions(db).find({"workOrderId": order_id}).sort([("createdAt", DESCENDING), ("_id", DESCENDING)])
+    return await cursor.limit(limit).to_list()
+
+
+async def triaged(db: AsyncDatabase, order_ids: list[ObjectId]) -> set[ObjectId]:
+    """Which of these orders have a suggestion."""
+    found = _suggestions(db).find({"workOrderId": {"$in": order_ids}}, {"workOrderId": 1})
+    return {doc["workOrderId"] async for doc in found}
+
+
+async def mark(db: AsyncDatabase, suggestion_id: ObjectId, fields: Doc, *, only_if: Doc | None = None) -> Doc | None:
+    """Set `fields` on a suggestion that still matches `only_if`; the suggestion after, or None."""
+    return await _suggestions(db).find_one_and_update(
+        {"_id": suggestion_id, **(only_if or {})}, {"$set": fields}, return_document=ReturnDocument.AFTER
+    )
+
+
+async def flagged_page(db: AsyncDatabase, *, offset: int, limit: int) -> list[Doc]:
+    """Flagged, undecided suggestions, newest first (the caller drops those of closed orders)."""
+    cursor = (
+        _suggestions(db)
+        .find({"flagged": True, "decision": None})
+        .sort([("createdAt", DESCENDING), ("_id", DESCENDING)])
+    )
+    return await cursor.skip(offset).limit(limit).to_list()
+
+
+async def decisions_since(db: AsyncDatabase, day: str) -> list[Doc]:
+    """Decided suggestions from `day` (ISO) on: the acceptance rate per day (computed by the caller)."""
+    cursor = _suggestions(db).find({"decidedDay": {"$gte": day}}, {"decision": 1, "decidedDay": 1})
+    return await cursor.to_list(5000)
+
+
+async def take_action(db: AsyncDatabase, *, agent: str, cap: int) -> bool:
+    """Count one automatic change against today's cap; False (and nothing counted) once the cap is reached."""
+    moment = now()
+    key = f"{agent}:{moment.date().isoformat()}"
+    counted = await db["agent_actions"].find_one_and_update(
+        {"_id": key},
+        {"$inc": {"n": 1}, "$set": {"expiresAt": moment + KEEP_COUNTERS}},
+        upsert=True,
+        return_document=ReturnDocument.AFTER,
+    )
+    if counted["n"] <= cap:
+        return True
+    await db["agent_actions"].update_one({"_id": key}, {"$inc": {"n": -1}})
+    return False

@@ -1,0 +1,259 @@
+"""The triage worker in burst mode (AGT-2..7): what a desk's people see after the worker has run."""
+
+import asyncio
+from datetime import timedelta
+
+from bson import ObjectId
+
+from desk.agent import budget, policy, runs
+from desk.agent.triage import worker_jobs
+from desk.outbox import repository as outbox
+from desk.work_orders import service as work_orders
+from tests.fake_provider import Turn
+from tests.helpers import actor, tuned
+from tests.triage.conftest import proposal
+
+
+async def event_of(db, order) -> dict:
+    return await outbox.for_order(db, ObjectId(order.id))
+
+
+async def suggestions_of(db, order) -> list[dict]:
+    return await db["triage_suggestions"].find({"workOrderId": ObjectId(order.id)}).to_list()
+
+
+async def set_policy(db, settings, **fields) -> None:
+    await policy.current(db, settings)
+    await db["agent_config"].update_one({"_id": "triage"}, {"$set": fields})
+
+
+async def test_a_new_order_gets_a_suggestion_and_its_event_is_done(db, make_user, make_order, fake_provider, burst):
+    owner = await make_user()
+    order = await make_order(owner, "Water on the floor", description="The sink pipe burst.")
+    fake_provider.script(proposal("high", summary="Burst pipe under the sink; water on the floor.", flag=True))
+
+    assert await burst() == 1
+
+    (suggestion,) = await suggestions_of(db, order)
+    assert suggestion["suggestedPriority"] == "high"
+    assert suggestion["summary"] == "Burst pipe under the sink; water on the floor."
+    assert suggestion["flagForDispatcher"] is True and suggestion["applied"] is False
+    assert (await event_of(db, order))["status"] == "done"
+    assert (await work_orders.get(db=db, actor=actor(owner), order_id=order.id)).priority == "medium"  # suggest mode
+
+
+async def test_the_model_is_forced_to_call_triage_propose_with_the_order_as_delimited_data(
+    db, make_user, make_order, fake_provider, burst
+):
+    await make_order(await make_user(), "Broken window", description="Glass everywhere")
+    fake_provider.script(proposal())
+
+    await burst()
+
+    (request,) = fake_provider.requests
+    assert request["tool_choice"] == {"type": "function", "function": {"name": "triage_propose"}}
+    assert [tool["function"]["name"] for tool in request["tools"]] == ["triage_propose"]
+    user_text = request["messages"][1]["content"]
+    assert "<<<WORK_ORDER_DATA" in user_text and "Glass everywhere" in user_text
+
+
+async def test_every_pass_is_an_autonomous_run_with_its_tool_call_and_tokens(
+    db, make_user, make_order, fake_provider, burst
+):
+    order = await make_order(await make_user())
+    fake_provider.script(Turn.tool_calls(("triage_propose", _args()), usage=(300, 40)))
+
+    await burst()
+
+    run = await db["agent_runs"].find_one({"agentName": "triage"})
+    assert (run["mode"], run["status"], run["inputTokens"], run["outputTokens"]) == ("autonomous", "complete", 300, 40)
+    assert run["workOrderId"] == ObjectId(order.id)
+    (call,) = await runs.run_tool_calls(db, run["_id"])
+    assert (call["tool"], call["outcome"], call["args"]["suggestedPriority"]) == ("triage_propose", "ok", "high")
+    assert [m["role"] for m in await runs.run_messages(db, run["_id"])] == ["system", "user", "assistant"]
+
+
+async def test_every_call_is_billed_to_the_triage_agent_and_the_desk(db, make_user, make_order, fake_provider, burst):
+    await make_order(await make_user())
+    fake_provider.script(Turn.tool_calls(("triage_propose", _args()), usage=(1_000_000, 0)))
+
+    await burst()
+
+    agent_key, global_key = budget.keys(user_id=None, agent="triage")
+    assert await budget.spent(db, agent_key) == await budget.spent(db, global_key) == 0.15
+
+
+async def test_auto_apply_changes_the_priority_as_the_triage_agent_with_its_run_id(
+    db, make_user, make_order, fake_provider, burst, triage_settings
+):
+    owner = await make_user()
+    order = await make_order(owner, priority="low")
+    await set_policy(db, triage_settings, mode="auto_apply")
+    fake_provider.script(proposal("urgent"))
+
+    await burst()
+
+    changed = await work_orders.get(db=db, actor=actor(owner), order_id=order.id)
+    assert changed.priority == "urgent" and changed.version == 2
+    (suggestion,) = await suggestions_of(db, order)
+    assert suggestion["applied"] is True
+    entry = (await work_orders.activity(db=db, actor=actor(owner), order_id=order.id))[0]
+    assert (entry.actor_kind, entry.action, entry.before, entry.after) == (
+        "system",
+        "updated",
+        {"priority": "low"},
+        {"priority": "urgent"},
+    )
+    assert entry.run_id == str(suggestion["runId"])
+
+
+async def test_over_the_daily_action_cap_auto_apply_falls_back_to_suggest_and_says_so(
+    db, make_user, make_order, fake_provider, burst, triage_settings
+):
+    owner = await make_user()
+    first, second = await make_order(owner, "One", priority="low"), await make_order(owner, "Two", priority="low")
+    await set_policy(db, triage_settings, mode="auto_apply", dailyActionCap=1)
+    fake_provider.script(proposal("urgent"), proposal("urgent"))
+
+    await burst()
+
+    priorities = {(await work_orders.get(db=db, actor=actor(owner), order_id=o.id)).priority for o in (first, second)}
+    assert priorities == {"urgent", "low"}
+    notes = {s["appliedNote"] for o in (first, second) for s in await suggestions_of(db, o)}
+    assert notes == {None, "daily_action_cap"}
+    assert await db["agent_runs"].count_documents({"errorCode": "daily_action_cap"}) == 1
+
+
+async def test_an_owner_with_ai_turned_off_is_skipped_without_a_model_call(
+    db, make_user, make_order, change_user, fake_provider, burst
+):
+    owner = await make_user()
+    order = await make_order(owner)
+    await change_user(owner, ai_enabled=False)  # after the event was emitted: the worker checks again
+
+    await burst()
+
+    assert fake_provider.requests == []
+    event = await event_of(db, order)
+    assert (event["status"], event["lastError"]) == ("skipped", "ai_disabled_for_owner")
+
+
+async def test_the_event_of_a_deleted_order_ends_skipped(db, make_user, make_order, fake_provider, burst):
+    owner = await make_user()
+    order = await make_order(owner)
+    await work_orders.delete(db=db, actor=actor(owner), order_id=order.id, version=1)
+
+    await burst()
+
+    assert fake_provider.requests == []
+    assert (await event_of(db, order))["status"] == "skipped"
+
+
+async def test_a_provider_failure_is_retried_and_then_succeeds(db, make_user, make_order, fake_provider, burst):
+    order = await make_order(await make_user())
+    fake_provider.script(Turn.error(503), Turn.error(429), proposal())
+
+    await burst()
+
+    event = await event_of(db, order)
+    assert (event["status"], event["attempts"]) == ("done", 3)
+    assert len(await suggestions_of(db, order)) == 1
+    assert await db["agent_runs"].count_documents({"status": "error"}) == 2
+
+
+async def test_invalid_answers_count_as_failed_attempts_until_the_event_is_dead_lettered(
+    db, make_user, make_order, fake_provider, burst
+):
+    order = await make_order(await make_user())
+    fake_provider.script(
+        Turn.text("I think it is urgent."),  # no tool call
+        Turn.tool_calls(("triage_propose", {**_args(), "status": "done"})),  # a field it may not set
+        Turn.tool_calls(("triage_propose", {**_args(), "summary": "x" * 281})),  # too long
+    )
+
+    await burst()
+
+    event = await event_of(db, order)
+    assert (event["status"], event["attempts"], event["lastError"]) == ("failed", 3, "invalid_output")
+    assert await suggestions_of(db, order) == []
+
+
+async def test_retries_wait_exponentially_longer_with_jitter(monkeypatch):
+    monkeypatch.setattr(worker_jobs, "BACKOFF_BASE_SECONDS", 2.0)
+    for attempts, (low, high) in {1: (1, 2), 2: (2, 4), 3: (4, 8)}.items():
+        waits = {worker_jobs.backoff(attempts) for _ in range(50)}
+        assert all(low <= wait <= high for wait in waits)
+        assert len(waits) > 1  # jittered
+
+
+async def test_at_most_the_configured_number_of_passes_run_at_once(db, make_user, make_order, fake_provider, burst):
+    owner = await make_user()
+    for n in range(5):
+        await make_order(owner, f"Order {n}")
+    fake_provider.script(*[proposal().with_delay(0.05) for _ in range(5)])
+    seen = []
+
+    async def watch() -> None:
+        while True:
+            seen.append(await db["outbox_events"].count_documents({"status": "processing"}))
+            await asyncio.sleep(0.01)
+
+    watcher = asyncio.create_task(watch())
+    try:
+        assert await burst() == 5
+    finally:
+        watcher.cancel()
+    assert max(seen) == 2
+    assert await db["triage_suggestions"].count_documents({}) == 5
+
+
+async def test_a_worker_paused_past_its_lease_stores_no_second_suggestion(
+    db, make_user, make_order, fake_provider, burst, triage_settings, provider
+):
+    order = await make_order(await make_user())
+    paused = await outbox.claim(db, owner="paused", lease=timedelta(milliseconds=1))
+    fake_provider.script(proposal("low").with_delay(0.1), proposal("high"))
+    late = asyncio.create_task(worker_jobs._process(db, triage_settings, provider, paused))
+    await fake_provider.wait_for_request()
+
+    await burst()  # the lease lapsed: another worker claims the event and finishes it
+    await late  # the paused one wakes up with its answer
+
+    (suggestion,) = await suggestions_of(db, order)
+    assert suggestion["suggestedPriority"] == "high"
+    assert (await event_of(db, order))["status"] == "done"
+    assert len(fake_provider.requests) == 2
+    assert await db["agent_runs"].count_documents({"status": "aborted", "errorCode": "lease_lost"}) == 1
+
+
+async def test_reconcile_emits_events_for_orders_that_have_none(db, make_user, make_order, burst, triage_settings):
+    owner = await make_user()
+    order = await make_order(owner)
+    await db["outbox_events"].delete_many({})  # the process died between the order's insert and its event's
+    settings = tuned(triage_settings, agent_reconcile_after_ms=1)
+    await asyncio.sleep(0.01)
+
+    assert await worker_jobs.reconcile(db, settings) == 1
+    assert await worker_jobs.reconcile(db, settings) == 0
+
+    assert (await event_of(db, order))["status"] == "pending"
+
+
+async def test_reconcile_leaves_recent_and_triaged_orders_alone(
+    db, make_user, make_order, fake_provider, burst, triage_settings
+):
+    owner = await make_user()
+    triaged = await make_order(owner, "Triaged")
+    fake_provider.script(proposal())
+    await burst()
+    await make_order(owner, "Too recent")
+    await db["outbox_events"].delete_many({})
+
+    assert await worker_jobs.reconcile(db, tuned(triage_settings, agent_reconcile_after_ms=60_000)) == 0
+    await asyncio.sleep(0.01)
+    assert await worker_jobs.reconcile(db, tuned(triage_settings, agent_reconcile_after_ms=1)) == 1
+    assert await event_of(db, triaged) is None
+
+
+def _args(priority: str = "high") -> dict:
+    return {"summary": "Leak under the sink.", "suggestedPriority": priority, "flagForDispatcher": False}
