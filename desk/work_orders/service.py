@@ -8,12 +8,13 @@ from pymongo.asynchronous.database import AsyncDatabase
 
 from desk.actors import Actor, Role
 from desk.errors import Conflict, DeskError, Forbidden, NotFound, NothingToChange, ValidationFailed
-from desk.schema import OffsetPage, now, parse_object_id
+from desk.schema import MAX_LIMIT, OffsetPage, now, parse_object_id
 from desk.users import repository as users_repo
 from desk.work_orders import counters
 from desk.work_orders import repository as repo
 from desk.work_orders.models import (
     CLOSED,
+    EDITABLE,
     PRIORITIES,
     ActivityRead,
     WorkOrderCreate,
@@ -22,7 +23,7 @@ from desk.work_orders.models import (
     WorkOrderUpdate,
 )
 
-TRACKED = ("title", "description", "priority", "status", "ownerId")
+TRACKED = (*EDITABLE, "ownerId")
 
 
 def _require_person(actor: Actor) -> None:
@@ -35,6 +36,27 @@ def _visible(actor: Actor, doc: dict[str, Any]) -> bool:
     return actor.is_admin or str(doc["ownerId"]) == actor.id
 
 
+def list_scope(actor: Actor) -> str:
+    """Actors with the same scope see the same list for the same filters: every admin alike, anyone else alone."""
+    return "all" if actor.is_admin else actor.id
+
+
+def can_work(person: dict[str, Any]) -> bool:
+    """Whether an order can be given to this stored user: active, and not a viewer."""
+    return person.get("active", True) and person["role"] != Role.VIEWER
+
+
+async def owner_choices(*, db: AsyncDatabase, actor: Actor) -> tuple[dict[str, str], dict[str, str]]:
+    """For an admin, names by id of everyone to filter by, and of those an order can be given to; else nothing.
+
+    (The first MAX_LIMIT people, newest first, are plenty for one desk.)
+    """
+    if not actor.is_admin:
+        return {}, {}
+    people = await users_repo.page(db, offset=0, limit=MAX_LIMIT)
+    return {str(p["_id"]): p["name"] for p in people}, {str(p["_id"]): p["name"] for p in people if can_work(p)}
+
+
 async def _owner_id(db: AsyncDatabase, actor: Actor, requested: str | None) -> ObjectId:
     """The owner a write may set: yourself, or, when you are an admin, anyone who can work on orders."""
     if requested is None or requested == actor.id:
@@ -45,10 +67,9 @@ async def _owner_id(db: AsyncDatabase, actor: Actor, requested: str | None) -> O
     owner = await users_repo.get(db, oid) if oid else None
     if owner is None:
         raise ValidationFailed("The owner does not exist.", details={"field": "ownerId"})
-    if not owner.get("active", True):
-        raise ValidationFailed(f"{owner['name']} is deactivated.", details={"field": "ownerId"})
-    if owner["role"] == Role.VIEWER:
-        raise ValidationFailed(f"{owner['name']} is a viewer and cannot work on orders.", details={"field": "ownerId"})
+    if not can_work(owner):  # say which rule it breaks
+        problem = "is deactivated" if not owner.get("active", True) else "is a viewer and cannot work on orders"
+        raise ValidationFailed(f"{owner['name']} {problem}.", details={"field": "ownerId"})
     return owner["_id"]
 
 
