@@ -16,6 +16,7 @@ from desk.agent import policy as agent_policy
 from desk.agent import runs as agent_runs
 from desk.agent.api import router as ai_router
 from desk.agent.triage import repository as triage_repo
+from desk.agent.triage.api import router as triage_router
 from desk.auth import passwords
 from desk.auth import repository as auth_repo
 from desk.auth.api import router as auth_router
@@ -51,7 +52,7 @@ async def readyz() -> JSONResponse:
 
 def install_api(app: FastAPI) -> None:
     """Mount every router and the error envelope on `app` (the API's own app, in front of NiceGUI's; desk/web.py)."""
-    for router in (health, auth_router, work_orders_router, users_router, metrics_router, ai_router):
+    for router in (health, auth_router, work_orders_router, users_router, metrics_router, ai_router, triage_router):
         app.include_router(router)
     install_error_handlers(app)
     app.add_middleware(CompressedButTheCopilot)

@@ -271,6 +271,13 @@ async def triage_read(*, db: AsyncDatabase, actor: Actor, order_id: str) -> Tria
     return TriageTarget(order=WorkOrderRead.model_validate(doc), ai_allowed=allowed)
 
 
+async def by_ids(*, db: AsyncDatabase, actor: Actor, order_ids: list[ObjectId]) -> dict[ObjectId, WorkOrderRead]:
+    """Those of these orders the actor may see, by id (the attention list, for admins)."""
+    _require_person(actor)
+    docs = await repo.page(db, {"_id": {"$in": order_ids}}, sort="createdAt", offset=0, limit=max(1, len(order_ids)))
+    return {doc["_id"]: WorkOrderRead.model_validate(doc) for doc in docs if _visible(actor, doc)}
+
+
 async def triage_patch(
     *, db: AsyncDatabase, actor: Actor, order_id: str, changes: dict[str, Any], allowed: frozenset[str], run_id: str
 ) -> WorkOrderRead | None:

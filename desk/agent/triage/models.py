@@ -7,8 +7,8 @@ from typing import Annotated, Literal
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, StringConstraints
 
 from desk.outbox.models import OutboxEventRead
-from desk.schema import ApiModel, IdStr, ReadModel
-from desk.work_orders.models import Priority
+from desk.schema import ApiModel, IdStr, PageQuery, ReadModel
+from desk.work_orders.models import Priority, WorkOrderRead
 
 Mode = Literal["suggest", "auto_apply"]
 AllowedField = Literal["priority"]  # v1: the triage may change priority and nothing else
@@ -96,8 +96,11 @@ class ManualRunIn(ApiModel):
 
 
 class ManualRunOut(ReadModel):
+    """What a manual run came to: suggested, applied, skipped (the person has AI off) or failed (and why)."""
+
     outcome: str
     run_id: IdStr | None = None
+    error: str | None = None
     suggestion: TriageSuggestionRead | None = None
 
 
@@ -114,3 +117,23 @@ class AcceptanceDay(ReadModel):
     day: str
     accepted: int
     dismissed: int
+
+
+class AttentionItem(ReadModel):
+    """One entry of the dispatcher's attention list: a flagged suggestion and its open order."""
+
+    suggestion: TriageSuggestionRead
+    order: WorkOrderRead
+
+
+class Enabled(ReadModel):
+    enabled: bool
+
+
+class RunQuery(PageQuery):
+    """GET /admin/agents/runs filters: which agent, which status, started from `since` until before `until`."""
+
+    agent: Literal["copilot", "triage"] | None = None
+    status: Literal["running", "complete", "error", "budget_exceeded", "expired", "aborted"] | None = None
+    since: datetime | None = None
+    until: datetime | None = None

@@ -1,0 +1,189 @@
+"""The triage agent's admin and owner surface (AGT-8): policy, manual runs, transcripts, suggestions, attention."""
+
+from datetime import timedelta
+from typing import Any
+
+from bson import ObjectId
+from pymongo.asynchronous.database import AsyncDatabase
+
+from desk.actors import Actor
+from desk.agent import budget, policy, runs
+from desk.agent.models import AgentRunDetail, AgentRunRead, AgentToolCallRead, RunMessage
+from desk.agent.provider import Provider
+from desk.agent.triage import repository as repo
+from desk.agent.triage.models import (
+    AcceptanceDay,
+    AttentionItem,
+    ManualRunOut,
+    RunQuery,
+    TriageOverview,
+    TriageSuggestionRead,
+)
+from desk.agent.triage.run import triage
+from desk.config import Settings
+from desk.errors import Conflict, Forbidden, NotFound
+from desk.outbox import repository as outbox
+from desk.outbox.models import OutboxEventRead
+from desk.schema import OffsetPage, now, parse_object_id
+from desk.work_orders import service as work_orders
+from desk.work_orders.models import CLOSED, WorkOrderUpdate
+
+ATTENTION_SCAN = 1000  # flagged, undecided suggestions looked at for one attention page
+COUNT_CAP = 10_000
+
+
+async def overview(*, db: AsyncDatabase, settings: Settings, actor: Actor) -> TriageOverview:
+    """The policy, whether AI is on at all, the queue by status, the dead letters and the acceptance rate."""
+    config = await policy.get_config(db=db, settings=settings, actor=actor)
+    failed, _ = await outbox.page(db, status="failed", offset=0, limit=20)
+    return TriageOverview(
+        **config.model_dump(),
+        ai_enabled=settings.ai_enabled,
+        events=await outbox.counts(db),
+        failed=[OutboxEventRead.model_validate(doc) for doc in failed],
+        acceptance=await _acceptance(db),
+    )
+
+
+async def retry_event(*, db: AsyncDatabase, actor: Actor, event_id: str) -> OutboxEventRead:
+    """A dead-lettered event back in the queue with fresh attempts (audited)."""
+    _require_admin(actor)
+    oid = parse_object_id(event_id)
+    event = await outbox.requeue(db, oid) if oid else None
+    if event is None:
+        raise NotFound("No such failed event.")
+    await policy.record(db, agent=policy.AGENT, actor_id=actor.id, action="event_retried", after={"eventId": event_id})
+    return OutboxEventRead.model_validate(event)
+
+
+async def manual_run(
+    *, db: AsyncDatabase, settings: Settings, provider: Provider, actor: Actor, order_id: str
+) -> ManualRunOut:
+    """Triage one order now, as the System Actor under the policy, billed like any pass; audited as the admin's."""
+    _require_admin(actor)
+    if not settings.ai_enabled:
+        raise Forbidden("AI is turned off on this desk.")
+    if not (await policy.current(db, settings))["enabled"]:
+        raise Conflict("The triage agent is turned off. Turn it on to run it.")
+    await budget.check(db, settings, user_id=None, agent=policy.AGENT)
+    outcome = await triage(db=db, settings=settings, provider=provider, order_id=order_id, triggered_by=actor.id)
+    if outcome.kind == "skipped" and outcome.error == "order_deleted":
+        raise NotFound("No such work order.")
+    kind = {"retry": "failed", "disabled": "disabled", "over_budget": "over_budget"}.get(outcome.kind, outcome.kind)
+    run_id = str(outcome.run_id) if outcome.run_id else None
+    after = {"workOrderId": order_id, "runId": run_id, "outcome": kind, "error": outcome.error}
+    await policy.record(db, agent=policy.AGENT, actor_id=actor.id, action="manual_run", after=after)
+    suggestion = TriageSuggestionRead.model_validate(outcome.suggestion) if outcome.suggestion else None
+    return ManualRunOut(outcome=kind, run_id=run_id, error=outcome.error, suggestion=suggestion)
+
+
+async def list_runs(*, db: AsyncDatabase, actor: Actor, query: RunQuery) -> OffsetPage[AgentRunRead]:
+    """Every agent's runs (copilot and triage), newest first, filtered."""
+    _require_admin(actor)
+    found: dict[str, Any] = {}
+    if query.agent:
+        found["agentName"] = query.agent
+    if query.status:
+        found["status"] = query.status
+    if query.since or query.until:
+        found["startedAt"] = {
+            **({"$gte": query.since} if query.since else {}),
+            **({"$lt": query.until} if query.until else {}),
+        }
+    offset, limit = query.offset, query.limit
+    cursor = db["agent_runs"].find(found).sort([("startedAt", -1), ("_id", -1)]).skip(offset).limit(limit)
+    items = [AgentRunRead.model_validate(doc) for doc in await cursor.to_list()]
+    # counted by reading ids, not count_documents: its aggregation ignores a date filter on the embedded engine
+    total = len(await db["agent_runs"].find(found, {"_id": 1}).limit(COUNT_CAP).to_list())
+    return OffsetPage[AgentRunRead](items=items, total=total, offset=offset, limit=limit, total_exact=total < COUNT_CAP)
+
+
+async def run_detail(*, db: AsyncDatabase, actor: Actor, run_id: str) -> AgentRunDetail:
+    """A run's transcript; looking at it is itself recorded: who looked at which run, and when (SEC-11)."""
+    _require_admin(actor)
+    oid = parse_object_id(run_id)
+    run = await runs.get_run(db, oid) if oid else None
+    if run is None:
+        raise NotFound("No such run.")
+    await policy.record(
+        db, agent=run.get("agentName") or "copilot", actor_id=actor.id, action="run_viewed", after={"runId": run_id}
+    )
+    messages = [RunMessage.model_validate(m) for m in await runs.run_messages(db, oid)]
+    calls = [AgentToolCallRead.model_validate(c) for c in await runs.run_tool_calls(db, oid)]
+    return AgentRunDetail(run=AgentRunRead.model_validate(run), messages=messages, tool_calls=calls)
+
+
+async def set_enabled(*, db: AsyncDatabase, settings: Settings, actor: Actor, enabled: bool) -> dict[str, bool]:
+    """The kill switch (AGT-9): every worker reads it before claiming, before the model call and before applying."""
+    config = await policy.set_enabled(db=db, settings=settings, actor=actor, enabled=enabled)
+    return {"enabled": config.enabled}
+
+
+async def suggestions(*, db: AsyncDatabase, actor: Actor, order_id: str) -> list[TriageSuggestionRead]:
+    """An order's suggestions, newest first, for whoever may read the order."""
+    order = await work_orders.get_or_raise(db=db, actor=actor, order_id=order_id)
+    return [TriageSuggestionRead.model_validate(doc) for doc in await repo.for_order(db, ObjectId(order.id))]
+
+
+async def decide(
+    *, db: AsyncDatabase, actor: Actor, order_id: str, suggestion_id: str, accept: bool
+) -> TriageSuggestionRead:
+    """Accept (the priority applied as this person, at the order's current version) or dismiss; recorded as feedback."""
+    order = await work_orders.get_or_raise(db=db, actor=actor, order_id=order_id)
+    if not actor.can_write or not (actor.is_admin or order.owner_id == actor.id):
+        raise Forbidden("Only the order's owner or an admin can decide on its suggestions.")
+    oid = parse_object_id(suggestion_id)
+    suggestion = await repo.get(db, oid) if oid else None
+    if suggestion is None or str(suggestion["workOrderId"]) != order.id:
+        raise NotFound("No such suggestion.")
+    moment = now()
+    decision = {
+        "decision": "accepted" if accept else "dismissed",
+        "decidedBy": actor.id,
+        "decidedAt": moment,
+        "decidedDay": moment.date().isoformat(),
+    }
+    decided = await repo.mark(db, oid, decision, only_if={"decision": None})
+    if decided is None:
+        raise Conflict("This suggestion was already decided.")
+    if accept:
+        change = WorkOrderUpdate(version=order.version, priority=decided["suggestedPriority"])
+        try:
+            await work_orders.update(db=db, actor=actor, order_id=order.id, data=change)
+        except Exception:  # the order moved on (409) or the person lost the right: the suggestion stays open
+            undo = {"decision": None, "decidedBy": None, "decidedAt": None, "decidedDay": None}
+            await repo.mark(db, oid, undo)
+            raise
+    return TriageSuggestionRead.model_validate(decided)
+
+
+async def attention(*, db: AsyncDatabase, actor: Actor, offset: int, limit: int) -> OffsetPage[AttentionItem]:
+    """The dispatcher's attention list: the newest flagged, undecided suggestion of each order still open."""
+    _require_admin(actor)
+    flagged = await repo.flagged_page(db, offset=0, limit=ATTENTION_SCAN)
+    newest: dict[ObjectId, dict] = {}
+    for doc in flagged:
+        newest.setdefault(doc["workOrderId"], doc)
+    orders = await work_orders.by_ids(db=db, actor=actor, order_ids=list(newest))
+    items = [
+        AttentionItem(suggestion=TriageSuggestionRead.model_validate(doc), order=orders[oid])
+        for oid, doc in newest.items()
+        if oid in orders and orders[oid].status not in CLOSED
+    ]
+    page = items[offset : offset + limit]
+    exact = len(flagged) < ATTENTION_SCAN
+    return OffsetPage[AttentionItem](items=page, total=len(items), offset=offset, limit=limit, total_exact=exact)
+
+
+async def _acceptance(db: AsyncDatabase, days: int = 14) -> list[AcceptanceDay]:
+    since = (now() - timedelta(days=days)).date().isoformat()
+    counted: dict[str, list[int]] = {}
+    for doc in await repo.decisions_since(db, since):
+        day = counted.setdefault(doc["decidedDay"], [0, 0])
+        day[0 if doc["decision"] == "accepted" else 1] += 1
+    return [AcceptanceDay(day=day, accepted=a, dismissed=d) for day, (a, d) in sorted(counted.items())]
+
+
+def _require_admin(actor: Actor) -> None:
+    if not actor.is_admin:
+        raise Forbidden("Only admins can see or run the agents.")

@@ -1,0 +1,207 @@
+"""The triage agent's HTTP surface (AGT-8, DESIGN §3a): admins steer it; owners see and decide on suggestions."""
+
+from datetime import timedelta
+
+from bson import ObjectId
+
+from desk.agent import runs
+from desk.agent.triage import worker_jobs
+from tests.triage.conftest import proposal
+
+ADMIN = "/api/v1/admin/agents"
+
+
+async def triaged_order(make_user, make_order, fake_provider, burst, *, flag=False, priority="high", owner=None):
+    owner = owner or await make_user()
+    order = await make_order(owner)
+    fake_provider.script(proposal(priority, flag=flag))
+    await burst()
+    return owner, order
+
+
+async def test_only_admins_reach_the_agent_routes(make_user, client_for, burst):
+    person = await client_for(await make_user())
+
+    for method, path in [("GET", f"{ADMIN}/triage"), ("GET", f"{ADMIN}/runs"), ("POST", f"{ADMIN}/disable")]:
+        response = await person.request(method, path)
+        assert response.status_code == 403, path
+        assert response.json()["error"]["code"] == "FORBIDDEN"
+
+
+async def test_an_admin_sees_the_policy_and_the_queue(make_user, make_order, client_for, triage_settings):
+    admin = await client_for(await make_user("admin"))
+    await make_order(await make_user())
+
+    body = (await admin.get(f"{ADMIN}/triage")).json()
+
+    assert (body["mode"], body["enabled"], body["allowedFields"], body["workingHours"]) == (
+        "suggest",
+        True,
+        ["priority"],
+        "*",
+    )
+    assert body["events"]["pending"] == 1 and body["aiEnabled"] is True
+
+
+async def test_a_policy_change_is_versioned_validated_and_audited(db, make_user, client_for, triage_settings):
+    admin_user = await make_user("admin")
+    admin = await client_for(admin_user)
+    version = (await admin.get(f"{ADMIN}/triage")).json()["version"]
+
+    changed = await admin.patch(
+        f"{ADMIN}/triage/config",
+        json={"version": version, "mode": "auto_apply", "workingHours": "08:00-18:00", "timeZone": "Europe/Berlin"},
+    )
+    stale = await admin.patch(f"{ADMIN}/triage/config", json={"version": version, "mode": "suggest"})
+    secret = await admin.patch(f"{ADMIN}/triage/config", json={"version": version + 1, "aiBaseUrl": "https://evil"})
+    hours = await admin.patch(f"{ADMIN}/triage/config", json={"version": version + 1, "workingHours": "9-5"})
+    zone = await admin.patch(f"{ADMIN}/triage/config", json={"version": version + 1, "timeZone": "Mars/Olympus"})
+
+    assert changed.status_code == 200
+    assert (changed.json()["mode"], changed.json()["version"]) == ("auto_apply", version + 1)
+    assert stale.status_code == 409
+    assert [secret.status_code, hours.status_code, zone.status_code] == [400, 400, 400]
+    (entry,) = await db["agent_config_audit"].find({"action": "config_updated"}).to_list()
+    assert entry["actorId"] == admin_user["id"]
+    assert (entry["before"]["mode"], entry["after"]["mode"]) == ("suggest", "auto_apply")
+
+
+async def test_the_kill_switch_holds_queued_events_and_enabling_releases_them(
+    db, make_user, make_order, client_for, fake_provider, burst
+):
+    admin = await client_for(await make_user("admin"))
+    order = await make_order(await make_user())
+
+    assert (await admin.post(f"{ADMIN}/disable")).json() == {"enabled": False}
+    assert await burst() == 0
+    assert fake_provider.requests == []
+    assert (await db["outbox_events"].find_one({"payloadRef": ObjectId(order.id)}))["status"] == "pending"
+
+    assert (await admin.post(f"{ADMIN}/enable")).json() == {"enabled": True}
+    fake_provider.script(proposal())
+    assert await burst() == 1
+    actions = [entry["action"] async for entry in db["agent_config_audit"].find({}).sort("createdAt", 1)]
+    assert actions == ["disabled", "enabled"]
+
+
+async def test_a_manual_run_triages_now_under_the_admins_name(
+    db, make_user, make_order, client_for, fake_provider, triage_settings, provider
+):
+    admin_user = await make_user("admin")
+    admin = await client_for(admin_user)
+    order = await make_order(await make_user())
+    fake_provider.script(proposal("urgent"))
+
+    response = await admin.post(f"{ADMIN}/triage/run", json={"workOrderId": order.id})
+
+    body = response.json()
+    assert response.status_code == 200
+    assert body["outcome"] == "suggested" and body["suggestion"]["suggestedPriority"] == "urgent"
+    run = await runs.get_run(db, ObjectId(body["runId"]))
+    assert (run["agentName"], run["mode"], run["triggeredBy"]) == ("triage", "autonomous", admin_user["id"])
+    audit = await db["agent_config_audit"].find_one({"action": "manual_run"})
+    assert audit["actorId"] == admin_user["id"] and audit["after"]["runId"] == body["runId"]
+
+
+async def test_a_manual_run_of_a_missing_order_is_not_found(make_user, client_for, triage_settings, provider):
+    admin = await client_for(await make_user("admin"))
+
+    response = await admin.post(f"{ADMIN}/triage/run", json={"workOrderId": str(ObjectId())})
+
+    assert response.status_code == 404
+
+
+async def test_runs_list_both_agents_and_filter_by_agent(
+    db, make_user, make_order, client_for, fake_provider, burst, settings
+):
+    admin = await client_for(await make_user("admin"))
+    await triaged_order(make_user, make_order, fake_provider, burst)
+    copilot = runs.new_run(session_id=None, user_id=None, mode="copilot", model="m", lease=timedelta(seconds=1))
+    await runs.insert_run(db, copilot)
+
+    every = (await admin.get(f"{ADMIN}/runs")).json()
+    triage_only = (await admin.get(f"{ADMIN}/runs", params={"agent": "triage"})).json()
+
+    assert {run["agentName"] for run in every["items"]} == {"copilot", "triage"} and every["total"] == 2
+    assert [run["agentName"] for run in triage_only["items"]] == ["triage"] and triage_only["total"] == 1
+
+
+async def test_viewing_a_transcript_is_itself_audited(db, make_user, make_order, client_for, fake_provider, burst):
+    admin_user = await make_user("admin")
+    admin = await client_for(admin_user)
+    await triaged_order(make_user, make_order, fake_provider, burst)
+    run_id = (await admin.get(f"{ADMIN}/runs")).json()["items"][0]["id"]
+
+    detail = (await admin.get(f"{ADMIN}/runs/{run_id}")).json()
+
+    assert [m["role"] for m in detail["messages"]] == ["system", "user", "assistant"]
+    assert detail["toolCalls"][0]["tool"] == "triage_propose"
+    viewed = await db["agent_config_audit"].find_one({"action": "run_viewed"})
+    assert (viewed["actorId"], viewed["after"]["runId"]) == (admin_user["id"], run_id)
+
+
+async def test_the_owner_sees_and_accepts_a_suggestion_which_applies_it_as_them(
+    db, make_user, make_order, client_for, fake_provider, burst
+):
+    owner, order = await triaged_order(make_user, make_order, fake_provider, burst, priority="urgent")
+    client = await client_for(owner)
+    (suggestion,) = (await client.get(f"/api/v1/work-orders/{order.id}/triage")).json()
+
+    accepted = await client.post(
+        f"/api/v1/work-orders/{order.id}/triage/{suggestion['id']}/decide", json={"accept": True}
+    )
+    again = await client.post(
+        f"/api/v1/work-orders/{order.id}/triage/{suggestion['id']}/decide", json={"accept": False}
+    )
+
+    assert accepted.status_code == 200 and accepted.json()["decision"] == "accepted"
+    assert again.status_code == 409
+    current = (await client.get(f"/api/v1/work-orders/{order.id}")).json()
+    assert (current["priority"], current["version"]) == ("urgent", 2)
+    (latest, *_) = (await client.get(f"/api/v1/work-orders/{order.id}/activity")).json()
+    assert (latest["actorId"], latest["actorKind"]) == (owner["id"], "human")
+
+
+async def test_someone_else_cannot_see_or_decide_an_orders_suggestions(
+    make_user, make_order, client_for, fake_provider, burst
+):
+    _, order = await triaged_order(make_user, make_order, fake_provider, burst)
+    stranger = await client_for(await make_user())
+
+    listed = await stranger.get(f"/api/v1/work-orders/{order.id}/triage")
+
+    assert listed.status_code == 404
+
+
+async def test_the_attention_list_shows_flagged_suggestions_on_open_orders_only(
+    make_user, make_order, client_for, fake_provider, burst
+):
+    admin = await client_for(await make_user("admin"))
+    owner, flagged = await triaged_order(make_user, make_order, fake_provider, burst, flag=True)
+    _, _calm = await triaged_order(make_user, make_order, fake_provider, burst, flag=False, priority="low")
+    _, closed = await triaged_order(make_user, make_order, fake_provider, burst, flag=True, owner=owner)
+    mine = await client_for(owner)
+    await mine.patch(f"/api/v1/work-orders/{closed.id}", json={"version": 1, "status": "done"})
+
+    page = (await admin.get(f"{ADMIN}/triage/attention")).json()
+
+    assert [item["order"]["id"] for item in page["items"]] == [flagged.id]
+    assert page["total"] == 1
+
+
+async def test_a_dead_lettered_event_can_be_retried_by_an_admin(
+    db, make_user, make_order, client_for, fake_provider, burst
+):
+    admin = await client_for(await make_user("admin"))
+    order = await make_order(await make_user())
+    fake_provider.script(*[proposal("none-such")] * 3)
+    await burst()
+    (failed,) = (await admin.get(f"{ADMIN}/triage")).json()["failed"]
+
+    retried = await admin.post(f"{ADMIN}/triage/events/{failed['id']}/retry")
+    fake_provider.script(proposal())
+    await burst()
+
+    assert retried.json()["status"] == "pending"
+    assert (await db["outbox_events"].find_one({"payloadRef": ObjectId(order.id)}))["status"] == "done"
+    assert worker_jobs.BACKOFF_BASE_SECONDS == 0.0  # retries in these tests are due at once
