@@ -8,6 +8,7 @@ event; deciding goes through the same `approvals.decide` as the API.
 import asyncio
 import contextlib
 from datetime import UTC, datetime
+from typing import assert_never
 
 from nicegui import background_tasks, ui
 
@@ -15,8 +16,19 @@ from components.chips import PRIORITY_LABELS, STATUS_LABELS
 from components.safe_markdown import safe_markdown, to_safe_markdown
 from desk.actors import Actor
 from desk.agent import approvals, start
-from desk.agent.api import get_provider
-from desk.agent.events import Diff, RunEvent, ToolApprovalRequired
+from desk.agent.client import get_provider
+from desk.agent.events import (
+    Diff,
+    Error,
+    MessageDone,
+    Ping,
+    RunEvent,
+    Token,
+    ToolApprovalExpired,
+    ToolApprovalRequired,
+    ToolCallStart,
+    ToolResult,
+)
 from desk.agent.sessions import current_session
 from desk.config import get_settings
 from desk.db.client import get_db
@@ -47,6 +59,8 @@ class Copilot:
         self.actor = actor
         self.task: asyncio.Task | None = None
         self.pending: ToolApprovalRequired | None = None
+        self.answer: ui.markdown | None = None  # the answer being streamed, and its text so far
+        self.text = ""
         self.dialog: ui.dialog | None = None
 
     def build(self) -> None:
@@ -91,7 +105,7 @@ class Copilot:
 
     async def _run(self, content: str) -> None:
         db, settings = get_db(), get_settings()
-        answer, text = None, ""
+        self.answer, self.text = None, ""
         try:
             session = await current_session(db=db, settings=settings, actor=self.actor)
             turn = await start.begin(
@@ -104,17 +118,7 @@ class Copilot:
                 ip="ui",
             )
             async for event in turn.events():
-                if event.kind == "token":
-                    if answer is None:
-                        with self.log:
-                            answer = safe_markdown().classes("w-full").mark("copilot-answer")
-                    text += event.text
-                    answer.set_content(to_safe_markdown(text))
-                elif event.kind == "tool_result":
-                    self._note(event.summary)
-                    answer, text = None, ""
-                else:
-                    self._on_event(event)
+                self._on_event(event)
         except DeskError as error:
             self._note(PLAIN_ERRORS.get(error.code, error.message), error=True)
         except asyncio.CancelledError:
@@ -126,18 +130,31 @@ class Copilot:
             self._busy(False)
 
     def _on_event(self, event: RunEvent) -> None:
-        if event.kind == "tool_call_start":
-            return
-        if event.kind == "tool_approval_required":
-            self.pending = event
-            self._show_approval(event)
-        elif event.kind == "tool_approval_expired":
-            self._close_approval()
-            self._note("The approval expired, so nothing was changed. Ask again if you still want it.", error=True)
-        elif event.kind == "error":
-            self._note(PLAIN_ERRORS.get(event.code, event.message), error=True)
-        elif event.kind == "message_done" and event.notice:
-            self._note(event.notice)
+        match event:
+            case Token(text=more):
+                if self.answer is None:
+                    with self.log:
+                        self.answer = safe_markdown().classes("w-full").mark("copilot-answer")
+                self.text += more
+                self.answer.set_content(to_safe_markdown(self.text))
+            case ToolResult(summary=summary):
+                self._note(summary)
+                self.answer, self.text = None, ""  # what the assistant writes next is a new answer
+            case ToolApprovalRequired():
+                self.pending = event
+                self._show_approval(event)
+            case ToolApprovalExpired():
+                self._close_approval()
+                self._note("The approval expired, so nothing was changed. Ask again if you still want it.", error=True)
+            case Error(code=code, message=message):
+                self._note(PLAIN_ERRORS.get(code, message), error=True)
+            case MessageDone(notice=notice):
+                if notice:
+                    self._note(notice)
+            case ToolCallStart() | Ping():
+                pass  # a call's start and a keep-alive show nothing
+            case _:
+                assert_never(event)
 
     def _note(self, text: str, *, error: bool = False) -> None:
         with self.log:

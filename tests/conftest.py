@@ -10,7 +10,7 @@ from fastapi import FastAPI
 from pymongo import AsyncMongoClient
 from pymongo.asynchronous.database import AsyncDatabase
 
-from desk.agent.api import use_provider
+from desk.agent.client import use_provider
 from desk.agent.provider import Provider
 from desk.app import ensure_indexes, install_api
 from desk.auth import service as auth_service

@@ -11,6 +11,7 @@ from fastapi import APIRouter, Depends, Header, Request
 from fastapi.responses import StreamingResponse
 
 from desk.agent import approvals, sessions
+from desk.agent.client import provider_dependency
 from desk.agent.events import Error, Ping, RunEvent
 from desk.agent.models import (
     AgentRunDetail,
@@ -24,35 +25,13 @@ from desk.agent.models import (
 from desk.agent.provider import Provider
 from desk.agent.start import begin
 from desk.config import get_settings
-from desk.errors import ErrorCode, Forbidden
+from desk.errors import ErrorCode
 from desk.http import AUTHED, CurrentActor, CurrentUser, Db, errors
 
 log = logging.getLogger(__name__)
 router = APIRouter(prefix="/api/v1/ai", tags=["ai"])
 AI_ERRORS = (*AUTHED, ErrorCode.NOT_FOUND, ErrorCode.AI_APPROVAL_PENDING, ErrorCode.AI_BUDGET_EXCEEDED)
-_provider: Provider | None = None
 _winding_down: set[asyncio.Task] = set()  # runs still cleaning up after their client left (strong refs)
-
-
-def get_provider() -> Provider:
-    """The process's one provider client (built on first use from AI_BASE_URL / AI_API_KEY)."""
-    global _provider  # noqa: PLW0603 - one connection pool per process
-    if _provider is None:
-        settings = get_settings()
-        if not settings.ai_enabled:  # a dependency runs before the route: AI off must read 403 here too, not 503
-            raise Forbidden("The AI assistant is turned off on this desk.")
-        _provider = Provider.from_settings(settings)
-    return _provider
-
-
-async def provider_dependency() -> Provider:
-    return get_provider()  # async: a plain function dependency would run in a worker thread
-
-
-def use_provider(provider: Provider | None) -> None:
-    """Replace the provider (tests point it at the scripted fake)."""
-    global _provider  # noqa: PLW0603
-    _provider = provider
 
 
 @router.post("/sessions", status_code=201, response_model=CopilotSessionRead, responses=errors(*AI_ERRORS))

@@ -7,17 +7,24 @@ is refused.
 The person's day document also counts their message starts per minute and address (spec §4.7:
 the AI limiter keys on user + IP), so letting a message in is one atomic $inc-and-read of that
 document beside one read of the agent's and the desk's spend: two round trips, side by side.
+
+A run bills its model calls through a `Meter`: the copilot's to the person, `agent:copilot` and
+`global`; an agent working on its own (no person) to `agent:<name>` and `global`.
 """
 
 import asyncio
 import hashlib
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from datetime import UTC, datetime, time, timedelta
 
+from bson import ObjectId
 from pymongo import ASCENDING, ReturnDocument, UpdateOne
 from pymongo.asynchronous.database import AsyncDatabase
 
+from desk.agent import runs
+from desk.agent.provider import Usage
+from desk.agent.state import together
 from desk.config import Settings
 from desk.errors import DeskError, ErrorCode, RateLimited
 from desk.schema import now
@@ -111,6 +118,58 @@ async def check(db: AsyncDatabase, settings: Settings, *, user_id: str | None, a
     docs = await db["agent_spend"].find({"_id": {"$in": scopes}}).to_list()
     found = {doc["_id"]: float(doc.get("spentUsd", 0.0)) for doc in docs}
     _within_caps(settings, found, scopes)
+
+
+class Meter:
+    """One run's model calls billed: to the ledger's scopes (`keys`) at once, to the run's record with its next write.
+
+    Every bill is shielded: a call made is a call paid, even when the listener leaves meanwhile.
+    """
+
+    def __init__(
+        self,
+        db: AsyncDatabase,
+        *,
+        cost: Callable[[Usage], float],
+        user_id: str | None,
+        agent: str,
+        tidy: Iterable[str] = (),
+    ) -> None:
+        self.db, self.cost, self.user_id, self.agent = db, cost, user_id, agent
+        self.tidy = tuple(tidy)  # the person's stale start counters, dropped with the first charge
+        self.unrecorded: Usage | None = None  # the last call, charged to the ledger but not yet to its run
+
+    async def charge(self, usage: Usage) -> None:
+        """The spend ledger, for one model call (the first also drops the person's stale rate counters)."""
+        tidy, self.tidy = self.tidy, ()
+        usd = self.cost(usage)
+        await asyncio.shield(charge(self.db, user_id=self.user_id, agent=self.agent, usd=usd, tidy=tidy))
+
+    async def charge_for_later(self, usage: Usage) -> None:
+        """The ledger now; the run with its next write (`record_pending`, or `take_pending` for its end)."""
+        self.unrecorded = usage  # first: a cancel during the charge must not lose it
+        await asyncio.shield(self.charge(usage))
+
+    async def bill(self, usage: Usage, *, run_id: ObjectId | None) -> None:
+        """One model call, to the ledger and to its run (`run_id`: None while the run is not stored)."""
+        writes = [self.charge(usage)]
+        if run_id is not None:
+            writes.append(runs.record_usage(self.db, run_id, self.usage(usage)))
+        await asyncio.shield(together(*writes))
+
+    async def record_pending(self, *, run_id: ObjectId | None) -> None:
+        """Add the call already charged to the ledger to its run."""
+        usage, self.unrecorded = self.unrecorded, None
+        if usage is not None and run_id is not None:
+            await asyncio.shield(runs.record_usage(self.db, run_id, self.usage(usage)))
+
+    def take_pending(self) -> dict | None:
+        """The call charged but not yet recorded on its run, as `runs.finish_run` adds it; it is then taken."""
+        usage, self.unrecorded = self.unrecorded, None
+        return self.usage(usage) if usage is not None else None
+
+    def usage(self, usage: Usage) -> dict:
+        return {"inputTokens": usage.input_tokens, "outputTokens": usage.output_tokens, "costUsd": self.cost(usage)}
 
 
 def _within_caps(settings: Settings, spent: dict[str, float], scopes: list[str]) -> None:

@@ -11,6 +11,26 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from desk.errors import ErrorCode
 
+# How a run can stand: `running` until it moves, once, to one of the others (runs.finish_run).
+RunStatus = Literal["running", "complete", "aborted", "expired", "error", "budget_exceeded"]
+# What became of one tool call: refused by a guard, answered, staged for the person, or what was made of it.
+ToolOutcome = Literal[
+    "ok",
+    "error",
+    "unknown_tool",
+    "forbidden",
+    "blocked",
+    "need_read_first",
+    "pending",
+    "executed",
+    "rejected",
+    "stale",
+    "expired",
+    "aborted",
+    "invalid",  # the triage agent's call whose output did not validate
+]
+ApprovalStatus = Literal["pending", "approved", "rejected", "expired", "stale"]
+
 
 class _Event(BaseModel):
     model_config = ConfigDict(frozen=True, extra="forbid")
@@ -54,14 +74,14 @@ class ToolResult(_Event):
     kind: Literal["tool_result"] = "tool_result"
     tool_call_id: str
     tool: str
-    outcome: str
+    outcome: ToolOutcome
     summary: str  # plain words for people ("Looked up 3 of your work orders")
 
 
 class MessageDone(_Event):
     kind: Literal["message_done"] = "message_done"
     run_id: str
-    status: str
+    status: RunStatus
     notice: str | None = None
 
 

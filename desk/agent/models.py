@@ -5,6 +5,7 @@ from typing import Annotated, Any
 
 from pydantic import Field, StringConstraints
 
+from desk.agent.events import ApprovalStatus, RunStatus, ToolOutcome
 from desk.schema import ApiModel, IdStr, ReadModel, multi_line
 
 MessageText = multi_line(min_length=1, max_length=4000)
@@ -38,7 +39,7 @@ class CopilotSessionWithMessages(CopilotSessionRead):
 
 
 class Approval(ReadModel):
-    status: str
+    status: ApprovalStatus
     expires_at: datetime
     decided_at: datetime | None = None
     reason: str | None = None
@@ -49,7 +50,7 @@ class AgentToolCallRead(ReadModel):
     run_id: IdStr
     tool: str
     args: dict[str, Any]
-    outcome: str
+    outcome: ToolOutcome
     result: dict[str, Any] | None = None
     latency_ms: int = 0
     created_at: datetime
@@ -64,7 +65,7 @@ class AgentRunRead(ReadModel):
     mode: str
     actor_id: IdStr | None = Field(None, validation_alias="userId")
     agent_name: str | None = None
-    status: str
+    status: RunStatus
     model: str
     input_tokens: int
     output_tokens: int

@@ -15,10 +15,11 @@ from pymongo import ASCENDING, DESCENDING, ReturnDocument
 from pymongo.asynchronous.database import AsyncDatabase
 from pymongo.errors import DuplicateKeyError
 
+from desk.agent.events import RunStatus
 from desk.schema import now
 
 Doc = dict[str, Any]
-TERMINAL = ("complete", "error", "budget_exceeded", "expired", "aborted")
+TERMINAL: tuple[RunStatus, ...] = ("complete", "error", "budget_exceeded", "expired", "aborted")
 KEEP_TRANSCRIPT = timedelta(days=90)  # SEC-12: messages and tool-call results
 KEEP_RUNS = timedelta(days=365)  # SEC-12: run and session records
 # A session claimed longer than this by no running run is stuck (the sweeper frees it). Longer than
@@ -209,7 +210,7 @@ async def renew_lease(db: AsyncDatabase, run_id: ObjectId, lease: timedelta) -> 
 
 
 async def finish_run(
-    db: AsyncDatabase, run_id: ObjectId, status: str, *, error_code: str | None = None, usage: Doc | None = None
+    db: AsyncDatabase, run_id: ObjectId, status: RunStatus, *, error_code: str | None = None, usage: Doc | None = None
 ) -> bool:
     """running -> `status`, only if it is still running; returns whether this call made the move.
 

@@ -4,7 +4,7 @@ from bson import ObjectId
 from pymongo.asynchronous.database import AsyncDatabase
 
 from desk.actors import Actor
-from desk.agent import approvals, runs, runtime
+from desk.agent import approvals, live, runs
 from desk.agent.models import AgentRunDetail, AgentRunRead, CopilotSessionRead, CopilotSessionWithMessages
 from desk.agent.start import ApprovalPending, require_ai_user
 from desk.config import Settings
@@ -62,10 +62,10 @@ async def abort_runs(*, db: AsyncDatabase, user_id: str) -> None:
     """Logout or deactivation: every running run of the person ends as aborted, approvals expire.
 
     Their turns in this web process stop at once, in the middle of a model call too; a turn in
-    another process sees its run ended at its next check (see runtime.interrupt).
+    another process sees its run ended at its next check (see live.interrupt).
     """
     oid = parse_object_id(user_id)
     for run in await runs.running_runs(db, oid) if oid else []:
         if await runs.finish_run(db, run["_id"], "aborted"):
             await approvals.expire_for_run(db, run["_id"])
-    runtime.interrupt(user_id)
+    live.interrupt(user_id)

@@ -11,7 +11,8 @@ from pymongo.asynchronous.database import AsyncDatabase
 from desk.actors import Actor
 from desk.agent import budget, history, runs
 from desk.agent.provider import Provider
-from desk.agent.runtime import AGENT, LEASE, CopilotTurn
+from desk.agent.record import LEASE
+from desk.agent.runtime import AGENT, CopilotTurn
 from desk.config import Settings
 from desk.errors import Conflict, ErrorCode, Forbidden, NotFound, RateLimited
 from desk.schema import parse_object_id
@@ -46,7 +47,7 @@ async def begin(
     side by side: claiming the session (after recording the idempotency key, when there is one) and
     letting the message in (rate and spend, budget.admit). When several checks fail, the first in
     that order is reported, and whatever a refused turn took (the claim, the key) is given back. The
-    run and the person's message are stored once the first token is out (`CopilotTurn.record`).
+    run and the person's message are stored once the first token is out (`RunRecord.take`).
     `user` is the person's stored record when the caller has just read it (the HTTP route has).
     """
     user = await require_ai_user(db, settings, actor, user)
@@ -66,18 +67,17 @@ async def begin(
             await _unclaim(db, session, run, key)
         raise min(refusals, key=_rank)
     assert isinstance(session, dict) and isinstance(admission, budget.Admission)
-    turn = CopilotTurn(
+    return CopilotTurn(
         db=db,
         settings=settings,
         provider=provider,
         actor=actor,
         run=run,
         session=session,
+        content=content,
         window=history.HISTORIES.current(session),
         admission=admission,
     )
-    turn.record(content)
-    return turn
 
 
 class SessionClosed(Conflict):

@@ -8,7 +8,7 @@ from collections.abc import Awaitable, Callable
 
 import pytest
 
-from desk.agent import approvals, runtime
+from desk.agent import approvals, staging
 from desk.agent.events import RunEvent
 from desk.agent.sessions import current_session
 from desk.agent.start import begin as begin_turn
@@ -21,7 +21,7 @@ Decider = Callable[[RunEvent], Awaitable[None]]
 @pytest.fixture(autouse=True)
 def quick_polls(monkeypatch):
     """A run waiting for a decision looks every 10 ms instead of 200 ms (speed only)."""
-    monkeypatch.setattr(runtime, "POLL_SECONDS", 0.01)
+    monkeypatch.setattr(staging, "POLL_SECONDS", 0.01)
 
 
 @pytest.fixture

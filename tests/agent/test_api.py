@@ -22,7 +22,7 @@ from pydantic import TypeAdapter
 from pymongo import AsyncMongoClient, MongoClient, monitoring
 
 from desk.agent import budget, runs, start
-from desk.agent.api import get_provider, use_provider
+from desk.agent.client import get_provider, use_provider
 from desk.agent.events import EVENT_KINDS, RunEvent
 from desk.agent.sessions import current_session
 from desk.auth import service as auth_service

@@ -8,7 +8,7 @@ import httpx
 import pytest
 
 from desk.agent import budget
-from desk.agent.api import use_provider
+from desk.agent.client import use_provider
 from desk.agent.provider import Provider, Usage
 from desk.agent.sessions import abort_runs, current_session
 from desk.agent.start import begin

@@ -13,7 +13,7 @@ from datetime import timedelta
 import pytest
 from bson import ObjectId
 
-from desk.agent import approvals, runs, runtime
+from desk.agent import approvals, record, runs, runtime
 from desk.agent import start as start_module
 from desk.agent.sessions import abort_runs
 from desk.agent.sweeper import sweep
@@ -33,7 +33,7 @@ async def logged_out_elsewhere(db, person: dict) -> None:
 @pytest.fixture
 def short_lease(monkeypatch):
     """A 0.3 s lease (renewed every 0.1 s) and a 0.2 s grace for claims: minutes of a real run in a second."""
-    monkeypatch.setattr(runtime, "LEASE", timedelta(seconds=0.3))
+    monkeypatch.setattr(record, "LEASE", timedelta(seconds=0.3))
     monkeypatch.setattr(start_module, "LEASE", timedelta(seconds=0.3))
     monkeypatch.setattr(runs, "CLAIM_GRACE", timedelta(seconds=0.2))
 

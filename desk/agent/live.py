@@ -1,0 +1,59 @@
+"""This process's live turns, so a logout stops them at once, and the run tasks nobody awaits.
+
+A turn registers itself here while it may still run; `sessions.abort_runs` ends the person's runs
+in the database and then calls `interrupt`, which reaches the turns of this web process.
+"""
+
+import asyncio
+import logging
+import weakref
+from typing import Protocol
+
+log = logging.getLogger(__name__)
+INTERRUPTED = "Stopped: this conversation was ended elsewhere (you signed out, or your access changed)."
+
+
+class Interruptible(Protocol):
+    def interrupt(self) -> None: ...
+
+
+_LIVE: dict[str, weakref.WeakSet[Interruptible]] = {}  # person id -> their turns in this process
+_background: set[asyncio.Task] = set()  # record and wind-down tasks nobody may await (strong refs until done)
+
+
+def register(user_id: str, turn: Interruptible) -> None:
+    """Weakly: a turn never read is simply forgotten."""
+    _LIVE.setdefault(user_id, weakref.WeakSet()).add(turn)
+
+
+def forget(user_id: str, turn: Interruptible) -> None:
+    mine = _LIVE.get(user_id)
+    if mine is not None:
+        mine.discard(turn)
+        if not mine:
+            _LIVE.pop(user_id, None)
+
+
+def interrupt(user_id: str) -> None:
+    """Stop this process's turns of `user_id` at once; `sessions.abort_runs` has ended their runs in the database.
+
+    On its own a turn notices that only at its next check, which may come after a long model call
+    (or, in another web process, at its lease keeper's next renewal: a third of a lease). A turn in
+    another process that has not stored its run yet (no first token so far) is not found there: it
+    stops at its next step's check only if its person lost AI access, else it runs to its end.
+    """
+    for turn in tuple(_LIVE.get(user_id, ())):
+        turn.interrupt()
+
+
+def keep(task: asyncio.Task, *, failure: str, expected: tuple[type[BaseException], ...] = ()) -> asyncio.Task:
+    """Hold `task` until it is done, and log its failure (the type only: a message may quote a person's words)."""
+
+    def done(finished: asyncio.Task) -> None:
+        _background.discard(finished)
+        if not finished.cancelled() and (error := finished.exception()) is not None and not isinstance(error, expected):
+            log.error("%s (%s)", failure, type(error).__name__)
+
+    _background.add(task)
+    task.add_done_callback(done)
+    return task

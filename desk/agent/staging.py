@@ -1,0 +1,163 @@
+"""A proposed change (spec §4.6): staged for the person, waited on, then made at the version shown.
+
+Nothing is made without the person's approval, only while the run still runs, and only as the person
+is stored now (turned off, deactivated or demoted meanwhile: refused). A target that moved since
+it was staged is staged again with what it holds now, under a new id; the stale one keeps its record.
+"""
+
+import asyncio
+import time
+from collections.abc import AsyncIterator, Awaitable, Callable
+from dataclasses import dataclass, replace
+from datetime import timedelta
+from typing import Any
+
+from bson import ObjectId
+
+from desk.actors import Actor
+from desk.agent import approvals, runs
+from desk.agent.events import RunEvent, ToolApprovalExpired, ToolApprovalRequired
+from desk.agent.pipeline import Call, ToolAnswer
+from desk.agent.record import RunRecord
+from desk.agent.state import RunEnded, RunState, stopped
+from desk.errors import Conflict, DeskError, ErrorCode
+from desk.schema import now
+
+POLL_SECONDS = 0.2  # how often a run waiting for a decision looks at the approval
+
+
+@dataclass(frozen=True)
+class Staging:
+    record: RunRecord
+    state: RunState
+    ttl: timedelta
+    person_now: Callable[[], Awaitable[Actor | None]]  # the person as stored now; None: AI is off for them
+    interrupted: Callable[[], bool]  # the run was stopped in this process (`live.interrupt`)
+
+    async def propose(self, call: Call) -> AsyncIterator[RunEvent | ToolAnswer]:
+        """Events for the person while the change waits; its `ToolAnswer` last."""
+        tool, args = call.tool, call.args
+        pre, version = None, None
+        if tool.preimage is not None:
+            image = await tool.preimage(call.context, tool.args.model_validate(args))
+            if image is None:
+                yield call.answer("error", {"error": "That work order no longer exists."}, "Found the work order gone")
+                return
+            pre, version = image.fields, image.version
+        shown = approvals.diff(tool.name, args, pre)
+        if not shown.changed:  # nothing to show the person, nothing to make
+            yield call.answer("error", {"error": "This change would change nothing."}, "Proposed a change of nothing")
+            return
+        while True:
+            staged = await self.record.stage(
+                record_id=call.id,
+                tool=tool.name,
+                call_id=call.request.id,
+                args=args,
+                pre_image=pre,
+                version=version,
+                ttl=self.ttl,
+            )
+            yield ToolApprovalRequired(
+                tool_call_id=str(staged["_id"]),
+                tool=tool.name,
+                args=args,
+                diff=shown,
+                expires_at=staged["approval"]["expiresAt"],
+            )
+            decided = await self._decision(staged)
+            status = decided["approval"]["status"]
+            if status == "expired":
+                raise RunEnded("expired", ToolApprovalExpired(tool_call_id=str(staged["_id"])))
+            if status == "rejected":
+                yield await self._rejected(call, staged, decided)
+                return
+            person, running = await asyncio.gather(self.person_now(), self.record.renew())
+            if self.interrupted() or not running:  # ended since the click (a logout, the sweeper): nothing is made
+                await runs.update_tool_call(self.record.db, staged["_id"], {"outcome": "aborted"})
+                raise RunEnded("aborted")
+            if person is None or person.role not in tool.roles:  # turned off, deactivated or demoted meanwhile
+                await runs.update_tool_call(self.record.db, staged["_id"], {"outcome": "forbidden"})
+                refusal = {"error": "This account can no longer make changes."}
+                yield call.answer("forbidden", refusal, "Refused a change", staged=True)
+                return
+            call = replace(call, context=replace(call.context, actor=person))
+            # Shielded: a change under way is finished and recorded even if the run is stopped meanwhile
+            # (Stop, a closed tab, a logout); cut off halfway, its record would not say what happened.
+            execution = asyncio.ensure_future(self._execute(call, staged, version))
+            try:
+                made = await asyncio.shield(execution)
+            except asyncio.CancelledError:
+                await asyncio.wait([execution])
+                raise
+            if isinstance(made, ToolAnswer):
+                yield made
+                return
+            pre, version = made  # stale: stage again with the fresh pre-image,
+            shown = approvals.diff(tool.name, args, pre)
+            call = replace(call, id=ObjectId())  # as a new proposal with its own id (the stale one keeps its record)
+
+    async def _decision(self, staged: dict) -> dict:
+        db = self.record.db
+        while True:
+            await asyncio.sleep(POLL_SECONDS)
+            current = await runs.get_tool_call(db, staged["_id"])
+            if current["approval"]["status"] != "pending":
+                return current
+            if current["approval"]["expiresAt"] <= now():
+                await approvals.expire_for_run(db, self.record.run["_id"])
+                return {**current, "approval": {**current["approval"], "status": "expired"}}
+            if self.interrupted() or not await self.record.renew():  # ended elsewhere
+                raise RunEnded("aborted")
+
+    async def _rejected(self, call: Call, staged: dict, decided: dict) -> ToolAnswer:
+        self.state.rejected[call.key] = self.state.rejected.get(call.key, 0) + 1
+        await runs.update_tool_call(self.record.db, staged["_id"], {"outcome": "rejected"})
+        if self.state.rejected[call.key] >= 2:
+            message = "The assistant proposed the same rejected change again, so it was stopped."
+            raise stopped(ErrorCode.VALIDATION_ERROR, message, "loop_detected")
+        reason = decided["approval"].get("reason")
+        result = {"rejected": True, "reason": reason} if reason else {"rejected": True}
+        return call.answer("rejected", result, "You rejected the change", staged=True)
+
+    async def _execute(self, call: Call, staged: dict, version: int | None) -> ToolAnswer | tuple[dict[str, Any], int]:
+        """Make an approved change at the staged version; a moved version re-stages instead (never executes stale)."""
+        db, tool, started = self.record.db, call.tool, time.monotonic()
+        parsed = tool.args.model_validate(call.args)  # frozen args, validated again at execution
+        if tool.preimage is not None:
+            image = await tool.preimage(call.context, parsed)
+            if image is None:
+                await runs.update_tool_call(db, staged["_id"], {"outcome": "error", "result": {"error": "gone"}})
+                gone = {"error": "That work order no longer exists."}
+                return call.answer("error", gone, "Found the work order gone", staged=True)
+            if image.version != version:
+                await runs.update_tool_call(db, staged["_id"], {"outcome": "stale", "approval.status": "stale"})
+                return image.fields, image.version
+        try:
+            output = await tool.run(call.context, parsed, version)
+        except Conflict:
+            await runs.update_tool_call(db, staged["_id"], {"outcome": "stale", "approval.status": "stale"})
+            image = await tool.preimage(call.context, parsed) if tool.preimage else None
+            if image is None:
+                changed = {"error": "That work order changed and is gone."}
+                return call.answer("error", changed, "Found the work order gone", staged=True)
+            return image.fields, image.version
+        except DeskError as error:
+            await runs.update_tool_call(db, staged["_id"], {"outcome": "error", "result": {"error": error.message}})
+            return call.answer("error", {"error": error.message}, "The change could not be made", staged=True)
+        await runs.update_tool_call(
+            db,
+            staged["_id"],
+            {
+                "outcome": "executed",
+                "result": output.result,
+                "executedVersion": next(iter(output.seen.values()), None),
+                "latencyMs": int((time.monotonic() - started) * 1000),
+            },
+        )
+        self.state.versions.update(output.seen)
+        self.state.seen_ids.update(output.seen)
+        self.state.executed.add(call.key)
+        self.state.cache.clear()  # earlier reads no longer describe the desk: answering from them would be stale
+        self.state.pasted.clear()
+        return call.answer("executed", output.result, tool.say(output), staged=True)
