@@ -22,7 +22,7 @@ from desk.auth import repository as auth_repo
 from desk.auth.api import router as auth_router
 from desk.config import Settings
 from desk.db.client import get_db, ping
-from desk.errors import DeskError
+from desk.errors import Conflict, DeskError
 from desk.http import install_error_handlers
 from desk.metrics.api import router as metrics_router
 from desk.outbox import repository as outbox_repo
@@ -109,6 +109,8 @@ async def ensure_first_admin(db: AsyncDatabase, settings: Settings) -> FirstAdmi
     try:
         passwords.check_policy(password)
         await users_service.register(db=db, data=UserCreate(email=email, name="Admin", role="admin", password=password))
+    except Conflict:
+        return None  # another desk process starting beside this one made the first admin: the unique index decided
     except DeskError as error:
         raise SystemExit(f"config error: DESK_ADMIN_PASSWORD: {error.message}") from None
     return FirstAdmin(email=email, password=None if given else password)

@@ -1,20 +1,28 @@
-"""The `desk` command: run the desk, create an admin, seed demo data."""
+"""The `desk` command's arguments and the commands that need no UI: create an admin, seed demo data.
+
+`desk run` serves the web app, which only the composition root (main.py) can assemble.
+"""
 
 import argparse
 import asyncio
 import getpass
-import logging
-import secrets
 import sys
-from contextlib import AsyncExitStack
+from collections.abc import Awaitable, Callable
+from functools import partial
 
-from desk.config import Settings, get_settings, load_settings, use_settings
+from pymongo.asynchronous.database import AsyncDatabase
+
+from desk.app import ensure_indexes
+from desk.config import Settings, load_settings, use_settings
+from desk.db.lifecycle import DatabaseUnavailable, open_database
+from desk.errors import DeskError
 from desk.logs import configure_logging, never_log
+from desk.seed import seed_demo
+from desk.users import service as users_service
+from desk.users.models import UserCreate
 
-log = logging.getLogger("desk")
 
-
-def main(argv: list[str] | None = None) -> None:
+def parse(argv: list[str] | None = None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(prog="desk", description="Work Order Desk")
     commands = parser.add_subparsers(dest="command", required=True)
     run = commands.add_parser("run", help="run the desk (the embedded database unless MONGODB_URI is set)")
@@ -26,32 +34,38 @@ def main(argv: list[str] | None = None) -> None:
     admin.add_argument("--name", default="Admin")
     seed = commands.add_parser("seed", help="add demo data")
     seed.add_argument("--demo", action="store_true", required=True, help="demo users and 200 work orders")
-    args = parser.parse_args(argv)
+    return parser.parse_args(argv)
 
+
+def setup(args: argparse.Namespace) -> Settings:
+    """Logging, then the settings (a bad value exits with one line per problem), made the process's own."""
     configure_logging()
     overrides = {key: value for key in ("host", "port") if (value := getattr(args, key, None)) is not None}
     settings = load_settings(**{f"desk_{key}": value for key, value in overrides.items()})
     never_log(*settings.secrets())
     use_settings(settings)
-    if args.command == "run":
-        from desk.web import serve
+    return settings
 
-        serve(settings, demo=args.demo)
-    elif args.command == "create-admin":
+
+def run_command(args: argparse.Namespace, settings: Settings) -> None:
+    """`create-admin` or `seed`, on the desk's database (the embedded one needs the desk stopped)."""
+    if args.command == "create-admin":
         password = _admin_password(settings)
-        asyncio.run(_with_db(settings, _create_admin, email=args.email, name=args.name, password=password))
+        _with_db(settings, partial(_create_admin, email=args.email, name=args.name, password=password))
     else:
-        asyncio.run(_with_db(settings, _seed))
+        _with_db(settings, _seed)
 
 
-async def _with_db(settings: Settings, job, **kwargs) -> None:
-    from desk.app import ensure_indexes
-    from desk.db.lifecycle import open_database
+def _with_db(settings: Settings, job: Callable[[AsyncDatabase], Awaitable[None]]) -> None:
+    async def run() -> None:
+        async with open_database(settings) as db:
+            await ensure_indexes(db)
+            await job(db)
 
-    async with AsyncExitStack() as stack:
-        db = await stack.enter_async_context(open_database(settings))
-        await ensure_indexes(db)
-        await job(db, **kwargs)
+    try:
+        asyncio.run(run())
+    except DatabaseUnavailable as error:
+        raise SystemExit(f"desk: {error}") from None
 
 
 def _admin_password(settings: Settings) -> str:
@@ -62,14 +76,10 @@ def _admin_password(settings: Settings) -> str:
     return getpass.getpass("Password for the new admin: ")
 
 
-async def _create_admin(db, *, email: str, name: str, password: str) -> None:
-    from desk.errors import DeskError
-    from desk.users import service
-    from desk.users.models import UserCreate
-
+async def _create_admin(db: AsyncDatabase, *, email: str, name: str, password: str) -> None:
     try:
         data = UserCreate(email=email, name=name, role="admin", password=password)
-        user = await service.register(db=db, data=data)
+        user = await users_service.register(db=db, data=data)
     except DeskError as error:
         raise SystemExit(f"desk: {error.message}") from None
     except ValueError as error:
@@ -77,23 +87,5 @@ async def _create_admin(db, *, email: str, name: str, password: str) -> None:
     print(f"Created admin {user.email}.")
 
 
-async def _seed(db) -> None:
-    from desk.seed import seed_demo
-
-    summary = await seed_demo(db)
-    print(summary)
-
-
-def generated_secret() -> str:
-    """The storage secret when DESK_SECRET is unset: made once, kept in DESK_DATA_DIR."""
-    settings = get_settings()
-    path = settings.desk_data_dir / "secret"
-    if not path.exists():
-        settings.desk_data_dir.mkdir(parents=True, exist_ok=True)
-        path.write_text(secrets.token_urlsafe(48))
-        path.chmod(0o600)
-    return path.read_text().strip()
-
-
-if __name__ == "__main__":
-    main()
+async def _seed(db: AsyncDatabase) -> None:
+    print(await seed_demo(db))

@@ -33,6 +33,7 @@ class Settings(BaseSettings):
     desk_admin_email: str | None = None
     desk_admin_password: SecretStr | None = None
     desk_public_https: bool = False  # true behind https: Secure + __Host- session cookie
+    desk_run_worker: bool = True  # `desk run` starts its own worker; false where worker services run the jobs
 
     # Sessions and login
     desk_session_idle_minutes: PositiveInt = 120

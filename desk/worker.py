@@ -1,84 +1,140 @@
-"""The worker process (`scheduler.py`): APScheduler jobs beside the web app; the triage agent joins later."""
+"""The worker process (`scheduler.py`): the jobs in `JOBS`, run by APScheduler beside the web app.
+
+The jobs are a declared table, as arq declares `functions` and `cron_jobs`: a new job is a
+coroutine `async def job(ctx: Context) -> None` and one `Job` line below. `serve` runs each one at
+start-up and then every `interval`; `burst` runs every job once, now, and returns (the tests' way in).
+"""
 
 import asyncio
 import logging
 import os
 import signal
+from collections.abc import Awaitable, Callable, Iterable
+from dataclasses import dataclass
 
 from apscheduler.schedulers.asyncio import AsyncIOScheduler
+from pymongo.asynchronous.database import AsyncDatabase
 
 from desk.agent.sweeper import sweep
 from desk.config import Settings, load_settings
-from desk.db.client import connect
+from desk.db.lifecycle import open_database
 from desk.logs import configure_logging, never_log
 
 log = logging.getLogger("desk.worker")
 
 
-async def serve(settings: Settings, uri: str, *, stop: asyncio.Event | None = None) -> None:
-    """Run the jobs until `stop` is set (or SIGTERM/SIGINT)."""
-    db = connect(uri, settings.mongodb_db)
+@dataclass(frozen=True)
+class Context:
+    """What every job gets: the database and the settings of this worker process."""
+
+    db: AsyncDatabase
+    settings: Settings
+
+
+@dataclass(frozen=True)
+class Job:
+    """A job of the table: `run(ctx)` every `interval(settings)` seconds, and once when the worker starts."""
+
+    name: str
+    run: Callable[[Context], Awaitable[None]]
+    interval: Callable[[Settings], float]
+
+
+async def sweep_stale(ctx: Context) -> None:
+    """The sweeper (spec §4.5): stale copilot runs end, overdue approvals expire, stuck sessions are freed."""
+    swept = await sweep(ctx.db)
+    if swept.stale_runs or swept.expired_approvals or swept.freed_sessions:
+        log.info(
+            "sweeper: %d stale runs ended, %d approvals expired, %d stuck sessions freed",
+            swept.stale_runs,
+            swept.expired_approvals,
+            swept.freed_sessions,
+        )
+
+
+JOBS: tuple[Job, ...] = (Job("sweep", sweep_stale, lambda settings: settings.agent_sweep_interval_ms / 1000),)
+
+
+async def burst(ctx: Context, jobs: Iterable[Job] = JOBS) -> None:
+    """Run every job once, now, one after the other, and return; a job's failure is raised."""
+    for job in jobs:
+        await job.run(ctx)
+
+
+async def serve(settings: Settings, *, stop: asyncio.Event | None = None, jobs: Iterable[Job] = JOBS) -> None:
+    """Run the jobs until `stop` is set (or SIGTERM/SIGINT), on the database `settings` name."""
     stop = stop or asyncio.Event()
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGTERM, signal.SIGINT):
         loop.add_signal_handler(sig, stop.set)
-
-    passes: set[asyncio.Task] = set()  # sweep passes in progress: stopping lets them finish first
-
-    async def sweep_job() -> None:
-        sweeping = asyncio.create_task(sweep_pass())
-        passes.add(sweeping)
-        sweeping.add_done_callback(passes.discard)
+    async with open_database(settings) as db:
+        runner = _Runner(Context(db=db, settings=settings), stop)
+        scheduler = AsyncIOScheduler()
+        for job in jobs:
+            # coalesce + one instance: a slow run is never started twice at once or caught up in a burst
+            scheduler.add_job(
+                runner.scheduled(job),
+                "interval",
+                seconds=job.interval(settings),
+                id=job.name,
+                coalesce=True,
+                max_instances=1,
+                # no next_run_time: APScheduler reads None as "add paused", and the job would never run again
+            )
+        scheduler.start()
+        watchdog = None
+        if os.environ.get("DESK_WORKER_PARENT"):  # started by `desk run`: never outlive it
+            watchdog = asyncio.create_task(_exit_with_parent(int(os.environ["DESK_WORKER_PARENT"]), stop))
+        log.info("worker started")
         try:
-            await asyncio.shield(sweeping)
+            for job in jobs:  # once at start-up: a desk restarted after a crash is tidied at once
+                await runner.once(job)
+            await stop.wait()
+        finally:
+            if watchdog is not None:
+                watchdog.cancel()
+            scheduler.shutdown(wait=False)
+            for sig in (signal.SIGTERM, signal.SIGINT):  # the loop may outlive us (tests, an embedding process)
+                loop.remove_signal_handler(sig)
+            await runner.drain()
+            log.info("worker stopped")
+
+
+class _Runner:
+    """Runs jobs so that stopping the worker lets a run in progress finish before the database closes."""
+
+    def __init__(self, ctx: Context, stop: asyncio.Event):
+        self.ctx, self.stop = ctx, stop
+        self.running: dict[asyncio.Task, str] = {}
+
+    def scheduled(self, job: Job) -> Callable[[], Awaitable[None]]:
+        async def tick() -> None:
+            await self.once(job)
+
+        tick.__name__ = job.name  # APScheduler names the job after its function in its own log lines
+        return tick
+
+    async def once(self, job: Job) -> None:
+        task = asyncio.create_task(job.run(self.ctx), name=f"worker-{job.name}")
+        self.running[task] = job.name
+        task.add_done_callback(lambda done: self.running.pop(done, None))
+        try:
+            await asyncio.shield(task)
         except asyncio.CancelledError:
             # Stopping, APScheduler 3's asyncio executor cancels a running job (it cannot wait) and logs the
-            # cancel as the job's error: the pass goes on, and `serve` awaits it before closing the client.
-            if not stop.is_set():
+            # cancel as the job's error: the run goes on, and `drain` awaits it before the client closes.
+            if not self.stop.is_set():  # the worker itself is cancelled, not stopped: so is the job
+                task.cancel()
                 raise
+        except Exception as error:  # the type only: a driver's message may quote a document (SEC-1)
+            log.error("worker job %s failed (%s)", job.name, type(error).__name__)
 
-    async def sweep_pass() -> None:
-        swept = await sweep(db)
-        if swept.stale_runs or swept.expired_approvals or swept.freed_sessions:
-            log.info(
-                "sweeper: %d stale runs ended, %d approvals expired, %d stuck sessions freed",
-                swept.stale_runs,
-                swept.expired_approvals,
-                swept.freed_sessions,
-            )
-
-    scheduler = AsyncIOScheduler()
-    # coalesce + one instance: a slow pass is never run twice at once or caught up in a burst
-    scheduler.add_job(
-        sweep_job,
-        "interval",
-        seconds=settings.agent_sweep_interval_ms / 1000,
-        id="sweep",
-        coalesce=True,
-        max_instances=1,
-        # no next_run_time: APScheduler reads None as "add paused", and the job would never run again
-    )
-    scheduler.start()
-    watchdog = None
-    if os.environ.get("DESK_WORKER_PARENT"):  # started by `desk run`: never outlive it
-        watchdog = asyncio.create_task(_exit_with_parent(int(os.environ["DESK_WORKER_PARENT"]), stop))
-    log.info("worker started")
-    try:
-        await sweep_pass()
-        await stop.wait()
-    finally:
-        if watchdog is not None:
-            watchdog.cancel()
-        scheduler.shutdown(wait=False)
-        for sig in (signal.SIGTERM, signal.SIGINT):  # the loop may outlive us (tests, an embedding process)
-            loop.remove_signal_handler(sig)
-        try:
-            for failed in await asyncio.gather(*passes, return_exceptions=True):  # cut off from its job: log here
-                if isinstance(failed, Exception):
-                    log.error("sweeper pass failed", exc_info=failed)
-        finally:
-            await db.client.close()
-            log.info("worker stopped")
+    async def drain(self) -> None:
+        """Wait for the runs still in progress; a failure cut off from its job is logged here."""
+        names = dict(self.running)
+        for task, failed in zip(names, await asyncio.gather(*names, return_exceptions=True), strict=True):
+            if isinstance(failed, Exception):
+                log.error("worker job %s failed (%s)", names[task], type(failed).__name__)
 
 
 async def _exit_with_parent(parent: int, stop: asyncio.Event) -> None:
@@ -96,7 +152,7 @@ def main() -> None:
             "config error: MONGODB_URI: the worker needs the database the web app uses "
             "(`desk run` passes it when it starts the worker)"
         )
-    asyncio.run(serve(settings, settings.mongodb_uri.get_secret_value()))
+    asyncio.run(serve(settings))
 
 
 if __name__ == "__main__":

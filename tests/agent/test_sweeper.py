@@ -12,8 +12,7 @@ import os
 import signal
 import subprocess
 import sys
-import time
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator
 from datetime import timedelta
 from pathlib import Path
 
@@ -28,24 +27,10 @@ from desk.agent.sweeper import Swept, sweep
 from desk.config import Settings
 from desk.schema import now
 from desk.worker import serve
-from tests.agent.fake_provider import Turn
-from tests.helpers import actor
+from tests.fake_provider import Turn
+from tests.helpers import actor, until
 
 ROOT = Path(__file__).resolve().parents[2]
-
-
-async def until(check: Callable[[], object], *, what: str, within: float = 5.0) -> float:
-    """Poll `check` (sync or async) until truthy; returns the seconds it took, fails after `within`."""
-    started = time.monotonic()
-    while True:
-        value = check()
-        if asyncio.iscoroutine(value):
-            value = await value
-        if value:
-            return time.monotonic() - started
-        if time.monotonic() - started > within:
-            pytest.fail(f"timed out waiting for {what}")
-        await asyncio.sleep(0.01)
 
 
 async def start_run(db, settings: Settings, provider, person: dict, text: str = "hi") -> ObjectId:
@@ -334,8 +319,8 @@ async def test_only_pending_approvals_expire_however_many_decided_ones_are_past_
 async def worker_running(db, mongo_uri: str, *, interval_ms: int) -> AsyncIterator[asyncio.Event]:
     """The worker's `serve`, as `desk run` starts it; yields its stop switch, and stops it on the way out."""
     stop = asyncio.Event()
-    settings = Settings(mongodb_db=db.name, agent_sweep_interval_ms=interval_ms)
-    serving = asyncio.create_task(serve(settings, mongo_uri, stop=stop))
+    settings = Settings(mongodb_uri=mongo_uri, mongodb_db=db.name, agent_sweep_interval_ms=interval_ms)
+    serving = asyncio.create_task(serve(settings, stop=stop))
     try:
         yield stop
     finally:
@@ -407,7 +392,7 @@ async def test_a_worker_cancelled_during_its_first_pass_is_cancelled(db, mongo_u
         await asyncio.Event().wait()
 
     monkeypatch.setattr("desk.worker.sweep", a_pass_that_hangs)
-    serving = asyncio.create_task(serve(Settings(mongodb_db=db.name), mongo_uri))
+    serving = asyncio.create_task(serve(Settings(mongodb_uri=mongo_uri, mongodb_db=db.name)))
     await asyncio.wait_for(started.wait(), 5)
 
     serving.cancel()

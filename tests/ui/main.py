@@ -2,7 +2,7 @@
 
 from nicegui import app, ui
 
-from desk.web import mount
+from main import mount
 
 # NiceGUI's reset between tests keeps FastAPI's lifespan, which every include_router wraps once
 # more: without this, the wrapping nests deeper each test until Python's recursion limit.

@@ -1,0 +1,167 @@
+"""The desk's composition root: the `desk` command and the web app it runs.
+
+Everything is wired here: the pages and components (the UI), the API's own app in front of them,
+the live feed, the database, the worker process. `desk/` holds the domains and never imports the
+UI (an import-linter contract checks it); the UI imports `desk/`. NiceGUI's modularization example
+keeps its `main.py` the same way.
+"""
+
+import os
+import secrets
+import subprocess
+import sys
+from contextlib import AsyncExitStack
+
+from fastapi import FastAPI
+from nicegui import app, ui
+from nicegui.storage import Storage
+from starlette.types import ASGIApp, Receive, Scope, Send
+
+from components import live
+from desk import cli
+from desk.app import FirstAdmin, ensure_first_admin, ensure_indexes, install_api
+from desk.config import Settings
+from desk.db.client import use_database
+from desk.db.lifecycle import DatabaseUnavailable, database_server, open_database
+from desk.seed import seed_demo
+from pages import ROUTERS
+
+API_PATHS = ("/api/", "/healthz", "/readyz")
+_BUILD_PAGES = app.build_middleware_stack  # NiceGUI's own; mount() runs once per UI test: wrap it, never a wrapper
+
+
+def main(argv: list[str] | None = None) -> None:
+    """The `desk` command: `run` serves the desk; the other commands are desk/cli.py's."""
+    args = cli.parse(argv)
+    settings = cli.setup(args)
+    if args.command == "run":
+        serve(settings, demo=args.demo)
+    else:
+        cli.run_command(args, settings)
+
+
+def mount() -> None:
+    """The pages on NiceGUI's app, the API and its docs on their own app in front; the live feed starts with the app."""
+    docs = {"docs_url": "/api/docs", "redoc_url": None, "openapi_url": "/api/openapi.json"}
+    api = FastAPI(title="Work Order Desk API", version="1", **docs)
+    install_api(api)
+    _api_in_front(api)
+    for router in ROUTERS:
+        app.include_router(router)
+    app.on_startup(live.start)
+
+
+def serve(settings: Settings, *, demo: bool = False) -> None:
+    """Run the desk until interrupted; the database is open before the first request can arrive."""
+    try:
+        with database_server(settings) as uri:
+            _start_up(settings, uri, demo=demo)
+            mount()
+            _run(settings)
+    except DatabaseUnavailable as error:
+        raise SystemExit(f"desk: {error}") from None
+
+
+def _start_up(settings: Settings, uri: str, *, demo: bool) -> None:
+    """Start-up work, in NiceGUI's event loop and before the live feed: the client, indexes, first admin, worker."""
+    stack = AsyncExitStack()
+
+    @app.on_startup
+    async def start() -> None:
+        db = await stack.enter_async_context(open_database(settings, uri))
+        use_database(db)
+        await ensure_indexes(db)
+        first = await ensure_first_admin(db, settings)
+        if demo:
+            print(await seed_demo(db, only_if_empty=True), flush=True)
+        if settings.desk_run_worker:
+            stack.callback(_start_worker(uri))
+        _welcome(settings, first)
+
+    @app.on_shutdown
+    async def stop() -> None:
+        await stack.aclose()
+        use_database(None)
+
+
+def _run(settings: Settings) -> None:
+    # NiceGUI's per-browser storage holds the desk session secret: keep it with the desk's data,
+    # not in whatever directory the desk was started from.
+    Storage.path = (settings.desk_data_dir / "nicegui").resolve()
+    Storage.path.mkdir(parents=True, exist_ok=True)
+    app.storage = Storage()
+    app.storage.max_tab_storage_age = 3600  # the desk keeps nothing per tab; NiceGUI's 30-day default only grows
+    ui.run(
+        host=settings.desk_host,
+        port=settings.desk_port,
+        title="Work Order Desk",
+        reload=False,
+        show=False,
+        storage_secret=_storage_secret(settings),
+        show_welcome_message=False,
+        uvicorn_logging_level="warning",
+        favicon="🛠",
+    )
+
+
+def _api_in_front(api: FastAPI) -> None:
+    """Send API and health requests straight to `api`, past NiceGUI's middleware, which is for pages.
+
+    Through it, every request without NiceGUI's browser cookie (a script with an API token, a health
+    probe) was given a new NiceGUI session cookie and left a per-browser storage in memory for good,
+    and each API request paid for three more middleware layers. Starlette builds the middleware
+    stack on the first request (after NiceGUI added its own), so the dispatch wraps that stack.
+    """
+
+    def build() -> ASGIApp:
+        pages = _BUILD_PAGES()
+
+        async def dispatch(scope: Scope, receive: Receive, send: Send) -> None:
+            if scope["type"] == "http" and scope["path"].startswith(API_PATHS):
+                await api(scope, receive, send)
+            else:  # pages, NiceGUI's websocket and files, and the lifespan (start-up and shut-down work)
+                await pages(scope, receive, send)
+
+        return dispatch
+
+    app.build_middleware_stack = build
+
+
+def _start_worker(uri: str):
+    """The worker process (scheduler.py) beside the web app, on the same database; returns its stopper."""
+    env = {**os.environ, "MONGODB_URI": uri, "DESK_WORKER_PARENT": str(os.getpid())}
+    worker = subprocess.Popen([sys.executable, "-m", "desk.worker"], env=env)
+
+    def stop() -> None:
+        worker.terminate()
+        try:
+            worker.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            worker.kill()
+
+    return stop
+
+
+def _storage_secret(settings: Settings) -> str:
+    """DESK_SECRET, or one made once and kept in DESK_DATA_DIR (readable by the desk's user alone)."""
+    if settings.desk_secret is not None:
+        return settings.desk_secret.get_secret_value()
+    path = settings.desk_data_dir / "secret"
+    if not path.exists():
+        settings.desk_data_dir.mkdir(parents=True, exist_ok=True)
+        path.write_text(secrets.token_urlsafe(48))
+        path.chmod(0o600)
+    return path.read_text().strip()
+
+
+def _welcome(settings: Settings, first: FirstAdmin | None) -> None:
+    host = "localhost" if settings.desk_host in ("127.0.0.1", "0.0.0.0") else settings.desk_host  # noqa: S104
+    print(f"Work Order Desk is running: open http://{host}:{settings.desk_port}/", flush=True)
+    if first is not None and first.password:
+        print(f"First admin created. Log in as {first.email} with the one-time password: {first.password}", flush=True)
+    elif first is not None:
+        print(f"First admin created: log in as {first.email} with DESK_ADMIN_PASSWORD.", flush=True)
+
+
+if __name__ == "__main__":
+    main()
