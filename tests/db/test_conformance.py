@@ -233,6 +233,21 @@ async def test_current_date_stores_a_date(db: AsyncDatabase) -> None:
     assert await coll.count_documents({"updatedAt": {"$gte": before, "$lt": after}}) == 1
 
 
+async def test_a_current_date_is_found_by_the_date_it_reads_back(db: AsyncDatabase) -> None:
+    coll = db["types_current_date_read_back"]
+    await coll.insert_one({"_id": 1})
+    await coll.update_one({"_id": 1}, {"$currentDate": {"updatedAt": True}})
+    doc = await coll.find_one({"_id": 1})
+    assert doc is not None
+    stamp = doc["updatedAt"]
+
+    assert await coll.count_documents({"updatedAt": stamp}) == 1
+    assert await coll.count_documents({"updatedAt": {"$lte": stamp}}) == 1
+    assert await coll.count_documents({"updatedAt": {"$gt": stamp}}) == 0
+    until_next_ms = {"updatedAt": {"$lt": stamp + timedelta(milliseconds=1)}}
+    assert [doc["_id"] for doc in await coll.find(until_next_ms).to_list()] == [1]
+
+
 @pytest.mark.parametrize("indexed", [False, True], ids=["no_index", "indexed"])
 async def test_date_range_finds_dates_from_every_write_form(db: AsyncDatabase, indexed: bool) -> None:
     coll = db[f"dates_{'indexed' if indexed else 'plain'}"]

@@ -140,3 +140,37 @@ def test_the_ttl_purge_searches_its_index_and_runs_once_a_minute(engine, monkeyp
     a_minute_later = time.monotonic() + TTL_MONITOR_SECONDS
     monkeypatch.setattr(time, "monotonic", lambda: a_minute_later)
     assert changes.find_one({"seq": -4}) is None
+
+
+@pytest.fixture
+def orders(engine: neosqlite.Connection) -> Any:
+    """Work orders as the list page reads them: newest first, on a createdAt index."""
+    coll = engine["orders"]
+    coll.create_index([("createdAt", -1)])
+    coll.insert_many([{"_id": ObjectId(), "n": i, "createdAt": START + timedelta(hours=i)} for i in range(ORDERS)])
+    return coll
+
+
+def test_a_page_of_a_date_range_reads_only_that_page(engine, orders) -> None:
+    since = {"createdAt": {"$gte": START + timedelta(hours=100)}}  # all but 100 of the orders
+
+    _, read_all = steps(engine, lambda: list(orders.find({})))
+    page, page_cost = steps(engine, lambda: list(orders.find(since).sort([("createdAt", -1)]).limit(25)))
+
+    assert [doc["n"] for doc in page] == list(range(ORDERS - 1, ORDERS - 26, -1))
+    # Sorted and limited in SQL on the index, not every match read and sorted in Python.
+    assert page_cost < read_all / 5
+
+
+def test_comparing_id_with_an_object_id_seeks_instead_of_scanning(engine, orders) -> None:
+    ids = [doc["_id"] for doc in orders.find({}).sort([("_id", 1)])]  # ObjectIds made in one process ascend
+
+    _, read_all = steps(engine, lambda: list(orders.find({})))
+    newest, count_cost = steps(engine, lambda: orders.count_documents({"_id": {"$gt": ids[-11]}}))
+    oldest, update_cost = steps(engine, lambda: orders.update_many({"_id": {"$lt": ids[10]}}, {"$set": {"seen": 1}}))
+
+    assert (newest, oldest.modified_count) == (10, 10)
+    assert orders.count_documents({"seen": 1}) == 10
+    # A range on the _id column, not every document read and compared in Python.
+    assert count_cost < read_all / 5
+    assert update_cost < read_all / 5

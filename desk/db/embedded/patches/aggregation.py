@@ -6,8 +6,9 @@ _id as a string; pipelines nx passes on never match stored ObjectIds; pymongo's 
 (a `$group` by a constant) reads every document, whatever its `$limit`; and `$lookup` reads the whole
 foreign collection for every joined document.
 
-Pinned by test_conformance.py: test_aggregation_over_dates, test_match_and_group_counts,
-test_queries_on_object_id_references (the per-owner `$group`), test_capped_counts, test_counts,
+Pinned by test_conformance.py: test_aggregation_over_dates, test_queries_on_object_id_references
+(the per-owner `$group`), test_keyset_pages_on_a_compound_index_with_id and
+test_equality_still_matches_arrays_on_every_key_of_an_index (their counts), test_capped_counts,
 test_lookup_by_id; test_embedded_engine.py (the work): test_a_capped_count_stops_at_the_cap,
 test_a_join_by_id_reads_only_the_joined_document.
 """

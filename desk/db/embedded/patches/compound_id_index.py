@@ -4,7 +4,8 @@ Without it, an index like (createdAt, _id), the desk's keyset pagination, is bui
 path "_id" (not "$._id"), which SQLite then rejects on every later insert. _id is also kept in the
 document's JSON, so "$._id" indexes the same value.
 
-Pinned by test_conformance.py: test_keyset_pages_on_a_compound_index_with_id.
+Pinned by test_conformance.py: test_keyset_pages_on_a_compound_index_with_id,
+test_strings_sort_by_code_point_on_a_compound_index.
 """
 
 from neosqlite.collection import index_manager

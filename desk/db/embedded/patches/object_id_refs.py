@@ -4,8 +4,10 @@ Without it, `{"ownerId": oid}` finds nothing and `{"ownerId": {"$ne": oid}}` fin
 such an ObjectId is stored as {"__neosqlite_objectid__": true, "id": hex}, but every filter first
 turns it into the bare hex string, which SQL then compares with that JSON.
 
-Pinned by test_conformance.py: test_queries_on_object_id_references (with and without indexes),
-test_equality_still_matches_arrays_on_every_key_of_an_index.
+Pinned by test_conformance.py: test_queries_on_object_id_references,
+test_equality_still_matches_arrays_on_every_key_of_an_index, test_capped_counts;
+test_embedded_engine.py: test_an_equality_on_the_second_key_of_an_index_narrows_the_search,
+test_a_capped_count_stops_at_the_cap.
 """
 
 from collections.abc import Callable

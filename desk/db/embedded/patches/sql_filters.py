@@ -6,10 +6,9 @@ _id ({"_id": {"$lt": last}} for keyset pages, {"_id": {"$in": ids}} for a batch)
 Python, a full scan; and find() with a date (or $or/$and) in its filter selects every match and
 sorts and limits in Python (0.7 s for a page of 25 out of 50,000).
 
-Pinned by test_conformance.py: test_date_comparisons_keep_milliseconds,
-test_keyset_pages_on_a_compound_index_with_id, test_sort_by_date_desc_with_limit_on_a_compound_index;
-test_embedded_engine.py: test_a_page_of_a_date_range_reads_only_that_page,
-test_an_id_range_seeks_instead_of_scanning (the work).
+Pinned by test_conformance.py: test_date_comparisons_keep_milliseconds; test_embedded_engine.py
+(the work): test_a_page_of_a_date_range_reads_only_that_page,
+test_comparing_id_with_an_object_id_seeks_instead_of_scanning.
 """
 
 from datetime import datetime
