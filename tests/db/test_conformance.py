@@ -4,7 +4,7 @@ Runs against whatever MONGODB_URI names (else the embedded server), so pointing 
 MongoDB must pass unchanged. Each test uses its own collections.
 
 What the embedded engine (nx-27017 0.8.1 / neosqlite 1.17.2) still gets wrong with the
-launcher's workarounds (desk/db/embedded.py) in place; application code must not depend on it:
+launcher's workarounds (desk/db/embedded/patches/) in place; application code must not depend on it:
 - a unique index lets any number of documents lack the key or hold null (SQLite NULLs are
   distinct); MongoDB allows one. Make unique indexes on optional fields sparse or partial.
 - index names and directions: `name=` is ignored and indexes are listed as `idx_<coll>_<fields>`

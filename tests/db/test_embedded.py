@@ -97,7 +97,7 @@ def test_a_server_that_dies_at_start_fails_with_its_log(tmp_path: Path) -> None:
 
 def test_expired_documents_go_on_a_read_at_most_once_a_minute(tmp_path: Path) -> None:
     # MongoDB's TTL monitor deletes expired documents once a minute; the embedded engine would
-    # purge, with two scans, before every read of the collection (desk/db/embedded.py).
+    # purge, with two scans, before every read of the collection (desk/db/embedded/patches/ttl.py).
     long_ago = datetime.now(UTC) - timedelta(hours=1)
     with EmbeddedMongo(tmp_path / "mongo") as uri, MongoClient(uri) as client:
         sessions = client.desk_ttl.sessions
