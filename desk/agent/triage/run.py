@@ -238,6 +238,8 @@ class _Pass:
             return "ai_disabled_for_owner" if target else "order_deleted"
         if not await self.still_ours():
             return "lease_lost"
+        if not (await policy.current(self.db, self.settings))["enabled"]:  # the switch, as late as can be
+            return "disabled"
         if not await repo.take_action(self.db, agent=AGENT, cap=config["dailyActionCap"]):
             return "daily_action_cap"  # falls back to suggest; the suggestion and the run say why
         return None
