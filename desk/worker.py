@@ -16,6 +16,7 @@ from apscheduler.schedulers.asyncio import AsyncIOScheduler
 from pymongo.asynchronous.database import AsyncDatabase
 
 from desk.agent.sweeper import sweep
+from desk.agent.triage.worker_jobs import reconcile_job, triage_poll
 from desk.config import Settings, load_settings
 from desk.db.lifecycle import open_database
 from desk.logs import configure_logging, never_log
@@ -52,7 +53,11 @@ async def sweep_stale(ctx: Context) -> None:
         )
 
 
-JOBS: tuple[Job, ...] = (Job("sweep", sweep_stale, lambda settings: settings.agent_sweep_interval_ms / 1000),)
+JOBS: tuple[Job, ...] = (
+    Job("sweep", sweep_stale, lambda settings: settings.agent_sweep_interval_ms / 1000),
+    Job("triage", triage_poll, lambda settings: settings.agent_poll_interval_ms / 1000),
+    Job("reconcile", reconcile_job, lambda settings: settings.agent_reconcile_after_ms / 1000),
+)
 
 
 async def burst(ctx: Context, jobs: Iterable[Job] = JOBS) -> None:

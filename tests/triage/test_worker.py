@@ -5,6 +5,7 @@ from datetime import timedelta
 
 from bson import ObjectId
 
+from desk import worker
 from desk.agent import budget, policy, runs
 from desk.agent.triage import worker_jobs
 from desk.outbox import repository as outbox
@@ -257,3 +258,19 @@ async def test_reconcile_leaves_recent_and_triaged_orders_alone(
 
 def _args(priority: str = "high") -> dict:
     return {"summary": "Leak under the sink.", "suggestedPriority": priority, "flagForDispatcher": False}
+
+
+async def test_the_worker_process_runs_triage_and_reconcile_from_its_job_table(
+    db, make_user, make_order, fake_provider, triage_settings, provider
+):
+    order = await make_order(await make_user())
+    fake_provider.script(proposal("low"))
+    worker_jobs.use_provider(provider)
+    try:
+        await worker.burst(worker.Context(db=db, settings=triage_settings))
+    finally:
+        worker_jobs.use_provider(None)
+
+    assert {"triage", "reconcile"} <= {job.name for job in worker.JOBS}
+    (suggestion,) = await suggestions_of(db, order)
+    assert suggestion["suggestedPriority"] == "low"
