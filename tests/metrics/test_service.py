@@ -6,8 +6,9 @@ from bson import ObjectId
 
 from desk.metrics.service import desk_metrics
 from desk.schema import now
-from desk.work_orders import counters
+from desk.work_orders import counters, service
 from desk.work_orders import repository as orders_repo
+from desk.work_orders.models import WorkOrderUpdate
 from tests.helpers import actor
 
 
@@ -54,8 +55,6 @@ async def test_metrics_describe_the_work_orders(make_user, client_for, db):
 async def test_metrics_follow_updates_and_deletes(make_user, make_order, db):
     admin = await make_user("admin")
     order = await make_order(admin)
-    from desk.work_orders import service
-    from desk.work_orders.models import WorkOrderUpdate
 
     await service.update(db=db, actor=actor(admin), order_id=order.id, data=WorkOrderUpdate(version=1, status="done"))
     after_done = await desk_metrics(db=db, actor=actor(admin))

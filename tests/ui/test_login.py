@@ -9,7 +9,8 @@ from nicegui.testing import User
 from components.frame import SESSION_CHECK_SECONDS
 from components.session import safe_target
 from desk.auth import service as auth_service
-from tests.helpers import PASSWORD
+from desk.config import use_settings
+from tests.helpers import PASSWORD, until
 from tests.ui.conftest import WAIT, submit
 
 
@@ -44,7 +45,8 @@ async def test_after_five_failures_even_the_right_password_is_refused(user: User
     await user.open("/login")
     for attempt in range(1, 6):
         submit(user, sam["email"], "not the password")
-        await _until(lambda n=attempt: _failures(db, sam["email"], n))  # each click is handled before the next
+        # each click is handled before the next
+        await until(lambda n=attempt: _failures(db, sam["email"], n), what=f"failed login {attempt} to be counted")
     submit(user, sam["email"], PASSWORD)
     await user.should_see("locked for 15 minutes", retries=WAIT)
     await asyncio.sleep(0.3)
@@ -52,13 +54,11 @@ async def test_after_five_failures_even_the_right_password_is_refused(user: User
 
 
 async def test_rate_limit_message(user: User, make_user, settings, db):
-    from desk.config import use_settings
-
     use_settings(settings.model_copy(update={"desk_login_attempts_per_minute": 1}))
     sam = await make_user("user")
     await user.open("/login")
     submit(user, sam["email"], "not the password")
-    await _until(lambda: _failures(db, sam["email"], 1))
+    await until(lambda: _failures(db, sam["email"], 1), what="the failed login to be counted")
     submit(user, sam["email"], PASSWORD)
     await user.should_see("Too many login attempts from this address; wait a minute.", retries=WAIT)
 
@@ -161,9 +161,3 @@ async def test_an_expired_session_lands_on_login(user: User, make_user, log_in, 
 async def _failures(db, email: str, expected: int) -> bool:
     stored = await db["users"].find_one({"email": email})
     return stored["failedLoginCount"] == expected or (expected == 5 and stored["lockedUntil"] is not None)
-
-
-async def _until(check) -> None:
-    async with asyncio.timeout(5):
-        while not await check():
-            await asyncio.sleep(0.05)

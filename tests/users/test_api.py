@@ -3,6 +3,7 @@
 import pytest
 from bson import ObjectId
 
+from desk.auth.passwords import verify_password
 from desk.errors import ValidationFailed
 from desk.users import service
 from tests.helpers import PASSWORD, actor
@@ -210,6 +211,5 @@ async def test_people_manage_their_own_profile(make_user, db):
 
     assert off.ai_enabled is False
     stored = await db["users"].find_one({"_id": ObjectId(sam["id"])})
-    from desk.auth.passwords import verify_password
 
     assert await verify_password(stored["passwordHash"], "another passphrase")
