@@ -22,7 +22,7 @@ from desk.users import service as users_service
 from desk.users.models import UserAdminUpdate, UserCreate
 from desk.work_orders import service as work_orders_service
 from desk.work_orders.models import WorkOrderCreate, WorkOrderRead
-from tests.agent.fake_provider import fake_provider  # noqa: F401 - the fixture, for every test directory
+from tests.fake_provider import fake_provider  # noqa: F401 - the fixture, for every test directory
 from tests.helpers import PASSWORD, actor
 
 TEST_DB = "desk_test"

@@ -32,7 +32,7 @@ from desk.http import CSRF_HEADER, session_cookie_name
 from desk.schema import now
 from desk.users import service as users_service
 from desk.users.models import UserAdminUpdate
-from tests.agent.fake_provider import FAKE_SECRET, FakeProvider, Turn
+from tests.fake_provider import FAKE_SECRET, FakeProvider, Turn
 from tests.helpers import actor
 
 EVENTS: TypeAdapter[RunEvent] = TypeAdapter(RunEvent)

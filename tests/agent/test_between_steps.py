@@ -22,9 +22,9 @@ from desk.users import service as users_service
 from desk.users.models import UserAdminUpdate
 from desk.work_orders import service as work_orders
 from desk.work_orders.models import WorkOrderUpdate
-from tests.agent.fake_provider import Turn
 from tests.agent.test_first_token import conversation
 from tests.agent.test_runtime import deciding, drain, the_run
+from tests.fake_provider import Turn
 from tests.helpers import actor, tuned
 
 

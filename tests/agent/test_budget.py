@@ -15,7 +15,7 @@ from desk.agent.start import begin
 from desk.config import Settings, use_settings
 from desk.errors import ErrorCode, RateLimited
 from desk.schema import now
-from tests.agent.fake_provider import Turn
+from tests.fake_provider import Turn
 from tests.helpers import actor, tuned
 
 AI = "/api/v1/ai"

@@ -21,7 +21,7 @@ from desk.config import Settings
 from desk.errors import DeskError, ErrorCode
 from desk.schema import now
 from desk.users import service as users_service
-from tests.agent.fake_provider import Turn
+from tests.fake_provider import Turn
 from tests.helpers import actor
 
 

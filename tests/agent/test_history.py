@@ -15,8 +15,8 @@ from bson import ObjectId
 from desk.agent import history, runs
 from desk.agent.history import WINDOW, Histories, kept
 from desk.schema import now
-from tests.agent.fake_provider import Turn
 from tests.agent.test_first_token import conversation, drain, said, session_of
+from tests.fake_provider import Turn
 
 # --- what the model is shown of the earlier turns -------------------------------------------------------
 

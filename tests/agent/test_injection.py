@@ -18,7 +18,7 @@ from desk.agent import start
 from desk.agent.sessions import current_session
 from desk.users import service as users_service
 from desk.work_orders import service as work_orders
-from tests.agent.fake_provider import Turn
+from tests.fake_provider import Turn
 from tests.helpers import actor
 
 GHOST = "665f1c2e9b1e8a0012345678"  # the right shape, no such work order

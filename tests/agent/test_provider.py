@@ -18,7 +18,7 @@ import pytest
 from desk.agent.provider import AIUnavailable, Completed, Provider, ProviderEvent, TextDelta, ToolCallRequest, Usage
 from desk.config import Settings
 from desk.errors import ErrorCode
-from tests.agent.fake_provider import FAKE_SECRET, FakeProvider, Turn
+from tests.fake_provider import FAKE_SECRET, FakeProvider, Turn
 
 KEY = "test-key-never-logged-9c2d7"
 PROMPT = "PROMPT-CANARY: the gate code for the boiler room is 4471"

@@ -18,7 +18,7 @@ from desk.agent.events import RunEvent
 from desk.errors import ErrorCode
 from desk.work_orders import service as work_orders
 from desk.work_orders.models import WorkOrderUpdate
-from tests.agent.fake_provider import FAKE_SECRET, Turn
+from tests.fake_provider import FAKE_SECRET, Turn
 from tests.helpers import actor, tuned
 
 Hook = Callable[[RunEvent], Awaitable[None]]

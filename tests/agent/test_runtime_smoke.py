@@ -1,6 +1,6 @@
 """First end-to-end runs of the copilot runtime against the scripted fake provider."""
 
-from tests.agent.fake_provider import Turn
+from tests.fake_provider import Turn
 
 
 async def test_text_answer(copilot, fake_provider, make_user):

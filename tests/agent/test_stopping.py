@@ -18,8 +18,8 @@ from desk.agent import start as start_module
 from desk.agent.sessions import abort_runs
 from desk.agent.sweeper import sweep
 from desk.work_orders import service as work_orders
-from tests.agent.fake_provider import Turn
 from tests.agent.test_runtime import drain, the_run
+from tests.fake_provider import Turn
 from tests.helpers import actor
 
 

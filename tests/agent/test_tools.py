@@ -23,7 +23,7 @@ from desk.auth import service as auth_service
 from desk.errors import Unauthorized
 from desk.work_orders import service as work_orders
 from desk.work_orders.models import WorkOrderUpdate
-from tests.agent.fake_provider import Turn
+from tests.fake_provider import Turn
 from tests.helpers import actor
 
 SNAPSHOTS = Path(__file__).parent / "snapshots"

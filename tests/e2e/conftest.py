@@ -31,8 +31,8 @@ from desk.users import service as users_service
 from desk.users.models import UserCreate
 from desk.work_orders import service as work_orders_service
 from desk.work_orders.models import WorkOrderCreate, WorkOrderRead
-from tests.agent.fake_provider import _shared_fake
 from tests.e2e.browser import Browser, Screenshots
+from tests.fake_provider import _shared_fake
 from tests.helpers import PASSWORD, actor
 
 E2E_DB = "desk_e2e"

@@ -3,8 +3,8 @@
 from selenium.webdriver.common.by import By
 from selenium.webdriver.common.keys import Keys
 
-from tests.agent.fake_provider import Turn
 from tests.e2e.browser import Browser
+from tests.fake_provider import Turn
 
 INPUT = "//textarea[@placeholder='Ask about your work orders…']"
 

@@ -10,7 +10,7 @@ from nicegui.testing import User
 from desk.config import Settings, use_settings
 from desk.work_orders import service
 from desk.work_orders.models import WorkOrderUpdate
-from tests.agent.fake_provider import Turn
+from tests.fake_provider import Turn
 from tests.helpers import actor
 from tests.ui.conftest import WAIT
 

@@ -16,7 +16,7 @@ server-sent events the way OpenAI-compatible providers stream them, including th
 The `fake_provider` fixture is registered for the whole suite by tests/conftest.py;
 elsewhere import it into the test module or a conftest:
 
-    from tests.agent.fake_provider import Turn, fake_provider  # noqa: F401
+    from tests.fake_provider import Turn, fake_provider  # noqa: F401
 
 Each test gets the fake emptied. A call that arrives with no turn queued is answered with HTTP 500
 and fails the test at teardown (so a forgotten `script` is loud); a test that means it sets
