@@ -9,11 +9,13 @@ import getpass
 import sys
 from collections.abc import Awaitable, Callable
 from functools import partial
+from pathlib import Path
 
 from pymongo.asynchronous.database import AsyncDatabase
 
 from desk.app import ensure_indexes
 from desk.config import Settings, load_settings, use_settings
+from desk.db import backup
 from desk.db.lifecycle import DatabaseUnavailable, open_database
 from desk.errors import DeskError
 from desk.logs import configure_logging, never_log
@@ -34,6 +36,10 @@ def parse(argv: list[str] | None = None) -> argparse.Namespace:
     admin.add_argument("--name", default="Admin")
     seed = commands.add_parser("seed", help="add demo data")
     seed.add_argument("--demo", action="store_true", required=True, help="demo users and 200 work orders")
+    save = commands.add_parser("backup", help="copy the embedded database to PATH, consistently, while it runs")
+    save.add_argument("path", type=Path, help="a new file")
+    load = commands.add_parser("restore", help="replace the embedded database with a backup (the desk stopped)")
+    load.add_argument("path", type=Path, help="a file made by desk backup")
     return parser.parse_args(argv)
 
 
@@ -48,8 +54,16 @@ def setup(args: argparse.Namespace) -> Settings:
 
 
 def run_command(args: argparse.Namespace, settings: Settings) -> None:
-    """`create-admin` or `seed`, on the desk's database (the embedded one needs the desk stopped)."""
-    if args.command == "create-admin":
+    """`create-admin`, `seed`, `backup` or `restore` (create-admin, seed and restore need the embedded desk stopped)."""
+    if args.command in ("backup", "restore"):
+        try:
+            if args.command == "backup":
+                print(backup.backup(settings=settings, target=args.path))
+            else:
+                print(backup.restore(settings=settings, source=args.path))
+        except backup.BackupRefused as error:
+            raise SystemExit(f"desk: {error}") from None
+    elif args.command == "create-admin":
         password = _admin_password(settings)
         _with_db(settings, partial(_create_admin, email=args.email, name=args.name, password=password))
     else:

@@ -1,0 +1,124 @@
+"""`desk backup` and `desk restore`, run as an operator would: a running desk, under writes, into a fresh one."""
+
+import subprocess
+import threading
+import time
+
+import httpx
+
+from bench.harness import desk_command, desk_env, desk_running
+
+ADMIN = {"DESK_ADMIN_EMAIL": "ops@example.com", "DESK_ADMIN_PASSWORD": "a sturdy passphrase"}
+CSRF = {"X-Desk-CSRF": "1"}
+
+
+def _desk(*args: str, **env: str) -> subprocess.CompletedProcess:
+    command = desk_command(*args)
+    return subprocess.run(command, env=desk_env(**env), capture_output=True, text=True, timeout=90, check=False)  # noqa: S603
+
+
+def _api(url: str) -> httpx.Client:
+    """An API client with a personal token, as a script would hold one."""
+    with httpx.Client(base_url=url, headers=CSRF) as login:
+        credentials = {"email": ADMIN["DESK_ADMIN_EMAIL"], "password": ADMIN["DESK_ADMIN_PASSWORD"]}
+        assert login.post("/api/v1/auth/login", json=credentials).status_code == 200
+        token = login.post("/api/v1/auth/tokens", json={"name": "backup test"}).json()["secret"]
+    return httpx.Client(base_url=url, headers={"Authorization": f"Bearer {token}"}, timeout=30)
+
+
+def _all(api: httpx.Client, path: str) -> tuple[list[dict], int]:
+    items, offset = [], 0
+    while True:
+        page = api.get(path, params={"offset": offset, "limit": 100}).json()
+        items += page["items"]
+        offset += 100
+        if offset >= page["total"]:
+            return items, page["total"]
+
+
+class Writer(threading.Thread):
+    """Creates work orders through the API until told to stop; remembers when each was acknowledged."""
+
+    def __init__(self, api: httpx.Client) -> None:
+        super().__init__(daemon=True)
+        self.api, self.stop, self.acked = api, threading.Event(), []
+
+    def run(self) -> None:
+        n = 0
+        while not self.stop.is_set():
+            n += 1
+            answer = self.api.post("/api/v1/work-orders", json={"title": f"Written while backing up {n}"})
+            assert answer.status_code == 201, answer.text
+            self.acked.append((time.monotonic(), answer.json()["id"]))
+
+
+def test_a_backup_of_a_running_desk_under_writes_restores_into_a_fresh_desk(tmp_path):
+    backup = tmp_path / "desk-backup.db"
+    with desk_running(tmp_path / "live", **ADMIN) as live, _api(live.url) as api:
+        made = [
+            api.post(
+                "/api/v1/admin/users",
+                json={"email": f"p{i}@example.com", "name": f"Person {i}", "password": "another sturdy passphrase"},
+            )
+            for i in range(3)
+        ]
+        assert [r.status_code for r in made] == [201] * 3
+        first = api.post("/api/v1/work-orders", json={"title": "Leaking tap", "priority": "high"}).json()
+        changed = api.patch(
+            f"/api/v1/work-orders/{first['id']}", json={"version": first["version"], "title": "Leaking tap, kitchen"}
+        )
+        assert changed.status_code == 200
+        writer = Writer(api)
+        writer.start()
+        while len(writer.acked) < 20:
+            time.sleep(0.05)
+        started = time.monotonic()
+        saved = _desk("backup", str(backup), DESK_DATA_DIR=str(tmp_path / "live"))
+        ended = time.monotonic()
+        time.sleep(0.3)
+        refused = _desk("restore", str(backup), DESK_DATA_DIR=str(tmp_path / "live"))
+        writer.stop.set()
+        writer.join()
+        users_before, _ = _all(api, "/api/v1/admin/users")
+
+    assert saved.returncode == 0, saved.stderr
+    assert "Backed up the desk's database" in saved.stdout
+    assert any(started < at < ended for at, _ in writer.acked), "no write landed while the backup ran"
+    assert refused.returncode != 0 and "the desk is running" in refused.stderr
+
+    restored = _desk("restore", str(backup), DESK_DATA_DIR=str(tmp_path / "fresh"))
+    assert restored.returncode == 0, restored.stderr
+    with desk_running(tmp_path / "fresh") as fresh, _api(fresh.url) as api:
+        orders, total = _all(api, "/api/v1/work-orders")
+        users, _ = _all(api, "/api/v1/admin/users")
+        activity = {order["id"]: api.get(f"/api/v1/work-orders/{order['id']}/activity").json() for order in orders}
+
+    ids = {order["id"] for order in orders}
+    assert {oid for at, oid in writer.acked if at < started} <= ids  # everything acknowledged before the backup
+    assert first["id"] in ids and len(orders) == total  # the counters agree with the documents: one moment
+    assert {u["email"] for u in users} == {u["email"] for u in users_before}
+    assert [a["action"] for a in activity[first["id"]]] == ["updated", "created"]
+    assert all([a["action"] for a in entries][-1] == "created" for entries in activity.values())
+
+
+def test_restore_needs_a_backup_and_backup_a_new_file(tmp_path):
+    with desk_running(tmp_path / "live") as live:
+        assert httpx.get(f"{live.url}/healthz").status_code == 200
+    existing = tmp_path / "taken.db"
+    existing.write_text("not a database")
+
+    over = _desk("backup", str(existing), DESK_DATA_DIR=str(tmp_path / "live"))
+    junk = _desk("restore", str(existing), DESK_DATA_DIR=str(tmp_path / "other"))
+
+    assert over.returncode != 0 and "exists: back up to a new file" in over.stderr
+    assert junk.returncode != 0 and "is not a desk backup" in junk.stderr
+
+
+def test_on_mongodb_both_commands_point_at_mongodump(tmp_path):
+    for command in ("backup", "restore"):
+        result = _desk(command, str(tmp_path / "x.db"), MONGODB_URI="mongodb://127.0.0.1:9/")
+        assert result.returncode != 0
+        assert result.stderr.strip() == (
+            "desk: MONGODB_URI is set: back up and restore that MongoDB with mongodump and mongorestore "
+            "(docs/operations.md)"
+        )
