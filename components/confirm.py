@@ -12,5 +12,7 @@ async def confirm(*lines: str, action: str, marker: str) -> bool:
             ui.button("Cancel", on_click=lambda: dialog.submit(False)).props("flat")
             ui.button(action, on_click=lambda: dialog.submit(True)).props("color=negative").mark(marker)
     confirmed = await dialog
+    if dialog.is_deleted:  # the page closed meanwhile: nothing was confirmed
+        return False
     dialog.delete()  # closed dialogs would keep their buttons (and markers) on the page
     return bool(confirmed)

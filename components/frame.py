@@ -1,8 +1,12 @@
-"""The frame around every page: header, navigation by role, who is logged in, logout."""
+"""The frame around every page: header, navigation by role, who is logged in, logout, and the page's Visit.
+
+Every page opens the frame and gets its `Visit` from it: handlers take the actor from `await visit.actor()`,
+and the frame checks the session every few seconds (without extending it), so a session that ends or a
+role that changes closes the page on the server (components/session.py).
+"""
 
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from urllib.parse import quote
 
 from nicegui import ui
 
@@ -13,8 +17,9 @@ SESSION_CHECK_SECONDS = 3.0
 
 
 @contextmanager
-def frame(title: str, user: dict, *, path: str) -> Iterator[None]:
-    """Open the page chrome; the body goes inside the `with` block."""
+def frame(title: str, user: dict, *, path: str) -> Iterator[session.Visit]:
+    """Open the page chrome for `user` (just read from the request); the body goes inside the `with` block."""
+    visit = session.visit(user, path)
     ui.page_title(f"{title} · Work Order Desk")
     ui.colors(primary="#2f4f6f")
     off = ai_off_reason(user)
@@ -37,10 +42,11 @@ def frame(title: str, user: dict, *, path: str) -> Iterator[None]:
         with ui.row().classes("items-center gap-2 text-white"):
             ui.link(user["name"], "/app/profile").classes("text-white").mark("current-user")
             ui.label(user["role"]).classes("text-xs opacity-80 border rounded px-1")
-            ui.button("Log out", on_click=_log_out).props("flat color=white").mark("logout")
-    ui.timer(SESSION_CHECK_SECONDS, lambda: _still_logged_in(path))
+            ui.button("Log out", on_click=lambda: _log_out(visit)).props("flat color=white").mark("logout")
+    # Logout in another tab, an admin deactivating or demoting the person, the idle or absolute limit.
+    ui.timer(SESSION_CHECK_SECONDS, visit.check)
     with ui.column().classes("w-full max-w-6xl mx-auto p-4 gap-4"):
-        yield
+        yield visit
 
 
 def _copilot_drawer(user: dict) -> Callable[[], None]:
@@ -69,12 +75,6 @@ def _nav(label: str, target: str, path: str) -> None:
         link.classes("bg-white/20")
 
 
-async def _log_out() -> None:
-    await session.sign_out()
-    ui.navigate.to("/login")
-
-
-async def _still_logged_in(path: str) -> None:
-    # Logout in another tab, an admin deactivating the person, or the idle limit: go to the login page.
-    if await session.current_user() is None:
-        ui.navigate.to(f"/login?redirect_to={quote(path, safe='')}")
+async def _log_out(visit: session.Visit) -> None:
+    await session.sign_out(visit)
+    visit.close("/login")

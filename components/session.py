@@ -1,41 +1,124 @@
-"""Who is using this browser: the desk session, kept server-side in NiceGUI's per-browser storage.
+"""Who is using a page: the desk session, in its own httpOnly cookie, and the person as they are now.
 
-Every tab of a browser shares that storage, so logging out in one tab ends the session for all
-of them; `frame` notices within a few seconds and sends the other tabs to the login page.
+The session rides on the same cookie as the API's (`desk.http.session_cookie_name`), set by an HTTP
+response after a login, never through the websocket: a login always gets a new cookie (no fixation),
+the cookie is `Secure` behind https and lasts no longer than the session, and no session secret sits
+in NiceGUI's per-browser storage. A page is built for the person its request's cookie names; from
+then on its `Visit` answers for them: every handler asks it for the actor as the person is now, and
+a session that ended, or a role that changed, closes the page on the server (see `Visit.close`).
 """
 
+import asyncio
 import re
+from dataclasses import dataclass, field
 from urllib.parse import quote
+from uuid import uuid4
 
 from fastapi import Request
 from fastapi.responses import RedirectResponse
-from nicegui import app
+from nicegui import Client, background_tasks, ui
 
 from desk.actors import Actor
 from desk.auth import service as auth_service
 from desk.db.client import get_db
 from desk.errors import Unauthorized
+from desk.http import session_cookie_name, set_session_cookie
 
-SESSION_KEY = "desk_session"
 # One "/" then only the characters RFC 3986 allows in a path and query: no whitespace or control
 # character (browsers strip them, so "/\t/evil.example" would go to //evil.example), no backslash.
 SAME_SITE_PATH = re.compile(r"/(?!/)(?:[A-Za-z0-9\-._~!$&'()*+,;=:@/?]|%[0-9A-Fa-f]{2})*")
+CLOSE_GRACE_SECONDS = 0.5  # the redirect goes out before the page stops answering
+
+
+class PageClosed(asyncio.CancelledError):
+    """The page's person may no longer act: its handler stops here. A CancelledError, so NiceGUI ends the
+    handler quietly, like a cancelled task, and no `except Exception` in a handler can swallow it."""
 
 
 async def current_user() -> dict | None:
-    """The logged-in user of this browser, or None (the stored session is dropped once it ended)."""
-    secret = app.storage.user.get(SESSION_KEY)
+    """The logged-in user behind this page request's session cookie, or None (page builders only)."""
+    secret = _request_secret()
     if not secret:
         return None
     try:
         return await auth_service.user_for_session(db=get_db(), secret=secret)
     except Unauthorized:
-        app.storage.user.pop(SESSION_KEY, None)
         return None
 
 
 def actor_of(user: dict) -> Actor:
     return auth_service.actor_for(user)
+
+
+@dataclass(eq=False)
+class Visit:
+    """One open page of one person, in one session: handlers get the actor from here, as the person is now."""
+
+    client: Client
+    secret: str
+    user_id: str
+    role: str
+    path: str
+    closing: bool = field(default=False, init=False)
+
+    async def actor(self, *, touch: bool = True) -> Actor:
+        """The person as stored now; when they may no longer act on this page, it closes and PageClosed is raised.
+
+        `touch` (a person's own action) keeps the session alive; a background refresh passes False.
+        """
+        return actor_of(await self.user(touch=touch))
+
+    async def user(self, *, touch: bool = True) -> dict:
+        """Like `actor`, the stored user."""
+        user, target = await self._now(touch=touch)
+        if user is None:
+            self.close(target)
+            raise PageClosed()
+        return user
+
+    async def check(self) -> None:
+        """Close the page if its session ended or its person changed (never extends the session: not an action)."""
+        user, target = await self._now(touch=False)
+        if user is None:
+            self.close(target)
+
+    async def _now(self, *, touch: bool) -> tuple[dict | None, str]:
+        """The user while this page may still act for them, else None and where to send the browser."""
+        if self.closing or self.client.is_deleted:
+            return None, self.path
+        try:
+            user = await auth_service.user_for_session(db=get_db(), secret=self.secret, touch=touch)
+        except Unauthorized:  # logged out (here or in another tab), deactivated, reset, idle or too old
+            return None, f"/login?redirect_to={quote(self.path, safe='')}"
+        if str(user["_id"]) != self.user_id or user["role"] != self.role:
+            return None, self.path  # the same page again, built for the role they have now
+        return user, self.path
+
+    def close(self, target: str) -> None:
+        """Send the browser to `target`, and stop serving this page whatever the browser does with that."""
+        if self.closing or self.client.is_deleted:
+            return
+        self.closing = True
+        with self.client:
+            ui.navigate.to(target)
+        background_tasks.create(self._delete_soon(), name="close a page")
+
+    async def _delete_soon(self) -> None:
+        await asyncio.sleep(CLOSE_GRACE_SECONDS)
+        if not self.client.is_deleted:
+            self.client.delete()  # its elements, timers and live listeners go; events from its socket are dropped
+
+
+def visit(user: dict, path: str) -> Visit:
+    """The Visit of the page being built, for `user` (just read from this request's session)."""
+    return Visit(
+        client=ui.context.client, secret=_request_secret() or "", user_id=str(user["_id"]), role=user["role"], path=path
+    )
+
+
+def _request_secret() -> str | None:
+    request = ui.context.client.request
+    return request.cookies.get(session_cookie_name()) if request is not None else None
 
 
 def to_login(request: Request) -> RedirectResponse:
@@ -51,20 +134,36 @@ def safe_target(redirect_to: str | None) -> str:
     return "/app"
 
 
-async def sign_in(*, email: str, password: str, ip: str) -> dict:
-    """Log in (same rules as the API: lockout, rate limit) and remember the session for this browser."""
-    done = await auth_service.login(db=get_db(), email=email, password=password, ip=ip)
-    app.storage.user[SESSION_KEY] = done.session_secret
-    return done.user
+async def sign_in(*, email: str, password: str, ip: str, browser: str, redirect_to: str) -> str:
+    """Check the password (same rules as the API: lockout, rate limit); returns where to send the browser.
+
+    The session itself is opened by `finish_sign_in`, over HTTP, so that its cookie is new and httpOnly.
+    """
+    ticket = await auth_service.login_ticket(db=get_db(), email=email, password=password, ip=ip, browser=browser)
+    return f"{SIGNED_IN_PATH}?ticket={quote(ticket, safe='')}&redirect_to={quote(safe_target(redirect_to), safe='')}"
 
 
-async def sign_out() -> None:
-    """End the session on the server and forget it in this browser (every tab)."""
-    secret = app.storage.user.pop(SESSION_KEY, None)
-    if not secret:
-        return
-    await auth_service.logout(db=get_db(), secret=secret)  # the service stops their copilot runs too
+SIGNED_IN_PATH = "/login/done"
 
 
-def session_secret() -> str | None:
-    return app.storage.user.get(SESSION_KEY)
+async def finish_sign_in(request: Request, ticket: str, redirect_to: str | None) -> RedirectResponse:
+    """Turn a fresh login ticket of this browser into a session cookie, and go on; a stale one back to login."""
+    secret = await auth_service.redeem_login_ticket(db=get_db(), ticket=ticket, browser=browser_of(request))
+    target = safe_target(redirect_to)
+    if secret is None:
+        return RedirectResponse(f"/login?redirect_to={quote(target, safe='')}", status_code=303)
+    if "session" in request.scope:  # a new NiceGUI browser id too: nothing planted before the login carries over
+        request.session["id"] = str(uuid4())
+    response = RedirectResponse(target, status_code=303)
+    set_session_cookie(response, secret)
+    return response
+
+
+def browser_of(request: Request) -> str:
+    """NiceGUI's id for the browser of this request: a login ticket is good only in the browser that asked for it."""
+    return request.scope.get("session", {}).get("id", "")
+
+
+async def sign_out(visit: Visit) -> None:
+    """End this page's session on the server (every tab of it closes within the frame's check)."""
+    await auth_service.logout(db=get_db(), secret=visit.secret)  # the service stops their copilot runs too

@@ -5,9 +5,9 @@ from collections.abc import Awaitable, Callable
 from nicegui import ui
 from pydantic import ValidationError
 
+from components import session
 from components.chips import PRIORITY_LABELS
 from components.fields import clear_problems, show_problems
-from desk.actors import Actor
 from desk.db.client import get_db
 from desk.errors import DeskError
 from desk.work_orders import service
@@ -15,9 +15,9 @@ from desk.work_orders.models import WorkOrderCreate, WorkOrderRead
 
 
 def new_work_order_dialog(
-    actor: Actor, owners: dict[str, str], on_created: Callable[[WorkOrderRead], Awaitable[None]]
+    visit: session.Visit, owners: dict[str, str], on_created: Callable[[WorkOrderRead], Awaitable[None]]
 ) -> ui.dialog:
-    """A dialog that creates a work order; `owners` (admins only) lets it be given to someone."""
+    """A dialog that creates a work order; `owners` (for an admin) lets it be given to someone."""
     with ui.dialog() as dialog, ui.card().classes("w-[36rem] gap-2").mark("new-dialog"):
         ui.label("New work order").classes("text-lg font-semibold")
         title = ui.input("Title").props("counter maxlength=200 autofocus").classes("w-full").mark("new-title")
@@ -25,8 +25,8 @@ def new_work_order_dialog(
         description.mark("new-description")
         priority = ui.select(PRIORITY_LABELS, value="medium", label="Priority").classes("w-48").mark("new-priority")
         owner = None
-        if actor.is_admin:
-            owner = ui.select(owners, value=actor.id, label="Owner").classes("w-64").mark("new-owner")
+        if owners:
+            owner = ui.select(owners, value=visit.user_id, label="Owner").classes("w-64").mark("new-owner")
         problem = ui.label().classes("text-negative text-sm")
         inputs = {"title": title, "description": description, "priority": priority, "owner_id": owner}
 
@@ -36,7 +36,8 @@ def new_work_order_dialog(
             if owner is not None:
                 values["owner_id"] = owner.value
             try:
-                order = await service.create(db=get_db(), actor=actor, data=WorkOrderCreate.model_validate(values))
+                data = WorkOrderCreate.model_validate(values)
+                order = await service.create(db=get_db(), actor=await visit.actor(), data=data)
             except ValidationError as error:
                 show_problems(error, inputs, problem)
                 return

@@ -37,6 +37,25 @@ def session_cookie_name() -> str:
     return "__Host-desk_session" if get_settings().desk_public_https else "desk_session"
 
 
+def set_session_cookie(response: Response, secret: str) -> None:
+    """The session cookie, for the API and the pages alike: httpOnly, SameSite=Lax, Secure behind https, and
+    gone from the browser when the session would have ended anyway."""
+    settings = get_settings()
+    response.set_cookie(
+        session_cookie_name(),
+        secret,
+        max_age=settings.desk_session_max_hours * 3600,
+        httponly=True,
+        samesite="lax",
+        secure=settings.desk_public_https,
+        path="/",
+    )
+
+
+def clear_session_cookie(response: Response) -> None:
+    response.delete_cookie(session_cookie_name(), path="/", secure=get_settings().desk_public_https, httponly=True)
+
+
 async def require_csrf_header(request: Request) -> None:
     """A cross-site form cannot send a custom header without a CORS preflight, which the desk refuses."""
     if request.headers.get(CSRF_HEADER) != "1":

@@ -7,7 +7,6 @@ from components import live, session
 from components.chips import PRIORITY_LABELS, STATUS_LABELS
 from components.forbidden import forbidden
 from components.frame import frame
-from desk.actors import Actor
 from desk.db.client import get_db
 from desk.errors import DeskError
 from desk.metrics.models import Metrics
@@ -25,11 +24,11 @@ async def admin_metrics_page(request: Request):
     if user is None:
         return session.to_login(request)
     actor = session.actor_of(user)
-    with frame("Metrics", user, path="/app/admin/metrics"):
+    with frame("Metrics", user, path="/app/admin/metrics") as visit:
         if not actor.is_admin:
             forbidden()
             return
-        board = MetricsBoard(actor)
+        board = MetricsBoard(visit)
         board.build(await desk_metrics(db=get_db(), actor=actor))
     live.on_change(board.on_changes)
 
@@ -37,8 +36,8 @@ async def admin_metrics_page(request: Request):
 class MetricsBoard:
     """The charts are drawn once; a change to the work orders re-reads the figures and updates them in place."""
 
-    def __init__(self, actor: Actor) -> None:
-        self.actor = actor
+    def __init__(self, visit: session.Visit) -> None:
+        self.visit = visit
         self.reading = self.stale = False
 
     def build(self, figures: Metrics) -> None:
@@ -81,8 +80,8 @@ class MetricsBoard:
         try:
             while True:
                 self.stale = False
-                try:
-                    figures = await desk_metrics(db=get_db(), actor=self.actor)
+                try:  # as the person is now: a demoted admin's page closes instead (not an action: no touch)
+                    figures = await desk_metrics(db=get_db(), actor=await self.visit.actor(touch=False))
                 except DeskError:
                     return  # no longer an admin: the figures stay as they were, the next page load says why
                 self.show(figures)

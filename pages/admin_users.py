@@ -8,7 +8,6 @@ from components import session
 from components.fields import clear_problems, sentence, show_problems
 from components.forbidden import forbidden
 from components.frame import frame
-from desk.actors import Actor
 from desk.db.client import get_db
 from desk.errors import DeskError
 from desk.schema import MAX_OFFSET, PageQuery
@@ -26,12 +25,11 @@ async def admin_users_page(request: Request):
     user = await session.current_user()
     if user is None:
         return session.to_login(request)
-    actor = session.actor_of(user)
-    with frame("Users", user, path="/app/admin/users"):
-        if not actor.is_admin:
+    with frame("Users", user, path="/app/admin/users") as visit:
+        if not session.actor_of(user).is_admin:
             forbidden()
             return
-        screen = UsersScreen(actor)
+        screen = UsersScreen(visit)
         screen.new_user_form()
         await screen.build_list()
 
@@ -39,8 +37,8 @@ async def admin_users_page(request: Request):
 class UsersScreen:
     """The form to add a person above the list of everyone, newest first."""
 
-    def __init__(self, actor: Actor) -> None:
-        self.actor = actor
+    def __init__(self, visit: session.Visit) -> None:
+        self.visit = visit
         self.page = 1
 
     def new_user_form(self) -> None:
@@ -63,7 +61,7 @@ class UsersScreen:
                 values = {k: (e.value or "") for k, e in inputs.items()}
                 try:
                     made = await users_service.create_user(
-                        db=get_db(), actor=self.actor, data=UserCreate.model_validate(values)
+                        db=get_db(), actor=await self.visit.actor(), data=UserCreate.model_validate(values)
                     )
                 except (ValidationError, DeskError) as error:
                     show_problems(error, inputs, problem)
@@ -79,7 +77,8 @@ class UsersScreen:
 
     async def build_list(self) -> None:
         query = PageQuery(offset=(self.page - 1) * PAGE_SIZE, limit=PAGE_SIZE)
-        found = await users_service.list_users(db=get_db(), actor=self.actor, page=query)
+        actor = await self.visit.actor()
+        found = await users_service.list_users(db=get_db(), actor=actor, page=query)
         self.list_area.clear()
         with self.list_area:
             ui.label(f"{found.total} {'person' if found.total == 1 else 'people'}").classes("text-sm text-grey-7")
@@ -89,7 +88,7 @@ class UsersScreen:
                         ui.label(heading).classes(width)
                     ui.label("Access")
                 for person in found.items:
-                    UserRow(self.actor, person)
+                    UserRow(self.visit, person, you=person.id == actor.id)
             pages = min(max(1, -(-found.total // PAGE_SIZE)), MAX_OFFSET // PAGE_SIZE + 1)
             if pages > 1:
                 pager = ui.pagination(1, pages, direction_links=True, value=self.page).mark("user-pages")
@@ -103,12 +102,12 @@ class UsersScreen:
 class UserRow:
     """One person with their controls; `shown` is what is stored, so a refused change can be put back."""
 
-    def __init__(self, actor: Actor, person: UserRead) -> None:
-        self.actor, self.shown = actor, person
+    def __init__(self, visit: session.Visit, person: UserRead, *, you: bool) -> None:
+        self.visit, self.shown = visit, person
         with ui.row().classes("w-full items-center gap-3 px-3 py-1 border-b").mark(f"user-row user:{person.email}"):
             with ui.row().classes("w-48 items-center gap-1 no-wrap"):
                 ui.label(person.name).classes("break-all").mark("user-name")
-                if person.id == actor.id:
+                if you:
                     ui.label("(you)").classes("text-xs text-grey-7")
             ui.label(person.email).classes("w-64 break-all text-sm").mark("user-email")
             self.role = ui.select(ROLES, value=person.role).props("dense options-dense").classes("w-32").mark("role")
@@ -126,7 +125,8 @@ class UserRow:
         try:
             data = UserAdminUpdate.model_validate({field: value})
             person_id = self.shown.id
-            self.shown = await users_service.update_user(db=get_db(), actor=self.actor, user_id=person_id, data=data)
+            actor = await self.visit.actor()
+            self.shown = await users_service.update_user(db=get_db(), actor=actor, user_id=person_id, data=data)
         except (ValidationError, DeskError) as error:
             message = error.message if isinstance(error, DeskError) else sentence(error.errors()[0])
             ui.notify(message, type="negative")
@@ -156,7 +156,8 @@ class UserRow:
                 clear_problems({"password": password}, problem)
                 try:
                     data = UserAdminUpdate.model_validate({"password": password.value or ""})
-                    await users_service.update_user(db=get_db(), actor=self.actor, user_id=person.id, data=data)
+                    actor = await self.visit.actor()
+                    await users_service.update_user(db=get_db(), actor=actor, user_id=person.id, data=data)
                 except (ValidationError, DeskError) as error:
                     show_problems(error, {"password": password}, problem)
                     return
@@ -166,6 +167,8 @@ class UserRow:
                 ui.button("Cancel", on_click=lambda: dialog.submit(False)).props("flat")
                 ui.button("Set password", on_click=save).mark("reset-save")
         done = await dialog
+        if dialog.is_deleted:  # the page closed meanwhile (session ended or role changed)
+            return
         dialog.delete()  # the typed password leaves the page with the dialog
         if done:
             ui.notify(f"Password reset for {person.name}; their sessions have ended.", type="positive")

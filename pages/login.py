@@ -24,6 +24,7 @@ async def login_page(request: Request, redirect_to: str | None = None) -> None:
         ui.navigate.to(target)
         return
     ip = request.client.host if request.client else "unknown"
+    browser = session.browser_of(request)
     ui.page_title("Log in · Work Order Desk")
 
     async def submit() -> None:
@@ -33,14 +34,16 @@ async def login_page(request: Request, redirect_to: str | None = None) -> None:
             return
         button.disable()
         try:
-            await session.sign_in(email=email.value, password=password.value, ip=ip)
+            signed_in = await session.sign_in(
+                email=email.value, password=password.value, ip=ip, browser=browser, redirect_to=target
+            )
         except DeskError as error:
             message.set_text(error.message)
             password.set_value("")
             return
         finally:
             button.enable()
-        ui.navigate.to(target)
+        ui.navigate.to(signed_in)  # an HTTP request sets the new session cookie, then goes on to the target
 
     with ui.card().classes("absolute-center w-96 gap-3"):
         ui.label("Work Order Desk").classes("text-xl font-semibold")
@@ -49,3 +52,8 @@ async def login_page(request: Request, redirect_to: str | None = None) -> None:
         password.mark("password").on("keydown.enter", submit)
         message = ui.label().classes("text-negative text-sm").mark("login-message")
         button = ui.button("Log in", on_click=submit).classes("w-full").mark("login")
+
+
+@router.get(session.SIGNED_IN_PATH, include_in_schema=False)
+async def signed_in(request: Request, ticket: str = "", redirect_to: str | None = None) -> RedirectResponse:
+    return await session.finish_sign_in(request, ticket, redirect_to)

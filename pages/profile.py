@@ -9,7 +9,6 @@ from components.confirm import confirm
 from components.fields import clear_problems, show_problems
 from components.formats import ago, when
 from components.frame import frame
-from desk.actors import Actor
 from desk.auth import service as auth_service
 from desk.auth.models import PasswordChange, TokenCreate, TokenCreated, TokenRead
 from desk.db.client import get_db
@@ -24,17 +23,16 @@ async def profile_page(request: Request):
     user = await session.current_user()
     if user is None:
         return session.to_login(request)
-    actor = session.actor_of(user)
-    with frame("Profile", user, path="/app/profile"):
+    with frame("Profile", user, path="/app/profile") as visit:
         with ui.column().classes("gap-0"):
             ui.label(user["name"]).classes("text-2xl font-semibold break-all").mark("profile-name")
             ui.label(f"{user['email']} · {user['role']}").classes("text-grey-7 break-all")
-        _password_card(actor)
-        _ai_card(actor, enabled=bool(user.get("aiEnabled", True)))
-        await TokensCard(actor).build()
+        _password_card(visit)
+        _ai_card(visit, enabled=bool(user.get("aiEnabled", True)))
+        await TokensCard(visit).build()
 
 
-def _password_card(actor: Actor) -> None:
+def _password_card(visit: session.Visit) -> None:
     with ui.card().classes("w-full max-w-xl gap-2").mark("password-card"):
         ui.label("Change password").classes("text-lg font-semibold")
         current = ui.input("Current password", password=True).props("autocomplete=current-password")
@@ -62,10 +60,10 @@ def _password_card(actor: Actor) -> None:
                 )
                 await users_service.change_own_password(
                     db=get_db(),
-                    actor=actor,
+                    actor=await visit.actor(),
                     current=data.current_password,
                     new=data.new_password,
-                    keep_session=session.session_secret(),  # this browser stays logged in
+                    keep_session=visit.secret,  # this browser stays logged in
                 )
             except (ValidationError, DeskError) as error:
                 show_problems(error, inputs, problem)
@@ -77,7 +75,7 @@ def _password_card(actor: Actor) -> None:
             ui.button("Change password", on_click=change).mark("change-password")
 
 
-def _ai_card(actor: Actor, *, enabled: bool) -> None:
+def _ai_card(visit: session.Visit, *, enabled: bool) -> None:
     with ui.card().classes("w-full max-w-xl gap-1").mark("ai-card"):
         ui.label("AI assistance").classes("text-lg font-semibold")
         ui.label("The copilot and its suggestions on your work orders.").classes("text-sm text-grey-7")
@@ -85,7 +83,8 @@ def _ai_card(actor: Actor, *, enabled: bool) -> None:
 
         async def toggle(value: bool) -> None:
             try:
-                await users_service.set_own_ai(db=get_db(), actor=actor, enabled=value)  # off stops a running copilot
+                # Turning it off stops a running copilot too (the service fires desk.users.access).
+                await users_service.set_own_ai(db=get_db(), actor=await visit.actor(), enabled=value)
             except DeskError as error:
                 ui.notify(error.message, type="negative")
                 return
@@ -97,8 +96,8 @@ def _ai_card(actor: Actor, *, enabled: bool) -> None:
 class TokensCard:
     """Personal API tokens: create (the secret shown once), list without secrets, revoke."""
 
-    def __init__(self, actor: Actor) -> None:
-        self.actor = actor
+    def __init__(self, visit: session.Visit) -> None:
+        self.visit = visit
 
     async def build(self) -> None:
         with ui.card().classes("w-full gap-2").mark("tokens-card"):
@@ -115,7 +114,7 @@ class TokensCard:
         await self.show()
 
     async def show(self) -> None:
-        tokens = await auth_service.list_tokens(db=get_db(), actor=self.actor)
+        tokens = await auth_service.list_tokens(db=get_db(), actor=await self.visit.actor())
         self.list_area.clear()
         with self.list_area:
             if not tokens:
@@ -139,7 +138,7 @@ class TokensCard:
         clear_problems({"name": self.name}, self.problem)
         try:
             data = TokenCreate.model_validate({"name": self.name.value or ""})
-            created = await auth_service.create_token(db=get_db(), actor=self.actor, name=data.name)
+            created = await auth_service.create_token(db=get_db(), actor=await self.visit.actor(), name=data.name)
         except (ValidationError, DeskError) as error:
             show_problems(error, {"name": self.name}, self.problem)
             return
@@ -152,7 +151,7 @@ class TokensCard:
         if not await confirm(*question, action="Revoke", marker="confirm-revoke"):
             return
         try:
-            await auth_service.revoke_token(db=get_db(), actor=self.actor, token_id=token.id)
+            await auth_service.revoke_token(db=get_db(), actor=await self.visit.actor(), token_id=token.id)
         except DeskError as error:
             ui.notify(error.message, type="negative")
         else:
@@ -176,4 +175,5 @@ async def _show_secret_once(created: TokenCreated) -> None:
             ui.button("Copy", icon="content_copy", on_click=copy).props("outline").mark("copy-token")
             ui.button("Done", on_click=lambda: dialog.submit(None)).mark("token-done")
     await dialog
-    dialog.delete()
+    if not dialog.is_deleted:  # unless the page closed meanwhile
+        dialog.delete()

@@ -11,6 +11,7 @@ from components.fields import show_problems
 from components.formats import when
 from components.frame import frame
 from components.timeline import timeline
+from components.triage_card import triage_card
 from desk.actors import Actor
 from desk.db.client import get_db
 from desk.errors import Conflict, DeskError, NotFound
@@ -28,19 +29,22 @@ async def work_order_page(request: Request, order_id: str):
         return session.to_login(request)
     actor = session.actor_of(user)
     order = await service.get(db=get_db(), actor=actor, order_id=order_id)
-    with frame("Work order", user, path=request.url.path):
+    with frame("Work order", user, path=request.url.path) as visit:
         ui.link("← All work orders", "/app").classes("text-sm")
         if order is None:
             ui.label("This work order does not exist, or it is not yours to see.").classes("text-lg").mark("missing")
             return
-        await WorkOrderView(actor, order).build()
+        await WorkOrderView(visit, actor, order).build()
 
 
 class WorkOrderView:
-    """One open work order: `loaded` is the version the person sees and edits against."""
+    """One open work order: `loaded` is the version the person sees and edits against.
 
-    def __init__(self, actor: Actor, order: WorkOrderRead) -> None:
-        self.actor, self.loaded = actor, order
+    `actor` is the person as they were at their last action; every handler renews it from the visit first.
+    """
+
+    def __init__(self, visit: session.Visit, actor: Actor, order: WorkOrderRead) -> None:
+        self.visit, self.actor, self.loaded = visit, actor, order
         self.inputs: dict[str, ui.element] = {}
         self.gone = False
         self.client = ui.context.client
@@ -49,6 +53,7 @@ class WorkOrderView:
     async def build(self) -> None:
         self.summary = ui.column().classes("w-full gap-1")
         self.notice = ui.column().classes("w-full")
+        await triage_card(self.visit, lambda: self.loaded, on_conflict=self._conflict)
         if self.actor.can_write:
             self._form()
         else:
@@ -119,6 +124,7 @@ class WorkOrderView:
     async def save(self) -> None:
         if self.gone:
             return
+        self.actor = await self.visit.actor()
         edits = self.edits()
         if not edits:
             ui.notify("Nothing to save.")
@@ -153,6 +159,7 @@ class WorkOrderView:
                 ui.label(f"They changed {field}: {before} → {after}").classes("text-sm break-all")
 
             async def reload() -> None:
+                self.actor = await self.visit.actor()
                 self.loaded = current
                 self.notice.clear()
                 await self.show()
@@ -190,6 +197,7 @@ class WorkOrderView:
             ui.label("Someone else just changed this work order. Your edit is kept until you choose.")
 
             async def reload() -> None:
+                self.actor = await self.visit.actor()
                 self.loaded = current
                 self.notice.clear()
                 await self.show()
@@ -209,6 +217,7 @@ class WorkOrderView:
             f"Delete “{self.loaded.title}”? This cannot be undone.", action="Delete", marker="confirm-delete"
         ):
             return
+        self.actor = await self.visit.actor()
         try:
             await service.delete(db=get_db(), actor=self.actor, order_id=self.loaded.id, version=self.loaded.version)
         except Conflict as conflict:

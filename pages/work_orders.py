@@ -60,7 +60,7 @@ async def work_orders_page(request: Request):
     owners, assignable = await service.owner_choices(db=get_db(), actor=actor)
     filters = Filters()
 
-    with frame("Work orders", user, path="/app"):
+    with frame("Work orders", user, path="/app") as visit:
         with ui.row().classes("w-full items-end gap-3"):
             search = ui.input("Search", placeholder="Words in title or description").classes("w-72").mark("search")
             search.props("clearable dense debounce=300")  # the browser sends the words once typing pauses
@@ -73,17 +73,20 @@ async def work_orders_page(request: Request):
             sort.on_value_change(lambda e: _set(filters, sort=e.value))
             ui.space()
             if actor.can_write:
-                dialog = new_work_order_dialog(actor, assignable, lambda _: load())
+                dialog = new_work_order_dialog(visit, assignable, lambda _: load())
                 ui.button("New work order", icon="add", on_click=dialog.open).mark("new-order")
 
         latest, client = 0, ui.context.client
         view = _ListView(actor, owners, filters, on_page=lambda number: _set(filters, page=number))
 
         async def load(change_seq: int | None = None) -> None:
+            """Read and show the list: as the person is now after their own action, as loaded for a live redraw
+            (a page whose person lost access is closed by the frame's check)."""
             nonlocal latest
             latest += 1
             mine = latest
-            page = await _list(actor, filters.query(), change_seq)
+            reader = actor if change_seq is not None else await visit.actor()
+            page = await _list(reader, filters.query(), change_seq)
             if mine == latest and not client.is_deleted:  # a newer load started meanwhile: let it draw
                 view.show(page)
 

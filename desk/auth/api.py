@@ -5,9 +5,18 @@ from fastapi import APIRouter, Depends, Request, Response, status
 from desk.agent import hooks as agent_hooks
 from desk.auth import service
 from desk.auth.models import LoginRequest, TokenCreate, TokenCreated, TokenRead
-from desk.config import get_settings
 from desk.errors import ErrorCode, ValidationFailed
-from desk.http import AUTHED, CurrentActor, CurrentUser, Db, errors, require_csrf_header, session_cookie_name
+from desk.http import (
+    AUTHED,
+    CurrentActor,
+    CurrentUser,
+    Db,
+    clear_session_cookie,
+    errors,
+    require_csrf_header,
+    session_cookie_name,
+    set_session_cookie,
+)
 from desk.users.models import UserRead
 
 router = APIRouter(prefix="/api/v1/auth", tags=["auth"])
@@ -30,16 +39,7 @@ async def login(body: LoginRequest, request: Request, response: Response, db: Db
     """Check email and password; sets the session cookie."""
     ip = request.client.host if request.client else "unknown"
     done = await service.login(db=db, email=body.email, password=body.password, ip=ip)
-    settings = get_settings()
-    response.set_cookie(
-        session_cookie_name(),
-        done.session_secret,
-        max_age=settings.desk_session_max_hours * 3600,
-        httponly=True,
-        samesite="lax",
-        secure=settings.desk_public_https,
-        path="/",
-    )
+    set_session_cookie(response, done.session_secret)
     return UserRead.model_validate(done.user)
 
 
@@ -51,7 +51,7 @@ async def logout(request: Request, response: Response, db: Db, user: CurrentUser
     secret = request.cookies.get(session_cookie_name())
     if secret:
         await service.logout(db=db, secret=secret)  # the service stops their copilot runs too
-    response.delete_cookie(session_cookie_name(), path="/", secure=get_settings().desk_public_https, httponly=True)
+    clear_session_cookie(response)
 
 
 @router.get("/me", response_model=UserRead, responses=errors(*AUTHED))

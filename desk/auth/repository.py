@@ -19,6 +19,7 @@ async def ensure_indexes(db: AsyncDatabase) -> None:
     await db["api_tokens"].create_index([("hash", ASCENDING)], unique=True, name="hash_unique")
     await db["api_tokens"].create_index([("userId", ASCENDING), ("createdAt", DESCENDING)], name="user")
     await db["rate_limits"].create_index([("expiresAt", ASCENDING)], expireAfterSeconds=0, name="ttl")
+    await db["login_tickets"].create_index([("expiresAt", ASCENDING)], expireAfterSeconds=0, name="ttl")
 
 
 # Sessions: the id is the sha256 of the cookie's secret, so a leaked database holds no usable cookie.
@@ -59,6 +60,19 @@ async def delete_user_sessions(db: AsyncDatabase, user_id: ObjectId, *, keep: st
     if keep:
         query["_id"] = {"$ne": keep}
     return (await db["sessions"].delete_many(query)).deleted_count
+
+
+# Login tickets: a page's login hands the browser one, which an HTTP request turns into a session cookie.
+
+
+async def insert_login_ticket(db: AsyncDatabase, doc: Doc) -> None:
+    await db["login_tickets"].insert_one(doc)
+
+
+async def take_login_ticket(db: AsyncDatabase, ticket_hash: str, *, browser: str, moment: datetime) -> Doc | None:
+    """The unexpired ticket of this browser, deleted as it is read: it works once."""
+    query = {"_id": ticket_hash, "browser": browser, "expiresAt": {"$gt": moment}}
+    return await db["login_tickets"].find_one_and_delete(query)
 
 
 # Personal API tokens

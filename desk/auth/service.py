@@ -20,6 +20,7 @@ from desk.users import repository as users_repo
 
 LOCK_MINUTES = 15
 TOUCH_EVERY = timedelta(seconds=60)  # a busy person's session is written once a minute, not on every request
+TICKET_LIFETIME = timedelta(seconds=60)
 TOKEN_PREFIX = "wod_"  # noqa: S105 - a marker, not a secret
 WRONG_LOGIN = "Wrong email or password. After 5 failed attempts an account is locked for 15 minutes."
 
@@ -41,6 +42,36 @@ def actor_for(user: dict) -> Actor:
 
 async def login(*, db: AsyncDatabase, email: str, password: str, ip: str) -> LoggedIn:
     """Check the password and open a session; lockouts and unknown emails answer like a wrong password."""
+    user = await _check_password(db=db, email=email, password=password, ip=ip)
+    return LoggedIn(user=user, session_secret=await open_session(db=db, user_id=user["_id"]))
+
+
+async def login_ticket(*, db: AsyncDatabase, email: str, password: str, ip: str, browser: str) -> str:
+    """Check the password as `login` does; returns a one-time ticket that `redeem_login_ticket` turns into a session.
+
+    A page's login runs over its websocket, which cannot set a cookie: the browser takes the ticket to
+    an HTTP route, which answers with a new session cookie. The ticket is good once, for a minute, and
+    only in the browser that logged in (NiceGUI's id for it), so a ticket seen elsewhere is worth nothing.
+    """
+    user = await _check_password(db=db, email=email, password=password, ip=ip)
+    ticket = secrets.token_urlsafe(32)
+    moment = now()
+    await repo.insert_login_ticket(
+        db, {"_id": digest(ticket), "userId": user["_id"], "browser": browser, "expiresAt": moment + TICKET_LIFETIME}
+    )
+    return ticket
+
+
+async def redeem_login_ticket(*, db: AsyncDatabase, ticket: str, browser: str) -> str | None:
+    """A new session for the ticket's person, its secret for the cookie; None when the ticket is spent or stale."""
+    found = await repo.take_login_ticket(db, digest(ticket), browser=browser, moment=now()) if ticket else None
+    if found is None:
+        return None
+    return await open_session(db=db, user_id=found["userId"])
+
+
+async def _check_password(*, db: AsyncDatabase, email: str, password: str, ip: str) -> dict:
+    """The active, unlocked user with this email and password; Unauthorized (and a failure counted) otherwise."""
     await _limit_login_rate(db=db, ip=ip)
     user = await users_repo.get_by_email(db, email.strip().lower())
     matches = await passwords.verify_password(user["passwordHash"] if user else None, password)
@@ -55,7 +86,7 @@ async def login(*, db: AsyncDatabase, email: str, password: str, ip: str) -> Log
         raise Unauthorized(WRONG_LOGIN)
     if user.get("failedLoginCount") or locked_until:
         await users_repo.clear_failed_logins(db, user["_id"])
-    return LoggedIn(user=user, session_secret=await open_session(db=db, user_id=user["_id"]))
+    return user
 
 
 async def _limit_login_rate(*, db: AsyncDatabase, ip: str) -> None:
@@ -94,8 +125,12 @@ async def open_session(*, db: AsyncDatabase, user_id: ObjectId) -> str:
     return secret
 
 
-async def user_for_session(*, db: AsyncDatabase, secret: str) -> dict:
-    """The active user behind a session cookie; Unauthorized when it is unknown, idle too long or too old."""
+async def user_for_session(*, db: AsyncDatabase, secret: str, touch: bool = True) -> dict:
+    """The active user behind a session cookie; Unauthorized when it is unknown, idle too long or too old.
+
+    `touch` counts this as the person's activity, which keeps the session from going idle; a check
+    that runs by itself (an open page's) passes False, or the idle limit would never come.
+    """
     found = await repo.get_session_and_user(db, digest(secret)) if secret else None
     session, user = found or (None, None)
     moment = now()
@@ -103,7 +138,7 @@ async def user_for_session(*, db: AsyncDatabase, secret: str) -> dict:
         raise Unauthorized("Your session has ended; please log in again.")
     if user is None or not user.get("active", False):
         raise Unauthorized("Your session has ended; please log in again.")
-    if moment - session["lastSeenAt"] >= TOUCH_EVERY:
+    if touch and moment - session["lastSeenAt"] >= TOUCH_EVERY:
         idle_until = moment + timedelta(minutes=get_settings().desk_session_idle_minutes)
         await repo.touch_session(db, session["_id"], seen_at=moment, idle_until=idle_until)
     return user
