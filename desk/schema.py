@@ -74,7 +74,9 @@ def multi_line(*, max_length: int, min_length: int | None = None) -> Any:
 
 
 # C0, DEL and C1 (Unicode category Cc): invisible, they break display, search and exports.
-CONTROL = re.compile("[\x00-\x1f\x7f-\x9f]")
+# Single-line fields also refuse the bidirectional embedding, override and isolate controls (the
+# Trojan Source class): in a name or a title they make text read differently from what it is.
+CONTROL = re.compile("[\x00-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069]")
 CONTROL_BUT_TAB_AND_LF = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f]")
 
 

@@ -279,3 +279,34 @@ async def test_every_text_field_refuses_control_characters(
     error = response.json()["error"]
     assert [problem["field"] for problem in error["details"]] == [field] and "control character" in error["message"]
     assert await db[collection].count_documents({}) == before
+
+
+@pytest.mark.parametrize("bidi", ["\u202e", "\u202a", "\u2066", "\u2069"], ids=["RLO", "LRE", "LRI", "PDI"])
+@pytest.mark.parametrize(
+    ("path", "body", "field", "collection"),
+    [
+        ("/api/v1/work-orders", {"title": "Invoice {}fdp.exe"}, "title", "work_orders"),
+        (
+            "/api/v1/admin/users",
+            {"email": "x@example.com", "name": "Dana{}", "password": "tulip-orbit-42"},
+            "name",
+            "users",
+        ),
+        ("/api/v1/auth/tokens", {"name": "ci{}"}, "name", "api_tokens"),
+    ],
+    ids=["a work order's title", "a person's name", "a token's name"],
+)
+async def test_single_line_fields_refuse_bidirectional_controls(
+    bidi, path, body, field, collection, make_user, client_for, db
+):
+    client = await client_for(await make_user("admin"))
+    before = await db[collection].count_documents({})
+    sent = {key: value.format(bidi) if key == field else value for key, value in body.items()}
+
+    response = await client.post(path, json=sent)
+
+    assert response.status_code == 400
+    error = response.json()["error"]
+    assert [problem["field"] for problem in error["details"]] == [field]
+    assert f"U+{ord(bidi):04X}" in error["message"]
+    assert await db[collection].count_documents({}) == before
