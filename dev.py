@@ -109,11 +109,12 @@ def ensure_chromium() -> None:
     """The browser tests drive Debian's headless Chromium through its matching chromedriver."""
     have_browser = Path("/usr/bin/chromium").exists() or shutil.which("chromium")
     have_driver = Path("/usr/bin/chromedriver").exists() or shutil.which("chromedriver")
-    if have_browser and have_driver:
+    have_nginx = Path("/usr/sbin/nginx").exists()  # tests/deploy/ runs deploy/nginx.conf in front of two desks
+    if have_browser and have_driver and have_nginx:
         return
     if not is_root():
-        fail("the browser tests need Chromium; install it with: sudo apt-get install chromium chromium-driver")
-    apt_install("chromium", "chromium-driver")
+        fail("the tests need Chromium and nginx: sudo apt-get install chromium chromium-driver nginx")
+    apt_install("chromium", "chromium-driver", "nginx")
 
 
 def run(args: list[str]) -> None:

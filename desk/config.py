@@ -34,6 +34,7 @@ class Settings(BaseSettings):
     desk_admin_password: SecretStr | None = None
     desk_public_https: bool = False  # true behind https: Secure + __Host- session cookie
     desk_run_worker: bool = True  # `desk run` starts its own worker; false where worker services run the jobs
+    desk_metrics_allow: str = "127.0.0.1/32,::1/128"  # who may read /metrics: comma-separated CIDRs; empty: no one
 
     # Sessions and login
     desk_session_idle_minutes: PositiveInt = 120
@@ -84,6 +85,15 @@ class Settings(BaseSettings):
         if value is not None and ("@" not in value or value.strip() != value):
             raise ValueError("must be an email address")
         return value.lower() if value else value
+
+    @field_validator("desk_metrics_allow")
+    @classmethod
+    def _networks(cls, value: str) -> str:
+        try:
+            [ipaddress.ip_network(part.strip()) for part in value.split(",") if part.strip()]
+        except ValueError as error:
+            raise ValueError(f"must be comma-separated CIDR networks such as 10.0.0.0/8 ({error})") from None
+        return value
 
     @field_validator("agent_time_zone")
     @classmethod
