@@ -89,6 +89,16 @@ CurrentUser = Annotated[dict, Depends(current_user)]
 CurrentActor = Annotated[Actor, Depends(current_actor)]
 
 
+async def session_actor(request: Request, actor: CurrentActor) -> Actor:
+    """The actor of a browser session: an API token may not do this (so revoking a leaked token cuts it off)."""
+    if request.headers.get("Authorization"):  # current_user let it in: a valid bearer token, not a session
+        raise Forbidden("An API token cannot do this; use the desk in a browser (a logged-in session).")
+    return actor
+
+
+SessionActor = Annotated[Actor, Depends(session_actor)]
+
+
 def errors(*codes: ErrorCode) -> dict[int | str, dict[str, Any]]:
     """OpenAPI `responses` for the envelope errors a route can answer (validation is always possible)."""
     documented: dict[int | str, dict[str, Any]] = {}

@@ -41,7 +41,7 @@ def _password_card(visit: session.Visit) -> None:
         new.classes("w-full").mark("new-password")
         repeat = ui.input("Repeat the new password", password=True).props("autocomplete=new-password")
         repeat.classes("w-full").mark("repeat-password")
-        ui.label("At least 8 characters and not a common password. Your other sessions will be logged out.").classes(
+        ui.label("At least 12 characters and not a common password. Your other sessions will be logged out.").classes(
             "text-sm text-grey-7"
         )
         problem = ui.label().classes("text-negative text-sm").mark("password-problem")

@@ -83,7 +83,7 @@ async def test_first_admin_from_the_environment(db, anonymous):
 
 async def test_a_weak_admin_password_from_the_environment_stops_the_boot(db):
     with pytest.raises(SystemExit, match="DESK_ADMIN_PASSWORD: That password is too common"):
-        await ensure_first_admin(db, Settings(desk_admin_password="password"))
+        await ensure_first_admin(db, Settings(desk_admin_password="qwerty123456"))
 
 
 async def test_demo_seed_makes_a_realistic_desk(db, anonymous):

@@ -11,6 +11,7 @@ from desk.http import (
     CurrentActor,
     CurrentUser,
     Db,
+    SessionActor,
     clear_session_cookie,
     errors,
     require_csrf_header,
@@ -60,13 +61,14 @@ async def me(user: CurrentUser) -> UserRead:
 
 
 @router.post("/tokens", status_code=201, response_model=TokenCreated, responses=errors(*AUTHED))
-async def create_token(body: TokenCreate, db: Db, actor: CurrentActor) -> TokenCreated:
-    """A new personal API token. The secret is shown in this answer only."""
+async def create_token(body: TokenCreate, db: Db, actor: SessionActor) -> TokenCreated:
+    """A new personal API token, from a browser session only. The secret is shown in this answer only."""
     return await service.create_token(db=db, actor=actor, name=body.name)
 
 
 @router.get("/tokens", response_model=list[TokenRead], responses=errors(*AUTHED))
-async def list_tokens(db: Db, actor: CurrentActor) -> list[TokenRead]:
+async def list_tokens(db: Db, actor: SessionActor) -> list[TokenRead]:
+    """One's own tokens, from a browser session only (a token may still revoke itself or another)."""
     return await service.list_tokens(db=db, actor=actor)
 
 

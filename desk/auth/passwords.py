@@ -9,7 +9,7 @@ from argon2.exceptions import InvalidHashError, VerificationError
 
 from desk.errors import ValidationFailed
 
-MIN_LENGTH = 8
+MIN_LENGTH = 12  # ASVS 4.0 2.1.1
 MAX_LENGTH = 128
 
 # OWASP's minimum for argon2id: 19 MiB of memory, 2 iterations, 1 lane.

@@ -231,3 +231,19 @@ async def test_bad_credentials_headers_are_unauthorized(anonymous):
         response = await anonymous.get("/api/v1/work-orders")
         assert response.status_code == 401
         assert response.json()["error"]["code"] == "UNAUTHORIZED"
+
+
+async def test_an_api_token_cannot_mint_or_list_tokens(make_user, client_for, anonymous, db):
+    sam = await make_user("user")
+    browser = await client_for(sam)
+    token = (await browser.post("/api/v1/auth/tokens", json={"name": "leaked script"})).json()
+    anonymous.headers["Authorization"] = f"Bearer {token['secret']}"
+
+    minted = await anonymous.post("/api/v1/auth/tokens", json={"name": "a way back in"})
+    listed = await anonymous.get("/api/v1/auth/tokens")
+
+    assert (minted.status_code, listed.status_code) == (403, 403)
+    assert minted.json()["error"]["code"] == "FORBIDDEN" and "browser" in minted.json()["error"]["message"]
+    assert await db["api_tokens"].count_documents({}) == 1
+    assert (await browser.delete(f"/api/v1/auth/tokens/{token['id']}")).status_code == 204  # revoking cuts it off
+    assert (await anonymous.get("/api/v1/auth/me")).status_code == 401

@@ -1,7 +1,5 @@
 """/app/admin/users: admins add people and change them; nobody else gets in."""
 
-import asyncio
-
 import pytest
 from nicegui import ui
 from nicegui.testing import User
@@ -10,7 +8,7 @@ from components.forbidden import MESSAGE as NO_ACCESS
 from components.frame import SESSION_CHECK_SECONDS
 from desk.auth import service as auth_service
 from desk.errors import Unauthorized
-from tests.helpers import PASSWORD
+from tests.helpers import PASSWORD, error_of, until
 from tests.ui.conftest import WAIT, submit
 
 PAGE = "/app/admin/users"
@@ -29,12 +27,6 @@ def choose(user: User, marker: str, option: str) -> None:
     """Open a select and pick one of its options, as a person would."""
     user.find(marker=marker).click()
     user.find(option).click()
-
-
-def error_of(user: User, marker: str) -> str | None:
-    """The message shown beside a field."""
-    (element,) = user.find(marker=marker).elements
-    return element.error
 
 
 async def test_an_admin_adds_a_person_who_can_then_log_in(user: User, create_user, make_user, log_in):
@@ -76,11 +68,11 @@ async def test_messages_appear_beside_the_fields(user: User, make_user, log_in, 
     user.find(marker="new-name").type("Another Ada")
     user.find(marker="new-password").type("short")
     user.find(marker="create-user").click()
-    await user.should_see("The password must have at least 8 characters.", retries=WAIT)
-    assert error_of(user, "new-password") == "The password must have at least 8 characters."
+    await user.should_see("The password must have at least 12 characters.", retries=WAIT)
+    assert error_of(user, "new-password") == "The password must have at least 12 characters."
     assert error_of(user, "new-email") is None
 
-    user.find(marker="new-password").clear().type("password")
+    user.find(marker="new-password").clear().type("qwerty123456")
     user.find(marker="create-user").click()
     await user.should_see("That password is too common; choose another.", retries=WAIT)
     assert error_of(user, "new-password") == "That password is too common; choose another."
@@ -142,8 +134,8 @@ async def test_an_admin_resets_a_password(user: User, make_user, log_in, db):
     await user.should_see("New password for Sam Rivera (sam@example.com)")
     user.find(marker="reset-password").type("short")
     user.find(marker="reset-save").click()
-    await user.should_see("The password must have at least 8 characters.", retries=WAIT)
-    assert error_of(user, "reset-password") == "The password must have at least 8 characters."
+    await user.should_see("The password must have at least 12 characters.", retries=WAIT)
+    assert error_of(user, "reset-password") == "The password must have at least 12 characters."
 
     user.find(marker="reset-password").clear().type(NEW_PASSWORD)
     user.find(marker="reset-save").click()
@@ -169,7 +161,7 @@ async def test_an_admin_cannot_demote_or_deactivate_themselves(user: User, make_
 
     with user.scope(marker=row):
         user.find(marker="active").click()
-    await _until(lambda: user.notify.messages.count(SELF_GUARD) == 2)
+    await until(lambda: user.notify.messages.count(SELF_GUARD) == 2, what="the second refusal")
     with user.scope(marker=row):
         await user.should_see("Active", retries=WAIT)
     stored = await db["users"].find_one({"email": ada["email"]})
@@ -202,9 +194,3 @@ async def test_names_are_shown_as_typed_never_as_html(user: User, make_user, log
     assert name.text == "<img src=x onerror=alert(1)>"
     await user.should_not_see(kind=ui.html, retries=WAIT)
     await user.should_not_see(kind=ui.markdown, retries=WAIT)
-
-
-async def _until(check) -> None:
-    async with asyncio.timeout(5):
-        while not check():
-            await asyncio.sleep(0.05)

@@ -7,18 +7,12 @@ from nicegui.testing import User
 
 from desk.auth import service as auth_service
 from desk.errors import Unauthorized
-from tests.helpers import PASSWORD
+from tests.helpers import PASSWORD, error_of
 from tests.ui.conftest import WAIT
 
 PAGE = "/app/profile"
 NEW_PASSWORD = "a lighthouse keeper's ledger"
 ROLES = ["admin", "user", "viewer"]
-
-
-def error_of(user: User, marker: str) -> str | None:
-    """The message shown beside a field."""
-    (element,) = user.find(marker=marker).elements
-    return element.error
 
 
 def fill_password_form(user: User, current: str, new: str, repeat: str) -> None:
@@ -73,7 +67,7 @@ async def test_password_messages_beside_the_fields(user: User, make_user, log_in
     assert error_of(user, "current-password") == "The current password is not right."
     assert error_of(user, "repeat-password") is None
 
-    fill_password_form(user, PASSWORD, "password", "password")
+    fill_password_form(user, PASSWORD, "qwerty123456", "qwerty123456")
     await user.should_see("That password is too common; choose another.", retries=WAIT)
     assert error_of(user, "new-password") == "That password is too common; choose another."
     assert error_of(user, "current-password") is None

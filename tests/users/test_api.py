@@ -50,9 +50,10 @@ async def test_duplicate_email_is_a_conflict(make_user, client_for):
 @pytest.mark.parametrize(
     ("password", "reason"),
     [
-        ("short", "at least 8"),
-        ("password1", "too common"),
-        ("Qwerty123", "too common"),
+        ("short", "at least 12"),
+        ("eleven char", "at least 12"),
+        ("qwerty123456", "too common"),
+        ("Q1W2E3R4T5Y6", "too common"),
         ("x" * 129, "at most 128"),
     ],
 )
