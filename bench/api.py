@@ -20,10 +20,7 @@ import pickle
 import random
 import secrets
 import shutil
-import socket
 import statistics
-import subprocess
-import sys
 import tempfile
 import time
 from collections import Counter
@@ -34,6 +31,7 @@ from pathlib import Path
 import httpx
 from bson import ObjectId
 
+from bench.harness import desk_running
 from desk.app import ensure_indexes
 from desk.db.client import connect
 from desk.db.embedded import EmbeddedMongo
@@ -51,7 +49,6 @@ WARMUP = 20
 WRITES = 10  # timed creates over HTTP per size (each pays the full write path)
 THROUGHPUT_REQUESTS = 2000
 CONCURRENCY = 8
-READY_SECONDS = 60
 REQUEST_SECONDS = 120
 MEDIUM_WORD, COMMON_WORD = "kitchen", "the"  # a place (~1 order in 12) and a word in every order
 
@@ -178,12 +175,16 @@ def _tally(desk: Desk, doc: dict, *, mine: bool) -> None:
 
 async def _measure(size: int, uri: str, tmp: Path, desk: Desk, requests: int) -> list[tuple]:
     """Time list and search for a user and an admin against a fresh `desk run`."""
-    port = _free_port()
-    server = _start_server(uri, tmp, port)
     rows = []
-    try:
-        base = f"http://127.0.0.1:{port}"
-        await _wait_ready(base, server)
+    settings = {
+        "MONGODB_URI": uri,
+        "MONGODB_DB": DB_NAME,
+        "DESK_SECRET": secrets.token_urlsafe(32),
+        "DESK_LOGIN_ATTEMPTS_PER_MINUTE": "100",
+        "AI_ENABLED": "false",
+    }
+    with desk_running(tmp / f"web-{size}", **settings) as server:  # blocks the loop while it starts: nothing else runs
+        base = server.url
         load_before = os.getloadavg()[0]
         searches = [("search rare", desk.rare_word), ("search medium", MEDIUM_WORD), ("search common", COMMON_WORD)]
         for who, email in [("user", "user0@bench.local"), ("admin", ADMIN_EMAIL)]:
@@ -203,8 +204,6 @@ async def _measure(size: int, uri: str, tmp: Path, desk: Desk, requests: int) ->
         # Other work on the machine skews every number here; say how busy it was.
         load_after = os.getloadavg()[0]
         print(f"load average (1 min) while measuring at {size:,}: {load_before:.1f} before, {load_after:.1f} after")
-    finally:
-        _stop_server(server)
     return rows
 
 
@@ -272,53 +271,6 @@ async def _login(base: str, email: str, password: str) -> str:
         )
         response.raise_for_status()
         return response.cookies["desk_session"]
-
-
-def _start_server(uri: str, tmp: Path, port: int) -> subprocess.Popen:
-    env = {
-        **os.environ,
-        "MONGODB_URI": uri,
-        "MONGODB_DB": DB_NAME,
-        "DESK_HOST": "127.0.0.1",
-        "DESK_PORT": str(port),
-        "DESK_DATA_DIR": str(tmp / "web"),
-        "DESK_SECRET": secrets.token_urlsafe(32),
-        "DESK_LOGIN_ATTEMPTS_PER_MINUTE": "100",
-        "AI_ENABLED": "false",
-    }
-    desk = Path(sys.executable).with_name("desk")  # the venv's console script, next to this interpreter
-    log = (tmp / f"web-{port}.log").open("wb")
-    return subprocess.Popen([str(desk), "run"], env=env, stdout=log, stderr=subprocess.STDOUT)  # noqa: S603
-
-
-async def _wait_ready(base: str, server: subprocess.Popen) -> None:
-    deadline = time.monotonic() + READY_SECONDS
-    async with httpx.AsyncClient(base_url=base, timeout=2) as client:
-        while time.monotonic() < deadline:
-            if server.poll() is not None:
-                raise RuntimeError(f"desk run exited with code {server.returncode}")
-            try:
-                if (await client.get("/readyz")).status_code == 200:
-                    return
-            except httpx.TransportError:
-                pass
-            await asyncio.sleep(0.2)
-    raise RuntimeError(f"desk run did not become ready within {READY_SECONDS} s")
-
-
-def _stop_server(server: subprocess.Popen) -> None:
-    server.terminate()
-    try:
-        server.wait(timeout=15)
-    except subprocess.TimeoutExpired:
-        server.kill()
-        server.wait()
-
-
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
 
 
 def _report(rows: list[tuple], sizes: list[int]) -> None:

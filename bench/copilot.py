@@ -29,6 +29,7 @@ from pathlib import Path
 
 import httpx
 
+from bench.harness import desk_running, free_port
 from desk.db.embedded import EmbeddedMongo
 
 ADMIN_EMAIL, PASSWORD = "admin@bench.local", "bench-" + secrets.token_urlsafe(12)
@@ -156,11 +157,8 @@ def report(title: str, direct: list[float], desk: list[float]) -> tuple[float, f
 async def login_tokens(base: str, count: int) -> list[str]:
     """Bearer tokens for `count` people (the admin creates them), each with a copilot session."""
     async with httpx.AsyncClient(base_url=base, headers={"X-Desk-CSRF": "1"}, timeout=30) as admin:
-        for _ in range(100):  # NiceGUI runs the desk's start-up (first admin) in the background, after /readyz
-            login = await admin.post("/api/v1/auth/login", json={"email": ADMIN_EMAIL, "password": PASSWORD})
-            if login.status_code != 401:
-                break
-            await asyncio.sleep(0.1)
+        # the harness waits for the first admin (made by the desk's start-up after /readyz answers)
+        login = await admin.post("/api/v1/auth/login", json={"email": ADMIN_EMAIL, "password": PASSWORD})
         login.raise_for_status()
         tokens = []
         for n in range(count):
@@ -268,12 +266,6 @@ def load() -> str:
     return " ".join(f"{value:.2f}" for value in os.getloadavg())
 
 
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
-
-
 def arguments(description: str) -> argparse.Namespace:
     """The options `compare` takes, for this bench and the floor's."""
     parser = argparse.ArgumentParser(description=description)
@@ -286,55 +278,40 @@ def arguments(description: str) -> argparse.Namespace:
 
 def main() -> None:
     args = arguments(__doc__.splitlines()[0])
-    fake_port, desk_port = free_port(), free_port()
+    fake_port = free_port()
     fake_url = f"http://127.0.0.1:{fake_port}/v1"
     with (
         tempfile.TemporaryDirectory(prefix="desk-copilot-bench-") as tmp,
         (database := EmbeddedMongo(Path(tmp) / "mongo")) as uri,
         running(serve_fake(fake_port)) as fake,
+        desk_running(
+            Path(tmp) / "web",
+            MONGODB_URI=uri,
+            DESK_SECRET="b" * 40,
+            DESK_ADMIN_EMAIL=ADMIN_EMAIL,
+            DESK_ADMIN_PASSWORD=PASSWORD,
+            AI_ENABLED="true",
+            AI_BASE_URL=fake_url,
+            AI_API_KEY="bench-key",
+            AI_ALLOW_PRIVATE_BASE_URL="true",
+            AI_RATE_LIMIT_MAX="100000",
+            AI_DAILY_SPEND_USD="1000",
+            AGENT_DAILY_SPEND_USD="1000",
+            AI_GLOBAL_DAILY_SPEND_USD="1000",
+            DESK_LOGIN_ATTEMPTS_PER_MINUTE="1000",
+        ) as desk,
     ):
-        env = {k: v for k, v in os.environ.items() if not k.startswith("PYTEST")}
-        env |= {
-            "MONGODB_URI": uri,
-            "DESK_PORT": str(desk_port),
-            "DESK_DATA_DIR": tmp,
-            "DESK_SECRET": "b" * 40,
-            "DESK_ADMIN_EMAIL": ADMIN_EMAIL,
-            "DESK_ADMIN_PASSWORD": PASSWORD,
-            "AI_ENABLED": "true",
-            "AI_BASE_URL": fake_url,
-            "AI_API_KEY": "bench-key",
-            "AI_ALLOW_PRIVATE_BASE_URL": "true",
-            "AI_RATE_LIMIT_MAX": "100000",
-            "AI_DAILY_SPEND_USD": "1000",
-            "AGENT_DAILY_SPEND_USD": "1000",
-            "AI_GLOBAL_DAILY_SPEND_USD": "1000",
-            "DESK_LOGIN_ATTEMPTS_PER_MINUTE": "1000",
-        }
-        desk = subprocess.Popen([sys.executable, "-m", "desk.cli", "run"], env=env, stdout=subprocess.DEVNULL)
-        try:
-            base = f"http://127.0.0.1:{desk_port}"
-            deadline = time.monotonic() + 60
-            while time.monotonic() < deadline:
-                try:
-                    if httpx.get(f"{base}/readyz", timeout=1).status_code == 200:
-                        break
-                except httpx.HTTPError:
-                    time.sleep(0.2)
-            asyncio.run(
-                measure(
-                    base,
-                    fake_url,
-                    turns=args.turns,
-                    concurrent=args.concurrent,
-                    rounds=args.rounds,
-                    repeat=args.repeat,
-                    pids={"desk": desk.pid, "database": database.pid, "fake": fake.pid, "bench": os.getpid()},
-                )
+        asyncio.run(
+            measure(
+                desk.url,
+                fake_url,
+                turns=args.turns,
+                concurrent=args.concurrent,
+                rounds=args.rounds,
+                repeat=args.repeat,
+                pids={"desk": desk.process.pid, "database": database.pid, "fake": fake.pid, "bench": os.getpid()},
             )
-        finally:
-            desk.terminate()
-            desk.wait(timeout=30)
+        )
 
 
 @contextlib.contextmanager

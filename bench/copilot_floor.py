@@ -29,7 +29,8 @@ import httpx
 from bson import ObjectId
 from pymongo import AsyncMongoClient, MongoClient, ReturnDocument, UpdateOne
 
-from bench.copilot import Stream, arguments, compare, free_port, running, serve, serve_fake
+from bench.copilot import Stream, arguments, compare, running, serve, serve_fake
+from bench.harness import free_port
 from desk.actors import Actor, Role
 from desk.agent.prompt import SYSTEM_PROMPT
 from desk.agent.tools import REGISTRY

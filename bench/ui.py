@@ -21,10 +21,7 @@ import math
 import os
 import re
 import secrets
-import socket
 import statistics
-import subprocess
-import sys
 import tempfile
 import time
 import uuid
@@ -40,6 +37,7 @@ from selenium.webdriver.common.by import By
 from selenium.webdriver.common.keys import Keys
 from selenium.webdriver.support.ui import WebDriverWait
 
+from bench.harness import desk_running
 from desk.db.embedded import EmbeddedMongo
 
 ADMIN_EMAIL = "admin@bench.local"
@@ -54,7 +52,6 @@ CHURN_EVERY, CHURN_SHARE = 3.0, 0.1  # every 3 s a tenth of the screens leave an
 CHURN_RENAME_EVERY = 60.0  # renames go on while churning, so refreshes meet clients being deleted
 SAMPLE_EVERY = 10.0  # seconds between RSS readings
 WARMUP_SHARE, WINDOW_SHARE = 1 / 6, 1 / 10  # of the churn: 30 min -> a 5-min warm-up, 3-min windows
-READY_SECONDS = 60
 CHROMIUM, CHROMEDRIVER = "/usr/bin/chromium", "/usr/bin/chromedriver"
 CHROME_FLAGS = ["--headless=new", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage", "--no-first-run"]
 CHROME_FLAGS += ["--disable-background-networking", "--disable-component-update", "--disable-sync"]
@@ -327,23 +324,27 @@ async def main(clients: int, changes: int, churn_minutes: float) -> None:
     # python-engineio leaves a timed-out websocket to the garbage collector, and aiohttp then complains.
     loop = asyncio.get_running_loop()
     loop.set_exception_handler(lambda _, ctx: "Unclosed" in ctx["message"] or loop.default_exception_handler(ctx))
-    with tempfile.TemporaryDirectory(prefix="desk-bench-ui-") as tmp:
-        mongo, server, log = EmbeddedMongo(Path(tmp) / "mongo"), None, Path(tmp) / "web.log"
+    with (
+        tempfile.TemporaryDirectory(prefix="desk-bench-ui-") as tmp,
+        EmbeddedMongo(Path(tmp) / "mongo") as uri,
+    ):
+        settings = {
+            "MONGODB_URI": uri,
+            "DESK_SECRET": secrets.token_urlsafe(32),
+            "DESK_ADMIN_EMAIL": ADMIN_EMAIL,
+            "DESK_ADMIN_PASSWORD": PASSWORD,
+            "AI_ENABLED": "false",
+        }
+        home = Path(tmp) / "web"
         try:
-            port = _free_port()
-            server = _start_server(mongo.start(), Path(tmp), port)
-            base = f"http://127.0.0.1:{port}"
-            await _wait_ready(base, server, log)
-            async with httpx.AsyncClient(base_url=base, headers=await _bearer(base), timeout=60) as api:
-                order = await _seed(api)
-                cookies = await asyncio.to_thread(_browser_cookies, base, Path(tmp) / "chromium")
-                async with httpx.AsyncClient(base_url=base, cookies=cookies, timeout=60) as http:
-                    await Bench(base, api, http, order, server.pid).run(clients, changes, churn_minutes)
+            with desk_running(home, **settings) as desk:  # blocks the loop while it starts: nothing else runs yet
+                async with httpx.AsyncClient(base_url=desk.url, headers=await _bearer(desk.url), timeout=60) as api:
+                    order = await _seed(api)
+                    cookies = await asyncio.to_thread(_browser_cookies, desk.url, Path(tmp) / "chromium")
+                    async with httpx.AsyncClient(base_url=desk.url, cookies=cookies, timeout=60) as http:
+                        await Bench(desk.url, api, http, order, desk.process.pid).run(clients, changes, churn_minutes)
         finally:
-            if server is not None:
-                _stop_server(server)
-            mongo.stop()
-            _log_summary(log)
+            _log_summary(home / "desk.log")
 
 
 async def _bearer(base: str) -> dict[str, str]:
@@ -384,52 +385,6 @@ def _browser_cookies(base: str, profile: Path) -> dict[str, str]:
         driver.quit()
 
 
-def _start_server(uri: str, tmp: Path, port: int) -> subprocess.Popen:
-    # NiceGUI treats a process that sees PYTEST_* as a test and would not serve.
-    env = {key: value for key, value in os.environ.items() if not key.startswith("PYTEST")}
-    env |= {
-        "MONGODB_URI": uri,
-        "DESK_HOST": "127.0.0.1",
-        "DESK_PORT": str(port),
-        "DESK_DATA_DIR": str(tmp / "web"),
-        "DESK_SECRET": secrets.token_urlsafe(32),
-        "DESK_ADMIN_EMAIL": ADMIN_EMAIL,
-        "DESK_ADMIN_PASSWORD": PASSWORD,
-        "AI_ENABLED": "false",
-    }
-    (tmp / "web").mkdir()  # NiceGUI's storage goes in DESK_DATA_DIR/nicegui, which it makes without parents
-    desk = Path(sys.executable).with_name("desk")  # the venv's console script, next to this interpreter
-    log = (tmp / "web.log").open("wb")
-    return subprocess.Popen([str(desk), "run"], env=env, cwd=tmp, stdout=log, stderr=subprocess.STDOUT)  # noqa: S603
-
-
-async def _wait_ready(base: str, server: subprocess.Popen, log: Path) -> None:
-    """/readyz answers once the database is connected, but NiceGUI runs async start-up handlers as tasks
-    and the first admin comes after that: wait for the welcome line printed after it too."""
-    deadline = time.monotonic() + READY_SECONDS
-    async with httpx.AsyncClient(base_url=base, timeout=2) as client:
-        while time.monotonic() < deadline:
-            if server.poll() is not None:
-                raise RuntimeError(f"desk run exited with code {server.returncode}")
-            try:
-                ready = (await client.get("/readyz")).status_code == 200
-                if ready and b"is running" in await asyncio.to_thread(log.read_bytes):
-                    return
-            except httpx.TransportError:
-                pass
-            await asyncio.sleep(0.2)
-    raise RuntimeError(f"desk run did not become ready within {READY_SECONDS} s")
-
-
-def _stop_server(server: subprocess.Popen) -> None:
-    server.terminate()  # desk run stops its worker process on the way out
-    try:
-        server.wait(timeout=15)
-    except subprocess.TimeoutExpired:
-        server.kill()
-        server.wait()
-
-
 def _log_summary(log: Path) -> None:
     """The web process's warnings and errors, counted (the log goes with the temp dir)."""
     found = Counter()
@@ -450,12 +405,6 @@ def _cpu_seconds(pid: int) -> float:
     """User plus system CPU time of the process so far (fields 14 and 15 of /proc/<pid>/stat)."""
     fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
-
-
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
 
 
 if __name__ == "__main__":

@@ -1,10 +1,6 @@
 """The `desk` command, run as a person would: create an admin, seed demo data, and run the desk."""
 
-import os
-import signal
-import socket
 import subprocess
-import sys
 import time
 from datetime import UTC, datetime, timedelta
 
@@ -12,18 +8,13 @@ import httpx
 from bson import ObjectId
 from pymongo import MongoClient
 
+from bench.harness import desk_command, desk_env, desk_running
 from desk.db.embedded import EmbeddedMongo
 
 
-def _env(**extra: str) -> dict[str, str]:
-    # NiceGUI treats a process that sees PYTEST_CURRENT_TEST as a test and would not serve.
-    base = {k: v for k, v in os.environ.items() if not k.startswith("PYTEST") and k != "MONGODB_URI"}
-    return {**base, **extra}
-
-
 def _desk(*args: str, env: dict[str, str], timeout: float = 90) -> subprocess.CompletedProcess:
-    command = [sys.executable, "-m", "desk.cli", *args]
-    return subprocess.run(command, env=_env(**env), capture_output=True, text=True, timeout=timeout, check=False)  # noqa: S603
+    command = desk_command(*args)
+    return subprocess.run(command, env=desk_env(**env), capture_output=True, text=True, timeout=timeout, check=False)  # noqa: S603
 
 
 def test_create_admin_and_seed_on_the_embedded_database(tmp_path):
@@ -49,18 +40,8 @@ def test_desk_run_serves_the_api_runs_the_worker_and_stops_cleanly(tmp_path):
         runs = client["desk"]["agent_runs"]  # a copilot run whose web process died an hour ago
         dead = {"_id": ObjectId(), "status": "running", "leaseUntil": datetime.now(UTC) - timedelta(hours=1)}
         runs.insert_one(dead)
-        port = _free_port()
-        env = _env(MONGODB_URI=uri, DESK_PORT=str(port), DESK_DATA_DIR=str(tmp_path))
-        process = subprocess.Popen(
-            [sys.executable, "-m", "desk.cli", "run"],
-            env=env,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-            text=True,
-        )
-        try:
-            ready = _wait_ready(f"http://127.0.0.1:{port}/readyz")
-            base = f"http://127.0.0.1:{port}"
+        with desk_running(tmp_path / "desk", MONGODB_URI=uri) as desk:  # fails unless /readyz answers
+            base = desk.url
             docs = httpx.get(f"{base}/api/openapi.json").json()
             docs_page = httpx.get(f"{base}/api/docs")
             # a script with a token or a health probe keeps no cookies: it must not be handed a
@@ -68,28 +49,19 @@ def test_desk_run_serves_the_api_runs_the_worker_and_stops_cleanly(tmp_path):
             api_answers = [httpx.get(f"{base}{path}") for path in ("/healthz", "/api/v1/auth/me", "/api/v1/nope")]
             login_page = httpx.get(f"{base}/login")
             swept = _wait_for(lambda: runs.find_one({"_id": dead["_id"]})["status"] != "running")
-        finally:
-            process.send_signal(signal.SIGINT)
-            out, err = process.communicate(timeout=30)
         after = runs.find_one({"_id": dead["_id"]})
-    assert ready
+        out, err = desk.out.read_text(), desk.log.read_text()
     assert docs["info"]["title"] == "Work Order Desk API"
     assert docs_page.status_code == 200 and "swagger" in docs_page.text.lower()
     assert [r.status_code for r in api_answers] == [200, 401, 404]
     assert [r.json().get("error", {}).get("code") for r in api_answers[1:]] == ["UNAUTHORIZED", "NOT_FOUND"]
     assert not any("set-cookie" in r.headers for r in api_answers)
     assert login_page.status_code == 200 and "set-cookie" in login_page.headers  # pages keep NiceGUI's session
-    assert f"open http://localhost:{port}/" in out
+    assert f"open http://localhost:{desk.port}/" in out
     assert "Log in as admin@desk.local with the one-time password:" in out
     # the worker (scheduler.py) runs beside the web app: it swept the dead run, and it stopped with the desk
     assert swept and (after["status"], after["errorCode"]) == ("error", "lease_expired")
     assert '"worker started"' in err and '"worker stopped"' in err
-
-
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
 
 
 def _wait_for(condition, timeout: float = 30) -> bool:
@@ -97,17 +69,5 @@ def _wait_for(condition, timeout: float = 30) -> bool:
     while time.monotonic() < deadline:
         if condition():
             return True
-        time.sleep(0.2)
-    return False
-
-
-def _wait_ready(url: str, timeout: float = 60) -> bool:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        try:
-            if httpx.get(url, timeout=1).status_code == 200:
-                return True
-        except httpx.HTTPError:
-            pass
         time.sleep(0.2)
     return False

@@ -7,19 +7,11 @@ processes are started once and wiped between tests, which keeps the suite fast.
 """
 
 import json
-import os
-import signal
-import socket
-import subprocess
-import sys
-import time
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
 from concurrent.futures import Future, ThreadPoolExecutor
 from contextlib import suppress
-from dataclasses import dataclass
 from pathlib import Path
 
-import httpx
 import pytest
 from pymongo import AsyncMongoClient
 from pymongo.asynchronous.database import AsyncDatabase
@@ -27,6 +19,7 @@ from selenium.common.exceptions import WebDriverException
 from selenium.webdriver import Chrome, ChromeOptions
 from selenium.webdriver.chrome.service import Service
 
+from bench.harness import Desk, desk_running
 from desk.users import service as users_service
 from desk.users.models import UserCreate
 from desk.work_orders import service as work_orders_service
@@ -55,25 +48,17 @@ PEOPLE_AT_ONCE = 2
 ADMIN_EMAIL, ADMIN_PASSWORD = "first.admin@example.com", "first admin passphrase 2026"
 
 
-@dataclass
-class Desk:
-    url: str
-    log: Path
-
-
 @pytest.fixture(scope="session")
 def desk(chromes: "Chromes", mongo_uri: str, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Desk]:
-    """`python -m desk.cli run` on a free port, ready (its /readyz answers) before the first test.
+    """`desk run` on a free port, ready (its /readyz answers) before the first test.
 
     `chromes` comes first so that the first browser starts while the database and the desk boot.
     """
     home = tmp_path_factory.mktemp("desk")
-    port = _free_port()
-    env = _desk_env(
+    with desk_running(
+        home,
         MONGODB_URI=mongo_uri,
         MONGODB_DB=E2E_DB,
-        DESK_PORT=str(port),
-        DESK_DATA_DIR=str(home),
         DESK_SECRET="e2e-storage-secret-" + "x" * 21,
         DESK_ADMIN_EMAIL=ADMIN_EMAIL,
         DESK_ADMIN_PASSWORD=ADMIN_PASSWORD,
@@ -84,22 +69,11 @@ def desk(chromes: "Chromes", mongo_uri: str, tmp_path_factory: pytest.TempPathFa
         AI_API_KEY="sk-e2e-key",
         AI_ALLOW_PRIVATE_BASE_URL="true",
         NICEGUI_STORAGE_PATH=str(home / ".nicegui"),
-    )
-    log = home / "desk.log"
-    with log.open("w") as output:
-        process = subprocess.Popen(
-            [sys.executable, "-m", "desk.cli", "run"], env=env, cwd=home, stdout=output, stderr=subprocess.STDOUT
-        )
-        try:
-            _wait_ready(process, f"http://127.0.0.1:{port}/readyz", log)
-            yield Desk(url=f"http://127.0.0.1:{port}", log=log)
-        finally:
-            process.send_signal(signal.SIGINT)
-            try:
-                process.wait(timeout=15)
-            except subprocess.TimeoutExpired:
-                process.kill()
-                process.wait()
+        # No worker: its triage agent would take the turns a test scripts for the copilot. The worker's
+        # jobs are tested in tests/triage, tests/agent/test_sweeper.py and tests/test_cli.py.
+        DESK_RUN_WORKER="false",
+    ) as running:
+        yield running
 
 
 @pytest.fixture(scope="session")
@@ -278,30 +252,3 @@ def _require_chromium() -> None:
             "`python3 dev.py test` installs them (apt packages chromium and chromium-driver).",
             pytrace=False,
         )
-
-
-def _desk_env(**values: str) -> dict[str, str]:
-    # NiceGUI treats a process that sees PYTEST_CURRENT_TEST as a test and would not serve; the
-    # desk's own settings come only from `values`, never from the developer's shell.
-    own = ("PYTEST", "MONGODB_", "DESK_", "AI_", "AGENT_", "NICEGUI_")
-    return {**{k: v for k, v in os.environ.items() if not k.startswith(own)}, **values}
-
-
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
-
-
-def _wait_ready(process: subprocess.Popen, url: str, log: Path, timeout: float = 60) -> None:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if process.poll() is not None:
-            pytest.fail(f"desk run exited with status {process.returncode}:\n{log.read_text()}", pytrace=False)
-        try:
-            if httpx.get(url, timeout=1).status_code == 200:
-                return
-        except httpx.HTTPError:
-            pass
-        time.sleep(0.1)
-    pytest.fail(f"desk run was not ready within {timeout:g} s:\n{log.read_text()}", pytrace=False)
