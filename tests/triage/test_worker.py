@@ -208,6 +208,31 @@ async def test_at_most_the_configured_number_of_passes_run_at_once(db, make_user
     assert await db["triage_suggestions"].count_documents({}) == 5
 
 
+async def test_the_limit_holds_for_the_process_when_two_polls_overlap(
+    db, make_user, make_order, fake_provider, burst, triage_settings, provider
+):
+    # a worker starts its jobs once at start-up while the scheduler's first tick runs: two loops, one limit
+    owner = await make_user()
+    for n in range(5):
+        await make_order(owner, f"Order {n}")
+    fake_provider.script(*[proposal().with_delay(0.05) for _ in range(5)])
+    seen = []
+
+    async def watch() -> None:
+        while True:
+            seen.append(await db["outbox_events"].count_documents({"status": "processing"}))
+            await asyncio.sleep(0.01)
+
+    watcher = asyncio.create_task(watch())
+    try:
+        claimed = await asyncio.gather(burst(), burst())
+    finally:
+        watcher.cancel()
+    assert sum(claimed) == 5
+    assert max(seen) == 2
+    assert await db["triage_suggestions"].count_documents({}) == 5
+
+
 async def test_a_worker_paused_past_its_lease_stores_no_second_suggestion(
     db, make_user, make_order, fake_provider, burst, triage_settings, provider
 ):

@@ -1,7 +1,8 @@
 """The triage worker's jobs (AGT-2, AGT-5, AGT-9): poll the outbox, and reconcile what it missed.
 
 `triage_poll` claims one event at a time while a slot is free (at most AGENT_CONCURRENCY passes in
-flight per process), for one poll interval, and waits for its passes before it returns, so a
+flight per process, however many polls overlap: the start-up run and the scheduler's first tick do),
+for one poll interval, and waits for its passes before it returns, so a
 stopping worker finishes them before the database closes. Before every claim it re-reads the kill
 switch, the working hours and the spend caps: while any says no, events wait, pending. With
 AI_ENABLED=false nothing is claimed and no model is called. `process_due` is the same loop run
@@ -36,6 +37,7 @@ BACKOFF_MAX_SECONDS = 600.0
 RECONCILE_BATCH = 500
 OWNER = f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:6]}"  # this process, as leases name it
 _provider: Provider | None = None
+_busy = 0  # this process's slots taken: passes in flight, and claims on their way to becoming one
 
 
 async def triage_poll(ctx: Any) -> None:
@@ -63,11 +65,17 @@ async def process_due(
     try:
         while True:
             event = None
-            if len(in_flight) < settings.agent_concurrency and (deadline is None or time.monotonic() < deadline):
-                event = await _claim(db, settings)
+            if (deadline is None or time.monotonic() < deadline) and _take_slot(settings):
+                try:
+                    event = await _claim(db, settings)
+                finally:
+                    if event is None:
+                        _free_slot()
             if event is not None:
                 claimed += 1
-                in_flight.add(asyncio.create_task(_process(db, settings, provider, event)))
+                task = asyncio.create_task(_process(db, settings, provider, event))
+                task.add_done_callback(_free_slot)
+                in_flight.add(task)
                 continue
             if not in_flight:
                 return claimed
@@ -77,6 +85,20 @@ async def process_due(
             for task in in_flight:
                 task.cancel()
             await asyncio.gather(*in_flight, return_exceptions=True)
+
+
+def _take_slot(settings: Settings) -> bool:
+    """One of the process's AGENT_CONCURRENCY slots, taken before the claim (no await in between), or False."""
+    global _busy  # noqa: PLW0603 - the limit is the process's, not one poll's
+    if _busy >= settings.agent_concurrency:
+        return False
+    _busy += 1
+    return True
+
+
+def _free_slot(_: object = None) -> None:
+    global _busy  # noqa: PLW0603
+    _busy -= 1
 
 
 async def _claim(db: AsyncDatabase, settings: Settings) -> dict | None:
