@@ -13,9 +13,13 @@ from pymongo.asynchronous.database import AsyncDatabase
 from pymongo.errors import DuplicateKeyError
 
 from desk.schema import now
+from desk.work_orders import changes
 
 Doc = dict[str, Any]
 KEEP_COUNTERS = timedelta(days=3)
+# The change-feed kind of a suggestion stored or decided: no owner's list changes, the order's page and the
+# attention list do (owners left empty, so people's own lists do not reload for it).
+TRIAGED = "triaged"
 
 
 def _suggestions(db: AsyncDatabase):
@@ -41,6 +45,7 @@ async def insert(db: AsyncDatabase, suggestion: Doc) -> Doc | None:
         await _suggestions(db).insert_one(doc)
     except DuplicateKeyError:
         return None
+    await changes.record(db, doc["workOrderId"], TRIAGED, set())  # open pages show it within the feed's poll
     return doc
 
 
@@ -61,9 +66,12 @@ async def triaged(db: AsyncDatabase, order_ids: list[ObjectId]) -> set[ObjectId]
 
 async def mark(db: AsyncDatabase, suggestion_id: ObjectId, fields: Doc, *, only_if: Doc | None = None) -> Doc | None:
     """Set `fields` on a suggestion that still matches `only_if`; the suggestion after, or None."""
-    return await _suggestions(db).find_one_and_update(
+    after = await _suggestions(db).find_one_and_update(
         {"_id": suggestion_id, **(only_if or {})}, {"$set": fields}, return_document=ReturnDocument.AFTER
     )
+    if after is not None:
+        await changes.record(db, after["workOrderId"], TRIAGED, set())
+    return after
 
 
 async def flagged_page(db: AsyncDatabase, *, offset: int, limit: int) -> list[Doc]:

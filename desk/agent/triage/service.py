@@ -1,6 +1,7 @@
 """The triage agent's admin and owner surface (AGT-8): policy, manual runs, transcripts, suggestions, attention."""
 
-from datetime import timedelta
+from dataclasses import dataclass
+from datetime import date, datetime, timedelta
 from typing import Any
 
 from bson import ObjectId
@@ -77,10 +78,14 @@ async def manual_run(
     return ManualRunOut(outcome=kind, run_id=run_id, error=outcome.error, suggestion=suggestion)
 
 
-async def list_runs(*, db: AsyncDatabase, actor: Actor, query: RunQuery) -> OffsetPage[AgentRunRead]:
-    """Every agent's runs (copilot and triage), newest first, filtered."""
+async def list_runs(
+    *, db: AsyncDatabase, actor: Actor, query: RunQuery, person_id: str | None = None
+) -> OffsetPage[AgentRunRead]:
+    """Every agent's runs (copilot and triage), newest first, filtered (`person_id`: the copilot runs of one person)."""
     _require_admin(actor)
     found: dict[str, Any] = {}
+    if person_id:
+        found["userId"] = parse_object_id(person_id)
     if query.agent:
         found["agentName"] = query.agent
     if query.status:
@@ -126,9 +131,10 @@ async def suggestions(*, db: AsyncDatabase, actor: Actor, order_id: str) -> list
 
 
 async def decide(
-    *, db: AsyncDatabase, actor: Actor, order_id: str, suggestion_id: str, accept: bool
+    *, db: AsyncDatabase, actor: Actor, order_id: str, suggestion_id: str, accept: bool, version: int | None = None
 ) -> TriageSuggestionRead:
-    """Accept (the priority applied as this person, at the order's current version) or dismiss; recorded as feedback."""
+    """Accept (the priority applied as this person, at `version` when given (the one they saw), else the order's
+    current one) or dismiss; recorded as feedback."""
     order = await work_orders.get_or_raise(db=db, actor=actor, order_id=order_id)
     if not actor.can_write or not (actor.is_admin or order.owner_id == actor.id):
         raise Forbidden("Only the order's owner or an admin can decide on its suggestions.")
@@ -147,7 +153,7 @@ async def decide(
     if decided is None:
         raise Conflict("This suggestion was already decided.")
     if accept:
-        change = WorkOrderUpdate(version=order.version, priority=decided["suggestedPriority"])
+        change = WorkOrderUpdate(version=version or order.version, priority=decided["suggestedPriority"])
         try:
             await work_orders.update(db=db, actor=actor, order_id=order.id, data=change)
         except Exception:  # the order moved on (409) or the person lost the right: the suggestion stays open
@@ -173,6 +179,94 @@ async def attention(*, db: AsyncDatabase, actor: Actor, offset: int, limit: int)
     page = items[offset : offset + limit]
     exact = len(flagged) < ATTENTION_SCAN
     return OffsetPage[AttentionItem](items=page, total=len(items), offset=offset, limit=limit, total_exact=exact)
+
+
+@dataclass(frozen=True)
+class Spend:
+    """Today's spend of one ledger scope against its daily cap."""
+
+    scope: str
+    spent_usd: float
+    cap_usd: float
+
+
+@dataclass(frozen=True)
+class Health:
+    """The worker as an admin sees it: the queue, its oldest waiting event, dead letters, the last pass, spend."""
+
+    events: dict[str, int]
+    oldest_pending_at: datetime | None
+    failed: list[OutboxEventRead]
+    last_pass: AgentRunRead | None
+    spend: list[Spend]
+
+
+@dataclass(frozen=True)
+class TriageDay:
+    """One UTC day of triage: suggestions made, decisions, and spend per ledger scope."""
+
+    day: date
+    suggested: int
+    accepted: int
+    dismissed: int
+    spend: dict[str, float]
+
+
+async def health(*, db: AsyncDatabase, settings: Settings, actor: Actor) -> Health:
+    """Queue depth by status, the age of what waits longest, dead letters, the last triage run, today's spend."""
+    _require_admin(actor)
+    failed, _ = await outbox.page(db, status="failed", offset=0, limit=20)
+    # read here like list_runs reads agent_runs: oldest first, which outbox.page (newest change first) does not offer
+    oldest = await db["outbox_events"].find_one({"status": "pending"}, {"createdAt": 1}, sort=[("createdAt", 1)])
+    last = await db["agent_runs"].find_one({"agentName": policy.AGENT}, sort=[("startedAt", -1), ("_id", -1)])
+    day = now().date().isoformat()
+    scopes = (
+        ("Triage agent", f"agent:{policy.AGENT}:{day}", settings.agent_daily_spend_usd),
+        ("Copilot", f"agent:copilot:{day}", settings.agent_daily_spend_usd),
+        ("Whole desk", f"global:{day}", settings.ai_global_daily_spend_usd),
+    )
+    return Health(
+        events=await outbox.counts(db),
+        oldest_pending_at=oldest["createdAt"] if oldest else None,
+        failed=[OutboxEventRead.model_validate(doc) for doc in failed],
+        last_pass=AgentRunRead.model_validate(last) if last else None,
+        spend=[Spend(scope=name, spent_usd=await budget.spent(db, key), cap_usd=cap) for name, key, cap in scopes],
+    )
+
+
+async def run_costs(*, db: AsyncDatabase, actor: Actor, run_ids: list[str]) -> dict[str, float]:
+    """What each of these runs cost in USD (the run read model leaves cost out)."""
+    _require_admin(actor)
+    oids = [oid for oid in map(parse_object_id, run_ids) if oid]
+    found = db["agent_runs"].find({"_id": {"$in": oids}}, {"costUsd": 1})
+    return {str(doc["_id"]): float(doc.get("costUsd", 0.0)) async for doc in found}
+
+
+async def per_day(*, db: AsyncDatabase, actor: Actor, days: int = 30) -> list[TriageDay]:
+    """The last `days` UTC days: suggestions made, accepted and dismissed, spend per scope (agent:<name>, global).
+
+    Counted here from a bounded find, not a date aggregation, which the embedded engine gets wrong (DESIGN §4).
+    """
+    _require_admin(actor)
+    today = now().date()
+    first = today - timedelta(days=days - 1)
+    made: dict[date, int] = {}
+    start = datetime.combine(first, datetime.min.time(), tzinfo=now().tzinfo)
+    async for doc in db["triage_suggestions"].find({"createdAt": {"$gte": start}}, {"createdAt": 1}).limit(50_000):
+        made[doc["createdAt"].date()] = made.get(doc["createdAt"].date(), 0) + 1
+    decided = {a.day: a for a in await _acceptance(db, days=days)}
+    spend: dict[str, dict[str, float]] = {}
+    async for doc in db["agent_spend"].find({"day": {"$gte": first.isoformat()}}, {"spentUsd": 1, "day": 1}):
+        scope = doc["_id"].rsplit(":", 1)[0]
+        if not scope.startswith("user:"):  # people's own spend is theirs, not a scope of the desk's
+            spend.setdefault(doc["day"], {})[scope] = float(doc.get("spentUsd", 0.0))
+    result = []
+    for back in range(days - 1, -1, -1):
+        day = today - timedelta(days=back)
+        counted = decided.get(day.isoformat())
+        accepted, dismissed = (counted.accepted, counted.dismissed) if counted else (0, 0)
+        result.append(TriageDay(day, made.get(day, 0), accepted, dismissed, spend.get(day.isoformat(), {})))
+    return result
 
 
 async def _acceptance(db: AsyncDatabase, days: int = 14) -> list[AcceptanceDay]:
