@@ -11,6 +11,7 @@ from fastapi.responses import JSONResponse
 from pymongo.asynchronous.database import AsyncDatabase
 from starlette.types import ASGIApp, Receive, Scope, Send
 
+from desk import observability
 from desk.agent import budget
 from desk.agent import policy as agent_policy
 from desk.agent import runs as agent_runs
@@ -52,10 +53,12 @@ async def readyz() -> JSONResponse:
 
 def install_api(app: FastAPI) -> None:
     """Mount every router and the error envelope on `app` (the API's own app, in front of NiceGUI's; desk/web.py)."""
-    for router in (health, auth_router, work_orders_router, users_router, metrics_router, ai_router, triage_router):
+    routers = (health, auth_router, work_orders_router, users_router, metrics_router, ai_router, triage_router)
+    for router in (*routers, observability.router):
         app.include_router(router)
     install_error_handlers(app)
     app.add_middleware(CompressedButTheCopilot)
+    app.add_middleware(observability.Measured)  # outermost: it times everything, compression included
     app.openapi = lambda: _openapi_without_422(app)
 
 
