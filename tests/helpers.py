@@ -1,7 +1,14 @@
 """Small helpers shared by tests (fixtures live in conftest.py)."""
 
+import asyncio
+import time
+from collections.abc import Callable
+
+import pytest
+from nicegui.testing import User
+
 from desk.actors import Actor, Role
-from desk.config import Settings
+from desk.config import Settings, use_settings
 
 PASSWORD = "correct horse battery staple"
 
@@ -14,3 +21,30 @@ def actor(user: dict) -> Actor:
 def tuned(base: Settings, **changes: object) -> Settings:
     """The AI settings with some values changed, built anew so every field is validated."""
     return Settings(**{**{name: getattr(base, name) for name in Settings.model_fields}, **changes})
+
+
+def reconfigure(base: Settings, **changes: object) -> Settings:
+    """`tuned` settings made the process's own (what the routes read on each request)."""
+    changed = tuned(base, **changes)
+    use_settings(changed)
+    return changed
+
+
+async def until(check: Callable[[], object], *, what: str, within: float = 5.0) -> float:
+    """Poll `check` (sync or async) until truthy; returns the seconds it took, fails the test after `within`."""
+    started = time.monotonic()
+    while True:
+        value = check()
+        if asyncio.iscoroutine(value):
+            value = await value
+        if value:
+            return time.monotonic() - started
+        if time.monotonic() - started > within:
+            pytest.fail(f"timed out waiting for {what}")
+        await asyncio.sleep(0.01)
+
+
+def error_of(user: User, marker: str) -> str | None:
+    """The message a page shows beside the field with this marker."""
+    (element,) = user.find(marker=marker).elements
+    return element.error

@@ -9,7 +9,6 @@ import asyncio
 import contextlib
 import json
 import socket
-import time
 from collections.abc import AsyncIterator, Awaitable, Callable
 from datetime import UTC, datetime, timedelta
 
@@ -26,14 +25,13 @@ from desk.agent.client import get_provider, use_provider
 from desk.agent.events import EVENT_KINDS, RunEvent
 from desk.agent.sessions import current_session
 from desk.auth import service as auth_service
-from desk.config import Settings, use_settings
 from desk.errors import DeskError, ErrorCode
 from desk.http import CSRF_HEADER, session_cookie_name
 from desk.schema import now
 from desk.users import service as users_service
 from desk.users.models import UserAdminUpdate
 from tests.fake_provider import FAKE_SECRET, FakeProvider, Turn
-from tests.helpers import actor
+from tests.helpers import actor, reconfigure, until
 
 EVENTS: TypeAdapter[RunEvent] = TypeAdapter(RunEvent)
 AI = "/api/v1/ai"
@@ -77,27 +75,6 @@ async def live_client_for(live, db) -> AsyncIterator[Callable[[dict], Awaitable[
 
 def _oid(user: dict) -> ObjectId:
     return ObjectId(user["id"])
-
-
-def reconfigure(base: Settings, **changes: object) -> Settings:
-    """The process settings with a few values changed (what the routes read on each request)."""
-    changed = base.model_copy(update=changes)
-    use_settings(changed)
-    return changed
-
-
-async def until(check: Callable[[], object], *, what: str, within: float = 5.0) -> None:
-    """Poll `check` (sync or async) until it is truthy; fail the test after `within` seconds."""
-    deadline = time.monotonic() + within
-    while True:
-        value = check()
-        if asyncio.iscoroutine(value):
-            value = await value
-        if value:
-            return
-        if time.monotonic() > deadline:
-            pytest.fail(f"timed out waiting for {what}")
-        await asyncio.sleep(0.02)
 
 
 def parse(sse: ServerSentEvent) -> RunEvent:

@@ -12,11 +12,10 @@ from desk.agent.client import use_provider
 from desk.agent.provider import Provider, Usage
 from desk.agent.sessions import abort_runs, current_session
 from desk.agent.start import begin
-from desk.config import Settings, use_settings
 from desk.errors import ErrorCode, RateLimited
 from desk.schema import now
 from tests.fake_provider import Turn
-from tests.helpers import actor, tuned
+from tests.helpers import actor, reconfigure, tuned
 
 AI = "/api/v1/ai"
 ONE_CALL = Usage(100, 10)  # what Turn.text / Turn.tool_calls report by default
@@ -30,12 +29,6 @@ def keys_for(user: dict) -> dict[str, str]:
 async def ledger(db, user: dict) -> dict[str, float]:
     """Today's stored spend per scope for `user` (0 where nothing was billed)."""
     return {scope: await budget.spent(db, key) for scope, key in keys_for(user).items()}
-
-
-def reconfigure(base: Settings, **changes: object) -> Settings:
-    changed = base.model_copy(update=changes)
-    use_settings(changed)
-    return changed
 
 
 async def ask(client: httpx.AsyncClient, content: str = "hello") -> httpx.Response:

@@ -1,6 +1,5 @@
 """/app/admin/metrics: charts of the real work orders that follow changes; admins only."""
 
-import asyncio
 from datetime import UTC, datetime
 
 import pytest
@@ -10,7 +9,7 @@ from nicegui.testing import User
 from components.forbidden import MESSAGE as NO_ACCESS
 from desk.work_orders import service as work_orders_service
 from desk.work_orders.models import WorkOrderUpdate
-from tests.helpers import actor
+from tests.helpers import actor, until
 from tests.ui.conftest import WAIT
 
 PAGE = "/app/admin/metrics"
@@ -83,7 +82,9 @@ async def test_the_charts_follow_changes_without_reloading(user: User, make_user
     )
 
     await user.should_see(kind=ui.label, marker="mean-to-done", content="under a minute", retries=WAIT)
-    await _until(lambda: bars(status) == {"Pending": 1, "In progress": 0, "Done": 1, "Cancelled": 0})
+    await until(
+        lambda: bars(status) == {"Pending": 1, "In progress": 0, "Done": 1, "Cancelled": 0}, what="the bars to update"
+    )
     assert not status.is_deleted  # updated in place, not drawn again
     assert bars(chart(user, "priority-chart")) == {"Low": 0, "Medium": 0, "High": 1, "Urgent": 1}
     assert today(chart(user, "per-day-chart"))["Opened"] == 2
@@ -101,9 +102,3 @@ async def test_others_get_the_no_access_page(user: User, make_user, log_in, role
     await user.should_see(marker="current-user", retries=WAIT)
     await user.should_not_see(kind=ui.echart, retries=WAIT)
     await user.should_not_see("Mean time to done", retries=WAIT)
-
-
-async def _until(check) -> None:
-    async with asyncio.timeout(5):
-        while not check():
-            await asyncio.sleep(0.05)
