@@ -13,12 +13,12 @@ import sys
 from contextlib import AsyncExitStack
 
 from fastapi import FastAPI
-from nicegui import app, ui
+from nicegui import Client, app, ui
 from nicegui.storage import Storage
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 from components import live
-from desk import cli
+from desk import cli, observability
 from desk.app import FirstAdmin, ensure_first_admin, ensure_indexes, install_api
 from desk.config import Settings
 from desk.db.client import use_database
@@ -26,7 +26,7 @@ from desk.db.lifecycle import DatabaseUnavailable, database_server, open_databas
 from desk.seed import seed_demo
 from pages import ROUTERS
 
-API_PATHS = ("/api/", "/healthz", "/readyz")
+API_PATHS = ("/api/", "/healthz", "/readyz", "/metrics")
 _BUILD_PAGES = app.build_middleware_stack  # NiceGUI's own; mount() runs once per UI test: wrap it, never a wrapper
 
 
@@ -49,6 +49,7 @@ def mount() -> None:
     for router in ROUTERS:
         app.include_router(router)
     app.on_startup(live.start)
+    observability.count_open_screens(lambda: sum(1 for c in Client.instances.values() if c.has_socket_connection))
 
 
 def serve(settings: Settings, *, demo: bool = False) -> None:

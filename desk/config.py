@@ -34,7 +34,7 @@ class Settings(BaseSettings):
     desk_admin_password: SecretStr | None = None
     desk_public_https: bool = False  # true behind https: Secure + __Host- session cookie
     desk_run_worker: bool = True  # `desk run` starts its own worker; false where worker services run the jobs
-    desk_metrics_allow: str = "127.0.0.1/32,::1/128"  # who may read /api/metrics: CIDRs, comma-separated; empty: no one
+    desk_metrics_allow: str = "127.0.0.1/32,::1/128"  # who may read /metrics: CIDRs, comma-separated; empty: no one
 
     # Sessions and login
     desk_session_idle_minutes: PositiveInt = 120

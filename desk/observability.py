@@ -1,4 +1,4 @@
-"""Prometheus metrics at /api/metrics, for the addresses in DESK_METRICS_ALLOW only (docs/operations.md).
+"""Prometheus metrics at /metrics, for the addresses in DESK_METRICS_ALLOW only (docs/operations.md).
 
 Two kinds of figures. What this process sees at its HTTP edge (`Measured`, around the API app):
 requests, latency and errors per route, and the copilot's turns, time to first token and the errors
@@ -9,8 +9,8 @@ decisions today, AI spend per scope against its cap. Each web process is its own
 
 import ipaddress
 import json
-import sys
 import time
+from collections.abc import Callable
 from datetime import UTC, datetime
 
 from fastapi import APIRouter, Request, Response
@@ -36,7 +36,7 @@ from desk.errors import Forbidden
 from desk.outbox import repository as outbox_repo
 from desk.schema import now
 
-PATH = "/api/metrics"
+PATH = "/metrics"
 COPILOT_STREAM = "/api/v1/ai/sessions/{session_id}/messages"
 
 REGISTRY = CollectorRegistry()
@@ -79,13 +79,11 @@ SPEND = Gauge("desk_ai_spend_usd", "AI spend today (UTC) by scope", ["scope"], r
 CAP = Gauge("desk_ai_spend_cap_usd", "The daily cap of each spend scope", ["scope"], registry=REGISTRY)
 
 
-def _open_screens() -> int:
-    # desk/ never imports the UI; when the composition root has loaded NiceGUI, its client table is read.
-    client = sys.modules.get("nicegui.client")
-    return sum(1 for c in client.Client.instances.values() if c.has_socket_connection) if client else 0
+def count_open_screens(count: Callable[[], int]) -> None:
+    """How to count this process's open screens: the UI knows, and desk/ never imports it (main.py sets this)."""
+    SCREENS.set_function(count)
 
 
-SCREENS.set_function(_open_screens)
 router = APIRouter(tags=["operations"])
 
 

@@ -1,4 +1,4 @@
-"""/api/metrics: what an operator's Prometheus reads, and only from where DESK_METRICS_ALLOW says."""
+"""/metrics: what an operator's Prometheus reads, and only from where DESK_METRICS_ALLOW says."""
 
 import httpx
 from fastapi import FastAPI
@@ -11,7 +11,7 @@ from tests.fake_provider import Turn
 
 async def scrape(app: FastAPI) -> dict[tuple[str, tuple], float]:
     async with httpx.AsyncClient(transport=httpx.ASGITransport(app), base_url="http://desk.test") as client:
-        answer = await client.get("/api/metrics")
+        answer = await client.get("/metrics")
     assert answer.status_code == 200, answer.text
     assert answer.headers["content-type"].startswith("text/plain")
     return {
@@ -92,13 +92,13 @@ async def test_copilot_turns_first_token_and_provider_errors(app, make_user, cli
 async def test_metrics_are_refused_outside_the_allowed_networks(app, settings):
     outside = httpx.ASGITransport(app, client=("203.0.113.9", 40000))
     async with httpx.AsyncClient(transport=outside, base_url="http://desk.test") as client:
-        refused = await client.get("/api/metrics")
+        refused = await client.get("/metrics")
     use_settings(Settings(desk_metrics_allow=""))
     async with httpx.AsyncClient(transport=httpx.ASGITransport(app), base_url="http://desk.test") as client:
-        off = await client.get("/api/metrics")
+        off = await client.get("/metrics")
     use_settings(Settings(desk_metrics_allow="203.0.113.0/24"))
     async with httpx.AsyncClient(transport=outside, base_url="http://desk.test") as client:
-        allowed = await client.get("/api/metrics")
+        allowed = await client.get("/metrics")
 
     assert refused.status_code == 403 and refused.json()["error"]["code"] == "FORBIDDEN"
     assert off.status_code == 403

@@ -78,7 +78,7 @@ def test_a_page_loads_and_its_websocket_upgrades_through_nginx(stack: Stack):
     again = httpx.get(f"{stack.url}/login", cookies={"desk_route": cookie})
 
     assert page.status_code == 200 and "Work Order Desk" in page.text
-    assert httpx.get(f"{stack.url}/api/metrics").status_code == 404  # scraped per process, never from outside
+    assert httpx.get(f"{stack.url}/metrics").status_code == 404  # scraped per process, never from outside
     assert cookie and "desk_route" not in again.headers.get("set-cookie", "")  # set once, then kept
     assert _upstreams(stack, cookie) == {_upstreams(stack, cookie).pop()}  # one browser, one process
     with socket.create_connection(("127.0.0.1", int(stack.url.rsplit(":", 1)[1])), timeout=10) as conn:
