@@ -104,9 +104,12 @@ class Visit:
         background_tasks.create(self._delete_soon(), name="close a page")
 
     async def _delete_soon(self) -> None:
-        await asyncio.sleep(CLOSE_GRACE_SECONDS)
-        if not self.client.is_deleted:
-            self.client.delete()  # its elements, timers and live listeners go; events from its socket are dropped
+        # A browser that obeyed has left: NiceGUI deletes the page itself after its reconnect timeout
+        # (deleting it here too would delete it twice). One still connected, or reconnecting, is cut off.
+        while not self.client.is_deleted:
+            await asyncio.sleep(CLOSE_GRACE_SECONDS)
+            if not self.client.is_deleted and self.client.has_socket_connection:
+                self.client.delete()  # its elements, timers and live listeners go; its socket's events are dropped
 
 
 def visit(user: dict, path: str) -> Visit:
