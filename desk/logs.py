@@ -1,9 +1,15 @@
-"""Logging: one JSON object per line, with secrets redacted before anything is written."""
+"""Logging: one JSON object per line, with secrets redacted before anything is written.
+
+Each line carries the ids of what it is part of (`requestId`, `runId`), from a context variable
+that the HTTP edge and the agents set with `tag`: every line of one request or one run can be
+found together, and tasks started meanwhile inherit the ids.
+"""
 
 import json
 import logging
 import re
 import sys
+from contextvars import ContextVar, Token
 from datetime import UTC, datetime
 
 # Values that must never reach a log, whatever message carries them (SEC-1).
@@ -15,6 +21,7 @@ _SECRET_PATTERNS = [
 ]
 
 
+_IDS: ContextVar[dict[str, str]] = ContextVar("desk_log_ids", default={})  # noqa: B039 - never mutated, replaced
 _CONFIGURED: list[str] = []  # the configured secrets themselves, whatever they look like (see never_log)
 
 
@@ -36,6 +43,16 @@ def redact(text: str) -> str:
     return text
 
 
+def tag(**ids: str) -> Token:
+    """Add ids to every log line written from here on in this context (and in tasks it starts)."""
+    return _IDS.set({**_IDS.get(), **ids})
+
+
+def untag(token: Token) -> None:
+    """Back to the ids before `tag` returned `token`."""
+    _IDS.reset(token)
+
+
 class RedactingFilter(logging.Filter):
     """Render the message once, redact it, and drop the arguments so nothing formats them again."""
 
@@ -52,6 +69,7 @@ class JsonFormatter(logging.Formatter):
             "level": record.levelname.lower(),
             "logger": record.name,
             "message": record.getMessage(),
+            **_IDS.get(),
         }
         if record.exc_info:
             entry["error"] = redact(self.formatException(record.exc_info))

@@ -10,6 +10,7 @@ decisions today, AI spend per scope against its cap. Each web process is its own
 import ipaddress
 import json
 import time
+import uuid
 from collections.abc import Callable
 from datetime import UTC, datetime
 
@@ -33,6 +34,7 @@ from desk.agent.triage import repository as triage_repo
 from desk.config import Settings, get_settings
 from desk.db.client import get_db
 from desk.errors import Forbidden
+from desk.logs import tag, untag
 from desk.outbox import repository as outbox_repo
 from desk.schema import now
 
@@ -144,6 +146,7 @@ class Measured:
             await self.app(scope, receive, send)
             return
         started = time.perf_counter()
+        tagged = tag(requestId=uuid.uuid4().hex[:16])  # ties the request's log lines together
         status = 500  # an exception before the answer started
         first_token = False
 
@@ -163,6 +166,7 @@ class Measured:
         try:
             await self.app(scope, receive, watch)
         finally:
+            untag(tagged)
             route = _route(scope)
             if route == COPILOT_STREAM and status == 200:
                 TURNS.inc()

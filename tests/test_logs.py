@@ -1,10 +1,12 @@
 """Logs are JSON lines, and secrets never reach them (SEC-1)."""
 
+import asyncio
 import json
 import logging
 
 from desk.config import Settings
-from desk.logs import JsonFormatter, RedactingFilter, never_log, redact
+from desk.logs import JsonFormatter, RedactingFilter, never_log, redact, tag, untag
+from tests.fake_provider import Turn
 
 SECRETS = [
     "Authorization: Bearer wod_abcdefghijklmnop",
@@ -65,3 +67,67 @@ def test_a_configured_secret_that_is_also_a_key_word_does_not_unmask_a_value(mon
     never_log("password")  # a careless admin password
 
     assert "hunter2hunter2" not in redact("password=hunter2hunter2")
+
+
+async def test_lines_written_in_a_tagged_context_and_its_tasks_carry_its_ids_and_no_others(capsys):
+    async def write_all(logger: logging.Logger) -> None:
+        logger.info("before")
+        token = tag(requestId="r1")
+        tag(runId="run-7")
+        await asyncio.create_task(asyncio.to_thread(logger.info, "in a thread"))
+        await asyncio.create_task(_log_soon(logger, "in a task"))
+        untag(token)
+        logger.info("after")
+
+    lines = await _async_lines("desk.test.ids", capsys, write_all)
+
+    assert [(line["message"], line.get("requestId"), line.get("runId")) for line in lines] == [
+        ("before", None, None),
+        ("in a thread", "r1", "run-7"),
+        ("in a task", "r1", "run-7"),
+        ("after", None, None),
+    ]
+
+
+async def test_a_request_and_the_copilot_turn_it_streams_log_under_one_request_id_and_the_run_id(
+    app, make_user, client_for, provider, fake_provider, caplog
+):
+    seen: list[dict] = []
+
+    class Keep(logging.Handler):
+        def emit(self, record: logging.LogRecord) -> None:
+            seen.append(json.loads(JsonFormatter().format(record)))
+
+    keep = Keep()
+    logging.getLogger("desk").addHandler(keep)
+    try:
+        client = await client_for(await make_user())
+        session = (await client.post("/api/v1/ai/sessions")).json()
+        fake_provider.script(Turn.error(500))  # the provider fails: the desk logs it, without the person's words
+        answer = await client.post(f"/api/v1/ai/sessions/{session['id']}/messages", json={"content": "hi"})
+    finally:
+        logging.getLogger("desk").removeHandler(keep)
+
+    assert answer.status_code == 200
+    failed = [line for line in seen if line["message"].startswith("AI provider call failed")]
+    assert len(failed) == 1
+    run = (await client.get("/api/v1/ai/runs")).json()[0]
+    assert failed[0]["runId"] == run["id"] and len(failed[0]["requestId"]) == 16
+
+
+async def _log_soon(logger: logging.Logger, message: str) -> None:
+    logger.info(message)
+
+
+async def _async_lines(logger_name: str, capsys, write) -> list[dict]:
+    handler = logging.StreamHandler()
+    handler.setFormatter(JsonFormatter())
+    logger = logging.getLogger(logger_name)
+    logger.addHandler(handler)
+    logger.setLevel(logging.INFO)
+    logger.propagate = False
+    try:
+        await write(logger)
+    finally:
+        logger.removeHandler(handler)
+    return [json.loads(line) for line in capsys.readouterr().err.splitlines()]

@@ -41,6 +41,7 @@ from desk.agent.tools import REGISTRY
 from desk.agent.tools.registry import ToolContext
 from desk.config import Settings
 from desk.errors import ErrorCode
+from desk.logs import tag
 from desk.users import service as users_service
 
 log = logging.getLogger(__name__)
@@ -91,6 +92,7 @@ class CopilotTurn:
         """
         ending: tuple[RunStatus, str | None] | None = ("aborted", None)  # the consumer stopped, or a cancel
         self.driver = asyncio.current_task()
+        tag(runId=self.run_id)  # every log line of the turn (and of tasks it starts) names the run
         try:
             try:
                 # aclosing (here and around each step): when our consumer stops early, the step's upstream

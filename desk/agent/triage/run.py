@@ -28,6 +28,7 @@ from desk.agent.triage import prompt
 from desk.agent.triage import repository as repo
 from desk.agent.triage.models import TriageProposal
 from desk.config import Settings
+from desk.logs import tag
 from desk.work_orders import service as work_orders
 from desk.work_orders.models import PRIORITIES
 
@@ -80,6 +81,7 @@ async def triage(
     messages = prompt.messages(order)
     run = _new_run(settings, order_id=order["id"], event_id=event_id, triggered_by=triggered_by)
     await runs.insert_run(db, run)
+    tag(runId=str(run["_id"]))  # each pass runs in its own task: its log lines name its run
     for message in messages:
         await runs.add_message(db, {"runId": run["_id"], "sessionId": None, **message})
     pass_ = _Pass(db=db, settings=settings, provider=provider, run=run, still_ours=still_ours)
@@ -135,10 +137,15 @@ class _Pass:
             await self._record_call(call, outcome="aborted", latency=latency)
             return await self._end("aborted", Outcome("lost", self.run_id), code="lease_lost")
         suggestion = await self._suggest(order, proposal, event_id)
-        if suggestion is None:  # another worker stored this event's suggestion first
-            await self._record_call(call, outcome="aborted", latency=latency)
-            return await self._end("aborted", Outcome("lost", self.run_id), code="duplicate")
-        await self._record_call(call, outcome="ok", latency=latency, result={"suggestionId": str(suggestion["_id"])})
+        if suggestion is None:  # an earlier pass stored this event's suggestion: it died, or slept, before the ack
+            earlier = await repo.unsettled(self.db, event_id) if event_id is not None else None
+            await self._record_call(call, outcome="aborted", latency=latency, result=_about(earlier))
+            if earlier is None:
+                return await self._end("aborted", Outcome("lost", self.run_id), code="duplicate")
+            # we hold the event now: finish what that pass left (its apply), against the order it read
+            order, suggestion = {**order, "priority": earlier["priorityBefore"]}, earlier
+        else:
+            await self._record_call(call, outcome="ok", latency=latency, result=_about(suggestion))
         suggestion = await self._maybe_apply(order, suggestion)
         kind = "applied" if suggestion["applied"] else "suggested"
         return await self._end("complete", Outcome(kind, self.run_id, suggestion))
@@ -226,6 +233,8 @@ class _Pass:
             note = None if changed is not None else "dropped"
         if note == "not_auto":
             return suggestion
+        if note == "lease_lost":  # left as it is for the pass that holds the event now, which applies it
+            return {**suggestion, "appliedNote": note}
         fields = {"applied": note is None, "appliedNote": note}
         return await repo.mark(self.db, suggestion["_id"], fields) or {**suggestion, **fields}
 
@@ -278,6 +287,10 @@ def _policy_says(config: dict, order: dict, suggestion: dict) -> str | None:
     if not config["enabled"]:
         return "disabled"
     return None
+
+
+def _about(suggestion: dict | None) -> dict | None:
+    return {"suggestionId": str(suggestion["_id"])} if suggestion else None
 
 
 class _LeaseLost(Exception):
