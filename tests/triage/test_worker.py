@@ -1,12 +1,14 @@
 """The triage worker in burst mode (AGT-2..7): what a desk's people see after the worker has run."""
 
 import asyncio
+import contextlib
 from datetime import timedelta
 
 from bson import ObjectId
 
 from desk import worker
 from desk.agent import budget, policy, runs
+from desk.agent.triage import run as triage_run
 from desk.agent.triage import worker_jobs
 from desk.outbox import repository as outbox
 from desk.work_orders import service as work_orders
@@ -250,6 +252,82 @@ async def test_a_worker_paused_past_its_lease_stores_no_second_suggestion(
     assert (await event_of(db, order))["status"] == "done"
     assert len(fake_provider.requests) == 2
     assert await db["agent_runs"].count_documents({"status": "aborted", "errorCode": "lease_lost"}) == 1
+
+
+async def test_a_suggestion_stored_by_a_pass_that_died_before_applying_it_is_applied_once_by_the_next(
+    db, make_user, make_order, fake_provider, burst, triage_settings, provider
+):
+    owner = await make_user()
+    order = await make_order(owner, priority="low")
+    await set_policy(db, triage_settings, mode="auto_apply")
+    dying = await outbox.claim(db, owner="dying", lease=timedelta(milliseconds=1))
+    checks = 0
+
+    async def dies_before_applying() -> bool:  # the lease check right before the apply is the worker's last act
+        nonlocal checks
+        checks += 1
+        if checks == 2:
+            raise _Died
+        return True
+
+    fake_provider.script(proposal("urgent"), proposal("urgent"))
+    with contextlib.suppress(_Died):
+        await triage_run.triage(
+            db=db,
+            settings=triage_settings,
+            provider=provider,
+            order_id=order.id,
+            still_ours=dies_before_applying,
+            event_id=dying["_id"],
+        )
+
+    await burst()  # the lease lapsed: the next worker takes the event
+
+    changed = await work_orders.get(db=db, actor=actor(owner), order_id=order.id)
+    assert changed.priority == "urgent"
+    (suggestion,) = await suggestions_of(db, order)
+    assert suggestion["applied"] is True
+    timeline = await work_orders.activity(db=db, actor=actor(owner), order_id=order.id)
+    assert [entry.actor_kind for entry in timeline].count("system") == 1
+    assert (await event_of(db, order))["status"] == "done"
+
+
+async def test_a_pass_that_slept_before_applying_wakes_up_and_leaves_the_next_ones_apply_alone(
+    db, make_user, make_order, fake_provider, burst, triage_settings, provider
+):
+    owner = await make_user()
+    order = await make_order(owner, priority="low")
+    await set_policy(db, triage_settings, mode="auto_apply")
+    sleeping = await outbox.claim(db, owner="sleeping", lease=timedelta(milliseconds=1))
+    checks = 0
+
+    async def sleeps_before_applying() -> bool:
+        nonlocal checks
+        checks += 1
+        if checks == 2:  # paused right before its apply, past its lease: the next worker takes the event meanwhile
+            await burst()
+            return False
+        return True
+
+    fake_provider.script(proposal("urgent"), proposal("urgent"))
+    late = await triage_run.triage(
+        db=db,
+        settings=triage_settings,
+        provider=provider,
+        order_id=order.id,
+        still_ours=sleeps_before_applying,
+        event_id=sleeping["_id"],
+    )
+
+    assert late.suggestion["appliedNote"] == "lease_lost"
+    (suggestion,) = await suggestions_of(db, order)
+    assert (suggestion["applied"], suggestion["appliedNote"]) == (True, None)
+    timeline = await work_orders.activity(db=db, actor=actor(owner), order_id=order.id)
+    assert [entry.actor_kind for entry in timeline].count("system") == 1
+
+
+class _Died(BaseException):
+    """The worker process ends here (SIGKILL): nothing after it runs."""
 
 
 async def test_reconcile_emits_events_for_orders_that_have_none(db, make_user, make_order, burst, triage_settings):

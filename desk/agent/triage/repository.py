@@ -58,6 +58,12 @@ async def for_order(db: AsyncDatabase, order_id: ObjectId, *, limit: int = 20) -
     return await cursor.limit(limit).to_list()
 
 
+async def unsettled(db: AsyncDatabase, event_id: ObjectId) -> Doc | None:
+    """The event's suggestion if its pass ended before deciding on the apply (no note, not applied, undecided)."""
+    open_ = {"eventId": event_id, "applied": False, "appliedNote": None, "decision": None}
+    return await _suggestions(db).find_one(open_)
+
+
 async def triaged(db: AsyncDatabase, order_ids: list[ObjectId]) -> set[ObjectId]:
     """Which of these orders have a suggestion."""
     found = _suggestions(db).find({"workOrderId": {"$in": order_ids}}, {"workOrderId": 1})
