@@ -20,9 +20,10 @@ from starlette.types import ASGIApp, Receive, Scope, Send
 from components import live
 from desk import cli, observability
 from desk.app import FirstAdmin, ensure_first_admin, ensure_indexes, install_api
-from desk.config import Settings
+from desk.config import Settings, get_settings
 from desk.db.client import use_database
 from desk.db.lifecycle import DatabaseUnavailable, database_server, open_database
+from desk.security_headers import SecurityHeaders
 from desk.seed import seed_demo
 from pages import ROUTERS
 
@@ -102,6 +103,13 @@ def _run(settings: Settings) -> None:
         show_welcome_message=False,
         uvicorn_logging_level="warning",
         favicon="🛠",
+        # NiceGUI's own browser cookie carries no session (that is the desk's cookie), but it lives no
+        # longer than a session and travels only over https when the desk is served so.
+        session_middleware_kwargs={
+            "https_only": settings.desk_public_https,
+            "same_site": "lax",
+            "max_age": settings.desk_session_max_hours * 3600,
+        },
     )
 
 
@@ -123,7 +131,7 @@ def _api_in_front(api: FastAPI) -> None:
             else:  # pages, NiceGUI's websocket and files, and the lifespan (start-up and shut-down work)
                 await pages(scope, receive, send)
 
-        return dispatch
+        return SecurityHeaders(dispatch, https=get_settings().desk_public_https)  # outermost: pages and API
 
     app.build_middleware_stack = build
 

@@ -13,6 +13,7 @@ from starlette.types import ASGIApp, Receive, Scope, Send
 
 from desk import observability
 from desk.agent import budget
+from desk.agent import hooks as agent_hooks
 from desk.agent import policy as agent_policy
 from desk.agent import runs as agent_runs
 from desk.agent.api import router as ai_router
@@ -52,7 +53,12 @@ async def readyz() -> JSONResponse:
 
 
 def install_api(app: FastAPI) -> None:
-    """Mount every router and the error envelope on `app` (the API's own app, in front of NiceGUI's; desk/web.py)."""
+    """Mount every router and the error envelope on `app` (the API's own app, in front of NiceGUI's; main.py).
+
+    The agent's listeners on the services (a person who loses access has their copilot stopped) are
+    installed here too, so every app that serves the API has them.
+    """
+    agent_hooks.install()
     routers = (health, auth_router, work_orders_router, users_router, metrics_router, ai_router, triage_router)
     for router in (*routers, observability.router):
         app.include_router(router)

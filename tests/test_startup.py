@@ -38,6 +38,7 @@ def test_two_web_processes_started_at_once_share_the_first_admin_and_leave_the_j
                 )
                 for desk in desks
             ]
+            page, api = httpx.get(f"{desks[0].url}/login"), httpx.get(f"{desks[1].url}/healthz")
             time.sleep(2)  # a worker sweeps as it starts: give one the time it would need
             admins = list(client["desk"]["users"].find({"role": "admin"}, {"email": 1}))
             still = runs.find_one({"_id": dead["_id"]})["status"]
@@ -47,6 +48,12 @@ def test_two_web_processes_started_at_once_share_the_first_admin_and_leave_the_j
     assert [admin["email"] for admin in admins] == ["ops@example.com"]
     assert still == "running"
     assert not any('"worker started"' in log for log in logs)
+    # the app's assembly puts the security headers around pages and API alike (no other site may frame the desk)
+    for answer in (page, api):
+        assert "frame-ancestors 'none'" in answer.headers["content-security-policy"]
+        assert answer.headers["x-frame-options"] == "DENY"
+    assert "strict-transport-security" not in page.headers  # not served over https here
+    assert f"Max-Age={12 * 3600}" in page.headers["set-cookie"]  # NiceGUI's cookie lives no longer than a session
 
 
 async def test_two_start_ups_racing_for_the_first_admin_both_go_on(db):

@@ -2,7 +2,6 @@
 
 from fastapi import APIRouter, Depends, Request, Response, status
 
-from desk.agent import hooks as agent_hooks
 from desk.auth import service
 from desk.auth.models import LoginRequest, TokenCreate, TokenCreated, TokenRead
 from desk.errors import ErrorCode, ValidationFailed
@@ -22,7 +21,6 @@ from desk.users.models import UserRead
 
 router = APIRouter(prefix="/api/v1/auth", tags=["auth"])
 # Until the composition root installs them: every app that serves the API (and so the pages) imports this module.
-agent_hooks.install()
 
 NOT_A_SESSION = (
     "Logging out ends a browser session. To stop using this token, revoke it: DELETE /api/v1/auth/tokens/{id} "
