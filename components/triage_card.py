@@ -34,6 +34,7 @@ async def triage_card(visit: session.Visit, order: Callable[[], WorkOrderRead], 
     if not get_settings().ai_enabled:
         return  # AI off on this desk: no suggestion is made, and none is offered
     card = TriageCard(visit, order, on_conflict)
+    card.user = await visit.user(touch=False)
     await card.show()
     live.on_change(card.on_changes)
 
@@ -43,10 +44,13 @@ class TriageCard:
         self.visit, self.order, self.on_conflict = visit, order, on_conflict
         self.area = ui.column().classes("w-full")
         self.client = ui.context.client
+        # The person as of the page's build or their last decision; live redraws use it (the frame's check
+        # closes the page of someone who lost access).
+        self.user: dict = {}
 
     async def show(self) -> None:
         """Read the newest suggestion and draw it (nothing at all when there is none to show)."""
-        user = await self.visit.user(touch=False)
+        user = self.user
         actor = session.actor_of(user)
         order = self.order()
         try:
@@ -102,7 +106,8 @@ class TriageCard:
             )
 
     async def decide(self, suggestion: TriageSuggestionRead, *, accept: bool) -> None:
-        actor = await self.visit.actor()
+        self.user = await self.visit.user()
+        actor = session.actor_of(self.user)
         order = self.order()
         try:
             await triage.decide(

@@ -202,6 +202,12 @@ class Health:
 
 
 @dataclass(frozen=True)
+class RunExtra:
+    cost_usd: float
+    work_order_id: str | None
+
+
+@dataclass(frozen=True)
 class TriageDay:
     """One UTC day of triage: suggestions made, decisions, and spend per ledger scope."""
 
@@ -234,12 +240,18 @@ async def health(*, db: AsyncDatabase, settings: Settings, actor: Actor) -> Heal
     )
 
 
-async def run_costs(*, db: AsyncDatabase, actor: Actor, run_ids: list[str]) -> dict[str, float]:
-    """What each of these runs cost in USD (the run read model leaves cost out)."""
+async def run_extras(*, db: AsyncDatabase, actor: Actor, run_ids: list[str]) -> dict[str, RunExtra]:
+    """What the run read model leaves out, by run id: its cost in USD and the work order a triage run was about."""
     _require_admin(actor)
     oids = [oid for oid in map(parse_object_id, run_ids) if oid]
-    found = db["agent_runs"].find({"_id": {"$in": oids}}, {"costUsd": 1})
-    return {str(doc["_id"]): float(doc.get("costUsd", 0.0)) async for doc in found}
+    found = db["agent_runs"].find({"_id": {"$in": oids}}, {"costUsd": 1, "workOrderId": 1})
+    return {
+        str(doc["_id"]): RunExtra(
+            cost_usd=float(doc.get("costUsd", 0.0)),
+            work_order_id=str(doc["workOrderId"]) if doc.get("workOrderId") else None,
+        )
+        async for doc in found
+    }
 
 
 async def per_day(*, db: AsyncDatabase, actor: Actor, days: int = 30) -> list[TriageDay]:

@@ -1,0 +1,196 @@
+"""/app/admin/agents: the kill switch, the policy saved at the version read, the audit, the worker, attention."""
+
+from datetime import timedelta
+
+from bson import ObjectId
+from nicegui import ui
+from nicegui.testing import User
+
+from components.forbidden import MESSAGE as NO_ACCESS
+from desk.agent import budget, policy
+from desk.agent.triage import worker_jobs
+from desk.agent.triage.models import AgentConfigUpdate
+from desk.schema import now
+from desk.work_orders import service as work_orders
+from desk.work_orders.models import WorkOrderUpdate
+from tests.fake_provider import Turn
+from tests.helpers import actor, reconfigure
+from tests.triage.conftest import proposal
+from tests.ui.conftest import WAIT
+
+PAGE = "/app/admin/agents"
+
+
+async def config(db) -> dict:
+    return await db["agent_config"].find_one({"_id": "triage"})
+
+
+def label_text(user: User, marker: str) -> str:
+    (found,) = user.find(kind=ui.label, marker=marker).elements
+    return found.text
+
+
+async def test_only_admins_reach_the_page_and_the_nav_leads_there(user: User, make_user, log_in):
+    await log_in(user, await make_user("user"), landing=PAGE)
+    await user.should_see(NO_ACCESS)
+    await user.should_not_see("Triage agent")
+    await user.should_not_see("Agents")
+
+
+async def test_the_kill_switch_asks_before_turning_off_and_says_so(user: User, make_user, log_in, db, ai_settings):
+    ada = await make_user("admin", name="Ada Lovelace")
+    await log_in(user, ada, landing=PAGE)
+    await user.should_see(marker="switch-state", content="ON")
+    await user.should_not_see(marker="agents-off-banner")
+
+    user.find(marker="switch-button").click()
+    await user.should_see("Turn the triage agent off?")
+    user.find("Cancel").click()
+    await user.should_not_see("Turn the triage agent off?")
+    assert (await config(db))["enabled"] is True
+
+    user.find(marker="switch-button").click()
+    await user.should_see(marker="confirm-switch-off")
+    user.find(marker="confirm-switch-off").click()
+    await user.should_see("The triage agent is off.")
+    await user.should_see(marker="switch-state", content="OFF")
+    await user.should_see(marker="agents-off-banner")
+    assert (await config(db))["enabled"] is False
+    await user.should_see("Ada Lovelace turned the triage agent off", retries=WAIT)
+
+    user.find(marker="switch-button").click()  # turning it on needs no confirmation
+    await user.should_see(marker="switch-state", content="ON")
+    assert (await config(db))["enabled"] is True
+
+
+async def test_the_switch_turned_off_elsewhere_shows_here_live(user: User, make_user, log_in, db, ai_settings):
+    ada, bob = await make_user("admin"), await make_user("admin")
+    await log_in(user, ada, landing=PAGE)
+    await user.should_see(marker="switch-state", content="ON")
+
+    await policy.set_enabled(db=db, settings=ai_settings, actor=actor(bob), enabled=False)
+
+    await user.should_see(marker="switch-state", content="OFF", retries=WAIT)
+    await user.should_see(marker="agents-off-banner")
+
+
+async def test_the_policy_is_validated_saved_and_audited(user: User, make_user, log_in, db, ai_settings):
+    ada = await make_user("admin", name="Ada Lovelace")
+    await log_in(user, ada, landing=PAGE)
+    await user.should_see(marker="policy")
+
+    user.find(marker="policy-workingHours").clear().type("9 to 5")
+    user.find(marker="policy-save").click()
+    await user.should_see('Must be "*" or "HH:MM-HH:MM".')
+    assert (await config(db))["version"] == 1
+
+    user.find(marker="policy-workingHours").clear().type("08:00-18:00")
+    user.find(marker="policy-timeZone").click()
+    user.find("Europe/Berlin").click()
+    user.find(marker="policy-mode").click()
+    user.find("Apply the priority automatically").click()
+    user.find(marker="policy-save").click()
+
+    await user.should_see("Policy saved.")
+    stored = await config(db)
+    assert (stored["workingHours"], stored["timeZone"], stored["mode"], stored["version"]) == (
+        "08:00-18:00",
+        "Europe/Berlin",
+        "auto_apply",
+        2,
+    )
+    await user.should_see("Ada Lovelace changed the policy", retries=WAIT)
+    await user.should_see("Working hours: * → 08:00-18:00")
+    await user.should_see("Mode: Suggest only (people decide) → Apply the priority automatically")
+
+
+async def test_a_stale_save_is_refused_and_overwrites_nothing(user: User, make_user, log_in, db, ai_settings):
+    ada, bob = await make_user("admin"), await make_user("admin", name="Bob Builder")
+    await log_in(user, ada, landing=PAGE)
+    await user.should_see(marker="policy")
+
+    # Bob saves first, from his own screen.
+    await policy.update_config(
+        db=db, settings=ai_settings, actor=actor(bob), data=AgentConfigUpdate(version=1, daily_action_cap=5)
+    )
+    user.find(marker="policy-dailyActionCap").clear().type("50")
+    user.find(marker="policy-save").click()
+
+    await user.should_see(marker="policy-conflict")
+    await user.should_see("Someone else changed the triage settings first. Nothing of yours was saved.")
+    await user.should_see("They changed Daily action cap: 200 → 5")
+    assert ((await config(db))["dailyActionCap"], (await config(db))["version"]) == (5, 2)
+
+    user.find(marker="policy-load-theirs").click()
+    await user.should_not_see(marker="policy-conflict")
+    user.find(marker="policy-flagThreshold").click()
+    user.find("High").click()
+    user.find(marker="policy-save").click()
+    await user.should_see("Policy saved.")
+    stored = await config(db)
+    assert (stored["dailyActionCap"], stored["flagThreshold"], stored["version"]) == (5, "high", 3)
+
+
+async def test_the_worker_health_with_a_failed_event_to_retry(
+    user: User, make_user, make_order, log_in, db, ai_settings, provider, fake_provider, monkeypatch
+):
+    monkeypatch.setattr(worker_jobs, "BACKOFF_BASE_SECONDS", 0.0)
+    settings = reconfigure(ai_settings, agent_max_attempts=1)
+    ada, sam = await make_user("admin"), await make_user("user")
+    order = await make_order(sam, "Leaking tap")
+    await make_order(sam, "Waiting one")
+    await db["outbox_events"].update_one(
+        {"payloadRef": {"$ne": ObjectId(order.id)}}, {"$set": {"availableAt": now() + timedelta(hours=1)}}
+    )
+    fake_provider.script(Turn(status=500, body=b'{"error": {"message": "down"}}'))
+    await worker_jobs.process_due(db, settings, provider=provider)
+    await budget.charge(db, user_id=None, agent="triage", usd=0.5)
+
+    await log_in(user, ada, landing=PAGE)
+    await user.should_see(marker="failed-event")
+    assert label_text(user, "queue-depth-value") == "1"
+    assert label_text(user, "failed-count-value") == "1"
+    assert label_text(user, "last-pass-value") == "just now"
+    (row,) = user.find(marker="spend-triage-agent").elements
+    (_, spent) = [child.text for child in row.descendants() if isinstance(child, ui.label)]
+    assert spent.startswith("$0.50") and spent.endswith(" of $1.00")  # and the failed call's few tokens
+
+    user.find(marker="retry").click()
+    await user.should_see("Back in the queue.")
+    await user.should_not_see(marker="failed-event")
+    assert (await db["outbox_events"].find_one({"payloadRef": ObjectId(order.id)}))["status"] == "pending"
+    await user.should_see("retried a failed event", retries=WAIT)
+
+
+async def test_the_attention_list_follows_new_flags_and_links_to_the_order(
+    user: User, make_user, make_order, log_in, db, ai_settings, provider, fake_provider
+):
+    ada, sam = await make_user("admin"), await make_user("user")
+    calm = await make_order(sam, "Squeaky door")
+    fake_provider.script(proposal("low", summary="Oil the hinge."))
+    await worker_jobs.process_due(db, ai_settings, provider=provider)
+    await log_in(user, ada, landing=PAGE)
+    await user.should_see("Nothing flagged right now.")
+
+    burst = await make_order(sam, "Burst pipe")
+    fake_provider.script(proposal("urgent", summary="Water everywhere in the basement.", flag=True))
+    await worker_jobs.process_due(db, ai_settings, provider=provider)
+
+    await user.should_see("Water everywhere in the basement.", retries=WAIT)  # live, through the change feed
+    await user.should_not_see("Oil the hinge.")
+    link = user.find(kind=ui.link, content="Burst pipe").elements.pop()
+    assert link.props["href"] == f"/app/work-orders/{burst.id}"
+
+    # Closed orders leave the list.
+    await work_orders.update(
+        db=db, actor=actor(ada), order_id=burst.id, data=WorkOrderUpdate(version=1, status="cancelled")
+    )
+    await user.should_see("Nothing flagged right now.", retries=WAIT)
+    assert calm.id
+
+
+async def test_with_ai_off_at_boot_the_page_says_so_and_offers_nothing(user: User, make_user, log_in):
+    await log_in(user, await make_user("admin"), landing=PAGE)
+    await user.should_see("AI is not enabled on this desk.")
+    await user.should_not_see(marker="switch-button")
+    await user.should_not_see(marker="policy-save")
