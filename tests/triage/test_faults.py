@@ -1,0 +1,273 @@
+"""The fault suite with real processes (issue 18): workers die, pause and lose their database mid-pass.
+
+Every case runs real `python scheduler.py` workers on a real database, against the scripted fake
+provider on loopback, with a 1 s lease and a 200 ms poll, and ends with what a desk's people would
+see: every order triaged exactly once (one suggestion, its event `done`, in auto-apply one change by
+the triage agent), nothing lost, nothing doubled, no run left "running" for ever.
+
+How each fault point is reached, from outside the worker (the desk has no hook for it):
+- "at the claim" and "after the write, before the ack": the worker talks to the database through
+  `WireProxy`, which reads the commands going by; when the database's reply to the claim (a
+  findAndModify on outbox_events that returned an event) or to the write (the suggestion's insert,
+  the order's update) comes back, the proxy SIGKILLs the worker and drops the reply: the database
+  did it, the worker never learned it.
+- "during the model call": the fake provider holds the answer (a delay before each frame); the
+  worker is killed once the request has arrived.
+- "paused past its lease": SIGSTOP once the model request has arrived, SIGCONT after a second
+  worker has finished the event; the answer is waiting in the socket when it wakes.
+- "the database restarts mid-pass": a database of its own behind the proxy, stopped and started
+  again on the same data directory while the model call is held. The launcher picks a new port at
+  each start, so the proxy keeps the address the worker knows.
+"""
+
+import asyncio
+import signal
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from bson import ObjectId
+from pymongo import AsyncMongoClient
+from pymongo.asynchronous.database import AsyncDatabase
+
+from bench.workers import Worker, Workers, worker_settings, workers
+from desk.app import ensure_indexes
+from desk.db.embedded import EmbeddedMongo
+from desk.users import service as users_service
+from desk.users.models import UserCreate
+from desk.work_orders import service as work_orders
+from desk.work_orders.models import WorkOrderCreate
+from tests.conftest import TEST_DB
+from tests.fake_provider import FakeProvider
+from tests.helpers import PASSWORD, actor, until
+from tests.triage.conftest import proposal
+from tests.triage.wire_proxy import WireProxy
+
+LEASE_MS, POLL_MS = 1000, 200
+HELD = 5.0  # seconds the fake waits before each frame of a held answer (the worker goes first)
+SETTLED = 20.0  # seconds the events get to end after the fault
+
+
+@pytest.fixture
+def pool(tmp_path: Path, mongo_uri: str, fake_provider: FakeProvider) -> Iterator[Workers]:
+    """Workers on the test database with short leases; every one still running is stopped after the test."""
+    settings = worker_settings(
+        mongodb_uri=mongo_uri,
+        db_name=TEST_DB,
+        provider_url=fake_provider.url,
+        AGENT_LEASE_MS=str(LEASE_MS),
+        AGENT_POLL_INTERVAL_MS=str(POLL_MS),
+        AGENT_SWEEP_INTERVAL_MS="500",  # a dead worker's run is ended soon after its lease lapses
+        AGENT_MAX_ATTEMPTS="5",
+    )
+    with workers(tmp_path / "workers", **settings) as started:
+        yield started
+
+
+@pytest.fixture
+def proxy(mongo_uri: str) -> Iterator[WireProxy]:
+    """The proxy in front of the test database (one host: the embedded server, or MONGODB_URI's)."""
+    host, port = _host_port(mongo_uri)
+    with WireProxy((host, port)) as running:
+        yield running
+
+
+def _host_port(uri: str) -> tuple[str, int]:
+    netloc = uri.split("://", 1)[1].split("/", 1)[0].rsplit("@", 1)[-1]
+    host, _, port = netloc.partition(":")
+    return host, int(port or 27017)
+
+
+def through(proxy: WireProxy, uri: str) -> str:
+    host, port = _host_port(uri)
+    return uri.replace(f"{host}:{port}", f"127.0.0.1:{proxy.port}", 1)
+
+
+async def orders_for(db: AsyncDatabase, count: int, **fields: object) -> tuple[dict, list[str]]:
+    """A person and `count` new work orders of theirs (each emits its outbox event)."""
+    user = await users_service.register(
+        db=db, data=UserCreate(email=f"p{ObjectId()}@example.com", name="Pat", role="user", password=PASSWORD)
+    )
+    person = user.model_dump(by_alias=True)
+    made = [
+        await work_orders.create(db=db, actor=actor(person), data=WorkOrderCreate(title=f"Leak {n}", **fields))
+        for n in range(count)
+    ]
+    return person, [order.id for order in made]
+
+
+async def all_settled(db: AsyncDatabase, ids: list[str], within: float = SETTLED) -> None:
+    refs = [ObjectId(i) for i in ids]
+
+    async def done() -> bool:
+        return await db["outbox_events"].count_documents({"payloadRef": {"$in": refs}, "status": "done"}) == len(refs)
+
+    await until(done, what="every event done", within=within)
+
+
+async def assert_triaged_once(db: AsyncDatabase, person: dict, ids: list[str], *, applied: bool = False) -> None:
+    """Each order: one suggestion, from one of its runs, its event `done`; auto-apply: one change, by the agent."""
+    for order_id in ids:
+        oid = ObjectId(order_id)
+        suggestions = await db["triage_suggestions"].find({"workOrderId": oid}).to_list()
+        assert len(suggestions) == 1, f"{len(suggestions)} suggestions for one order"
+        assert (await db["outbox_events"].find_one({"payloadRef": oid}))["status"] == "done"
+        its_runs = {str(run["_id"]) for run in await db["agent_runs"].find({"workOrderId": oid}).to_list()}
+        assert str(suggestions[0]["runId"]) in its_runs
+        timeline = await work_orders.activity(db=db, actor=actor(person), order_id=order_id)
+        changes = [entry for entry in timeline if entry.actor_kind == "system"]
+        assert len(changes) == (1 if applied else 0)
+        order = await work_orders.get(db=db, actor=actor(person), order_id=order_id)
+        assert order.priority == ("urgent" if applied else "medium")
+        assert suggestions[0]["applied"] is applied
+        if applied:
+            assert changes[0].run_id in its_runs
+
+
+async def no_run_left_running(db: AsyncDatabase) -> None:
+    async def none() -> bool:
+        return await db["agent_runs"].count_documents({"agentName": "triage", "status": "running"}) == 0
+
+    await until(none, what="the dead worker's run ended by the sweeper", within=SETTLED)
+
+
+def _kill(victim: list[Worker]) -> None:
+    victim[0].process.kill()
+
+
+async def killed(worker: Worker, trap_fired) -> None:
+    await until(trap_fired.is_set, what="the fault point", within=SETTLED)
+    await until(lambda: worker.process.poll() is not None, what="the worker's death", within=5)
+    assert worker.process.returncode == -signal.SIGKILL
+
+
+async def test_a_worker_killed_at_the_claim_leaves_the_event_to_the_next_one(db, pool, proxy, mongo_uri, fake_provider):
+    """Killed with the claim done in the database and its reply never read: the event waits out its lease."""
+    person, ids = await orders_for(db, 2)
+    fake_provider.script(*[proposal("high") for _ in ids])
+    victim: list[Worker] = []  # the trap is set before the worker starts; it kills whoever this holds
+    claim = proxy.trap("findAndModify", "outbox_events", lambda: _kill(victim), reply=lambda r: r["value"] is not None)
+    victim.append(pool.start(wait=False, MONGODB_URI=through(proxy, mongo_uri), AGENT_CONCURRENCY="1"))
+
+    await killed(victim[0], claim.fired)
+    held = await db["outbox_events"].find_one({"status": "processing"})
+    assert held is not None and held["attempts"] == 1  # claimed, and nobody is working on it
+    assert fake_provider.requests == []
+
+    pool.start()
+    await all_settled(db, ids)
+
+    await assert_triaged_once(db, person, ids)
+    assert len(fake_provider.requests) == len(ids)
+
+
+async def test_a_worker_killed_during_the_model_call_leaves_no_trace_but_its_ended_run(db, pool, fake_provider):
+    """Killed while the fake holds its answer: the next worker triages the order; the sweeper ends the dead run."""
+    person, ids = await orders_for(db, 2)
+    fake_provider.script(proposal("low").with_delay(HELD), *[proposal("high") for _ in ids])
+    victim = pool.start(wait=False, AGENT_CONCURRENCY="1")
+    await until(lambda: fake_provider.requests, what="the model call", within=SETTLED)
+    victim.process.kill()
+    victim.process.wait()
+
+    pool.start()
+    await all_settled(db, ids)
+
+    await assert_triaged_once(db, person, ids)
+    assert {s["suggestedPriority"] for s in await db["triage_suggestions"].find().to_list()} == {"high"}
+    await no_run_left_running(db)
+    assert await db["agent_runs"].count_documents({"status": "error", "errorCode": "lease_expired"}) == 1
+
+
+@pytest.mark.parametrize(
+    ("mode", "command", "collection"),
+    [
+        ("suggest", "insert", "triage_suggestions"),  # the suggestion stored
+        ("auto-apply", "insert", "triage_suggestions"),  # stored, not applied yet
+        ("auto-apply", "insert", "activity"),  # stored and applied: the order changed, its timeline says so
+    ],
+)
+async def test_a_worker_killed_after_its_write_before_the_ack_is_not_doubled(
+    db, pool, proxy, mongo_uri, fake_provider, mode, command, collection
+):
+    """Killed as the database answers the pass's write: the next worker finds it done and adds nothing."""
+    person, ids = await orders_for(db, 2)
+    fake_provider.script(*[proposal("urgent") for _ in range(2 * len(ids))])
+    victim: list[Worker] = []
+    write = proxy.trap(command, collection, lambda: _kill(victim))
+    victim.append(
+        pool.start(wait=False, MONGODB_URI=through(proxy, mongo_uri), AGENT_CONCURRENCY="1", AGENT_TRIAGE_MODE=mode)
+    )
+
+    await killed(victim[0], write.fired)
+    pool.start(AGENT_TRIAGE_MODE=mode)
+    await all_settled(db, ids)
+
+    await assert_triaged_once(db, person, ids, applied=mode == "auto-apply")
+    await no_run_left_running(db)
+
+
+async def test_a_worker_paused_past_its_lease_wakes_up_and_writes_nothing(db, pool, fake_provider):
+    """SIGSTOP with the model request sent; another worker finishes the event; SIGCONT: the late answer is dropped."""
+    person, ids = await orders_for(db, 1)
+    fake_provider.script(proposal("low").with_delay(0.2), proposal("high"))
+    sleeper = pool.start(wait=False, AGENT_CONCURRENCY="1")
+    await until(lambda: fake_provider.requests, what="the model call", within=SETTLED)
+    sleeper.process.send_signal(signal.SIGSTOP)
+    paused = time.monotonic()
+    try:
+        pool.start()
+        await all_settled(db, ids)
+        await asyncio.sleep(max(0.0, 3.0 - (time.monotonic() - paused)))  # its whole answer has been sent
+    finally:
+        sleeper.process.send_signal(signal.SIGCONT)
+
+    async def woke_and_gave_up() -> bool:
+        # its answer was waiting: recorded as aborted; or its lease keeper woke first and cut the call off
+        # (its run was ended meanwhile by the sweeper, as any run whose lease lapsed)
+        aborted = await db["agent_tool_calls"].count_documents({"outcome": "aborted"})
+        return aborted == 1 or fake_provider.client_disconnects == 1
+
+    await until(woke_and_gave_up, what="the paused worker's answer dropped", within=10)
+    await assert_triaged_once(db, person, ids)
+    (suggestion,) = await db["triage_suggestions"].find().to_list()
+    assert suggestion["suggestedPriority"] == "high"  # the answer of the worker that held the lease
+    assert sleeper.process.poll() is None  # it lives on, and goes on polling
+    await no_run_left_running(db)
+
+
+async def test_the_database_restarting_mid_pass_loses_and_doubles_nothing(tmp_path, fake_provider):
+    """The database stops and starts again (same files) while the model call is held; the pass ends on the new one."""
+    database = EmbeddedMongo(tmp_path / "mongo")
+    uri = database.start()
+    try:
+        with WireProxy(_host_port(uri)) as proxy:
+            client: AsyncMongoClient = AsyncMongoClient(proxy.uri, tz_aware=True, serverSelectionTimeoutMS=10_000)
+            try:
+                db = client["desk_faults"]
+                await ensure_indexes(db)
+                person, ids = await orders_for(db, 2)
+                fake_provider.script(proposal("urgent").with_delay(0.4), proposal("urgent"), proposal("urgent"))
+                settings = worker_settings(
+                    mongodb_uri=proxy.uri,
+                    db_name="desk_faults",
+                    provider_url=fake_provider.url,
+                    AGENT_LEASE_MS=str(LEASE_MS),
+                    AGENT_POLL_INTERVAL_MS=str(POLL_MS),
+                    AGENT_SWEEP_INTERVAL_MS="500",
+                    AGENT_TRIAGE_MODE="auto-apply",
+                )
+                with workers(tmp_path / "workers", **settings) as pool:
+                    pool.start(wait=False, AGENT_CONCURRENCY="1")
+                    await until(lambda: fake_provider.requests, what="the model call", within=SETTLED)
+                    await asyncio.to_thread(database.stop)
+                    proxy.upstream = _host_port(await asyncio.to_thread(database.start))
+                    await all_settled(db, ids)
+
+                    await assert_triaged_once(db, person, ids, applied=True)
+                    await no_run_left_running(db)
+            finally:
+                await client.close()
+    finally:
+        database.stop()
