@@ -9,6 +9,7 @@ from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
 from pymongo.asynchronous.database import AsyncDatabase
 from starlette.exceptions import HTTPException as StarletteHTTPException
+from starlette.routing import Match
 
 from desk.actors import Actor
 from desk.auth import service as auth_service
@@ -151,7 +152,7 @@ _HTTP_CODES = {
     401: ErrorCode.UNAUTHORIZED,
     403: ErrorCode.FORBIDDEN,
     404: ErrorCode.NOT_FOUND,
-    405: ErrorCode.NOT_FOUND,
+    405: ErrorCode.METHOD_NOT_ALLOWED,
     409: ErrorCode.CONFLICT,
     413: ErrorCode.VALIDATION_ERROR,
     429: ErrorCode.RATE_LIMITED,
@@ -175,13 +176,30 @@ def _api_or(fallback: Handler | None) -> Handler:
         if not request.url.path.startswith(API_PREFIX) and fallback is not None:
             return await fallback(request, error)
         if isinstance(error, StarletteHTTPException):
+            if error.status_code == 405:
+                return _method_not_allowed(request)
             code = _HTTP_CODES.get(error.status_code, ErrorCode.INTERNAL)
-            message = "No such endpoint." if error.status_code in (404, 405) else str(error.detail)
-            return envelope(code, message)
+            message = "No such endpoint." if error.status_code == 404 else str(error.detail)
+            return envelope(code, message, headers=error.headers)
         log.error("unhandled error on %s %s", request.method, request.url.path, exc_info=error)
         return envelope(ErrorCode.INTERNAL, "Something went wrong on our side; it has been logged.")
 
     return handle
+
+
+def _method_not_allowed(request: Request) -> Response:
+    """405 with every method the path takes in Allow (Starlette names only the first route that matched it)."""
+    allowed = ", ".join(method for method in METHODS if _routed(request, method))
+    message = f"{request.method} is not a method of this endpoint; it takes {allowed}."
+    return envelope(ErrorCode.METHOD_NOT_ALLOWED, message, headers={"Allow": allowed})
+
+
+METHODS = ("GET", "POST", "PUT", "PATCH", "DELETE")
+
+
+def _routed(request: Request, method: str) -> bool:
+    scope = {**request.scope, "method": method}
+    return any(route.matches(scope)[0] is Match.FULL for route in request.app.router.routes)
 
 
 async def _client_left(request: Request) -> bool:

@@ -164,7 +164,26 @@ async def test_unknown_api_paths_and_methods_answer_in_the_envelope(anonymous):
     wrong_method = await anonymous.put("/api/v1/work-orders")
 
     assert missing.status_code == 404 and missing.json()["error"]["code"] == "NOT_FOUND"
-    assert wrong_method.status_code == 404 and wrong_method.json()["error"]["code"] == "NOT_FOUND"
+    assert wrong_method.status_code == 405 and wrong_method.json()["error"]["code"] == "METHOD_NOT_ALLOWED"
+    assert wrong_method.headers["Allow"] == "GET, POST"
+
+
+@pytest.mark.parametrize(
+    ("method", "path", "allowed"),
+    [
+        ("TRACE", "/api/v1/work-orders/5f0000000000000000000000", "GET, PATCH, DELETE"),
+        ("PUT", "/api/v1/admin/users/5f0000000000000000000000", "PATCH"),
+        ("DELETE", "/healthz", "GET"),
+    ],
+)
+async def test_a_method_a_path_does_not_take_is_405_with_every_method_it_does(method, path, allowed, anonymous):
+    # Starlette names only the first route of the path in Allow: a path served by three routes took "GET"
+    response = await anonymous.request(method, path)
+
+    assert response.status_code == 405
+    assert response.headers["Allow"] == allowed
+    error = response.json()["error"]
+    assert error["code"] == "METHOD_NOT_ALLOWED" and error["message"].endswith(f"it takes {allowed}.")
 
 
 async def test_requests_without_a_session_are_unauthorized(anonymous):
