@@ -33,6 +33,7 @@ def frame(title: str, user: dict, *, path: str) -> Iterator[session.Visit]:
             if user["role"] == "admin":
                 _nav("Users", "/app/admin/users", path)
                 _nav("Metrics", "/app/admin/metrics", path)
+                _nav("Agents", "/app/admin/agents", path)
         ui.space()
         if toggle is not None:
             assistant = ui.button("Assistant", icon="auto_awesome", on_click=toggle).props("flat color=white")

@@ -1,6 +1,6 @@
 """The desk's screens; each module holds one NiceGUI router."""
 
-from pages import admin_metrics, admin_users, copilot, login, profile, work_order, work_orders
+from pages import admin_agents, admin_metrics, admin_runs, admin_users, copilot, login, profile, work_order, work_orders
 
 ROUTERS = [
     login.router,
@@ -8,6 +8,8 @@ ROUTERS = [
     work_order.router,
     admin_users.router,
     admin_metrics.router,
+    admin_agents.router,
+    admin_runs.router,
     profile.router,
     copilot.router,
 ]

@@ -1,0 +1,266 @@
+"""/app/admin/agents/runs: every run of the copilot and the triage agent, and one run's transcript.
+
+The list and the detail go through the triage service in process, as GET /admin/agents/runs[/{id}] do;
+opening a detail is recorded in the agents' audit by that same service (SEC-11). Messages, tool
+arguments and results are untrusted text (the model's, or work-order text): labels and code blocks only.
+"""
+
+import json
+from datetime import UTC, date, datetime, time, timedelta
+
+from fastapi import Request
+from nicegui import APIRouter, ui
+
+from components import session
+from components.chips import PRIORITY_LABELS
+from components.forbidden import forbidden
+from components.formats import when
+from components.frame import frame
+from desk.agent import policy
+from desk.agent.models import AgentRunDetail, AgentRunRead, AgentToolCallRead
+from desk.agent.triage import service as triage
+from desk.agent.triage.models import RunQuery
+from desk.config import get_settings
+from desk.db.client import get_db
+from desk.errors import DeskError, NotFound
+from desk.schema import MAX_OFFSET, PageQuery
+from desk.users import service as users_service
+from pages.admin_agents import PATH as AGENTS
+from pages.admin_agents import agents_tabs, ai_off_notice
+
+router = APIRouter()
+PATH = f"{AGENTS}/runs"
+PAGE_SIZE = 25
+AGENT_NAMES = {"copilot": "Copilot", "triage": "Triage agent"}
+STATUSES = {
+    "running": "Running",
+    "complete": "Complete",
+    "error": "Error",
+    "budget_exceeded": "Over budget",
+    "expired": "Expired",
+    "aborted": "Aborted",
+}
+STATUS_COLORS = {"running": "blue-6", "complete": "green-7", "error": "red-7", "budget_exceeded": "orange-8"}
+
+
+@router.page(PATH)
+async def admin_runs_page(request: Request):
+    user = await session.current_user()
+    if user is None:
+        return session.to_login(request)
+    actor = session.actor_of(user)
+    with frame("Agent runs", user, path=PATH) as visit:
+        if not actor.is_admin:
+            forbidden()
+            return
+        agents_tabs(PATH)
+        await switch_banner(actor)
+        people = await users_service.list_users(db=get_db(), actor=actor, page=PageQuery(offset=0, limit=100))
+        await RunsScreen(visit, {p.id: p.name for p in people.items}).build()
+
+
+@router.page(PATH + "/{run_id}")
+async def admin_run_page(request: Request, run_id: str):
+    user = await session.current_user()
+    if user is None:
+        return session.to_login(request)
+    actor = session.actor_of(user)
+    with frame("Agent run", user, path=PATH) as _visit:
+        if not actor.is_admin:
+            forbidden()
+            return
+        ui.link("← All runs", PATH).classes("text-sm")
+        try:
+            detail = await triage.run_detail(db=get_db(), actor=actor, run_id=run_id)  # audited: who looked, when
+        except NotFound:
+            ui.label("There is no such run (transcripts are kept 90 days).").classes("text-lg").mark("missing")
+            return
+        extras = await triage.run_extras(db=get_db(), actor=actor, run_ids=[run_id])
+        names = await users_service.display_names(db=get_db(), user_ids={detail.run.actor_id} - {None})
+        run_detail(detail, extras.get(run_id), names)
+
+
+async def switch_banner(actor) -> None:
+    """The off states an admin must not miss: AI off on this desk, or the triage agent switched off."""
+    settings = get_settings()
+    if not settings.ai_enabled:
+        ai_off_notice()
+        return
+    if not (await policy.get_config(db=get_db(), settings=settings, actor=actor)).enabled:
+        with ui.card().classes("w-full bg-red-1").mark("agents-off-banner"), ui.row().classes("items-center gap-2"):
+            ui.icon("power_off", size="md").classes("text-red-8")
+            ui.label("The triage agent is turned off. New work orders wait untriaged.").classes("font-medium")
+            ui.link("Turn it on in the triage settings", AGENTS)
+
+
+class RunsScreen:
+    """Filters above a page of runs, newest first."""
+
+    def __init__(self, visit: session.Visit, people: dict[str, str]) -> None:
+        self.visit, self.people = visit, people
+        self.filters: dict[str, object] = {"agent": None, "status": None, "person": None, "since": None, "until": None}
+        self.page = 1
+
+    async def build(self) -> None:
+        with ui.row().classes("w-full items-end gap-3"):
+            self._select(AGENT_NAMES, "Agent", "agent")
+            self._select(STATUSES, "Status", "status")
+            self._select(self.people, "Person (copilot runs)", "person").classes("w-56")
+            for key, label in (("since", "From"), ("until", "Until")):
+                field = ui.input(label).props("type=date dense stack-label clearable").classes("w-40")
+                field.mark(f"runs-{key}").on_value_change(lambda e, k=key: self._set(k, _day(e.value)))
+        self.count = ui.label().classes("text-sm text-grey-7").mark("runs-count")
+        self.list = ui.column().classes("w-full gap-0 border rounded").mark("runs")
+        self.pager = ui.pagination(1, 1, direction_links=True).mark("runs-pages")
+        self.pager.on_value_change(lambda e: e.value != self.page and self._go(e.value))
+        await self.load()
+
+    def _select(self, options: dict, label: str, key: str) -> ui.select:
+        select = ui.select(options, label=label, clearable=True).props("dense").classes("w-40").mark(f"runs-{key}")
+        select.on_value_change(lambda e: self._set(key, e.value))
+        return select
+
+    async def _set(self, key: str, value: object) -> None:
+        self.filters[key], self.page = value, 1
+        await self.load()
+
+    async def _go(self, page: int) -> None:
+        self.page = page
+        await self.load()
+
+    async def load(self) -> None:
+        actor = await self.visit.actor()
+        since, until = self.filters["since"], self.filters["until"]
+        query = RunQuery(
+            agent=self.filters["agent"],
+            status=self.filters["status"],
+            since=datetime.combine(since, time(), tzinfo=UTC) if since else None,
+            until=datetime.combine(until + timedelta(days=1), time(), tzinfo=UTC) if until else None,  # inclusive
+            offset=(self.page - 1) * PAGE_SIZE,
+            limit=PAGE_SIZE,
+        )
+        try:
+            found = await triage.list_runs(db=get_db(), actor=actor, query=query, person_id=self.filters["person"])
+        except DeskError as error:
+            ui.notify(error.message, type="negative")
+            return
+        extras = await triage.run_extras(db=get_db(), actor=actor, run_ids=[run.id for run in found.items])
+        self.list.clear()
+        with self.list:
+            if not found.items:
+                ui.label("No runs match these filters.").classes("text-grey-7 p-4").mark("runs-empty")
+            for run in found.items:
+                self._row(run, extras.get(run.id))
+        first = (self.page - 1) * PAGE_SIZE + 1
+        total = f"{found.total:,}" if found.total_exact else f"{found.total:,}+"
+        self.count.set_text(f"{first}–{first + len(found.items) - 1} of {total} runs" if found.items else "")
+        pages = min(max(1, -(-found.total // PAGE_SIZE)), MAX_OFFSET // PAGE_SIZE + 1)
+        self.pager.max = pages
+        self.pager.update()
+        self.pager.set_value(self.page)
+        self.pager.set_visibility(pages > 1)
+
+    def _row(self, run: AgentRunRead, extra: triage.RunExtra | None) -> None:
+        with ui.row().classes("w-full items-center gap-3 px-3 py-2 border-b hover:bg-grey-1 no-wrap").mark("run-row"):
+            ui.link(when(run.started_at), f"{PATH}/{run.id}").classes("w-44 shrink-0").mark("run-open")
+            ui.label(AGENT_NAMES.get(run.agent_name or "copilot", run.agent_name or "")).classes("w-28")
+            status_chip(run.status)
+            if run.actor_id:
+                ui.label(self.people.get(run.actor_id, "someone")).classes("w-40 truncate")
+            elif extra and extra.work_order_id:
+                ui.link("its work order", f"/app/work-orders/{extra.work_order_id}").classes("w-40")
+            else:
+                ui.label("—").classes("w-40")
+            ui.label(f"{run.input_tokens:,} in · {run.output_tokens:,} out").classes("text-sm text-grey-8 w-40")
+            ui.label(f"${extra.cost_usd:.4f}" if extra else "").classes("text-sm text-grey-8 w-20")
+            ui.label(run.error_code or "").classes("text-sm text-red-8 grow break-all")
+
+
+def status_chip(status: str) -> ui.chip:
+    return ui.chip(STATUSES.get(status, status), color=STATUS_COLORS.get(status, "grey-7"), text_color="white").props(
+        "dense"
+    )
+
+
+def run_detail(detail: AgentRunDetail, extra: triage.RunExtra | None, names: dict[str, str]) -> None:
+    """The run's facts, its transcript and its tool calls; every model or order text as plain text."""
+    run = detail.run
+    agent = AGENT_NAMES.get(run.agent_name or "copilot", run.agent_name or "")
+    with ui.card().classes("w-full gap-1").mark("run-facts"):
+        with ui.row().classes("items-center gap-3"):
+            ui.label(f"{agent} run").classes("text-2xl font-semibold")
+            status_chip(run.status)
+        who = names.get(run.actor_id, "someone") if run.actor_id else "no person (the triage agent works alone)"
+        ui.label(f"For {who} · {run.mode} · model {run.model}").classes("text-sm text-grey-8")
+        ui.label(f"Started {when(run.started_at)} · finished {when(run.finished_at) or '—'}").classes("text-sm")
+        cost = f" · ${extra.cost_usd:.4f}" if extra else ""
+        ui.label(f"{run.input_tokens:,} tokens in · {run.output_tokens:,} out{cost}").classes("text-sm").mark(
+            "run-usage"
+        )
+        if run.error_code:
+            ui.label(f"Error: {run.error_code}").classes("text-sm text-red-8")
+        if extra and extra.work_order_id:
+            ui.link("Open the work order", f"/app/work-orders/{extra.work_order_id}").classes("text-sm")
+    ui.label("Transcript").classes("text-lg font-semibold mt-2")
+    with ui.column().classes("w-full gap-2").mark("transcript"):
+        if not detail.messages:
+            ui.label("No messages kept for this run.").classes("text-grey-7")
+        for message in detail.messages:
+            with ui.card().classes("w-full gap-1 " + ("bg-grey-1" if message.role != "assistant" else "")):
+                ui.label(f"{message.role} · {when(message.created_at)}").classes("text-xs text-grey-7")
+                ui.label(message.content or "(called tools)").classes("whitespace-pre-wrap break-all").mark("message")
+    ui.label("Tool calls").classes("text-lg font-semibold mt-2")
+    with ui.column().classes("w-full gap-2").mark("tool-calls"):
+        if not detail.tool_calls:
+            ui.label("No tool calls.").classes("text-grey-7")
+        for call in detail.tool_calls:
+            _tool_call(call)
+
+
+def _tool_call(call: AgentToolCallRead) -> None:
+    with ui.card().classes("w-full gap-1").mark("tool-call"):
+        with ui.row().classes("items-center gap-2"):
+            ui.label(call.tool).classes("font-mono font-medium")
+            ui.badge(call.outcome, color="green-7" if call.outcome == "ok" else "grey-7").mark("tool-outcome")
+            if call.approval is not None:
+                ui.badge(f"approval: {call.approval.status}", color="purple-6").props("outline")
+            ui.label(f"{call.latency_ms} ms").classes("text-xs text-grey-7")
+        for line in diff_lines(call):
+            ui.label(line).classes("text-sm break-all").mark("tool-diff")
+        ui.label("Arguments").classes("text-xs text-grey-7")
+        _json_text(call.args)
+        if call.result is not None:
+            ui.label("Result").classes("text-xs text-grey-7")
+            _json_text(call.result)
+
+
+def _json_text(value: object) -> None:
+    # A label, not ui.code: ui.code is Markdown inside a fence, and a ``` in the model's text would end the fence.
+    text = json.dumps(value, indent=2, ensure_ascii=False, default=str)
+    ui.label(text).classes("w-full font-mono text-xs whitespace-pre-wrap break-all bg-grey-2 p-2 rounded").mark(
+        "tool-json"
+    )
+
+
+def diff_lines(call: AgentToolCallRead) -> list[str]:
+    """What a write changed: each field from the order as it was (`pre_image`) to the arguments."""
+    before = call.pre_image or {}
+    return [
+        f"{field}: {_shown(field, before.get(field))} → {_shown(field, value)}"
+        for field, value in call.args.items()
+        if field in before and before.get(field) != value
+    ]
+
+
+def _shown(field: str, value: object) -> str:
+    if field == "priority":
+        return PRIORITY_LABELS.get(str(value), str(value))
+    text = str(value)
+    return f"“{text[:120]}…”" if len(text) > 120 else f"“{text}”"
+
+
+def _day(value: str | None) -> date | None:
+    try:
+        return date.fromisoformat(value) if value else None
+    except ValueError:
+        return None
