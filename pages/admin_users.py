@@ -5,9 +5,13 @@ from nicegui import APIRouter, ui
 from pydantic import ValidationError
 
 from components import session
+from components.confirm import confirm
 from components.fields import clear_problems, sentence, show_problems
 from components.forbidden import forbidden
+from components.formats import ago, when
 from components.frame import frame
+from desk.auth import service as auth_service
+from desk.auth.models import TokenRead
 from desk.db.client import get_db
 from desk.errors import DeskError
 from desk.schema import MAX_OFFSET, PageQuery
@@ -117,6 +121,7 @@ class UserRow:
             self.active = ui.switch(_active_text(person.active), value=person.active).mark("active")
             self.active.on_value_change(lambda e: self.change("active", e.value))
             ui.space()
+            ui.button("Tokens", icon="vpn_key", on_click=self.show_tokens).props("flat dense").mark("tokens")
             ui.button("Reset password", icon="key", on_click=self.reset_password).props("flat dense").mark("reset")
 
     async def change(self, field: str, value: object) -> None:
@@ -172,6 +177,62 @@ class UserRow:
         dialog.delete()  # the typed password leaves the page with the dialog
         if done:
             ui.notify(f"Password reset for {person.name}; their sessions have ended.", type="positive")
+
+    async def show_tokens(self) -> None:
+        await TokensDialog(self.visit, self.shown).open()
+
+
+class TokensDialog:
+    """A person's API tokens with their last use, each with Revoke (the secrets are never stored, so never shown)."""
+
+    def __init__(self, visit: session.Visit, person: UserRead) -> None:
+        self.visit, self.person = visit, person
+
+    async def open(self) -> None:
+        with ui.dialog() as self.dialog, ui.card().classes("w-[40rem] gap-2").mark("tokens-dialog"):
+            ui.label(f"API tokens of {self.person.name}").classes("text-lg font-semibold break-all")
+            self.list_area = ui.column().classes("w-full gap-0")
+            with ui.row().classes("w-full justify-end"):
+                ui.button("Close", on_click=lambda: self.dialog.submit(None)).props("flat").mark("tokens-close")
+        await self.show()
+        await self.dialog
+        if not self.dialog.is_deleted:  # unless the page closed meanwhile
+            self.dialog.delete()
+
+    async def show(self) -> None:
+        actor = await self.visit.actor()
+        tokens = await auth_service.list_tokens_of(db=get_db(), actor=actor, user_id=self.person.id)
+        self.list_area.clear()
+        with self.list_area:
+            if not tokens:
+                ui.label(f"{self.person.name} has no API tokens.").classes("text-grey-7 break-all").mark("no-tokens")
+            for token in tokens:
+                self._row(token)
+
+    def _row(self, token: TokenRead) -> None:
+        with ui.row().classes("w-full items-center gap-3 py-1 border-b").mark(f"token-row token:{token.id}"):
+            ui.label(token.name).classes("grow break-all font-medium").mark("token-row-name")
+            ui.label(f"{token.prefix}…").classes("font-mono text-xs text-grey-7")
+            ui.label(f"Created {when(token.created_at)}").classes("text-sm text-grey-8")
+            if token.last_used_at:
+                used = ui.label(f"Last used {ago(token.last_used_at)}").tooltip(when(token.last_used_at))
+            else:
+                used = ui.label("Never used")
+            used.classes("text-sm text-grey-8 w-36").mark("token-used")
+            ui.button("Revoke", on_click=lambda: self.revoke(token)).props("flat dense color=negative").mark("revoke")
+
+    async def revoke(self, token: TokenRead) -> None:
+        question = (f"Revoke {self.person.name}'s token?", token.name, "Programs using it stop working at once.")
+        if not await confirm(*question, action="Revoke", marker="confirm-revoke"):
+            return
+        try:
+            actor = await self.visit.actor()
+            await auth_service.revoke_token_of(db=get_db(), actor=actor, user_id=self.person.id, token_id=token.id)
+        except DeskError as error:
+            ui.notify(error.message, type="negative")
+        else:
+            ui.notify(f"Token revoked for {self.person.name}.", type="positive")
+        await self.show()
 
 
 def _ai_text(enabled: bool) -> str:

@@ -1,5 +1,7 @@
 """/app/profile: one's own password, personal API tokens and AI assistance; open to every role."""
 
+from collections.abc import Awaitable, Callable
+
 from fastapi import Request
 from nicegui import APIRouter, ui
 from pydantic import ValidationError
@@ -27,12 +29,13 @@ async def profile_page(request: Request):
         with ui.column().classes("gap-0"):
             ui.label(user["name"]).classes("text-2xl font-semibold break-all").mark("profile-name")
             ui.label(f"{user['email']} · {user['role']}").classes("text-grey-7 break-all")
-        _password_card(visit)
+        tokens = TokensCard(visit)
+        _password_card(visit, on_tokens_revoked=tokens.show)
         _ai_card(visit, enabled=bool(user.get("aiEnabled", True)))
-        await TokensCard(visit).build()
+        await tokens.build()
 
 
-def _password_card(visit: session.Visit) -> None:
+def _password_card(visit: session.Visit, *, on_tokens_revoked: Callable[[], Awaitable[None]]) -> None:
     with ui.card().classes("w-full max-w-xl gap-2").mark("password-card"):
         ui.label("Change password").classes("text-lg font-semibold")
         current = ui.input("Current password", password=True).props("autocomplete=current-password")
@@ -44,6 +47,7 @@ def _password_card(visit: session.Visit) -> None:
         ui.label("At least 12 characters and not a common password. Your other sessions will be logged out.").classes(
             "text-sm text-grey-7"
         )
+        revoke = ui.checkbox("Also revoke all my API tokens (programs using them stop working)").mark("revoke-tokens")
         problem = ui.label().classes("text-negative text-sm").mark("password-problem")
         # The model's and the service's field names, each beside the input it is about.
         inputs = {"current_password": current, "currentPassword": current, "new_password": new, "password": new}
@@ -57,6 +61,7 @@ def _password_card(visit: session.Visit) -> None:
             try:
                 data = PasswordChange.model_validate(
                     {"current_password": current.value or "", "new_password": new.value or ""}
+                    | {"revoke_tokens": bool(revoke.value)}
                 )
                 await users_service.change_own_password(
                     db=get_db(),
@@ -64,12 +69,19 @@ def _password_card(visit: session.Visit) -> None:
                     current=data.current_password,
                     new=data.new_password,
                     keep_session=visit.secret,  # this browser stays logged in
+                    revoke_tokens=data.revoke_tokens,
                 )
             except (ValidationError, DeskError) as error:
                 show_problems(error, inputs, problem)
                 return
             current.value, new.value, repeat.value = "", "", ""
-            ui.notify("Password changed. Your other sessions have been logged out.", type="positive")
+            if data.revoke_tokens:
+                revoke.value = False
+                message = "Password changed. Your other sessions are logged out and your API tokens revoked."
+                ui.notify(message, type="positive")
+                await on_tokens_revoked()
+            else:
+                ui.notify("Password changed. Your other sessions have been logged out.", type="positive")
 
         with ui.row().classes("w-full justify-end"):
             ui.button("Change password", on_click=change).mark("change-password")

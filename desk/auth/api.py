@@ -3,7 +3,7 @@
 from fastapi import APIRouter, Depends, Request, Response, status
 
 from desk.auth import service
-from desk.auth.models import LoginRequest, TokenCreate, TokenCreated, TokenRead
+from desk.auth.models import LoginRequest, PasswordChange, TokenCreate, TokenCreated, TokenRead
 from desk.errors import ErrorCode, ValidationFailed
 from desk.http import (
     AUTHED,
@@ -17,6 +17,7 @@ from desk.http import (
     session_cookie_name,
     set_session_cookie,
 )
+from desk.users import service as users_service
 from desk.users.models import UserRead
 
 router = APIRouter(prefix="/api/v1/auth", tags=["auth"])
@@ -56,6 +57,25 @@ async def logout(request: Request, response: Response, db: Db, user: CurrentUser
 @router.get("/me", response_model=UserRead, responses=errors(*AUTHED))
 async def me(user: CurrentUser) -> UserRead:
     return UserRead.model_validate(user)
+
+
+@router.post(
+    "/password", status_code=204, responses=errors(*AUTHED, ErrorCode.RATE_LIMITED), summary="Change own password"
+)
+async def change_password(body: PasswordChange, request: Request, db: Db, actor: SessionActor) -> None:
+    """Change one's own password, from a browser session only; this session stays, every other one ends.
+
+    With `revokeTokens: true` every personal API token is revoked too. Checks of the current password are
+    rate-limited per account.
+    """
+    await users_service.change_own_password(
+        db=db,
+        actor=actor,
+        current=body.current_password,
+        new=body.new_password,
+        keep_session=request.cookies.get(session_cookie_name()),
+        revoke_tokens=body.revoke_tokens,
+    )
 
 
 @router.post("/tokens", status_code=201, response_model=TokenCreated, responses=errors(*AUTHED))

@@ -17,8 +17,11 @@ class LoginRequest(ApiModel):
 
 
 class PasswordChange(ApiModel):
+    """One's own new password; `revokeTokens` also revokes every personal API token (other sessions always end)."""
+
     current_password: Annotated[str, Field(min_length=1, max_length=1024)]
     new_password: Password
+    revoke_tokens: bool = False
 
 
 class ProfileUpdate(ApiModel):

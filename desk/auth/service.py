@@ -13,7 +13,7 @@ from desk.auth import passwords
 from desk.auth import repository as repo
 from desk.auth.models import TokenCreated, TokenRead
 from desk.config import get_settings
-from desk.errors import NotFound, RateLimited, Unauthorized
+from desk.errors import Forbidden, NotFound, RateLimited, Unauthorized
 from desk.schema import now, parse_object_id
 from desk.users import access
 from desk.users import repository as users_repo
@@ -198,5 +198,29 @@ async def revoke_token(*, db: AsyncDatabase, actor: Actor, token_id: str) -> Non
 
 
 async def revoke_all_tokens(*, db: AsyncDatabase, user_id: ObjectId) -> None:
-    """Delete every API token of the user (an admin's password reset closes every way in)."""
+    """Delete every API token of the user (a password reset, or a change that asks for it, closes every way in)."""
     await repo.delete_user_tokens(db, user_id)
+
+
+async def list_tokens_of(*, db: AsyncDatabase, actor: Actor, user_id: str) -> list[TokenRead]:
+    """Anyone's tokens with their last use, newest first, for admins (never their secrets)."""
+    owner = await _token_owner(db=db, actor=actor, user_id=user_id)
+    return [TokenRead.model_validate(doc) for doc in await repo.list_tokens(db, owner)]
+
+
+async def revoke_token_of(*, db: AsyncDatabase, actor: Actor, user_id: str, token_id: str) -> None:
+    """An admin deletes one of anyone's tokens; NotFound when that person has no such token."""
+    owner = await _token_owner(db=db, actor=actor, user_id=user_id)
+    oid = parse_object_id(token_id)
+    if oid is None or not await repo.delete_token(db, oid, owner):
+        raise NotFound("No such API token.")
+
+
+async def _token_owner(*, db: AsyncDatabase, actor: Actor, user_id: str) -> ObjectId:
+    """The id of the person whose tokens an admin is looking at; Forbidden for others, NotFound for no one."""
+    if not actor.is_admin:
+        raise Forbidden("Only admins can manage other people's API tokens.")
+    oid = parse_object_id(user_id)
+    if oid is None or await users_repo.get(db, oid) is None:
+        raise NotFound("No such user.")
+    return oid

@@ -4,6 +4,8 @@ from typing import Annotated
 
 from fastapi import APIRouter, Query
 
+from desk.auth import service as auth_service
+from desk.auth.models import TokenRead
 from desk.errors import ErrorCode
 from desk.http import AUTHED, CurrentActor, Db, errors
 from desk.schema import OffsetPage, PageQuery
@@ -32,3 +34,15 @@ async def update_user(user_id: str, body: UserAdminUpdate, db: Db, actor: Curren
     their copilot runs (the service fires desk.users.access). An empty body, or a null for a field, is a 400.
     """
     return await service.update_user(db=db, actor=actor, user_id=user_id, data=body)
+
+
+@router.get("/{user_id}/tokens", response_model=list[TokenRead], responses=errors(*AUTHED, ErrorCode.NOT_FOUND))
+async def list_user_tokens(user_id: str, db: Db, actor: CurrentActor) -> list[TokenRead]:
+    """A person's personal API tokens with when each was last used, newest first (never their secrets)."""
+    return await auth_service.list_tokens_of(db=db, actor=actor, user_id=user_id)
+
+
+@router.delete("/{user_id}/tokens/{token_id}", status_code=204, responses=errors(*AUTHED, ErrorCode.NOT_FOUND))
+async def revoke_user_token(user_id: str, token_id: str, db: Db, actor: CurrentActor) -> None:
+    """Revoke one of a person's API tokens: programs using it get 401 at once."""
+    await auth_service.revoke_token_of(db=db, actor=actor, user_id=user_id, token_id=token_id)

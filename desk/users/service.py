@@ -13,6 +13,8 @@ from desk.users import access
 from desk.users import repository as repo
 from desk.users.models import UserAdminUpdate, UserCreate, UserRead
 
+PASSWORD_CHECKS_PER_MINUTE = 5
+
 
 def _require_admin(actor: Actor) -> None:
     if not actor.is_admin:
@@ -140,13 +142,28 @@ async def set_own_ai(*, db: AsyncDatabase, actor: Actor, enabled: bool) -> UserR
 
 
 async def change_own_password(
-    *, db: AsyncDatabase, actor: Actor, current: str, new: str, keep_session: str | None = None
+    *,
+    db: AsyncDatabase,
+    actor: Actor,
+    current: str,
+    new: str,
+    keep_session: str | None = None,
+    revoke_tokens: bool = False,
 ) -> None:
-    """Change one's own password after checking the current one; every other session ends."""
+    """Change one's own password after checking the current one; every other session ends, and the tokens if asked."""
     _require_human(actor)
+    # Per account: a stolen session cannot be used to guess the password behind it.
+    await auth_service.limit_rate(
+        db=db,
+        key=f"password-check:{actor.id}",
+        per_minute=PASSWORD_CHECKS_PER_MINUTE,
+        message="Too many tries at your current password; wait a minute.",
+    )
     doc = await repo.get(db, ObjectId(actor.id))
     if doc is None or not await passwords.verify_password(doc["passwordHash"], current):
         raise ValidationFailed("The current password is not right.", details={"field": "currentPassword"})
     passwords.check_policy(new)
     await repo.update(db, doc["_id"], {"passwordHash": await passwords.hash_password(new), "updatedAt": now()})
     await auth_service.end_sessions(db=db, user_id=doc["_id"], keep_secret=keep_session)
+    if revoke_tokens:  # whoever knew the old password may have made tokens: the person decides
+        await auth_service.revoke_all_tokens(db=db, user_id=doc["_id"])

@@ -8,7 +8,7 @@ from components.forbidden import MESSAGE as NO_ACCESS
 from components.frame import SESSION_CHECK_SECONDS
 from desk.auth import service as auth_service
 from desk.errors import Unauthorized
-from tests.helpers import PASSWORD, error_of, until
+from tests.helpers import PASSWORD, actor, error_of, until
 from tests.ui.conftest import WAIT, submit
 
 PAGE = "/app/admin/users"
@@ -194,3 +194,31 @@ async def test_names_are_shown_as_typed_never_as_html(user: User, make_user, log
     assert name.text == "<img src=x onerror=alert(1)>"
     await user.should_not_see(kind=ui.html, retries=WAIT)
     await user.should_not_see(kind=ui.markdown, retries=WAIT)
+
+
+async def test_an_admin_sees_someones_tokens_and_their_last_use_and_revokes_one(user: User, make_user, log_in, db):
+    sam = await make_user("user", email="sam@example.com", name="Sam Rivera")
+    used = await auth_service.create_token(db=db, actor=actor(sam), name="Reporting script")
+    await auth_service.create_token(db=db, actor=actor(sam), name="Old laptop")
+    await auth_service.user_for_token(db=db, secret=used.secret)  # a program uses it
+    await open_as_admin(user, make_user, log_in)
+
+    with user.scope(marker="user:sam@example.com"):
+        user.find(marker="tokens").click()
+    await user.should_see(marker="tokens-dialog", retries=WAIT)
+    await user.should_see("API tokens of Sam Rivera", retries=WAIT)
+    with user.scope(marker=f"token:{used.id}"):
+        await user.should_see("Reporting script", retries=WAIT)
+        await user.should_see("Last used just now", retries=WAIT)
+    await user.should_see("Never used", retries=WAIT)
+    await user.should_not_see(used.secret, retries=WAIT)
+
+    with user.scope(marker=f"token:{used.id}"):
+        user.find(marker="revoke").click()
+    await user.should_see("Revoke Sam Rivera's token?", retries=WAIT)
+    user.find(marker="confirm-revoke").click()
+    await user.should_see("Token revoked for Sam Rivera.", retries=WAIT)
+    await user.should_not_see(marker=f"token:{used.id}", retries=WAIT)
+    await user.should_see("Old laptop", retries=WAIT)
+    with pytest.raises(Unauthorized):
+        await auth_service.user_for_token(db=db, secret=used.secret)

@@ -7,7 +7,7 @@ from nicegui.testing import User
 
 from desk.auth import service as auth_service
 from desk.errors import Unauthorized
-from tests.helpers import PASSWORD, error_of
+from tests.helpers import PASSWORD, actor, error_of
 from tests.ui.conftest import WAIT
 
 PAGE = "/app/profile"
@@ -163,3 +163,20 @@ async def test_token_names_are_shown_as_typed_never_as_markup(user: User, make_u
     assert name.text == "**bold**<script>x</script>"
     await user.should_not_see(kind=ui.html, retries=WAIT)
     await user.should_not_see(kind=ui.markdown, retries=WAIT)
+
+
+async def test_changing_the_password_can_revoke_ones_tokens(user: User, make_user, log_in, db):
+    sam = await make_user("user", name="Sam Rivera")
+    token = await auth_service.create_token(db=db, actor=actor(sam), name="Reporting script")
+    await log_in(user, sam, landing=PAGE)
+    await user.should_see(marker="token-row", retries=WAIT)
+
+    user.find(marker="revoke-tokens").click()
+    fill_password_form(user, PASSWORD, NEW_PASSWORD, NEW_PASSWORD)
+
+    await user.should_see(
+        "Password changed. Your other sessions are logged out and your API tokens revoked.", retries=WAIT
+    )
+    await user.should_see("You have no API tokens.", retries=WAIT)
+    with pytest.raises(Unauthorized):
+        await auth_service.user_for_token(db=db, secret=token.secret)
