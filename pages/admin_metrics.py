@@ -3,10 +3,13 @@
 from fastapi import Request
 from nicegui import APIRouter, ui
 
-from components import live, session
+from components import agent_charts, live, session
 from components.chips import PRIORITY_LABELS, STATUS_LABELS
 from components.forbidden import forbidden
 from components.frame import frame
+from desk.actors import Actor
+from desk.agent.triage import service as triage_service
+from desk.config import get_settings
 from desk.db.client import get_db
 from desk.errors import DeskError
 from desk.metrics.models import Metrics
@@ -30,6 +33,7 @@ async def admin_metrics_page(request: Request):
             return
         board = MetricsBoard(visit)
         board.build(await desk_metrics(db=get_db(), actor=actor))
+        await board.show_agents(actor)
     live.on_change(board.on_changes)
 
 
@@ -58,6 +62,7 @@ class MetricsBoard:
                 self.by_priority.mark("priority-chart")
         with ui.card().classes("w-full"):
             self.per_day = ui.echart(_per_day_chart()).classes("w-full h-72").mark("per-day-chart")
+        self.agents = ui.row().classes("w-full gap-4 no-wrap")  # the triage agent's charts, when AI is on
         self.show(figures)
 
     def show(self, figures: Metrics) -> None:
@@ -70,6 +75,22 @@ class MetricsBoard:
         options["series"][0]["data"] = [day.opened for day in figures.per_day]
         options["series"][1]["data"] = [day.closed for day in figures.per_day]
         self.per_day.update()
+
+    async def show_agents(self, actor: Actor) -> None:
+        """Triage volume and acceptance per day, and AI spend per day per scope (desk/agent/triage/service.py)."""
+        self.admin = actor
+        if not get_settings().ai_enabled:
+            return
+        if not self.agents.default_slot.children:
+            with self.agents:
+                with ui.card().classes("w-1/2"):
+                    self.triage_chart = ui.echart(agent_charts.triage_chart(DAYS)).classes("w-full h-72")
+                    self.triage_chart.mark("triage-chart")
+                with ui.card().classes("w-1/2"):
+                    self.spend_chart = ui.echart(agent_charts.spend_chart(DAYS)).classes("w-full h-72")
+                    self.spend_chart.mark("spend-chart")
+        days = await triage_service.per_day(db=get_db(), actor=actor, days=DAYS)
+        agent_charts.fill(self.triage_chart, self.spend_chart, days)
 
     async def on_changes(self, _batch: list[dict]) -> None:
         # Batches arrive every half second while orders change; read once at a time, and once more if needed.
@@ -85,6 +106,7 @@ class MetricsBoard:
                 except DeskError:
                     return  # no longer an admin: the figures stay as they were, the next page load says why
                 self.show(figures)
+                await self.show_agents(self.admin)
                 if not self.stale:
                     return
         finally:

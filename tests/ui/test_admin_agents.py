@@ -8,6 +8,7 @@ from nicegui.testing import User
 
 from components.forbidden import MESSAGE as NO_ACCESS
 from desk.agent import budget, policy
+from desk.agent.triage import service as triage
 from desk.agent.triage import worker_jobs
 from desk.agent.triage.models import AgentConfigUpdate
 from desk.schema import now
@@ -194,3 +195,25 @@ async def test_with_ai_off_at_boot_the_page_says_so_and_offers_nothing(user: Use
     await user.should_see("AI is not enabled on this desk.")
     await user.should_not_see(marker="switch-button")
     await user.should_not_see(marker="policy-save")
+
+
+async def test_the_metrics_page_charts_triage_volume_acceptance_and_spend(
+    user: User, make_user, make_order, log_in, db, ai_settings, provider, fake_provider
+):
+    ada, sam = await make_user("admin"), await make_user("user")
+    taken, dropped = await make_order(sam, "Burst pipe"), await make_order(sam, "Squeaky door")
+    fake_provider.script(proposal("urgent"), proposal("high"))
+    await worker_jobs.process_due(db, ai_settings, provider=provider)
+    for order, accept in ((taken, True), (dropped, False)):
+        (suggestion,) = await triage.suggestions(db=db, actor=actor(sam), order_id=order.id)
+        await triage.decide(db=db, actor=actor(sam), order_id=order.id, suggestion_id=suggestion.id, accept=accept)
+    await budget.charge(db, user_id=None, agent="triage", usd=0.5)
+
+    await log_in(user, ada, landing="/app/admin/metrics")
+    await user.should_see(marker="triage-chart", retries=WAIT)
+    (chart,) = user.find(kind=ui.echart, marker="triage-chart").elements
+    today = {series["name"]: series["data"][-1] for series in chart.options["series"]}
+    assert today == {"Suggested": 2, "Accepted": 1, "Dismissed": 1, "Acceptance %": 50}
+    (spend,) = user.find(kind=ui.echart, marker="spend-chart").elements
+    spent = {series["name"]: series["data"][-1] for series in spend.options["series"]}
+    assert spent["Triage agent"] >= 0.5 and spent["Whole desk"] >= 0.5 and spent["Copilot"] == 0
