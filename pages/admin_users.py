@@ -120,6 +120,8 @@ class UserRow:
             self.ai.on_value_change(lambda e: self.change("ai_enabled", e.value))
             self.active = ui.switch(_active_text(person.active), value=person.active).mark("active")
             self.active.on_value_change(lambda e: self.change("active", e.value))
+            self.lock_area = ui.row().classes("items-center gap-1 no-wrap")
+            self._show_lock()
             ui.space()
             ui.button("Tokens", icon="vpn_key", on_click=self.show_tokens).props("flat dense").mark("tokens")
             ui.button("Reset password", icon="key", on_click=self.reset_password).props("flat dense").mark("reset")
@@ -177,6 +179,25 @@ class UserRow:
         dialog.delete()  # the typed password leaves the page with the dialog
         if done:
             ui.notify(f"Password reset for {person.name}; their sessions have ended.", type="positive")
+
+    def _show_lock(self) -> None:
+        self.lock_area.clear()
+        if self.shown.locked_until is None:
+            return
+        with self.lock_area:
+            ui.icon("lock", color="negative")
+            ui.label(f"Locked until {when(self.shown.locked_until)}").classes("text-sm text-negative").mark("locked")
+            ui.button("Unlock", on_click=self.unlock).props("flat dense").mark("unlock")
+
+    async def unlock(self) -> None:
+        try:
+            actor = await self.visit.actor()
+            self.shown = await users_service.unlock_user(db=get_db(), actor=actor, user_id=self.shown.id)
+        except DeskError as error:
+            ui.notify(error.message, type="negative")
+            return
+        self._show_lock()
+        ui.notify(f"{self.shown.name} is unlocked and can log in again.", type="positive")
 
     async def show_tokens(self) -> None:
         await TokensDialog(self.visit, self.shown).open()

@@ -116,3 +116,8 @@ async def hit(db: AsyncDatabase, key: str, *, window_end: datetime) -> int:
         return_document=ReturnDocument.AFTER,
     )
     return doc["n"]
+
+
+async def unhit(db: AsyncDatabase, key: str, *, window_end: datetime) -> None:
+    """Take back one hit counted on `key` in that window (a login whose password was right)."""
+    await db["rate_limits"].update_one({"_id": f"{key}@{window_end.isoformat()}", "n": {"$gt": 0}}, {"$inc": {"n": -1}})

@@ -3,13 +3,13 @@
 import hashlib
 import secrets
 from dataclasses import dataclass
-from datetime import timedelta
+from datetime import UTC, datetime, timedelta
 
 from bson import ObjectId
 from pymongo.asynchronous.database import AsyncDatabase
 
 from desk.actors import Actor, Role
-from desk.auth import passwords
+from desk.auth import passwords, throttle
 from desk.auth import repository as repo
 from desk.auth.models import TokenCreated, TokenRead
 from desk.config import get_settings
@@ -23,6 +23,7 @@ TOUCH_EVERY = timedelta(seconds=60)  # a busy person's session is written once a
 TICKET_LIFETIME = timedelta(seconds=60)
 TOKEN_PREFIX = "wod_"  # noqa: S105 - a marker, not a secret
 WRONG_LOGIN = "Wrong email or password. After 5 failed attempts an account is locked for 15 minutes."
+DEACTIVATED = "This account is deactivated. Ask an admin of the desk to reactivate it."
 
 
 @dataclass(frozen=True)
@@ -71,30 +72,35 @@ async def redeem_login_ticket(*, db: AsyncDatabase, ticket: str, browser: str) -
 
 
 async def _check_password(*, db: AsyncDatabase, email: str, password: str, ip: str) -> dict:
-    """The active, unlocked user with this email and password; Unauthorized (and a failure counted) otherwise."""
-    await _limit_login_rate(db=db, ip=ip)
+    """The active, unlocked user with this email and password; otherwise a refusal that helps no guesser.
+
+    A wrong password or an unknown email get one generic answer (and count as a failure); only after
+    the right password is a person told that their account is locked, and until when, or deactivated.
+    """
+    attempt = await throttle.admit(db=db, ip=ip, email=email)
     user = await users_repo.get_by_email(db, email.strip().lower())
     matches = await passwords.verify_password(user["passwordHash"] if user else None, password)
-    if user is None or not user.get("active", False):
-        raise Unauthorized(WRONG_LOGIN)
     moment = now()
-    locked_until = user.get("lockedUntil")
-    if locked_until and locked_until > moment:
+    locked_until = user.get("lockedUntil") if user else None
+    locked = locked_until is not None and locked_until > moment
+    if user is None or not matches:
+        if user is not None and user.get("active", False) and not locked:
+            await users_repo.record_failed_login(db, user["_id"], lock_until=moment + timedelta(minutes=LOCK_MINUTES))
         raise Unauthorized(WRONG_LOGIN)
-    if not matches:
-        await users_repo.record_failed_login(db, user["_id"], lock_until=moment + timedelta(minutes=LOCK_MINUTES))
-        raise Unauthorized(WRONG_LOGIN)
+    await throttle.give_back(db=db, attempt=attempt)  # the right password: no guess to count
+    if not user.get("active", False):
+        raise Forbidden(DEACTIVATED)
+    if locked:
+        raise Forbidden(_locked_message(locked_until), details={"lockedUntil": locked_until.isoformat()})
     if user.get("failedLoginCount") or locked_until:
         await users_repo.clear_failed_logins(db, user["_id"])
     return user
 
 
-async def _limit_login_rate(*, db: AsyncDatabase, ip: str) -> None:
-    await limit_rate(
-        db=db,
-        key=f"login:{ip}",
-        per_minute=get_settings().desk_login_attempts_per_minute,
-        message="Too many login attempts from this address; wait a minute.",
+def _locked_message(until: datetime) -> str:
+    return (
+        f"This account was locked for {LOCK_MINUTES} minutes after {users_repo.LOCK_AFTER_FAILURES} failed logins, "
+        f"until {until.astimezone(UTC):%H:%M} UTC. Try again then, or ask an admin to unlock it."
     )
 
 

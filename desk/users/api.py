@@ -36,6 +36,12 @@ async def update_user(user_id: str, body: UserAdminUpdate, db: Db, actor: Curren
     return await service.update_user(db=db, actor=actor, user_id=user_id, data=body)
 
 
+@router.post("/{user_id}/unlock", response_model=UserRead, responses=errors(*AUTHED, ErrorCode.NOT_FOUND))
+async def unlock_user(user_id: str, db: Db, actor: CurrentActor) -> UserRead:
+    """Lift the lock that failed logins put on an account (`lockedUntil` becomes null)."""
+    return await service.unlock_user(db=db, actor=actor, user_id=user_id)
+
+
 @router.get("/{user_id}/tokens", response_model=list[TokenRead], responses=errors(*AUTHED, ErrorCode.NOT_FOUND))
 async def list_user_tokens(user_id: str, db: Db, actor: CurrentActor) -> list[TokenRead]:
     """A person's personal API tokens with when each was last used, newest first (never their secrets)."""

@@ -6,7 +6,7 @@ from typing import Annotated, Literal
 
 from pydantic import AfterValidator, Field, StringConstraints, field_validator
 
-from desk.schema import ApiModel, IdStr, ReadModel, not_null, single_line
+from desk.schema import ApiModel, IdStr, ReadModel, not_null, now, single_line
 
 RoleName = Literal["admin", "user", "viewer"]
 EMAIL = re.compile(r"^[^@\s]+@[^@\s]+\.[^@\s]+$")
@@ -55,3 +55,9 @@ class UserRead(ReadModel):
     active: bool
     created_at: datetime
     updated_at: datetime
+    locked_until: datetime | None = None  # after too many failed logins; null when it can log in
+
+    @field_validator("locked_until")
+    @classmethod
+    def _only_while_locked(cls, value: datetime | None) -> datetime | None:
+        return value if value is not None and value > now() else None

@@ -117,6 +117,16 @@ async def update_user(*, db: AsyncDatabase, actor: Actor, user_id: str, data: Us
     return UserRead.model_validate(doc)
 
 
+async def unlock_user(*, db: AsyncDatabase, actor: Actor, user_id: str) -> UserRead:
+    """An admin lifts a lock left by failed logins, so the person can log in at once."""
+    _require_admin(actor)
+    oid = parse_object_id(user_id)
+    doc = await repo.clear_failed_logins(db, oid) if oid else None
+    if doc is None:
+        raise NotFound("No such user.")
+    return UserRead.model_validate(doc)
+
+
 def _access_lost_by(before: UserRead, changes: dict[str, object]) -> access.Reason | None:
     """What, in an admin's change, takes access away from the person (the gravest when there are several)."""
     if changes.get("active") is False:

@@ -52,6 +52,7 @@ async def test_https_deployments_get_a_secure_host_only_cookie(make_user, anonym
 
 
 async def test_wrong_password_unknown_email_and_inactive_user_all_look_the_same(make_user, anonymous, client_for):
+    # Only the right password earns the truth about a deactivated account (tests/auth/test_throttle.py).
     admin = await make_user("admin")
     gone = await make_user("user", email="gone@example.com")
     await (await client_for(admin)).patch(f"/api/v1/admin/users/{gone['id']}", json={"active": False})
@@ -60,7 +61,7 @@ async def test_wrong_password_unknown_email_and_inactive_user_all_look_the_same(
     answers = [
         await anonymous.post("/api/v1/auth/login", json={"email": "sam@example.com", "password": "nope nope"}),
         await anonymous.post("/api/v1/auth/login", json={"email": "nobody@example.com", "password": PASSWORD}),
-        await anonymous.post("/api/v1/auth/login", json={"email": "gone@example.com", "password": PASSWORD}),
+        await anonymous.post("/api/v1/auth/login", json={"email": "gone@example.com", "password": "nope nope"}),
     ]
 
     assert {a.status_code for a in answers} == {401}
@@ -75,7 +76,7 @@ async def test_five_failures_lock_the_account_for_fifteen_minutes(make_user, ano
 
     locked = await anonymous.post("/api/v1/auth/login", json={"email": "sam@example.com", "password": PASSWORD})
 
-    assert locked.status_code == 401 and WRONG in locked.json()["error"]["message"]
+    assert locked.status_code == 403 and "locked for 15 minutes" in locked.json()["error"]["message"]
     stored = await db["users"].find_one({"_id": ObjectId(sam["id"])})
     assert timedelta(minutes=14) < stored["lockedUntil"] - now() <= timedelta(minutes=15)
 

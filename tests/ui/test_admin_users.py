@@ -121,7 +121,9 @@ async def test_deactivating_someone_ends_their_open_session(user: User, create_u
 
     await sams_browser.should_see(marker="login", retries=int(SESSION_CHECK_SECONDS * 10) + 20)
     submit(sams_browser, sam["email"], PASSWORD)
-    await sams_browser.should_see("Wrong email or password.", retries=WAIT)
+    await sams_browser.should_see(
+        "This account is deactivated. Ask an admin of the desk to reactivate it.", retries=WAIT
+    )
 
 
 async def test_an_admin_resets_a_password(user: User, make_user, log_in, db):
@@ -222,3 +224,19 @@ async def test_an_admin_sees_someones_tokens_and_their_last_use_and_revokes_one(
     await user.should_see("Old laptop", retries=WAIT)
     with pytest.raises(Unauthorized):
         await auth_service.user_for_token(db=db, secret=used.secret)
+
+
+async def test_the_users_page_shows_who_is_locked_and_unlocks_them(user: User, make_user, log_in, db):
+    sam = await make_user("user", email="sam@example.com", name="Sam Rivera")
+    for _ in range(5):
+        with pytest.raises(Unauthorized):
+            await auth_service.login(db=db, email=sam["email"], password="a wrong password", ip="test")
+    await open_as_admin(user, make_user, log_in)
+
+    with user.scope(marker="user:sam@example.com"):
+        await user.should_see("Locked until", retries=WAIT)
+        user.find(marker="unlock").click()
+    await user.should_see("Sam Rivera is unlocked and can log in again.", retries=WAIT)
+    with user.scope(marker="user:sam@example.com"):
+        await user.should_not_see(marker="locked", retries=WAIT)
+    assert (await auth_service.login(db=db, email=sam["email"], password=PASSWORD, ip="test")).user["_id"]
