@@ -21,6 +21,7 @@ _SECRET_PATTERNS = [
 ]
 
 
+FIELDS = "desk_fields"  # a record's structured facts, passed as `extra={FIELDS: {...}}`, become keys of its line
 _IDS: ContextVar[dict[str, str]] = ContextVar("desk_log_ids", default={})  # noqa: B039 - never mutated, replaced
 _CONFIGURED: list[str] = []  # the configured secrets themselves, whatever they look like (see never_log)
 
@@ -70,6 +71,7 @@ class JsonFormatter(logging.Formatter):
             "logger": record.name,
             "message": record.getMessage(),
             **_IDS.get(),
+            **getattr(record, FIELDS, {}),  # a security event's facts (desk/auth/events.py): ids, never text
         }
         if record.exc_info:
             entry["error"] = redact(self.formatException(record.exc_info))

@@ -9,7 +9,7 @@ from bson import ObjectId
 from pymongo.asynchronous.database import AsyncDatabase
 
 from desk.actors import Actor, Role
-from desk.auth import passwords, throttle
+from desk.auth import events, passwords, throttle
 from desk.auth import repository as repo
 from desk.auth.models import TokenCreated, TokenRead
 from desk.config import get_settings
@@ -77,24 +77,41 @@ async def _check_password(*, db: AsyncDatabase, email: str, password: str, ip: s
     A wrong password or an unknown email get one generic answer (and count as a failure); only after
     the right password is a person told that their account is locked, and until when, or deactivated.
     """
-    attempt = await throttle.admit(db=db, ip=ip, email=email)
+    try:
+        attempt = await throttle.admit(db=db, ip=ip, email=email)
+    except RateLimited:
+        events.record("login_failed", actor_id=None, subject_id=None, reason="throttled", address=ip)
+        raise
     user = await users_repo.get_by_email(db, email.strip().lower())
     matches = await passwords.verify_password(user["passwordHash"] if user else None, password)
     moment = now()
     locked_until = user.get("lockedUntil") if user else None
     locked = locked_until is not None and locked_until > moment
     if user is None or not matches:
+        subject = user["_id"] if user else None
+        reason = "wrong_password" if user else "unknown_email"
+        events.record("login_failed", actor_id=None, subject_id=subject, reason=reason, address=ip)
         if user is not None and user.get("active", False) and not locked:
-            await users_repo.record_failed_login(db, user["_id"], lock_until=moment + timedelta(minutes=LOCK_MINUTES))
+            await _count_failure(db=db, user_id=user["_id"], moment=moment, ip=ip)
         raise Unauthorized(WRONG_LOGIN)
     await throttle.give_back(db=db, attempt=attempt)  # the right password: no guess to count
     if not user.get("active", False):
+        events.record("login_failed", actor_id=None, subject_id=user["_id"], reason="deactivated", address=ip)
         raise Forbidden(DEACTIVATED)
     if locked:
+        events.record("login_failed", actor_id=None, subject_id=user["_id"], reason="locked", address=ip)
         raise Forbidden(_locked_message(locked_until), details={"lockedUntil": locked_until.isoformat()})
     if user.get("failedLoginCount") or locked_until:
         await users_repo.clear_failed_logins(db, user["_id"])
+    events.record("login_succeeded", actor_id=user["_id"], subject_id=user["_id"], address=ip)
     return user
+
+
+async def _count_failure(*, db: AsyncDatabase, user_id: ObjectId, moment: datetime, ip: str) -> None:
+    """One more wrong password on the account; the one that locks it is a security event of its own."""
+    doc = await users_repo.record_failed_login(db, user_id, lock_until=moment + timedelta(minutes=LOCK_MINUTES))
+    if doc and doc.get("lockedUntil") and doc["lockedUntil"] > moment and not doc.get("failedLoginCount"):
+        events.record("account_locked", actor_id=None, subject_id=user_id, until=doc["lockedUntil"], address=ip)
 
 
 def _locked_message(until: datetime) -> str:
@@ -154,6 +171,7 @@ async def logout(*, db: AsyncDatabase, secret: str) -> None:
     """End the session behind `secret` and what runs on the person's behalf (no error if it already ended)."""
     session = await repo.delete_session(db, digest(secret))
     if session is not None:
+        events.record("logged_out", actor_id=session["userId"], subject_id=session["userId"])
         await access.access_lost(db=db, user_id=str(session["userId"]), reason="logged_out")
 
 
@@ -188,6 +206,7 @@ async def create_token(*, db: AsyncDatabase, actor: Actor, name: str) -> TokenCr
             "lastUsedAt": None,
         },
     )
+    events.record("token_created", actor_id=actor.id, subject_id=actor.id, tokenId=doc["_id"])
     return TokenCreated.model_validate({**doc, "secret": secret})
 
 
@@ -201,11 +220,13 @@ async def revoke_token(*, db: AsyncDatabase, actor: Actor, token_id: str) -> Non
     oid = parse_object_id(token_id)
     if oid is None or not await repo.delete_token(db, oid, ObjectId(actor.id)):
         raise NotFound("No such API token.")
+    events.record("token_revoked", actor_id=actor.id, subject_id=actor.id, tokenId=oid)
 
 
-async def revoke_all_tokens(*, db: AsyncDatabase, user_id: ObjectId) -> None:
+async def revoke_all_tokens(*, db: AsyncDatabase, actor: Actor, user_id: ObjectId) -> None:
     """Delete every API token of the user (a password reset, or a change that asks for it, closes every way in)."""
-    await repo.delete_user_tokens(db, user_id)
+    count = await repo.delete_user_tokens(db, user_id)
+    events.record("tokens_revoked", actor_id=actor.id, subject_id=user_id, count=count)
 
 
 async def list_tokens_of(*, db: AsyncDatabase, actor: Actor, user_id: str) -> list[TokenRead]:
@@ -220,6 +241,7 @@ async def revoke_token_of(*, db: AsyncDatabase, actor: Actor, user_id: str, toke
     oid = parse_object_id(token_id)
     if oid is None or not await repo.delete_token(db, oid, owner):
         raise NotFound("No such API token.")
+    events.record("token_revoked", actor_id=actor.id, subject_id=owner, tokenId=oid)
 
 
 async def _token_owner(*, db: AsyncDatabase, actor: Actor, user_id: str) -> ObjectId:

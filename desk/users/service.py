@@ -5,7 +5,7 @@ from pymongo.asynchronous.database import AsyncDatabase
 from pymongo.errors import DuplicateKeyError
 
 from desk.actors import Actor
-from desk.auth import passwords
+from desk.auth import events, passwords
 from desk.auth import service as auth_service
 from desk.errors import Conflict, Forbidden, NotFound, NothingToChange, ValidationFailed
 from desk.schema import OffsetPage, PageQuery, now, parse_object_id
@@ -29,11 +29,11 @@ def _require_human(actor: Actor) -> None:
 async def create_user(*, db: AsyncDatabase, actor: Actor, data: UserCreate) -> UserRead:
     """Admins add a person with a role and a first password."""
     _require_admin(actor)
-    return await register(db=db, data=data)
+    return await register(db=db, data=data, actor=actor)
 
 
-async def register(*, db: AsyncDatabase, data: UserCreate) -> UserRead:
-    """Store a new user after the password policy; used by admins, the first-admin set-up and the seed."""
+async def register(*, db: AsyncDatabase, data: UserCreate, actor: Actor | None = None) -> UserRead:
+    """Store a new user after the password policy; used by admins, the first-admin set-up and the seed (no actor)."""
     passwords.check_policy(data.password)
     moment = now()
     doc = {
@@ -49,9 +49,11 @@ async def register(*, db: AsyncDatabase, data: UserCreate) -> UserRead:
         "updatedAt": moment,
     }
     try:
-        return UserRead.model_validate(await repo.insert(db, doc))
+        made = UserRead.model_validate(await repo.insert(db, doc))
     except DuplicateKeyError:
         raise Conflict("A user with that email already exists.", details={"field": "email"}) from None
+    events.record("user_created", actor_id=actor.id if actor else None, subject_id=made.id, role=made.role)
+    return made
 
 
 async def list_users(*, db: AsyncDatabase, actor: Actor, page: PageQuery) -> OffsetPage[UserRead]:
@@ -111,7 +113,8 @@ async def update_user(*, db: AsyncDatabase, actor: Actor, user_id: str, data: Us
     if data.password is not None or data.active is False:
         await auth_service.end_sessions(db=db, user_id=doc["_id"])
     if data.password is not None:  # a reset closes every way in: whoever knew the old password may have made tokens
-        await auth_service.revoke_all_tokens(db=db, user_id=doc["_id"])
+        await auth_service.revoke_all_tokens(db=db, actor=actor, user_id=doc["_id"])
+    _record_changes(actor, target, changes)
     if reason := _access_lost_by(target, changes):
         await access.access_lost(db=db, user_id=target.id, reason=reason)
     return UserRead.model_validate(doc)
@@ -124,7 +127,20 @@ async def unlock_user(*, db: AsyncDatabase, actor: Actor, user_id: str) -> UserR
     doc = await repo.clear_failed_logins(db, oid) if oid else None
     if doc is None:
         raise NotFound("No such user.")
+    events.record("account_unlocked", actor_id=actor.id, subject_id=oid)
     return UserRead.model_validate(doc)
+
+
+def _record_changes(actor: Actor, before: UserRead, changes: dict[str, object]) -> None:
+    """The security events in an admin's change: role, activation and password."""
+    if "role" in changes:
+        events.record(
+            "role_changed", actor_id=actor.id, subject_id=before.id, before=before.role, after=changes["role"]
+        )
+    if "active" in changes:
+        events.record("activation_changed", actor_id=actor.id, subject_id=before.id, active=changes["active"])
+    if "passwordHash" in changes:
+        events.record("password_reset", actor_id=actor.id, subject_id=before.id)
 
 
 def _access_lost_by(before: UserRead, changes: dict[str, object]) -> access.Reason | None:
@@ -171,9 +187,11 @@ async def change_own_password(
     )
     doc = await repo.get(db, ObjectId(actor.id))
     if doc is None or not await passwords.verify_password(doc["passwordHash"], current):
+        events.record("password_change_failed", actor_id=actor.id, subject_id=actor.id, reason="wrong_password")
         raise ValidationFailed("The current password is not right.", details={"field": "currentPassword"})
     passwords.check_policy(new)
     await repo.update(db, doc["_id"], {"passwordHash": await passwords.hash_password(new), "updatedAt": now()})
     await auth_service.end_sessions(db=db, user_id=doc["_id"], keep_secret=keep_session)
+    events.record("password_changed", actor_id=actor.id, subject_id=actor.id, tokensRevoked=revoke_tokens)
     if revoke_tokens:  # whoever knew the old password may have made tokens: the person decides
-        await auth_service.revoke_all_tokens(db=db, user_id=doc["_id"])
+        await auth_service.revoke_all_tokens(db=db, actor=actor, user_id=doc["_id"])
