@@ -100,6 +100,7 @@ class RunsScreen:
         self.visit, self.people = visit, people
         self.filters: dict[str, object] = {"agent": None, "status": None, "person": None, "since": None, "until": None}
         self.page = 1
+        self.latest = 0  # loads overlap when filters change quickly: only the newest may draw
 
     async def build(self) -> None:
         with ui.row().classes("w-full items-end gap-3"):
@@ -129,6 +130,8 @@ class RunsScreen:
         await self.load()
 
     async def load(self) -> None:
+        self.latest += 1
+        mine = self.latest
         actor = await self.visit.actor()
         since, until = self.filters["since"], self.filters["until"]
         query = RunQuery(
@@ -145,6 +148,8 @@ class RunsScreen:
             ui.notify(error.message, type="negative")
             return
         extras = await triage.run_extras(db=get_db(), actor=actor, run_ids=[run.id for run in found.items])
+        if mine != self.latest:
+            return
         self.list.clear()
         with self.list:
             if not found.items:
