@@ -34,8 +34,14 @@ def never_log(*values: str | None) -> None:
     _CONFIGURED.sort(key=len, reverse=True)  # a secret that contains another goes first, whole
 
 
+# pydantic quotes what it refused (`input_value='…', input_type=str]`): a message, a work order's text or a
+# model's answer. Greedy to the line's last `, input_type=`, so a value that contains one stays hidden whole.
+_INPUT_VALUE = re.compile(r"input_value=.*, input_type=")
+
+
 def redact(text: str) -> str:
-    """`text` with every configured secret and every secret-looking value replaced by [REDACTED]."""
+    """`text` with every configured secret, secret-looking value and quoted input replaced by [REDACTED]."""
+    text = _INPUT_VALUE.sub("input_value=[REDACTED], input_type=", text)
     text = _SECRET_PATTERNS[0].sub(lambda m: f"{m.group(1)}{m.group(2)}[REDACTED]", text)
     for pattern in _SECRET_PATTERNS[1:]:
         text = pattern.sub("[REDACTED]", text)

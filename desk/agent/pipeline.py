@@ -23,8 +23,8 @@ from desk.agent.events import ToolOutcome
 from desk.agent.provider import ToolCallRequest
 from desk.agent.state import RunState, stopped
 from desk.agent.tools import REGISTRY
-from desk.agent.tools.registry import Mode, Refusal, Tool, ToolContext
-from desk.errors import DeskError, ErrorCode
+from desk.agent.tools.registry import Mode, Refusal, Tool, ToolArgs, ToolContext
+from desk.errors import DeskError, ErrorCode, ValidationFailed
 
 OBJECT_ID = re.compile(r"\b[0-9a-f]{24}\b")
 
@@ -64,7 +64,11 @@ class Call:
     @cached_property
     def target(self) -> str | None:
         """The work order a write names (None for a create)."""
-        return self.tool.target(self.tool.args.model_validate(self.args))
+        return self.tool.target(self.parsed())
+
+    def parsed(self) -> ToolArgs:
+        """The frozen arguments validated again (SEC-1: a failure carries no value; see `revalidate`)."""
+        return revalidate(self.tool, self.args)
 
     def answer(self, outcome: ToolOutcome, result: dict[str, Any], summary: str, **more: Any) -> ToolAnswer:
         return ToolAnswer(self.id, outcome, result, summary, args=self.args, **more)
@@ -114,7 +118,7 @@ async def read(call: Call, state: RunState) -> ToolAnswer:
         return call.answer("ok", {"note": "Same result as your earlier identical call."}, "Reused an earlier answer")
     tool = call.tool
     try:
-        output = await tool.run(call.context, tool.args.model_validate(call.args))
+        output = await tool.run(call.context, call.parsed())
     except DeskError as error:
         return call.answer("error", {"error": error.message}, f"Could not use {tool.name}")
     state.versions.update(output.seen)
@@ -184,6 +188,18 @@ WRITE_GUARDS: tuple[Guard, ...] = (one_write_per_step, made_already, viewers_cha
 def guard_write(call: Call, state: RunState) -> ToolAnswer | None:
     """The first guard's refusal, or None when the write may be staged."""
     return next((refused for guard in WRITE_GUARDS if (refused := guard(call, state)) is not None), None)
+
+
+def revalidate(tool: Tool, args: dict[str, Any]) -> ToolArgs:
+    """The frozen `args` validated again; ValidationFailed, naming fields and rules only, when they no longer pass.
+
+    Never pydantic's own error: its text quotes the input (`input_value=...`), which is the model's
+    answer or a work order's text, and an exception's text ends up in a log line (SEC-1).
+    """
+    try:
+        return tool.args.model_validate(args)
+    except ValidationError as problem:
+        raise ValidationFailed(f"Invalid arguments: {_validation_text(problem)}") from None
 
 
 def _validation_text(error: Exception) -> str:

@@ -39,7 +39,7 @@ class Staging:
         tool, args = call.tool, call.args
         pre, version = None, None
         if tool.preimage is not None:
-            image = await tool.preimage(call.context, tool.args.model_validate(args))
+            image = await tool.preimage(call.context, call.parsed())
             if image is None:
                 yield call.answer("error", {"error": "That work order no longer exists."}, "Found the work order gone")
                 return
@@ -120,10 +120,16 @@ class Staging:
         result = {"rejected": True, "reason": reason} if reason else {"rejected": True}
         return call.answer("rejected", result, "You rejected the change", staged=True)
 
-    async def _execute(self, call: Call, staged: dict, version: int | None) -> ToolAnswer | tuple[dict[str, Any], int]:
+    async def _execute(  # noqa: PLR0911 - one return per way an approved change can end, each recorded
+        self, call: Call, staged: dict, version: int | None
+    ) -> ToolAnswer | tuple[dict[str, Any], int]:
         """Make an approved change at the staged version; a moved version re-stages instead (never executes stale)."""
         db, tool, started = self.record.db, call.tool, time.monotonic()
-        parsed = tool.args.model_validate(call.args)  # frozen args, validated again at execution
+        try:
+            parsed = call.parsed()  # frozen args, validated again at execution; the error names no value
+        except DeskError as error:
+            await runs.update_tool_call(db, staged["_id"], {"outcome": "error", "result": {"error": error.message}})
+            return call.answer("error", {"error": error.message}, "The change could not be made", staged=True)
         if tool.preimage is not None:
             image = await tool.preimage(call.context, parsed)
             if image is None:

@@ -13,6 +13,7 @@ from desk.agent.events import RunEvent
 from desk.agent.sessions import current_session
 from desk.agent.start import begin as begin_turn
 from desk.config import Settings
+from tests.agent.log_watch import no_sent_text_in_logs  # noqa: F401 - autouse: SEC-1 over the injection suite
 from tests.helpers import actor
 
 Decider = Callable[[RunEvent], Awaitable[None]]
