@@ -10,7 +10,7 @@ import logging
 import os
 import signal
 from collections.abc import Awaitable, Callable, Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from apscheduler.schedulers.asyncio import AsyncIOScheduler
 from pymongo.asynchronous.database import AsyncDatabase
@@ -26,10 +26,11 @@ log = logging.getLogger("desk.worker")
 
 @dataclass(frozen=True)
 class Context:
-    """What every job gets: the database and the settings of this worker process."""
+    """What every job gets: the database and the settings of this worker process, and whether it is stopping."""
 
     db: AsyncDatabase
     settings: Settings
+    stopping: asyncio.Event = field(default_factory=asyncio.Event)  # set: a job that loops finishes and returns
 
 
 @dataclass(frozen=True)
@@ -73,7 +74,7 @@ async def serve(settings: Settings, *, stop: asyncio.Event | None = None, jobs: 
     for sig in (signal.SIGTERM, signal.SIGINT):
         loop.add_signal_handler(sig, stop.set)
     async with open_database(settings) as db:
-        runner = _Runner(Context(db=db, settings=settings), stop)
+        runner = _Runner(Context(db=db, settings=settings, stopping=stop), stop)
         scheduler = AsyncIOScheduler()
         for job in jobs:
             # coalesce + one instance: a slow run is never started twice at once or caught up in a burst

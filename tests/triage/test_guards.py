@@ -180,7 +180,7 @@ async def test_disabling_stops_two_workers_within_one_poll_interval_and_queued_e
 
     async def worker() -> None:  # what scheduler.py does: a poll every interval
         while not stop.is_set():
-            await worker_jobs.process_due(db, settings, provider=provider, window=0.05)
+            await worker_jobs.process_due(db, settings, provider=provider, stop=stop)
             await asyncio.sleep(0.05)
 
     workers = [asyncio.create_task(worker()) for _ in range(2)]

@@ -13,7 +13,7 @@ from desk.agent.triage import worker_jobs
 from desk.outbox import repository as outbox
 from desk.work_orders import service as work_orders
 from tests.fake_provider import Turn
-from tests.helpers import actor, tuned
+from tests.helpers import actor, tuned, until
 from tests.triage.conftest import proposal
 
 
@@ -233,6 +233,42 @@ async def test_the_limit_holds_for_the_process_when_two_polls_overlap(
     assert sum(claimed) == 5
     assert max(seen) == 2
     assert await db["triage_suggestions"].count_documents({}) == 5
+
+
+async def test_one_tick_of_the_poll_job_works_through_the_backlog_refilling_slots_as_passes_end(
+    db, make_user, make_order, fake_provider, triage_settings, provider
+):
+    # a tick that stopped claiming after one poll interval left the worker idle until the scheduler's next
+    # tick, itself skipped while the first one ran: half the time idle under a backlog
+    owner = await make_user()
+    for n in range(4):
+        await make_order(owner, f"Order {n}")
+    fake_provider.script(*[proposal().with_delay(0.02) for _ in range(4)])
+    worker_jobs.use_provider(provider)
+    try:
+        await worker_jobs.triage_poll(worker.Context(db=db, settings=tuned(triage_settings, agent_poll_interval_ms=1)))
+    finally:
+        worker_jobs.use_provider(None)
+
+    assert await db["outbox_events"].count_documents({"status": "done"}) == 4
+
+
+async def test_a_stopping_worker_claims_nothing_more_and_finishes_its_passes(
+    db, make_user, make_order, fake_provider, triage_settings, provider
+):
+    owner = await make_user()
+    for n in range(4):
+        await make_order(owner, f"Order {n}")
+    fake_provider.script(*[proposal().with_delay(0.05) for _ in range(4)])
+    stop = asyncio.Event()
+    polling = asyncio.create_task(worker_jobs.process_due(db, triage_settings, provider=provider, stop=stop))
+    await until(lambda: len(fake_provider.requests) == 2, what="two passes in flight")
+
+    stop.set()
+
+    assert await polling == 2
+    assert await db["triage_suggestions"].count_documents({}) == 2
+    assert await db["outbox_events"].count_documents({"status": "pending"}) == 2
 
 
 async def test_a_worker_paused_past_its_lease_stores_no_second_suggestion(

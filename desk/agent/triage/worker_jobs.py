@@ -2,11 +2,11 @@
 
 `triage_poll` claims one event at a time while a slot is free (at most AGENT_CONCURRENCY passes in
 flight per process, however many polls overlap: the start-up run and the scheduler's first tick do),
-for one poll interval, and waits for its passes before it returns, so a
-stopping worker finishes them before the database closes. Before every claim it re-reads the kill
-switch, the working hours and the spend caps: while any says no, events wait, pending. With
-AI_ENABLED=false nothing is claimed and no model is called. `process_due` is the same loop run
-until nothing is due (burst mode: the tests' and the benchmark's way in).
+refilling a slot as soon as its pass ends, until nothing is due or the worker stops; it waits for
+its passes before it returns, so a stopping worker finishes them before the database closes. Before
+every claim it re-reads the kill switch, the working hours and the spend caps: while any says no,
+events wait, pending. With AI_ENABLED=false nothing is claimed and no model is called. `process_due`
+without a stop is the same loop (burst mode: the tests' and the benchmark's way in).
 """
 
 import asyncio
@@ -14,7 +14,6 @@ import logging
 import os
 import random
 import socket
-import time
 import uuid
 from datetime import timedelta
 from typing import Any
@@ -41,8 +40,8 @@ _busy = 0  # this process's slots taken: passes in flight, and claims on their w
 
 
 async def triage_poll(ctx: Any) -> None:
-    """The poll job: triage what is due, claiming for one poll interval."""
-    await process_due(ctx.db, ctx.settings, window=ctx.settings.agent_poll_interval_ms / 1000)
+    """The poll job: triage what is due, a slot refilled as soon as a pass ends, until none is due or we stop."""
+    await process_due(ctx.db, ctx.settings, stop=ctx.stopping)
 
 
 async def reconcile_job(ctx: Any) -> None:
@@ -52,20 +51,20 @@ async def reconcile_job(ctx: Any) -> None:
 
 
 async def process_due(
-    db: AsyncDatabase, settings: Settings, *, provider: Provider | None = None, window: float | None = None
+    db: AsyncDatabase, settings: Settings, *, provider: Provider | None = None, stop: asyncio.Event | None = None
 ) -> int:
-    """Claim and triage due events, at most AGENT_CONCURRENCY at once, until none is due (or `window` seconds
-    of claiming have passed); waits for every pass it started; returns how many events it claimed."""
+    """Claim and triage due events, at most AGENT_CONCURRENCY at once, until none is due (or `stop` is set);
+    waits for every pass it started; returns how many events it claimed."""
     if not settings.ai_enabled:
         return 0  # the hard kill (AGT-9): no claim, no model call
     provider = provider or _shared_provider(settings)
-    deadline = None if window is None else time.monotonic() + window
+    recheck = settings.agent_poll_interval_ms / 1000
     in_flight: set[asyncio.Task] = set()
     claimed = 0
     try:
         while True:
             event = None
-            if (deadline is None or time.monotonic() < deadline) and _take_slot(settings):
+            if not (stop is not None and stop.is_set()) and _take_slot(settings):
                 try:
                     event = await _claim(db, settings)
                 finally:
@@ -79,7 +78,10 @@ async def process_due(
                 continue
             if not in_flight:
                 return claimed
-            _, in_flight = await asyncio.wait(in_flight, return_when=asyncio.FIRST_COMPLETED)
+            # A slot is refilled as soon as its pass ends: a run that stopped claiming after a fixed window
+            # left the worker idle until the scheduler's next tick (skipped while it ran: up to two intervals).
+            # With a slot free and nothing due yet, look again after a poll interval.
+            _, in_flight = await asyncio.wait(in_flight, timeout=recheck, return_when=asyncio.FIRST_COMPLETED)
     finally:
         if in_flight:  # cancelled (the worker stops hard): the passes stop too; their leases lapse
             for task in in_flight:
