@@ -26,6 +26,7 @@ from urllib.parse import urlsplit
 import httpx
 from pydantic import BaseModel, ConfigDict, Field, NonNegativeInt, ValidationError
 
+from desk.agent import egress
 from desk.config import Settings
 from desk.errors import DeskError, ErrorCode
 
@@ -90,6 +91,8 @@ class Provider:
         price_in: float,
         price_out: float,
         transport: httpx.AsyncBaseTransport | None = None,
+        allow_private: bool = False,
+        resolver: egress.Resolver = egress.resolve,
         connect_timeout: float = 5.0,
         read_timeout: float = 30.0,
         max_response_bytes: int = 2_000_000,
@@ -114,7 +117,9 @@ class Provider:
             },
             timeout=httpx.Timeout(read_timeout, connect=connect_timeout),
             follow_redirects=False,  # SEC-2: a redirect could walk the key to another host
-            transport=transport,
+            # SEC-2 again on every connection: the address connected to is checked, not only the boot's answer.
+            transport=transport
+            or egress.CheckedTransport(egress.CheckedBackend(allow_private=allow_private, resolver=resolver)),
         )
 
     @classmethod
@@ -129,6 +134,7 @@ class Provider:
             max_output_tokens=settings.ai_max_output_tokens,
             price_in=settings.ai_price_per_1m_input,
             price_out=settings.ai_price_per_1m_output,
+            allow_private=settings.ai_allow_private_base_url,
         )
 
     async def stream(

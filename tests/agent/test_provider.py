@@ -551,6 +551,7 @@ async def test_from_settings_uses_the_ai_keys(fake_provider: FakeProvider):
     settings = Settings(
         ai_enabled=False,
         ai_base_url=fake_provider.url,
+        ai_allow_private_base_url=True,  # the fake is on loopback: every connection is checked (SEC-2)
         ai_api_key=KEY,
         ai_model="m-1",
         ai_max_output_tokens=64,
