@@ -11,9 +11,10 @@ import secrets
 import subprocess
 import sys
 from contextlib import AsyncExitStack
+from urllib.parse import urlsplit
 
 from fastapi import FastAPI
-from nicegui import Client, app, ui
+from nicegui import Client, app, core, ui
 from nicegui.storage import Storage
 from starlette.types import ASGIApp, Receive, Scope, Send
 
@@ -50,6 +51,7 @@ def mount() -> None:
     for router in ROUTERS:
         app.include_router(router)
     app.on_startup(live.start)
+    core.sio.eio.cors_allowed_origins = _same_host  # NiceGUI's "*" let any site's page open a socket as you
     observability.count_open_screens(lambda: sum(1 for c in Client.instances.values() if c.has_socket_connection))
 
 
@@ -134,6 +136,12 @@ def _api_in_front(api: FastAPI) -> None:
         return SecurityHeaders(dispatch, https=get_settings().desk_public_https)  # outermost: pages and API
 
     app.build_middleware_stack = build
+
+
+def _same_host(origin: str | None, environ: dict) -> bool:
+    """A socket.io handshake's Origin is this desk's host (any port: a proxy's Host may have dropped it)."""
+    host = urlsplit(origin or "").hostname
+    return bool(host) and host == urlsplit(f"//{environ.get('HTTP_HOST', '')}").hostname
 
 
 def _start_worker(uri: str):
