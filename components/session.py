@@ -82,9 +82,14 @@ class Visit:
         if user is None:
             self.close(target)
 
+    @property
+    def gone(self) -> bool:
+        """The page is closing or closed; or NiceGUI no longer knows its client (a test's reset clears them all)."""
+        return self.closing or self.client.is_deleted or self.client.id not in Client.instances
+
     async def _now(self, *, touch: bool) -> tuple[dict | None, str]:
         """The user while this page may still act for them, else None and where to send the browser."""
-        if self.closing or self.client.is_deleted:
+        if self.gone:
             return None, self.path
         try:
             user = await auth_service.user_for_session(db=get_db(), secret=self.secret, touch=touch)
@@ -96,7 +101,7 @@ class Visit:
 
     def close(self, target: str) -> None:
         """Send the browser to `target`, and stop serving this page whatever the browser does with that."""
-        if self.closing or self.client.is_deleted:
+        if self.gone:
             return
         self.closing = True
         with self.client:
@@ -106,9 +111,9 @@ class Visit:
     async def _delete_soon(self) -> None:
         # A browser that obeyed has left: NiceGUI deletes the page itself after its reconnect timeout
         # (deleting it here too would delete it twice). One still connected, or reconnecting, is cut off.
-        while not self.client.is_deleted:
+        while not self.client.is_deleted and self.client.id in Client.instances:
             await asyncio.sleep(CLOSE_GRACE_SECONDS)
-            if not self.client.is_deleted and self.client.has_socket_connection:
+            if self.client.id in Client.instances and not self.client.is_deleted and self.client.has_socket_connection:
                 self.client.delete()  # its elements, timers and live listeners go; its socket's events are dropped
 
 
