@@ -89,12 +89,7 @@ def _start_up(settings: Settings, uri: str, *, demo: bool) -> None:
 
 
 def _run(settings: Settings) -> None:
-    # NiceGUI's per-browser storage holds the desk session secret: keep it with the desk's data,
-    # not in whatever directory the desk was started from.
-    Storage.path = (settings.desk_data_dir / "nicegui").resolve()
-    Storage.path.mkdir(parents=True, exist_ok=True)
-    app.storage = Storage()
-    app.storage.max_tab_storage_age = 3600  # the desk keeps nothing per tab; NiceGUI's 30-day default only grows
+    _private_storage(settings)
     ui.run(
         host=settings.desk_host,
         port=settings.desk_port,
@@ -113,6 +108,21 @@ def _run(settings: Settings) -> None:
             "max_age": settings.desk_session_max_hours * 3600,
         },
     )
+
+
+def _private_storage(settings: Settings) -> None:
+    """NiceGUI's per-browser files with the desk's data, not wherever the desk was started, readable by it alone.
+
+    They hold no session (the desk's own cookie does), but nothing of a person's belongs to other users of
+    the machine: from here on the desk creates its files 0600 and its directories 0700 (umask 077).
+    """
+    os.umask(0o077)
+    Storage.path = (settings.desk_data_dir / "nicegui").resolve()
+    Storage.path.mkdir(parents=True, exist_ok=True)
+    for made in (Storage.path, *Storage.path.glob("storage-*")):  # an older desk made them world-readable
+        made.chmod(0o700 if made.is_dir() else 0o600)
+    app.storage = Storage()
+    app.storage.max_tab_storage_age = 3600  # the desk keeps nothing per tab; NiceGUI's 30-day default only grows
 
 
 def _api_in_front(api: FastAPI) -> None:
