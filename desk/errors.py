@@ -1,9 +1,13 @@
 """The DeskError family and the one error envelope every response uses."""
 
+from datetime import datetime
 from enum import StrEnum
 from typing import Any
 
-from pydantic import BaseModel
+from pydantic import BaseModel, ConfigDict, Field
+from pydantic.alias_generators import to_camel
+from pydantic.json_schema import SkipJsonSchema
+from pydantic_core import to_jsonable_python
 
 
 class ErrorCode(StrEnum):
@@ -45,10 +49,31 @@ STATUS = {
 }
 
 
+class FieldProblem(BaseModel):
+    """One field's problem: `field` is its camelCase name (dotted when nested, "body" for the whole body)."""
+
+    field: str
+    message: str
+    type: str
+
+
+class ErrorDetails(BaseModel):
+    """`details`, one object everywhere: each error sets the keys it has something to say in."""
+
+    model_config = ConfigDict(alias_generator=to_camel, serialize_by_alias=True, extra="forbid")
+
+    fields: list[FieldProblem] | SkipJsonSchema[None] = Field(None, description="what is wrong with which field")
+    retry_after: int | SkipJsonSchema[None] = Field(None, description="seconds to wait (as in Retry-After)")
+    locked_until: datetime | SkipJsonSchema[None] = Field(None, description="when a locked account opens again")
+    current: dict[str, Any] | SkipJsonSchema[None] = Field(None, description="the resource as stored now (409)")
+    run_id: str | SkipJsonSchema[None] = Field(None, description="the run a duplicate message started")
+    tool_call_id: str | SkipJsonSchema[None] = Field(None, description="the proposal that replaced a stale one")
+
+
 class ErrorBody(BaseModel):
     code: ErrorCode
     message: str
-    details: Any | None = None
+    details: ErrorDetails | SkipJsonSchema[None] = None
 
 
 class ErrorEnvelope(BaseModel):
@@ -74,8 +99,17 @@ class DeskError(Exception):
         return STATUS[self.code]
 
     def envelope(self) -> dict[str, Any]:
-        body = ErrorBody(code=self.code, message=self.message, details=self.details)
-        return {"error": body.model_dump(mode="json", exclude_none=True)}
+        body = {"code": self.code.value, "message": self.message}
+        if details := self.wire_details():
+            body["details"] = to_jsonable_python(details)
+        return {"error": body}
+
+    def wire_details(self) -> dict[str, Any] | None:
+        """`details` as the API sends it: a service's `{"field": name}` becomes the one `fields` list."""
+        details = dict(self.details or {})
+        if (field := details.pop("field", None)) is not None:
+            details["fields"] = [{"field": field, "message": self.message, "type": self.code.value.lower()}]
+        return details or None
 
 
 class ValidationFailed(DeskError):

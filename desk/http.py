@@ -16,6 +16,7 @@ from desk.auth import service as auth_service
 from desk.config import get_settings
 from desk.db.client import get_db
 from desk.errors import STATUS, DeskError, ErrorCode, ErrorEnvelope, Forbidden, Unauthorized
+from desk.problems import problem
 
 log = logging.getLogger(__name__)
 
@@ -127,24 +128,11 @@ async def _desk_error(_: Request, error: Exception) -> Response:
 
 async def _validation_error(_: Request, error: Exception) -> Response:
     assert isinstance(error, RequestValidationError)
-    problems = [_problem(item) for item in error.errors()]
+    problems = [problem(item) for item in error.errors()]
     if any(item["type"] == "json_invalid" for item in error.errors()):
-        return envelope(ErrorCode.VALIDATION_ERROR, "The request body is not valid JSON.", problems)
+        return envelope(ErrorCode.VALIDATION_ERROR, "The request body is not valid JSON.", {"fields": problems})
     summary = "; ".join(f"{p['field']}: {p['message']}" if p["field"] else p["message"] for p in problems[:3])
-    return envelope(ErrorCode.VALIDATION_ERROR, f"The request is not valid: {summary}.", problems)
-
-
-def _problem(item: dict[str, Any]) -> dict[str, str]:
-    # loc is ("body", "title") or ("query", "limit"); user input is not echoed back.
-    loc = item.get("loc") or ()
-    if item["type"] == "json_invalid":
-        loc = loc[:1]  # ("body", 1): the rest is the character position of the JSON error, not a field
-    field = ".".join(str(part) for part in loc[1:]) or (str(loc[0]) if loc else "")
-    message = _MESSAGES.get(item["type"], item["msg"])
-    return {"field": field, "message": message, "type": item["type"]}
-
-
-_MESSAGES = {"extra_forbidden": "unknown field", "missing": "required", "json_invalid": "not valid JSON"}
+    return envelope(ErrorCode.VALIDATION_ERROR, f"The request is not valid: {summary}.", {"fields": problems})
 
 
 _HTTP_CODES = {

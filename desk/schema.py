@@ -3,6 +3,7 @@
 import re
 from collections.abc import Callable
 from datetime import UTC, datetime
+from functools import cache
 from typing import Annotated, Any, Generic, TypeVar
 
 from bson import ObjectId
@@ -47,6 +48,25 @@ IdStr = Annotated[str, BeforeValidator(_id_string)]
 T = TypeVar("T")
 
 
+# A MongoDB ObjectId as the API writes it (24 hex digits): in bodies and query strings, a value of
+# another form is a 400; in a path it is a 404 like any id that names nothing.
+OBJECT_ID_PATTERN = "^[0-9a-fA-F]{24}$"
+ObjectIdStr = Annotated[str, StringConstraints(pattern=OBJECT_ID_PATTERN)]
+
+
+def _rfc3339(value: object) -> object:
+    if isinstance(value, str) and not RFC3339.match(value):
+        raise PydanticCustomError("datetime_format", WHEN)
+    return value
+
+
+WHEN = "must be a date and time with its offset, such as 2026-01-31T09:00:00Z"
+RFC3339 = re.compile(r"^\d{4}-\d\d-\d\d[Tt]\d\d:\d\d:\d\d(\.\d+)?([Zz]|[+-]\d\d:\d\d)$")
+# A moment in a query string: RFC 3339 with its offset, what the schema's date-time format means (pydantic
+# alone would also take a bare date, a number of seconds or no offset at all).
+Timestamp = Annotated[datetime, BeforeValidator(_rfc3339)]
+
+
 def not_null(value: object) -> object:
     """For update models, on the fields a request names: left out means "keep", null is a mistake."""
     if value is None:
@@ -54,23 +74,90 @@ def not_null(value: object) -> object:
     return value
 
 
+def _no_default(schema: dict[str, Any]) -> None:
+    schema.pop("default", None)  # "default": null would tell a client that null is a value to send
+
+
+# An update's field that may be left out (its default, None, is never validated) but not sent as null: the
+# schema offers no null and no default. Not `T | None`: a union would report a bad value once per member.
+Keep = Annotated[T, Field(json_schema_extra=_no_default), BeforeValidator(not_null)]
+
+
 def single_line(*, max_length: int, min_length: int | None = None) -> Any:
-    """A one-line text field: surrounding whitespace dropped, no control characters at all."""
-    return Annotated[
-        str,
-        StringConstraints(strip_whitespace=True, min_length=min_length, max_length=max_length),
-        AfterValidator(_refuse(CONTROL)),
-    ]
+    """A one-line text field: surrounding whitespace dropped, no control characters at all.
+
+    `max_length` counts the text as sent; `min_length=1` means "not blank" (something is left once the
+    whitespace is dropped). The OpenAPI schema states both, and the refused characters, as a pattern.
+    """
+    return _text(CONTROL, max_length=max_length, required=bool(min_length))
 
 
 def multi_line(*, max_length: int, min_length: int | None = None) -> Any:
     """A text of several lines: line breaks stored as LF, tabs kept, no other control characters."""
-    return Annotated[
-        str,
-        StringConstraints(strip_whitespace=True, min_length=min_length, max_length=max_length),
-        BeforeValidator(_newlines),  # wraps the constraints, so it runs before them
-        AfterValidator(_refuse(CONTROL_BUT_TAB_AND_LF)),
-    ]
+    return _text(CONTROL_BUT_TAB_AND_LF, max_length=max_length, required=bool(min_length), lines=True)
+
+
+def stripped(*, max_length: int, min_length: int | None = None) -> Any:
+    """Text with its surrounding whitespace dropped and no other rule (what is typed into a login form)."""
+    return _text(None, max_length=max_length, required=bool(min_length))
+
+
+def _text(refused: re.Pattern[str] | None, *, max_length: int, required: bool, lines: bool = False) -> Any:
+    # The limit is on the text as sent, before whitespace is dropped or CR LF becomes LF, so the schema's
+    # maxLength and the API agree on every string: a client can check a text before sending it.
+    checks: list[Any] = [StringConstraints(max_length=max_length)]
+    if lines:
+        checks.append(AfterValidator(_newlines))
+    checks.append(AfterValidator(str.strip))
+    if required:
+        checks.append(AfterValidator(_not_blank))
+    if refused is not None:
+        checks.append(AfterValidator(_refuse(refused)))
+    if refused is None and not required:
+        return Annotated[str, *checks]  # every string is valid: no pattern to state
+    pattern = text_pattern(refused, required=required, lines=lines)
+    return Annotated[str, *checks, Field(json_schema_extra={"pattern": pattern})]
+
+
+def _not_blank(value: str) -> str:
+    if not value:
+        raise PydanticCustomError("string_too_short", "must not be empty", {"min_length": 1})
+    return value
+
+
+# Every whitespace and refused character is in the Basic Multilingual Plane: looking there is enough.
+BMP = [chr(code) for code in range(0x10000)]
+# What str.strip() drops: Python's whitespace, some of which are control characters (TAB, LF, U+001C...).
+SPACE = frozenset(char for char in BMP if char.isspace())
+
+
+@cache
+def text_pattern(refused: re.Pattern[str] | None, *, required: bool, lines: bool = False) -> str:
+    """The JSON-schema pattern of a text field, saying exactly what its validators do.
+
+    Whitespace around a middle (what is kept) that has no refused character and, when `required`, is not
+    empty; in a multi-line text a CR may be sent (it becomes an LF).
+    """
+    bad = {char for char in BMP if refused and refused.match(char)} - ({"\r"} if lines else set())
+    space, edge = char_class(SPACE), f"[^{char_class(bad | SPACE)}]"
+    inner = f"[^{char_class(bad)}]" if bad else "[\\s\\S]"
+    middle = f"{edge}(?:{inner}*{edge})?"
+    return f"^[{space}]*{middle if required else f'(?:{middle})?'}[{space}]*$"
+
+
+def char_class(chars: set[str] | frozenset[str]) -> str:
+    """A regex character-class body for `chars`: escaped code points and ranges, read alike by ECMA and Python."""
+    runs: list[list[int]] = []
+    for code in sorted(map(ord, chars)):
+        if runs and code == runs[-1][1] + 1:
+            runs[-1][1] = code
+        else:
+            runs.append([code, code])
+    return "".join(_code(a) if a == b else f"{_code(a)}-{_code(b)}" for a, b in runs)
+
+
+def _code(code: int) -> str:
+    return chr(code) if chr(code).isascii() and chr(code).isalnum() else f"\\u{code:04x}"
 
 
 # C0, DEL and C1 (Unicode category Cc): invisible, they break display, search and exports.

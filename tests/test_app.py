@@ -1,11 +1,14 @@
 """The assembled API: health checks, OpenAPI docs with the error responses, first admin, demo seed."""
 
+import importlib
 import inspect
 import logging
+import re
 
 import pytest
 from fastapi import FastAPI
 from fastapi.routing import APIRoute
+from pydantic import ValidationError
 
 from desk.app import ensure_first_admin, install_api
 from desk.config import Settings
@@ -137,3 +140,91 @@ async def test_a_client_that_leaves_mid_request_is_not_logged_as_our_failure(app
 
     assert sent[0]["status"] == 499  # nobody is there to read it
     assert [r.getMessage() for r in caplog.records if r.levelno >= logging.ERROR] == []  # no "unhandled error"
+
+
+SAMPLES = [
+    "",
+    " ",
+    "\t",
+    "ok",
+    " ok ",
+    "\tok\n",
+    "\u00a0ok\u3000",
+    "o k",
+    "o\tk",
+    "o\nk",
+    "o\r\nk",
+    "\r\n",
+    "o\rk",
+    "o\x00k",
+    "\x00",
+    "ok\x1c",
+    "\x1cok",
+    "o\x85k",
+    "o\u202ek",
+    "\u2066",
+    "o\ufeffk",
+    "\ufeff",
+    "x@y.z",
+    " x@y.z ",
+    "x@@y.z",
+    "x@y",
+    "x y@z.w",
+    "Ωmega@ex.ample",
+    "\u00a0",
+    "o\u2028k",
+    "é",
+    "x" * 5,
+    "💧 leak",
+    "a\x7fb",
+]
+
+
+@pytest.mark.parametrize(
+    ("model", "field"),
+    [
+        ("desk.work_orders.models:WorkOrderCreate", "title"),
+        ("desk.work_orders.models:WorkOrderCreate", "description"),
+        ("desk.users.models:UserCreate", "name"),
+        ("desk.users.models:UserCreate", "email"),
+        ("desk.auth.models:LoginRequest", "email"),
+        ("desk.agent.models:MessageIn", "content"),
+    ],
+)
+def test_a_text_fields_schema_pattern_says_exactly_what_its_validators_take(model, field):
+    """Schemathesis generates from the pattern: a string it matches that the API refuses is a valid request rejected."""
+    module, name = model.split(":")
+    cls = getattr(importlib.import_module(module), name)
+    schema = cls.model_json_schema(by_alias=True)["properties"][field]
+    pattern = re.compile(schema["pattern"])
+    base = {"title": "ok", "name": "X", "email": "x@y.z", "password": "tulip-orbit-42", "content": "hi"}
+    alias = cls.model_fields[field].alias or field
+
+    for sample in SAMPLES:
+        data = {key: base[key] for key in ("title", "name", "email", "password", "content") if key in cls.model_fields}
+        try:
+            cls.model_validate({**data, alias: sample})
+            taken = True
+        except ValidationError:
+            taken = False
+        assert taken == bool(pattern.fullmatch(sample)), f"{name}.{field}: {sample!r}"
+
+
+def test_updates_offer_no_null_and_the_password_policy_is_in_the_schema():
+    schema = _schema()
+    shapes = schema["components"]["schemas"]
+
+    for name in ("WorkOrderUpdate", "UserAdminUpdate"):
+        for field, spec in shapes[name]["properties"].items():
+            assert "anyOf" not in spec and "default" not in spec, f"{name}.{field} offers null"
+    password = shapes["UserCreate"]["properties"]["password"]
+    assert (password["minLength"], password["maxLength"]) == (12, 128)
+    common = re.compile(password["not"]["pattern"])
+    assert common.fullmatch("QWERTY123456") and common.fullmatch("qwerty123456")
+    assert not common.fullmatch("tulip-orbit-42")
+
+
+def _schema() -> dict:
+    app = FastAPI()
+    install_api(app)
+    return app.openapi()

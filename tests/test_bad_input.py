@@ -35,7 +35,7 @@ async def test_invalid_create_bodies(body, field, make_user, client_for, db):
     assert response.status_code == 400
     error = response.json()["error"]
     assert error["code"] == "VALIDATION_ERROR"
-    assert field in [problem["field"] for problem in error["details"]]
+    assert field in [problem["field"] for problem in error["details"]["fields"]]
     assert await _snapshot(db) == before
 
 
@@ -62,7 +62,7 @@ async def test_invalid_update_bodies_write_nothing(body, field, make_user, clien
     response = await client.patch(f"{ORDERS}/{order.id}", json=body)
 
     assert response.status_code == 400
-    assert field in [p["field"] for p in response.json()["error"]["details"]]
+    assert field in [p["field"] for p in response.json()["error"]["details"]["fields"]]
     assert await _snapshot(db) == before
 
 
@@ -90,7 +90,7 @@ async def test_malformed_json_names_the_body_not_a_character_position(make_user,
     assert response.status_code == 400
     error = response.json()["error"]
     assert error["message"] == "The request body is not valid JSON."
-    assert [(p["field"], p["message"]) for p in error["details"]] == [("body", "not valid JSON")]
+    assert [(p["field"], p["message"]) for p in error["details"]["fields"]] == [("body", "not valid JSON")]
 
 
 async def test_a_json_list_instead_of_an_object(make_user, client_for):
@@ -144,7 +144,10 @@ async def test_invalid_and_unknown_ids_are_not_found(order_id, make_user, client
 async def test_invalid_owner_id_filter_is_a_validation_error(make_user, client_for):
     client = await client_for(await make_user("admin"))
     response = await client.get(ORDERS, params={"ownerId": "not-an-id"})
-    assert response.status_code == 400 and response.json()["error"]["details"]["field"] == "ownerId"
+    assert response.status_code == 400
+    assert response.json()["error"]["details"]["fields"] == [
+        {"field": "ownerId", "message": "must be an id of 24 hexadecimal digits", "type": "string_pattern_mismatch"}
+    ]
 
 
 async def test_delete_without_or_with_a_bad_version(make_user, client_for, make_order, db):
@@ -267,7 +270,7 @@ async def test_a_null_in_an_admin_user_update_names_the_field_and_writes_nothing
     assert response.status_code == 400
     error = response.json()["error"]
     assert error["code"] == "VALIDATION_ERROR"
-    assert [(p["field"], p["type"]) for p in error["details"]] == [(field, "not_null")]
+    assert [(p["field"], p["type"]) for p in error["details"]["fields"]] == [(field, "not_null")]
     assert error["message"].startswith(f"The request is not valid: {field}: must not be null")
     assert await _snapshot(db) == before
 
@@ -296,7 +299,8 @@ async def test_every_text_field_refuses_control_characters(
 
     assert response.status_code == 400
     error = response.json()["error"]
-    assert [problem["field"] for problem in error["details"]] == [field] and "control character" in error["message"]
+    assert [problem["field"] for problem in error["details"]["fields"]] == [field]
+    assert "control character" in error["message"]
     assert await db[collection].count_documents({}) == before
 
 
@@ -326,6 +330,60 @@ async def test_single_line_fields_refuse_bidirectional_controls(
 
     assert response.status_code == 400
     error = response.json()["error"]
-    assert [problem["field"] for problem in error["details"]] == [field]
+    assert [problem["field"] for problem in error["details"]["fields"]] == [field]
     assert f"U+{ord(bidi):04X}" in error["message"]
     assert await db[collection].count_documents({}) == before
+
+
+# --- what the fuzzer found: the schema states each rule the API enforces, in the same words everywhere ---
+
+
+async def test_a_time_in_a_query_is_rfc3339_not_a_number_or_a_bare_date(make_user, client_for):
+    client = await client_for(await make_user("admin"))
+
+    runs = "/api/v1/admin/agents/runs"
+    answers = [await client.get(runs, params={"until": value}) for value in ("0.5", "2026-01-31")]
+    good = await client.get(runs, params={"until": "2026-01-31T09:00:00+01:00"})
+
+    assert [answer.status_code for answer in answers] == [400, 400] and good.status_code == 200
+    assert answers[0].json()["error"]["details"]["fields"][0]["message"].startswith("must be a date and time")
+
+
+async def test_a_well_formed_owner_that_names_nobody_is_not_found_not_a_bad_request(make_user, client_for, db):
+    client = await client_for(await make_user("admin"))
+
+    response = await client.post(ORDERS, json={"title": "New chairs", "ownerId": "5f0000000000000000000000"})
+
+    assert response.status_code == 404
+    assert response.json()["error"]["details"]["fields"][0]["field"] == "ownerId"
+    assert await db["work_orders"].count_documents({}) == 0
+
+
+async def test_a_length_limit_counts_the_text_as_sent(make_user, client_for, db):
+    # the schema's maxLength is on what is sent: 200 characters and a space around them is too long
+    client = await client_for(await make_user("user"))
+
+    padded = await client.post(ORDERS, json={"title": f" {'x' * 200} "})
+    crlf = await client.post(ORDERS, json={"title": "ok", "description": "\r\n" * 2501})
+
+    assert (padded.status_code, crlf.status_code) == (400, 400)
+    assert await db["work_orders"].count_documents({}) == 0
+
+
+@pytest.mark.parametrize(
+    ("body", "words"),
+    [
+        ({"email": "no-at-sign", "name": "X", "password": "tulip-orbit-42"}, "email: must be an email address"),
+        ({"email": "x@example.com", "name": "X", "role": "root", "password": "tulip-orbit-42"}, "role: must be one of"),
+        ({"email": "x@example.com", "name": 5, "password": "tulip-orbit-42"}, "name: must be text"),
+        ({"email": "x@example.com", "name": "", "password": "tulip-orbit-42"}, "name: must not be empty"),
+        ({"email": "x@example.com", "name": "x" * 101, "password": "tulip-orbit-42"}, "at most 100 characters"),
+    ],
+)
+async def test_messages_are_written_for_people(body, words, make_user, client_for):
+    client = await client_for(await make_user("admin"))
+
+    error = (await client.post("/api/v1/admin/users", json=body)).json()["error"]
+
+    assert words in error["message"]
+    assert not any(pydantic in error["message"] for pydantic in ("Value error", "Input should", "String should"))

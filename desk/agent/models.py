@@ -1,12 +1,12 @@
 """The AI surface's HTTP shapes (spec §8.3)."""
 
 from datetime import datetime
-from typing import Annotated, Any
+from typing import Any
 
-from pydantic import Field, StringConstraints
+from pydantic import Field
 
 from desk.agent.events import ApprovalStatus, RunStatus, ToolOutcome
-from desk.schema import ApiModel, IdStr, ReadModel, multi_line
+from desk.schema import ApiModel, IdStr, ReadModel, multi_line, stripped
 
 MessageText = multi_line(min_length=1, max_length=4000)
 
@@ -17,7 +17,7 @@ class MessageIn(ApiModel):
 
 class DecideIn(ApiModel):
     approve: bool
-    reason: Annotated[str, StringConstraints(strip_whitespace=True, max_length=300)] | None = None
+    reason: stripped(max_length=300) | None = None
 
 
 class CopilotSessionRead(ReadModel):

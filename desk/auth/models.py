@@ -3,16 +3,16 @@
 from datetime import datetime
 from typing import Annotated
 
-from pydantic import Field, StringConstraints
+from pydantic import Field
 
-from desk.schema import ApiModel, IdStr, ReadModel, single_line
+from desk.schema import ApiModel, IdStr, ReadModel, single_line, stripped
 from desk.users.models import Password
 
 TokenName = single_line(min_length=1, max_length=100)
 
 
 class LoginRequest(ApiModel):
-    email: Annotated[str, StringConstraints(strip_whitespace=True, min_length=1, max_length=254)]
+    email: stripped(min_length=1, max_length=254)
     password: Annotated[str, Field(min_length=1, max_length=1024)]
 
 

@@ -8,6 +8,7 @@ from argon2 import PasswordHasher
 from argon2.exceptions import InvalidHashError, VerificationError
 
 from desk.errors import ValidationFailed
+from desk.schema import BMP, char_class
 
 MIN_LENGTH = 12  # ASVS 4.0 2.1.1
 MAX_LENGTH = 128
@@ -34,6 +35,19 @@ def check_policy(password: str) -> None:
         raise ValidationFailed(f"The password may have at most {MAX_LENGTH} characters.", details={"field": "password"})
     if password.lower() in _common_passwords():
         raise ValidationFailed("That password is too common; choose another.", details={"field": "password"})
+
+
+def json_schema() -> dict[str, object]:
+    """The policy in JSON schema, for the API's contract: the lengths, and none of the common passwords in any case."""
+    refused = sorted(word for word in _common_passwords() if MIN_LENGTH <= len(word) <= MAX_LENGTH)
+    words = "|".join("".join(f"[{char_class(_spellings(char))}]" for char in word) for word in refused)
+    return {"minLength": MIN_LENGTH, "maxLength": MAX_LENGTH, "not": {"pattern": f"^(?:{words})$"}}
+
+
+@cache
+def _spellings(char: str) -> frozenset[str]:
+    """Every character whose lower case is `char` (the policy compares lower-cased passwords)."""
+    return frozenset(other for other in BMP if other.lower() == char) | {char}
 
 
 async def hash_password(password: str) -> str:

@@ -6,7 +6,8 @@ from typing import Annotated, Literal
 
 from pydantic import AfterValidator, Field, StringConstraints, field_validator
 
-from desk.schema import ApiModel, IdStr, ReadModel, not_null, now, single_line
+from desk.auth import passwords
+from desk.schema import SPACE, ApiModel, IdStr, Keep, ReadModel, char_class, now, single_line
 
 RoleName = Literal["admin", "user", "viewer"]
 EMAIL = re.compile(r"^[^@\s]+@[^@\s]+\.[^@\s]+$")
@@ -18,9 +19,23 @@ def _email(value: str) -> str:
     return value.lower()
 
 
-Email = Annotated[str, StringConstraints(strip_whitespace=True, max_length=254), AfterValidator(_email)]
+_S, _NOT_S = f"[{char_class(SPACE)}]", f"[^@{char_class(SPACE)}]"  # what strip() drops, and what EMAIL's \s means
+# The length counts the address as sent; the schema's pattern is EMAIL with the whitespace strip() drops around it.
+Email = Annotated[
+    str,
+    StringConstraints(max_length=254),
+    AfterValidator(str.strip),
+    AfterValidator(_email),
+    Field(json_schema_extra={"pattern": f"^{_S}*{_NOT_S}+@{_NOT_S}+\\.{_NOT_S}+{_S}*$"}),
+]
 Name = single_line(min_length=1, max_length=100)
-Password = Annotated[str, Field(min_length=1, max_length=128)]
+
+
+def _password_policy(schema: dict[str, object]) -> None:
+    schema.update(passwords.json_schema())  # the service checks it (its words reach the pages); the schema states it
+
+
+Password = Annotated[str, Field(min_length=1, max_length=128, json_schema_extra=_password_policy)]
 
 
 class UserCreate(ApiModel):
@@ -33,13 +48,11 @@ class UserCreate(ApiModel):
 class UserAdminUpdate(ApiModel):
     """What an admin may change; `password` resets it, ends the user's sessions and revokes their API tokens."""
 
-    name: Name | None = None
-    role: RoleName | None = None
-    ai_enabled: bool | None = None
-    active: bool | None = None
-    password: Password | None = None
-
-    _not_null = field_validator("*", mode="before")(not_null)
+    name: Keep[Name] = None
+    role: Keep[RoleName] = None
+    ai_enabled: Keep[bool] = None
+    active: Keep[bool] = None
+    password: Keep[Password] = None
 
     def changes(self) -> dict[str, object]:
         """The fields sent, as stored (camelCase)."""

@@ -29,7 +29,12 @@ async def list_orders(
     return await service.list_orders(db=db, actor=actor, query=query)
 
 
-@router.post("", status_code=201, response_model=WorkOrderRead, responses=errors(*AUTHED))
+@router.post(
+    "",
+    status_code=201,
+    response_model=WorkOrderRead,
+    responses=errors(*AUTHED, ErrorCode.NOT_FOUND, ErrorCode.CONFLICT),
+)
 async def create(body: WorkOrderCreate, db: Db, actor: CurrentActor) -> WorkOrderRead:
     return await service.create(db=db, actor=actor, data=body)
 

@@ -5,7 +5,17 @@ from typing import Annotated, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
-from desk.schema import MAX_LIMIT, MAX_OFFSET, ApiModel, IdStr, ReadModel, multi_line, not_null, single_line
+from desk.schema import (
+    MAX_LIMIT,
+    MAX_OFFSET,
+    ApiModel,
+    IdStr,
+    Keep,
+    ObjectIdStr,
+    ReadModel,
+    multi_line,
+    single_line,
+)
 
 Priority = Literal["low", "medium", "high", "urgent"]
 Status = Literal["pending", "in_progress", "done", "cancelled"]
@@ -24,20 +34,18 @@ class WorkOrderCreate(ApiModel):
     title: Title
     description: Description = ""
     priority: Priority = "medium"
-    owner_id: str | None = None  # admins only: create on someone's behalf
+    owner_id: ObjectIdStr | None = None  # admins only: create on someone's behalf
 
 
 class WorkOrderUpdate(ApiModel):
     """A change to some fields; `version` is the one the person saw (optimistic concurrency)."""
 
     version: Version
-    title: Title | None = None
-    description: Description | None = None
-    priority: Priority | None = None
-    status: Status | None = None
-    owner_id: str | None = None  # admins only
-
-    _not_null = field_validator(*EDITABLE, "owner_id")(not_null)
+    title: Keep[Title] = None
+    description: Keep[Description] = None
+    priority: Keep[Priority] = None
+    status: Keep[Status] = None
+    owner_id: Keep[ObjectIdStr] = None  # admins only
 
     def changes(self) -> dict[str, object]:
         """The fields to change, as stored (camelCase), without `version`."""
@@ -68,7 +76,7 @@ class WorkOrderQuery(BaseModel):
     q: str | None = Field(None, max_length=200)
     status: Status | None = None
     priority: Priority | None = None
-    owner_id: str | None = Field(None, alias="ownerId")
+    owner_id: ObjectIdStr | None = Field(None, alias="ownerId")
     sort: Sort = "-createdAt"
     offset: int = Field(0, ge=0, le=MAX_OFFSET)
     limit: int = Field(25, ge=1, le=MAX_LIMIT)

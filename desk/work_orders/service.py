@@ -65,11 +65,12 @@ async def _owner_id(db: AsyncDatabase, actor: Actor, requested: str | None) -> O
         raise Forbidden("Only admins can give a work order to someone else.")
     oid = parse_object_id(requested)
     owner = await users_repo.get(db, oid) if oid else None
+    # A well-formed id is a valid request (400 is for those the schema refuses): what it names decides the rest.
     if owner is None:
-        raise ValidationFailed("The owner does not exist.", details={"field": "ownerId"})
+        raise NotFound("The owner does not exist.", details={"field": "ownerId"})
     if not can_work(owner):  # say which rule it breaks
         problem = "is deactivated" if not owner.get("active", True) else "is a viewer and cannot work on orders"
-        raise ValidationFailed(f"{owner['name']} {problem}.", details={"field": "ownerId"})
+        raise Conflict(f"{owner['name']} {problem}.", details={"field": "ownerId"})
     return owner["_id"]
 
 

@@ -629,7 +629,7 @@ async def test_a_message_keeps_its_line_breaks_but_no_other_control_character(
     response, _ = await send(client, session_id, f"hello\u001b[2J {PROMPT_MARKER}")
 
     error = refused(response, 400, ErrorCode.VALIDATION_ERROR)
-    assert [problem["field"] for problem in error["details"]] == ["content"]
+    assert [problem["field"] for problem in error["details"]["fields"]] == ["content"]
     assert await db["agent_runs"].count_documents({}) == 0 and not fake_provider.requests
     fake_provider.script(Turn.text("Noted."))
     response, events = await send(client, session_id, "Two things:\r\n1. the tap\r\n2. the door")
@@ -1073,7 +1073,9 @@ async def test_ai_routes_are_json_everywhere_on_errors(provider, client_for, mak
     """Unknown sub-paths and wrong methods under /api/v1/ai answer in the envelope too."""
     client = await client_for(await make_user("user"))
     refused(await client.get(f"{AI}/nothing-here"), 404, ErrorCode.NOT_FOUND)
-    refused(await client.delete(f"{AI}/sessions"), 404, ErrorCode.NOT_FOUND)
+    wrong_method = await client.delete(f"{AI}/sessions")
+    refused(wrong_method, 405, ErrorCode.METHOD_NOT_ALLOWED)
+    assert wrong_method.headers["Allow"] == "GET, POST"
     refused(
         await client.post(f"{AI}/tool-calls/{'a' * 24}/decide", json={"approve": "yes"}),
         400,

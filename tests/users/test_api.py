@@ -45,7 +45,9 @@ async def test_duplicate_email_is_a_conflict(make_user, client_for):
     response = await (await client_for(admin)).post("/api/v1/admin/users", json=body)
 
     assert response.status_code == 409
-    assert response.json()["error"]["details"] == {"field": "email"}
+    assert response.json()["error"]["details"] == {
+        "fields": [{"field": "email", "message": "A user with that email already exists.", "type": "conflict"}]
+    }
 
 
 @pytest.mark.parametrize(

@@ -201,7 +201,8 @@ async def test_admin_creates_for_someone_else_and_reassigns(make_user, client_fo
     assert [o["title"] for o in priya_list["items"]] == ["Badge reader"]
 
     nobody = await client.post("/api/v1/work-orders", json={"title": "x", "ownerId": "5f0000000000000000000000"})
-    assert nobody.status_code == 400 and nobody.json()["error"]["details"]["field"] == "ownerId"
+    # a well-formed id that names nobody: the request is valid, the owner is not there
+    assert nobody.status_code == 404 and nobody.json()["error"]["details"]["fields"][0]["field"] == "ownerId"
 
 
 async def test_search_follows_edits_and_deletes(make_user, client_for, make_order):

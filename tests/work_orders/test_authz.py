@@ -146,13 +146,13 @@ async def test_orders_are_given_only_to_people_who_can_work_on_them(
     created = await client.post("/api/v1/work-orders", json={"title": "New chairs", "ownerId": sam["id"]})
     moved = await client.patch(f"/api/v1/work-orders/{order.id}", json={"version": 1, "ownerId": sam["id"]})
 
-    for response in (created, moved):
-        assert response.status_code == 400
+    for response in (created, moved):  # a valid request that the person's state refuses: 409, not 400
+        assert response.status_code == 409
         error = response.json()["error"]
         assert (error["code"], error["message"], error["details"]) == (
-            "VALIDATION_ERROR",
+            "CONFLICT",
             message,
-            {"field": "ownerId"},
+            {"fields": [{"field": "ownerId", "message": message, "type": "conflict"}]},
         )
     assert await db["work_orders"].count_documents({}) == 1
     stored = await db["work_orders"].find_one({})

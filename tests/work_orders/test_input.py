@@ -29,7 +29,7 @@ async def test_control_characters_are_refused_naming_the_field(body, field, make
     assert response.status_code == 400
     error = response.json()["error"]
     assert error["code"] == "VALIDATION_ERROR"
-    assert [problem["field"] for problem in error["details"]] == [field]
+    assert [problem["field"] for problem in error["details"]["fields"]] == [field]
     assert "control character" in error["message"]
     assert await db["work_orders"].count_documents({}) == 0
 
@@ -41,7 +41,7 @@ async def test_an_edit_with_a_control_character_writes_nothing(make_user, client
     response = await (await client_for(sam)).patch(f"{ORDERS}/{order.id}", json={"version": 1, "title": "Leak\u0000"})
 
     assert response.status_code == 400
-    assert [problem["field"] for problem in response.json()["error"]["details"]] == ["title"]
+    assert [problem["field"] for problem in response.json()["error"]["details"]["fields"]] == ["title"]
     stored = await db["work_orders"].find_one({"_id": ObjectId(order.id)})
     assert (stored["title"], stored["version"]) == ("Leaking tap", 1)
 
@@ -82,7 +82,7 @@ async def test_null_for_a_field_is_refused_naming_it(field, make_user, client_fo
     assert response.status_code == 400
     error = response.json()["error"]
     assert error["code"] == "VALIDATION_ERROR"
-    assert [problem["field"] for problem in error["details"]] == [field]
+    assert [problem["field"] for problem in error["details"]["fields"]] == [field]
     assert (await db["work_orders"].find_one({}))["version"] == 1
     assert await db["activity"].count_documents({}) == 1
 

@@ -3,16 +3,18 @@
 import re
 from datetime import datetime
 from typing import Annotated, Literal
+from zoneinfo import available_timezones
 
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, StringConstraints
 
 from desk.outbox.models import OutboxEventRead
-from desk.schema import ApiModel, IdStr, PageQuery, ReadModel
+from desk.schema import ApiModel, IdStr, ObjectIdStr, PageQuery, ReadModel, Timestamp
 from desk.work_orders.models import Priority, WorkOrderRead
 
 Mode = Literal["suggest", "auto_apply"]
 AllowedField = Literal["priority"]  # v1: the triage may change priority and nothing else
-HOURS = re.compile(r"^(\*|([01]\d|2[0-3]):[0-5]\d-([01]\d|2[0-3]):[0-5]\d)$")
+# [0-9], not \d: Python's \d takes any script's digits, the schema's (ECMA) pattern ASCII ones alone.
+HOURS = re.compile(r"^(\*|([01][0-9]|2[0-3]):[0-5][0-9]-([01][0-9]|2[0-3]):[0-5][0-9])$")
 
 
 class TriageProposal(BaseModel):
@@ -33,7 +35,20 @@ def _hours(value: str) -> str:
     return value
 
 
-WorkingHours = Annotated[str, AfterValidator(_hours)]
+WorkingHours = Annotated[str, AfterValidator(_hours), Field(json_schema_extra={"pattern": HOURS.pattern})]
+
+
+def _zone(value: str) -> str:
+    if value not in available_timezones():
+        raise ValueError("must be an IANA time zone such as Europe/Berlin")
+    return value
+
+
+def _zones(schema: dict[str, object]) -> None:
+    schema["enum"] = sorted(available_timezones())
+
+
+TimeZone = Annotated[str, AfterValidator(_zone), Field(json_schema_extra=_zones)]
 
 
 class AgentConfigRead(ReadModel):
@@ -59,7 +74,7 @@ class AgentConfigUpdate(ApiModel):
     daily_action_cap: Annotated[int, Field(ge=0, le=100_000)] | None = None
     flag_threshold: Priority | None = None
     working_hours: WorkingHours | None = None
-    time_zone: Annotated[str, StringConstraints(max_length=64)] | None = None
+    time_zone: TimeZone | None = None
 
 
 class AgentConfigAuditRead(ReadModel):
@@ -92,7 +107,7 @@ class DecideSuggestionIn(ApiModel):
 
 
 class ManualRunIn(ApiModel):
-    work_order_id: Annotated[str, StringConstraints(min_length=24, max_length=24)]
+    work_order_id: ObjectIdStr
 
 
 class ManualRunOut(ReadModel):
@@ -135,5 +150,5 @@ class RunQuery(PageQuery):
 
     agent: Literal["copilot", "triage"] | None = None
     status: Literal["running", "complete", "error", "budget_exceeded", "expired", "aborted"] | None = None
-    since: datetime | None = None
-    until: datetime | None = None
+    since: Timestamp | None = None
+    until: Timestamp | None = None

@@ -1,0 +1,68 @@
+"""A request's validation problems in words written for people (not pydantic's "Input should be ...")."""
+
+from collections.abc import Callable
+from typing import Any
+
+from desk.schema import OBJECT_ID_PATTERN, WHEN
+
+
+def problem(item: dict[str, Any]) -> dict[str, str]:
+    """`{field, message, type}` for one pydantic error; the value sent is never echoed back (it may be a password)."""
+    loc = item.get("loc") or ()
+    if item["type"] == "json_invalid":
+        loc = loc[:1]  # ("body", 1): the rest is the character position of the JSON error, not a field
+    field = ".".join(str(part) for part in loc[1:]) or (str(loc[0]) if loc else "")
+    return {"field": field, "message": message(item), "type": item["type"]}
+
+
+def message(item: dict[str, Any]) -> str:
+    context = item.get("ctx") or {}
+    words = _MESSAGES.get(item["type"])
+    if words is None:
+        return str(item["msg"]).removeprefix("Value error, ")  # our own validators speak for themselves
+    return words(context) if callable(words) else words
+
+
+def _too_short(context: dict[str, Any]) -> str:
+    least = context.get("min_length", 1)
+    return "must not be empty" if least == 1 else f"must have at least {least} characters"
+
+
+def _pattern(context: dict[str, Any]) -> str:
+    return "must be an id of 24 hexadecimal digits" if context.get("pattern") == OBJECT_ID_PATTERN else "is not valid"
+
+
+_MESSAGES: dict[str, str | Callable[[dict[str, Any]], str]] = {
+    "missing": "required",
+    "extra_forbidden": "unknown field",
+    "json_invalid": "not valid JSON",
+    "json_type": "must be JSON",
+    "model_type": "must be a JSON object",
+    "model_attributes_type": "must be a JSON object",
+    "dict_type": "must be a JSON object",
+    "list_type": "must be a list",
+    "string_type": "must be text",
+    "int_type": "must be a whole number",
+    "int_parsing": "must be a whole number",
+    "int_from_float": "must be a whole number",
+    "float_type": "must be a number",
+    "float_parsing": "must be a number",
+    "bool_type": "must be true or false",
+    "bool_parsing": "must be true or false",
+    "literal_error": lambda c: f"must be one of {c.get('expected', 'the listed values')}",
+    "enum": lambda c: f"must be one of {c.get('expected', 'the listed values')}",
+    "string_too_short": _too_short,
+    "string_too_long": lambda c: f"may have at most {c.get('max_length')} characters",
+    "too_short": lambda c: f"must have at least {c.get('min_length')} items",
+    "too_long": lambda c: f"may have at most {c.get('max_length')} items",
+    "greater_than_equal": lambda c: f"must be at least {c.get('ge')}",
+    "greater_than": lambda c: f"must be more than {c.get('gt')}",
+    "less_than_equal": lambda c: f"may be at most {c.get('le')}",
+    "less_than": lambda c: f"must be less than {c.get('lt')}",
+    "string_pattern_mismatch": _pattern,
+    "value_error": lambda c: str(c.get("error", "is not valid")),
+    "datetime_type": WHEN,
+    "datetime_parsing": WHEN,
+    "datetime_from_date_parsing": WHEN,
+    "timezone_aware": WHEN,
+}
