@@ -17,8 +17,6 @@ from desk.agent.models import AgentToolCallRead
 from desk.agent.sessions import current_session
 from desk.errors import DeskError, ErrorCode
 from desk.schema import parse_object_id
-from desk.users import service as users_service
-from desk.users.models import UserAdminUpdate
 from desk.work_orders import service as work_orders
 from desk.work_orders.models import WorkOrderUpdate
 from tests.fake_provider import Turn
@@ -437,7 +435,7 @@ async def test_an_order_deleted_before_approval_is_not_recreated_or_touched(
 async def test_approving_after_losing_write_rights_does_not_write(
     copilot, approve, fake_provider, make_user, make_order, db
 ):
-    sam, boss = await make_user(), await make_user("admin")
+    sam = await make_user()
     tap = await make_order(sam, "Leaking tap")
     fake_provider.script(
         *Turn.read_then_update(tap.id, status="cancelled"),
@@ -445,8 +443,8 @@ async def test_approving_after_losing_write_rights_does_not_write(
     )
 
     async def demoted_then_approves(event: RunEvent) -> None:
-        change = UserAdminUpdate(role="viewer")
-        await users_service.update_user(db=db, actor=actor(boss), user_id=sam["id"], data=change)
+        # a direct write the access-lost hook never saw (as from another process): the runtime's own re-check
+        await db["users"].update_one({"_id": ObjectId(sam["id"])}, {"$set": {"role": "viewer"}})
         await approve({**sam, "role": "viewer"})(event)
 
     events = await copilot(sam, "Cancel it", decide=demoted_then_approves)

@@ -13,13 +13,10 @@ from dataclasses import replace
 import pytest
 from bson import ObjectId
 
-from desk.actors import Actor, Role
 from desk.agent import budget, runs, sessions
 from desk.agent.events import RunEvent
 from desk.agent.tools import REGISTRY
 from desk.errors import ErrorCode
-from desk.users import service as users_service
-from desk.users.models import UserAdminUpdate
 from desk.work_orders import service as work_orders
 from desk.work_orders.models import WorkOrderUpdate
 from tests.agent.test_first_token import conversation
@@ -29,13 +26,17 @@ from tests.helpers import actor, tuned
 
 
 async def deactivate(db, person: dict) -> None:
-    """An admin deactivates `person` through the service, before the HTTP route has aborted their runs.
+    """`person` deactivated by a write the access-lost hook never saw (as from another process, before its abort lands).
 
-    The route aborts them right after (desk/users/api.py); the checks tested here are what holds in
-    between, and whatever a run already had in hand when the abort lands.
+    The service stops the runs itself (desk/agent/hooks.py); these tests pin the runtime's own re-check
+    of the person as stored now, which must hold whatever the hook did or did not do yet.
     """
-    admin = Actor(id=str(ObjectId()), role=Role("admin"))
-    await users_service.update_user(db=db, actor=admin, user_id=person["id"], data=UserAdminUpdate(active=False))
+    await set_stored(db, person, active=False)
+
+
+async def set_stored(db, person: dict, **fields) -> None:
+    """Change the stored person directly: a change the access-lost hook never saw (tests the runtime's own guard)."""
+    await db["users"].update_one({"_id": ObjectId(person["id"])}, {"$set": fields})
 
 
 def after_first_result(action):
@@ -76,13 +77,10 @@ async def test_a_tool_asked_for_after_ai_was_turned_off_mid_call_is_not_used(
     sam = await make_user()
     await make_order(sam, "Leaking tap in kitchen")
     fake_provider.script(Turn.tool_calls(("list_my_work_orders", {})), Turn.text("never asked for"))
-    admin = Actor(id=str(ObjectId()), role=Role("admin"))
 
     async def turned_off(event: RunEvent) -> None:
         if event.kind == "tool_call_start":  # the model has answered; the runtime has not used the tool yet
-            await users_service.update_user(
-                db=db, actor=admin, user_id=sam["id"], data=UserAdminUpdate(ai_enabled=False)
-            )
+            await set_stored(db, sam, aiEnabled=False)  # the hook never saw it: the runtime's own check
 
     events = await drain(await start(sam), turned_off)
 
@@ -99,10 +97,7 @@ async def test_an_admin_demoted_mid_run_loses_the_admin_tools_at_once(start, fak
     fake_provider.script(
         Turn.tool_calls(("get_profile", {})), Turn.tool_calls(("admin_list_users", {})), Turn.text("done")
     )
-    admin = Actor(id=str(ObjectId()), role=Role("admin"))
-    demote = after_first_result(
-        lambda: users_service.update_user(db=db, actor=admin, user_id=boss["id"], data=UserAdminUpdate(role="user"))
-    )
+    demote = after_first_result(lambda: set_stored(db, boss, role="user"))  # unseen by the hook: the runtime's check
 
     events = await drain(await start(boss), demote)
 

@@ -13,10 +13,10 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 import pytest
+from bson import ObjectId
 
 from desk.agent import start
 from desk.agent.sessions import current_session
-from desk.users import service as users_service
 from desk.work_orders import service as work_orders
 from tests.fake_provider import Turn
 from tests.helpers import actor
@@ -341,7 +341,8 @@ async def test_ai_turned_off_mid_run_refuses_the_next_call(world, ai_settings, p
     async for event in turn.events():
         events.append(event)
         if event.kind == "tool_call_start" and event.tool == "update_work_order":  # the person opts out now
-            await users_service.set_own_ai(db=db, actor=actor(sam), enabled=False)
+            # a direct write the access-lost hook never saw (as from another process): the runtime's own re-check
+            await db["users"].update_one({"_id": ObjectId(sam["id"])}, {"$set": {"aiEnabled": False}})
 
     assert [e.outcome for e in events if e.kind == "tool_result"] == ["ok", "forbidden"]
     assert not [e for e in events if e.kind == "tool_approval_required"]
