@@ -387,3 +387,15 @@ async def test_messages_are_written_for_people(body, words, make_user, client_fo
 
     assert words in error["message"]
     assert not any(pydantic in error["message"] for pydantic in ("Value error", "Input should", "String should"))
+
+
+@pytest.mark.parametrize("title", ["!!!", "💧", "—"])
+async def test_an_order_with_no_word_in_it_is_created_not_a_500(title, make_user, client_for):
+    # found by the fuzzer: its search postings were an empty list, which insert_many refuses
+    client = await client_for(await make_user("user"))
+
+    created = await client.post(ORDERS, json={"title": title})
+    edited = await client.patch(f"{ORDERS}/{created.json()['id']}", json={"version": 1, "description": "?"})
+
+    assert (created.status_code, edited.status_code) == (201, 200)
+    assert [order["title"] for order in (await client.get(ORDERS)).json()["items"]] == [title]

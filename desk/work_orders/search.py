@@ -50,7 +50,8 @@ async def reindex(db: AsyncDatabase, order_id: ObjectId, before: Doc | None, aft
         postings = [
             {"_id": f"{order_id}:{term}", "term": term, "orderId": order_id, **shared} for term in _terms(after)
         ]
-        await _postings(db).insert_many(postings)
+        if postings:  # a title and description without a word ("!!!", "💧") have none, and insert_many([]) raises
+            await _postings(db).insert_many(postings)
 
 
 async def stamp_title_keys(db: AsyncDatabase, orders: list[Doc]) -> None:
