@@ -7,7 +7,7 @@ from pymongo.errors import DuplicateKeyError
 from desk.actors import Actor
 from desk.auth import events, passwords
 from desk.auth import service as auth_service
-from desk.errors import Conflict, Forbidden, NotFound, NothingToChange, ValidationFailed
+from desk.errors import Conflict, Forbidden, NotFound, NothingToChange
 from desk.schema import OffsetPage, PageQuery, now, parse_object_id
 from desk.users import access
 from desk.users import repository as repo
@@ -188,7 +188,8 @@ async def change_own_password(
     doc = await repo.get(db, ObjectId(actor.id))
     if doc is None or not await passwords.verify_password(doc["passwordHash"], current):
         events.record("password_change_failed", actor_id=actor.id, subject_id=actor.id, reason="wrong_password")
-        raise ValidationFailed("The current password is not right.", details={"field": "currentPassword"})
+        # 403, not 400: the request is valid (no schema can know the password); the person did not prove who they are
+        raise Forbidden("The current password is not right.", details={"field": "currentPassword"})
     passwords.check_policy(new)
     await repo.update(db, doc["_id"], {"passwordHash": await passwords.hash_password(new), "updatedAt": now()})
     await auth_service.end_sessions(db=db, user_id=doc["_id"], keep_secret=keep_session)

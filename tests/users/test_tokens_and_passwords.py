@@ -94,7 +94,7 @@ async def test_the_current_password_check_is_rate_limited_per_account(make_user,
         "/api/v1/auth/password", json={"currentPassword": PASSWORD, "newPassword": NEW_PASSWORD}
     )
 
-    assert guesses == [400] * 5
+    assert guesses == [403] * 5
     assert right.status_code == 429 and right.json()["error"]["code"] == "RATE_LIMITED"
     assert 1 <= int(right.headers["Retry-After"]) <= 60
     assert other.status_code == 204  # another account is not held up
