@@ -44,7 +44,7 @@ def main(argv: list[str] | None = None) -> None:
 
 def mount() -> None:
     """The pages on NiceGUI's app, the API and its docs on their own app in front; the live feed starts with the app."""
-    docs = {"docs_url": "/api/docs", "redoc_url": None, "openapi_url": "/api/openapi.json"}
+    docs = {"docs_url": None, "redoc_url": None, "openapi_url": "/api/openapi.json"}  # install_api serves /api/docs
     api = FastAPI(title="Work Order Desk API", version="1", **docs)
     install_api(api)
     _api_in_front(api)

@@ -6,7 +6,6 @@ from dataclasses import dataclass
 
 from fastapi import APIRouter, FastAPI
 from fastapi.middleware.gzip import GZipMiddleware
-from fastapi.openapi.utils import get_openapi
 from fastapi.responses import JSONResponse
 from pymongo.asynchronous.database import AsyncDatabase
 from starlette.types import ASGIApp, Receive, Scope, Send
@@ -19,6 +18,7 @@ from desk.agent import runs as agent_runs
 from desk.agent.api import router as ai_router
 from desk.agent.triage import repository as triage_repo
 from desk.agent.triage.api import router as triage_router
+from desk.api_docs import install_docs
 from desk.auth import passwords
 from desk.auth import repository as auth_repo
 from desk.auth.api import router as auth_router
@@ -65,7 +65,7 @@ def install_api(app: FastAPI) -> None:
     install_error_handlers(app)
     app.add_middleware(CompressedButTheCopilot)
     app.add_middleware(observability.Measured)  # outermost: it times everything, compression included
-    app.openapi = lambda: _openapi_without_422(app)
+    install_docs(app)
 
 
 UNCOMPRESSED = f"{ai_router.prefix}/"
@@ -82,17 +82,6 @@ class CompressedButTheCopilot:
             await self.gzip(scope, receive, send)
         else:
             await self.app(scope, receive, send)
-
-
-def _openapi_without_422(app: FastAPI) -> dict:
-    """FastAPI documents a 422 on every route with input; the desk answers those as 400 in the envelope."""
-    if app.openapi_schema is None:
-        schema = get_openapi(title=app.title, version=app.version, routes=app.routes)
-        for operations in schema.get("paths", {}).values():
-            for operation in operations.values():
-                operation.get("responses", {}).pop("422", None)
-        app.openapi_schema = schema
-    return app.openapi_schema
 
 
 async def ensure_indexes(db: AsyncDatabase) -> None:

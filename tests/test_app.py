@@ -228,3 +228,29 @@ def _schema() -> dict:
     app = FastAPI()
     install_api(app)
     return app.openapi()
+
+
+async def test_the_docs_page_works_offline_from_the_desks_own_files(anonymous):
+    page = await anonymous.get("/api/docs")
+
+    assert page.status_code == 200 and "text/html" in page.headers["content-type"]
+    assert "https://" not in page.text and "cdn" not in page.text  # nothing from another origin (the CSP is 'self')
+    for asset in re.findall(r"""(?:src|href)=["']?([^"' >]+)""", page.text):
+        fetched = await anonymous.get(asset)
+        assert fetched.status_code == 200 and fetched.content, asset
+    script = await anonymous.get("/api/docs/assets/swagger-ui-bundle.js")
+    assert "javascript" in script.headers["content-type"] and b"SwaggerUIBundle" in script.content
+
+
+def test_the_schema_declares_how_to_sign_in_so_the_docs_page_can_send_a_token():
+    schema = _schema()
+
+    schemes = schema["components"]["securitySchemes"]
+    assert schemes["bearerToken"] == {**schemes["bearerToken"], "type": "http", "scheme": "bearer"}
+    assert (schemes["sessionCookie"]["in"], schemes["sessionCookie"]["name"]) == ("cookie", "desk_session")
+    assert (schemes["csrfHeader"]["in"], schemes["csrfHeader"]["name"]) == ("header", "X-Desk-CSRF")
+    operations = {(path, method): op for path, ops in schema["paths"].items() for method, op in ops.items()}
+    either = [{"bearerToken": []}, {"sessionCookie": [], "csrfHeader": []}]
+    assert operations[("/api/v1/work-orders", "get")]["security"] == either
+    assert "security" not in operations[("/api/v1/auth/login", "post")]
+    assert "security" not in operations[("/healthz", "get")]

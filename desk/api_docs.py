@@ -1,0 +1,81 @@
+"""The API's contract as clients read it: the OpenAPI schema (with its security schemes) and /api/docs.
+
+The docs page is Swagger UI served by the desk itself, from the `swagger-ui-bundle-v2` package: it
+works with no network beyond the desk, and under the desk's CSP, which allows only 'self'.
+"""
+
+from typing import Any
+
+from fastapi import FastAPI
+from fastapi.openapi.docs import get_swagger_ui_html
+from fastapi.openapi.utils import get_openapi
+from fastapi.responses import HTMLResponse
+from fastapi.staticfiles import StaticFiles
+from swagger_ui_bundle import swagger_ui_path
+
+from desk.http import CSRF_HEADER, session_cookie_name
+
+DOCS = "/api/docs"
+ASSETS = f"{DOCS}/assets"
+# Operations anyone may call: logging in, and the probes of a load balancer.
+OPEN = {("/api/v1/auth/login", "post"), ("/healthz", "get"), ("/readyz", "get")}
+
+
+def install_docs(app: FastAPI) -> None:
+    """/api/docs from the desk's own files, and an OpenAPI schema with its security and without FastAPI's 422s."""
+    app.mount(ASSETS, StaticFiles(directory=swagger_ui_path), name="swagger-ui")
+
+    @app.get(DOCS, include_in_schema=False)
+    async def docs() -> HTMLResponse:
+        return get_swagger_ui_html(
+            openapi_url=app.openapi_url or "/api/openapi.json",
+            title=f"{app.title} docs",
+            swagger_js_url=f"{ASSETS}/swagger-ui-bundle.js",
+            swagger_css_url=f"{ASSETS}/swagger-ui.css",
+            swagger_favicon_url=f"{ASSETS}/favicon-32x32.png",
+            swagger_ui_parameters={"persistAuthorization": False, "withCredentials": True},
+        )
+
+    app.openapi = lambda: _schema(app)
+
+
+def _schema(app: FastAPI) -> dict[str, Any]:
+    if app.openapi_schema is None:
+        schema = get_openapi(title=app.title, version=app.version, routes=app.routes)
+        schema.setdefault("components", {})["securitySchemes"] = security_schemes()
+        for path, operations in schema.get("paths", {}).items():
+            for method, operation in operations.items():
+                # FastAPI documents a 422 on every route with input; the desk answers those as 400 in the envelope.
+                operation.get("responses", {}).pop("422", None)
+                if (path, method) not in OPEN:
+                    operation["security"] = SIGNED_IN
+        app.openapi_schema = schema
+    return app.openapi_schema
+
+
+def security_schemes() -> dict[str, Any]:
+    return {
+        "bearerToken": {
+            "type": "http",
+            "scheme": "bearer",
+            "description": "A personal API token (POST /api/v1/auth/tokens from a browser session), sent as "
+            "`Authorization: Bearer <token>`. Exempt from the CSRF header. A token cannot make or list tokens.",
+        },
+        "sessionCookie": {
+            "type": "apiKey",
+            "in": "cookie",
+            "name": session_cookie_name(),
+            "description": "The browser session set by POST /api/v1/auth/login (httpOnly, SameSite=Lax).",
+        },
+        "csrfHeader": {
+            "type": "apiKey",
+            "in": "header",
+            "name": CSRF_HEADER,
+            "description": f"`{CSRF_HEADER}: 1` on every request with the session cookie that changes something "
+            "(and on the login itself); without it such a request is a 403.",
+        },
+    }
+
+
+# Either a bearer token, or the session cookie with the CSRF header.
+SIGNED_IN = [{"bearerToken": []}, {"sessionCookie": [], "csrfHeader": []}]
