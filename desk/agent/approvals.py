@@ -12,7 +12,7 @@ from bson import ObjectId
 from pymongo.asynchronous.database import AsyncDatabase
 
 from desk.actors import Actor
-from desk.agent import runs
+from desk.agent import live, runs
 from desk.agent.events import Diff
 from desk.agent.models import AgentToolCallRead
 from desk.errors import Conflict, DeskError, ErrorCode, NotFound
@@ -112,7 +112,10 @@ async def decide(
         raise ApprovalExpired("The assistant's run has ended; this change can no longer be approved.")
     fields = {"approval.status": wanted, "approval.decidedAt": moment, "approval.reason": clean_reason(reason)}
     decided = await runs.update_tool_call(db, call["_id"], fields, only_if={"approval.status": "pending"})
-    if decided is None:
+    if decided is not None:  # the waiting run wakes: at once in this process, at its next renewal in another
+        live.decided(str(call["_id"]))
+        await runs.wake(db, call["runId"], call["_id"])
+    else:
         decided = await runs.get_tool_call(db, call["_id"])
         if decided["approval"]["status"] != wanted:
             if decided["approval"]["status"] == "expired":
@@ -126,8 +129,13 @@ async def decide(
 
 
 async def _expire(db: AsyncDatabase, call: dict[str, Any]) -> None:
-    await runs.update_tool_call(
-        db, call["_id"], {"approval.status": "expired", "outcome": "expired"}, only_if={"approval.status": "pending"}
+    await expire_call(db, call["_id"])
+
+
+async def expire_call(db: AsyncDatabase, call_id: ObjectId) -> dict[str, Any] | None:
+    """Expire a pending approval; the call after, or None when a decision (or another expiry) was first."""
+    return await runs.update_tool_call(
+        db, call_id, {"approval.status": "expired", "outcome": "expired"}, only_if={"approval.status": "pending"}
     )
 
 

@@ -5,8 +5,10 @@ in the database and then calls `interrupt`, which reaches the turns of this web 
 """
 
 import asyncio
+import contextlib
 import logging
 import weakref
+from collections.abc import Iterator
 from typing import Protocol
 
 log = logging.getLogger(__name__)
@@ -14,11 +16,14 @@ INTERRUPTED = "Stopped: this conversation was ended elsewhere (you signed out, o
 
 
 class Interruptible(Protocol):
+    run_id: str
+
     def interrupt(self) -> None: ...
 
 
 _LIVE: dict[str, weakref.WeakSet[Interruptible]] = {}  # person id -> their turns in this process
 _background: set[asyncio.Task] = set()  # record and wind-down tasks nobody may await (strong refs until done)
+_waiting: dict[str, asyncio.Event] = {}  # tool-call id -> the event its run waits on for a decision
 
 
 def register(user_id: str, turn: Interruptible) -> None:
@@ -44,6 +49,30 @@ def interrupt(user_id: str) -> None:
     """
     for turn in tuple(_LIVE.get(user_id, ())):
         turn.interrupt()
+
+
+def stop(user_id: str, run_id: str) -> None:
+    """Stop one run of `user_id` in this process, if it runs here (Stop pressed on any page or tab)."""
+    for turn in tuple(_LIVE.get(user_id, ())):
+        if turn.run_id == run_id:
+            turn.interrupt()
+
+
+@contextlib.contextmanager
+def awaiting(tool_call_id: str) -> Iterator[asyncio.Event]:
+    """The event a run waits on for the decision on `tool_call_id`; a decide in this process sets it (`decided`)."""
+    event = _waiting.setdefault(tool_call_id, asyncio.Event())
+    try:
+        yield event
+    finally:
+        _waiting.pop(tool_call_id, None)
+
+
+def decided(tool_call_id: str) -> None:
+    """Wake the run of this process waiting on `tool_call_id` (none here: it notices within a second)."""
+    event = _waiting.get(tool_call_id)
+    if event is not None:
+        event.set()
 
 
 def keep(task: asyncio.Task, *, failure: str, expected: tuple[type[BaseException], ...] = ()) -> asyncio.Task:

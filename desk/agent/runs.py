@@ -82,7 +82,7 @@ async def archive_session(db: AsyncDatabase, session_id: ObjectId) -> bool:
     """Archive an idle active session (none of its runs is running)."""
     result = await db["copilot_sessions"].update_one(
         {"_id": session_id, "status": "active", "runningRunId": None},
-        {"$set": {"status": "archived", "updatedAt": now()}, "$unset": {"activeFor": ""}},
+        {"$set": {"status": "archived", **_used(now())}, "$unset": {"activeFor": ""}},
     )
     return result.modified_count == 1
 
@@ -107,18 +107,23 @@ async def claim_session(
     moment = now()
     return await db["copilot_sessions"].find_one_and_update(
         {"_id": session_id, **owner, "status": "active", "runningRunId": None},
-        {"$set": {"runningRunId": run_id, "claimedAt": moment, "historyMark": ObjectId(), "updatedAt": moment}},
+        {"$set": {"runningRunId": run_id, "claimedAt": moment, "historyMark": ObjectId(), **_used(moment)}},
     )
 
 
 _UNCHANGED: Any = object()
 
 
+def _used(moment: datetime) -> Doc:
+    """A conversation in use is kept a year from its last use, not from its start (or it could go under its owner)."""
+    return {"updatedAt": moment, "expiresAt": moment + KEEP_RUNS}
+
+
 async def release_session(
     db: AsyncDatabase, session_id: ObjectId, run_id: ObjectId, *, history_mark: ObjectId | None = _UNCHANGED
 ) -> None:
     """Free the session if `run_id` still holds it; `history_mark` (when given) is its new last message."""
-    fields: Doc = {"runningRunId": None, "updatedAt": now()}
+    fields: Doc = {"runningRunId": None, **_used(now())}
     if history_mark is not _UNCHANGED:
         fields["historyMark"] = history_mark
     await db["copilot_sessions"].update_one(
@@ -207,6 +212,21 @@ async def renew_lease(db: AsyncDatabase, run_id: ObjectId, lease: timedelta) -> 
         {"_id": run_id, "status": "running"}, {"$set": {"leaseUntil": now() + lease}}
     )
     return result.matched_count == 1
+
+
+async def renew_lease_and_look(db: AsyncDatabase, run_id: ObjectId, lease: timedelta) -> Doc | None:
+    """Extend a running run's lease, returning its `wakeFor` (a decision's mark); None when it no longer runs."""
+    return await db["agent_runs"].find_one_and_update(
+        {"_id": run_id, "status": "running"},
+        {"$set": {"leaseUntil": now() + lease}},
+        projection={"wakeFor": 1},
+        return_document=ReturnDocument.AFTER,
+    )
+
+
+async def wake(db: AsyncDatabase, run_id: ObjectId, tool_call_id: ObjectId) -> None:
+    """Mark a run whose change was just decided: its wait, in whichever process, sees it at its next renewal."""
+    await db["agent_runs"].update_one({"_id": run_id, "status": "running"}, {"$set": {"wakeFor": tool_call_id}})
 
 
 async def finish_run(

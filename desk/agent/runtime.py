@@ -129,6 +129,7 @@ class CopilotTurn:
         if self.interrupted:
             return
         self.interrupted = True
+        self.staging.wake()  # a wait for a decision ends now, not at its next tick
         if self.calling and self.driver is not None and not self.driver.done():
             self.driver.cancel()
 

@@ -6,16 +6,17 @@ it was staged is staged again with what it holds now, under a new id; the stale 
 """
 
 import asyncio
+import contextlib
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from datetime import timedelta
 from typing import Any
 
 from bson import ObjectId
 
 from desk.actors import Actor
-from desk.agent import approvals, runs
+from desk.agent import approvals, live, runs
 from desk.agent.events import RunEvent, ToolApprovalExpired, ToolApprovalRequired
 from desk.agent.pipeline import Call, ToolAnswer
 from desk.agent.record import RunRecord
@@ -23,7 +24,8 @@ from desk.agent.state import RunEnded, RunState, stopped
 from desk.errors import Conflict, DeskError, ErrorCode
 from desk.schema import now
 
-POLL_SECONDS = 0.2  # how often a run waiting for a decision looks at the approval
+WAKE_SECONDS = 1.0  # a decision made in another process is seen within this
+LOOK_EVERY = 10  # every tenth tick reads the call itself (see `Staging._decision`)
 
 
 @dataclass(frozen=True)
@@ -33,6 +35,7 @@ class Staging:
     ttl: timedelta
     person_now: Callable[[], Awaitable[Actor | None]]  # the person as stored now; None: AI is off for them
     interrupted: Callable[[], bool]  # the run was stopped in this process (`live.interrupt`)
+    waiting: dict[str, asyncio.Event] = field(default_factory=dict)  # the decision being waited on (`wake`)
 
     async def propose(self, call: Call) -> AsyncIterator[RunEvent | ToolAnswer]:
         """Events for the person while the change waits; its `ToolAnswer` last."""
@@ -97,18 +100,58 @@ class Staging:
             shown = approvals.diff(tool.name, args, pre)
             call = replace(call, id=ObjectId())  # as a new proposal with its own id (the stale one keeps its record)
 
+    def wake(self) -> None:
+        """Wake a wait for a decision at once (the run was interrupted: it must not sit out its second)."""
+        for event in self.waiting.values():
+            event.set()
+
     async def _decision(self, staged: dict) -> dict:
+        """The call once decided or expired, whichever write won; at most one round trip a second meanwhile.
+
+        A decide in this process sets the call's event (`live.decided`): the run wakes at once. One in
+        another process marks the run (`runs.wake`), which the lease renewal reads back: the renewal and
+        the look are one round trip, once a second. Every `LOOK_EVERY`th tick reads the call itself
+        instead, in case a decision reached it without the mark (a decide that died between the two).
+        """
+        db, run_id, call_id = self.record.db, self.record.run["_id"], staged["_id"]
+        expires = staged["approval"]["expiresAt"]
+        key = str(call_id)
+        with live.awaiting(key) as woken:
+            self.waiting[key] = woken
+            try:
+                ticks = 0
+                while True:
+                    left = (expires - now()).total_seconds()
+                    if not woken.is_set() and left > 0:
+                        with contextlib.suppress(TimeoutError):
+                            async with asyncio.timeout(min(WAKE_SECONDS, left)):
+                                await woken.wait()
+                    ticks += 1
+                    ended = self.interrupted()  # stopped here: what became of the call is still said (expired)
+                    if not (ended or woken.is_set() or now() >= expires or ticks % LOOK_EVERY == 0):
+                        run = await runs.renew_lease_and_look(db, run_id, self.record.lease)
+                        if run is not None and run.get("wakeFor") != call_id:
+                            continue  # still running, nothing decided: one round trip this second
+                        ended = run is None
+                    woken.clear()
+                    current = await runs.get_tool_call(db, call_id)
+                    if current["approval"]["status"] != "pending":
+                        return current
+                    if ended:  # the run was ended elsewhere (Stop, a logout, the sweeper) and the call is pending
+                        raise RunEnded("aborted")
+                    if now() >= expires:
+                        return await self._expire(current)
+            finally:
+                self.waiting.pop(key, None)
+
+    async def _expire(self, current: dict) -> dict:
+        """Expire the call, unless a decision won the race: then that decision is the outcome (never `expired`)."""
         db = self.record.db
-        while True:
-            await asyncio.sleep(POLL_SECONDS)
-            current = await runs.get_tool_call(db, staged["_id"])
-            if current["approval"]["status"] != "pending":
-                return current
-            if current["approval"]["expiresAt"] <= now():
-                await approvals.expire_for_run(db, self.record.run["_id"])
-                return {**current, "approval": {**current["approval"], "status": "expired"}}
-            if self.interrupted() or not await self.record.renew():  # ended elsewhere
-                raise RunEnded("aborted")
+        expired = await approvals.expire_call(db, current["_id"])
+        if expired is None:  # a concurrent decide got there first: the person was told it counted
+            return await runs.get_tool_call(db, current["_id"])
+        await approvals.expire_for_run(db, self.record.run["_id"])
+        return expired
 
     async def _rejected(self, call: Call, staged: dict, decided: dict) -> ToolAnswer:
         self.state.rejected[call.key] = self.state.rejected.get(call.key, 0) + 1

@@ -21,8 +21,8 @@ Decider = Callable[[RunEvent], Awaitable[None]]
 
 @pytest.fixture(autouse=True)
 def quick_polls(monkeypatch):
-    """A run waiting for a decision looks every 10 ms instead of 200 ms (speed only)."""
-    monkeypatch.setattr(staging, "POLL_SECONDS", 0.01)
+    """A run waiting for a decision it was not woken for looks every 10 ms instead of every second (speed only)."""
+    monkeypatch.setattr(staging, "WAKE_SECONDS", 0.01)
 
 
 @pytest.fixture

@@ -610,7 +610,7 @@ KEPT = {  # SEC-12: transcripts for 90 days; runs and sessions (who asked what, 
     "agent_messages": ("createdAt", timedelta(days=90)),
     "agent_tool_calls": ("createdAt", timedelta(days=90)),
     "agent_runs": ("startedAt", timedelta(days=365)),
-    "copilot_sessions": ("createdAt", timedelta(days=365)),
+    "copilot_sessions": ("updatedAt", timedelta(days=365)),  # from its last use
 }
 
 
