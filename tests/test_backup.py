@@ -98,7 +98,10 @@ def test_a_backup_of_a_running_desk_under_writes_restores_into_a_fresh_desk(tmp_
     assert first["id"] in ids and len(orders) == total  # the counters agree with the documents: one moment
     assert {u["email"] for u in users} == {u["email"] for u in users_before}
     assert [a["action"] for a in activity[first["id"]]] == ["updated", "created"]
-    assert all([a["action"] for a in entries][-1] == "created" for entries in activity.values())
+    # every order whose create was answered before the backup began has its history; one caught between its
+    # insert and its timeline entry (the two are separate writes) may not, and its create was not answered yet
+    done_before = {oid for at, oid in writer.acked if at < started}
+    assert all([a["action"] for a in activity[oid]][-1:] == ["created"] for oid in done_before)
 
 
 def test_restore_needs_a_backup_and_backup_a_new_file(tmp_path):
