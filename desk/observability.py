@@ -123,7 +123,6 @@ async def _read_shared_state(db: AsyncDatabase, settings: Settings) -> None:
         DECISIONS.labels(decision).set(count)
     scopes = {
         f"agent:{agent_policy.AGENT}": settings.agent_daily_spend_usd,
-        "agent:copilot": settings.agent_daily_spend_usd,
         "global": settings.ai_global_daily_spend_usd,
     }
     for scope, cap in scopes.items():

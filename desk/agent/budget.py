@@ -8,8 +8,9 @@ The person's day document also counts their message starts per minute and addres
 the AI limiter keys on user + IP), so letting a message in is one atomic $inc-and-read of that
 document beside one read of the agent's and the desk's spend: two round trips, side by side.
 
-A run bills its model calls through a `Meter`: the copilot's to the person, `agent:copilot` and
-`global`; an agent working on its own (no person) to `agent:<name>` and `global`.
+A run bills its model calls through a `Meter`: the copilot's to the person and `global` (the `agent:`
+scope and AGENT_DAILY_SPEND_USD are for autonomous agents); an agent working on its own (no person)
+to `agent:<name>` and `global`.
 """
 
 import asyncio
@@ -56,9 +57,12 @@ async def ensure_indexes(db: AsyncDatabase) -> None:
 
 
 def keys(*, user_id: str | None, agent: str) -> list[str]:
+    """A person's turn counts against them and the desk; an agent working on its own against itself and the desk.
+
+    Not the copilot's `agent:` scope: one person reaching their own cap would block it for everyone.
+    """
     day = now().date().isoformat()
-    found = [f"agent:{agent}:{day}", f"global:{day}"]
-    return [f"user:{user_id}:{day}", *found] if user_id else found
+    return [f"user:{user_id}:{day}" if user_id else f"agent:{agent}:{day}", f"global:{day}"]
 
 
 async def admit(db: AsyncDatabase, settings: Settings, *, user_id: str, agent: str, ip: str) -> Admission:

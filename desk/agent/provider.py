@@ -64,6 +64,9 @@ class Completed:
 
 ProviderEvent = TextDelta | Completed
 NO_USAGE = Usage(0, 0)
+# No connection was made (refused, a name that does not resolve, an address SEC-2 refuses, no answer to
+# the connect): the model never saw the prompt, so the call is not billed (issue 15).
+NEVER_REACHED = (httpx.ConnectError, httpx.ConnectTimeout)
 
 
 class AIUnavailable(DeskError):
@@ -72,10 +75,13 @@ class AIUnavailable(DeskError):
     code = ErrorCode.AI_UNAVAILABLE
     default_message = "The AI assistant is unavailable right now; try again in a minute."
 
-    def __init__(self, message: str | None = None, *, usage: Usage = NO_USAGE, kind: str = "unknown") -> None:
+    def __init__(
+        self, message: str | None = None, *, usage: Usage = NO_USAGE, kind: str = "unknown", reached: bool = True
+    ) -> None:
         super().__init__(message)
         self.usage = usage
         self.kind = kind
+        self.reached = reached  # False: the call never reached the model (refused, DNS): it costs nothing
 
 
 class Provider:
@@ -185,7 +191,7 @@ class Provider:
             raise self._unavailable(failure.kind, turn) from None
         except httpx.HTTPError as error:  # connect refused, timeouts, peer closed mid-body, bad encoding
             # `from None`: the chained exception would carry URLs and provider bytes into tracebacks.
-            raise self._unavailable(type(error).__name__, turn) from None
+            raise self._unavailable(type(error).__name__, turn, reached=not isinstance(error, NEVER_REACHED)) from None
         log.debug("AI provider call complete (baseUrl=%s, model=%s)", self._where, self.model)
         yield completed
 
@@ -196,9 +202,9 @@ class Provider:
     async def aclose(self) -> None:
         await self._client.aclose()
 
-    def _unavailable(self, kind: str, turn: "_Turn") -> AIUnavailable:
+    def _unavailable(self, kind: str, turn: "_Turn", *, reached: bool = True) -> AIUnavailable:
         log.warning("AI provider call failed: %s (baseUrl=%s, model=%s)", kind, self._where, self.model)
-        return AIUnavailable(usage=turn.usage(), kind=kind)
+        return AIUnavailable(usage=turn.usage() if reached else NO_USAGE, kind=kind, reached=reached)
 
 
 async def _read_to_end(body: AsyncIterator[bytes], lines: "_DataLines") -> None:

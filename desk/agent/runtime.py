@@ -14,7 +14,7 @@ import logging
 import time
 from collections.abc import AsyncIterator
 from datetime import timedelta
-from typing import Any
+from typing import Any, NoReturn
 
 from bson import ObjectId
 
@@ -46,6 +46,7 @@ from desk.users import service as users_service
 
 log = logging.getLogger(__name__)
 AGENT = "copilot"
+UNREACHED = "ai_unreached"  # the run's error code when its call never reached the model (and cost nothing)
 __all__ = ["AGENT", "INTERRUPTED", "CopilotTurn"]
 
 
@@ -193,10 +194,7 @@ class CopilotTurn:
                         await self.record.require()  # they failed: stop the answer now, not at its end
         except AIUnavailable as failure:
             billed = True
-            await self._bill(failure.usage)
-            raise RunEnded(
-                "error", Error(code=ErrorCode.AI_UNAVAILABLE, message=failure.message), "AI_UNAVAILABLE"
-            ) from None
+            await self._failed(failure)
         finally:  # every call bills (spec §4.7), before anything else can end the run
             keeper.cancel()
             if completed is not None:  # the ledger now; the run with its next write
@@ -219,6 +217,15 @@ class CopilotTurn:
         )
         async for event in self._tool_calls(completed.tool_calls, messages):
             yield event
+
+    async def _failed(self, failure: AIUnavailable) -> NoReturn:
+        """A failed call ends the run: billed if it reached the model (spec §4.7), free and said so if not."""
+        if failure.reached:
+            await self._bill(failure.usage)
+        else:
+            await self.record.recorded()
+        code = "AI_UNAVAILABLE" if failure.reached else UNREACHED
+        raise RunEnded("error", Error(code=ErrorCode.AI_UNAVAILABLE, message=failure.message), code) from None
 
     async def _next(self, stream: AsyncIterator) -> Any:
         """The model call's next chunk (None at its end); only while the reader waits here may `interrupt` cancel it."""

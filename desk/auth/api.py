@@ -3,7 +3,7 @@
 from fastapi import APIRouter, Depends, Request, Response, status
 
 from desk.auth import service
-from desk.auth.models import LoginRequest, PasswordChange, TokenCreate, TokenCreated, TokenRead
+from desk.auth.models import LoginRequest, PasswordChange, ProfileUpdate, TokenCreate, TokenCreated, TokenRead
 from desk.errors import ErrorCode, ValidationFailed
 from desk.http import (
     AUTHED,
@@ -57,6 +57,12 @@ async def logout(request: Request, response: Response, db: Db, user: CurrentUser
 @router.get("/me", response_model=UserRead, responses=errors(*AUTHED))
 async def me(user: CurrentUser) -> UserRead:
     return UserRead.model_validate(user)
+
+
+@router.patch("/me", response_model=UserRead, responses=errors(*AUTHED), summary="Change own settings")
+async def update_me(body: ProfileUpdate, db: Db, actor: CurrentActor) -> UserRead:
+    """Switch one's own AI use off and on (`aiEnabled`), as on the profile page; off stops one's copilot runs."""
+    return await users_service.set_own_ai(db=db, actor=actor, enabled=body.ai_enabled)
 
 
 @router.post(

@@ -1124,3 +1124,21 @@ async def test_a_message_refused_as_pending_can_be_retried_with_its_key(db, ai_s
         )
 
     assert await db["agent_idempotency"].count_documents({}) == 0
+
+
+async def test_a_person_switches_their_own_ai_off_and_on_through_the_api(provider, client_for, make_user, db):
+    sam = await make_user()
+    client = await client_for(sam)
+
+    off = await client.patch("/api/v1/auth/me", json={"aiEnabled": False})
+    refused = await client.post(f"{AI}/sessions")
+    on = await client.patch("/api/v1/auth/me", json={"aiEnabled": True})
+    opened = await client.post(f"{AI}/sessions")
+    promoted = await client.patch("/api/v1/auth/me", json={"aiEnabled": True, "role": "admin"})
+
+    assert (off.status_code, off.json()["aiEnabled"]) == (200, False)
+    assert (refused.status_code, refused.json()["error"]["code"]) == (403, ErrorCode.FORBIDDEN)
+    assert (on.status_code, on.json()["aiEnabled"]) == (200, True)
+    assert opened.status_code == 201, opened.text
+    assert promoted.status_code == 400  # only one's own AI switch: nothing else about oneself (VALIDATION_ERROR)
+    assert (await db["users"].find_one({"_id": ObjectId(sam["id"])}))["role"] == "user"

@@ -3,6 +3,7 @@
 import asyncio
 import contextlib
 import json
+import socket
 
 import httpx
 import pytest
@@ -59,20 +60,21 @@ async def test_fifty_concurrent_charges_add_up_exactly(db, make_user):
     await asyncio.gather(*(budget.charge(db, user_id=sam["id"], agent="copilot", usd=usd) for usd in amounts))
 
     stored = await ledger(db, sam)
-    for scope in ("user", "agent", "global"):
+    for scope in ("user", "global"):
         assert stored[scope] == pytest.approx(sum(amounts), abs=1e-9), scope
+    assert stored["agent"] == 0  # a person's turns are not the copilot's: no agent scope
     docs = await db["agent_spend"].find({}).to_list()
-    assert len(docs) == 3  # one document per scope and day, however many writers raced to create it
+    assert len(docs) == 2  # one document per scope and day, however many writers raced to create it
 
 
-async def test_charges_for_another_person_count_against_agent_and_global_only(db, make_user):
+async def test_charges_for_another_person_count_against_the_desk_only(db, make_user):
     sam, ann = await make_user("user"), await make_user("user")
 
     await budget.charge(db, user_id=sam["id"], agent="copilot", usd=0.25)
     await budget.charge(db, user_id=ann["id"], agent="copilot", usd=0.5)
     await budget.charge(db, user_id=None, agent="triage", usd=0.125)  # the System Actor has no user scope
 
-    assert await ledger(db, sam) == {"user": 0.25, "agent": 0.75, "global": 0.875}
+    assert await ledger(db, sam) == {"user": 0.25, "agent": 0, "global": 0.875}
     assert (await ledger(db, ann))["user"] == 0.5
     assert await budget.spent(db, f"agent:triage:{now().date().isoformat()}") == 0.125
 
@@ -112,7 +114,7 @@ async def test_a_successful_call_bills_every_scope(provider, fake_provider, clie
 
     expected = provider.cost(Usage(1000, 200))
     assert expected == pytest.approx((1000 * 0.15 + 200 * 0.60) / 1e6)
-    assert await ledger(db, sam) == pytest.approx({"user": expected, "agent": expected, "global": expected})
+    assert await ledger(db, sam) == pytest.approx({"user": expected, "agent": 0, "global": expected})
     run = await db["agent_runs"].find_one({})
     assert run["costUsd"] == pytest.approx(expected) and (run["inputTokens"], run["outputTokens"]) == (1000, 200)
 
@@ -129,7 +131,7 @@ async def test_a_failed_call_still_bills_every_scope(provider, fake_provider, cl
     assert run["status"] == "error" and run["inputTokens"] > 0  # no usage reported: estimated from the prompt
     stored = await ledger(db, sam)
     assert stored["user"] > 0
-    assert stored == pytest.approx(dict.fromkeys(("user", "agent", "global"), run["costUsd"]))
+    assert stored == pytest.approx({"user": run["costUsd"], "agent": 0, "global": run["costUsd"]})
 
 
 async def test_a_malformed_args_retry_bills_both_calls(provider, fake_provider, client_for, make_user, db):
@@ -140,7 +142,7 @@ async def test_a_malformed_args_retry_bills_both_calls(provider, fake_provider, 
 
     assert events_of(response)[-1]["status"] == "complete"
     two_calls = 2 * provider.cost(ONE_CALL)
-    assert await ledger(db, sam) == pytest.approx({"user": two_calls, "agent": two_calls, "global": two_calls})
+    assert await ledger(db, sam) == pytest.approx({"user": two_calls, "agent": 0, "global": two_calls})
     run = await db["agent_runs"].find_one({})
     assert run["steps"] == 2 and run["costUsd"] == pytest.approx(two_calls)
 
@@ -162,7 +164,7 @@ async def test_a_call_cut_short_by_the_listener_still_bills(ai_settings, provide
     assert run["status"] == "aborted"
     stored = await ledger(db, sam)
     assert stored["user"] > 0
-    assert stored == pytest.approx(dict.fromkeys(("user", "agent", "global"), run["costUsd"]))
+    assert stored == pytest.approx({"user": run["costUsd"], "agent": 0, "global": run["costUsd"]})
 
 
 async def test_a_call_cut_short_by_a_logout_is_billed_to_the_run(ai_settings, provider, fake_provider, make_user, db):
@@ -189,9 +191,8 @@ async def test_a_call_cut_short_by_a_logout_is_billed_to_the_run(ai_settings, pr
 
 # --- the caps -----------------------------------------------------------------------------------
 
-CAPS = {  # setting -> whether the cap, once reached, also stops other people
+CAPS = {  # setting -> whether the cap, once reached, also stops others (AGENT_DAILY_SPEND_USD is not the copilot's)
     "ai_daily_spend_usd": False,
-    "agent_daily_spend_usd": True,
     "ai_global_daily_spend_usd": True,
 }
 
@@ -229,6 +230,46 @@ async def test_a_run_overshoots_a_cap_by_at_most_one_call_and_the_next_start_is_
         other = await ask(ann_client)
         assert other.status_code == 200 and events_of(other)[-1]["status"] == "complete"
     assert await db["agent_runs"].count_documents({}) == (1 if CAPS[cap] else 2)
+
+
+async def test_one_person_reaching_their_cap_never_stops_the_copilot_for_others(
+    ai_settings, provider, fake_provider, client_for, make_user, db
+):
+    """The copilot has no `agent:` scope: the agent cap (here below one call) is for autonomous agents only."""
+    one_call = provider.cost(ONE_CALL)
+    reconfigure(ai_settings, ai_daily_spend_usd=one_call / 2, agent_daily_spend_usd=one_call / 2)
+    sam, ann = await make_user("user"), await make_user("user")
+    fake_provider.script(Turn.text("Hi Sam."), Turn.text("Hi Ann."))
+
+    assert events_of(await ask(await client_for(sam)))[-1]["status"] == "complete"
+    refused = await ask(await client_for(sam), "again")  # sam's own cap is reached...
+    other = await ask(await client_for(ann))  # ...ann's is not
+
+    assert refused.status_code == 429
+    assert other.status_code == 200 and events_of(other)[-1]["status"] == "complete"
+    assert (await ledger(db, sam))["agent"] == 0
+
+
+async def test_a_call_that_never_reached_the_model_costs_nothing_and_says_so(
+    ai_settings, fake_provider, client_for, make_user, db
+):
+    with socket.socket() as probe:  # a port nobody listens on: the connection is refused
+        probe.bind(("127.0.0.1", 0))
+        closed = probe.getsockname()[1]
+    unreachable = Provider.from_settings(tuned(ai_settings, ai_base_url=f"http://127.0.0.1:{closed}/v1"))
+    use_provider(unreachable)
+    try:
+        sam = await make_user("user")
+        response = await ask(await client_for(sam))
+    finally:
+        use_provider(None)
+        await unreachable.aclose()
+
+    assert [e["code"] for e in events_of(response) if e["kind"] == "error"] == [ErrorCode.AI_UNAVAILABLE]
+    run = await db["agent_runs"].find_one({})
+    assert (run["status"], run["errorCode"]) == ("error", "ai_unreached")
+    assert (run["inputTokens"], run["outputTokens"], run["costUsd"]) == (0, 0, 0)
+    assert await ledger(db, sam) == {"user": 0, "agent": 0, "global": 0}
 
 
 async def test_concurrent_check_and_charge_overshoot_by_at_most_one_call_per_caller(db, settings, make_user):
@@ -296,7 +337,7 @@ async def test_a_message_start_is_counted_in_the_persons_day_document_beside_the
     assert doc["spentUsd"] == 0.25
     assert sorted(doc["starts"].values()) == [1, 3]  # per minute and address
     assert not any("10.0.0" in name for name in doc["starts"])  # addresses are not stored
-    assert await db["agent_spend"].count_documents({}) == 3  # still one document per scope and day
+    assert await db["agent_spend"].count_documents({}) == 2  # still one document per scope and day
 
 
 async def test_counters_of_earlier_minutes_are_dropped_by_the_next_charge(db, settings, make_user):
