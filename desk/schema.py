@@ -7,8 +7,17 @@ from functools import cache
 from typing import Annotated, Any, Generic, TypeVar
 
 from bson import ObjectId
-from pydantic import AfterValidator, BaseModel, BeforeValidator, ConfigDict, Field, StringConstraints
+from pydantic import (
+    AfterValidator,
+    BaseModel,
+    BeforeValidator,
+    ConfigDict,
+    Field,
+    GetJsonSchemaHandler,
+    StringConstraints,
+)
 from pydantic.alias_generators import to_camel
+from pydantic.json_schema import JsonSchemaValue
 from pydantic_core import PydanticCustomError
 
 MAX_LIMIT = 100
@@ -26,6 +35,15 @@ class ApiModel(BaseModel):
         extra="forbid",
         strict=True,
     )
+
+    @classmethod
+    def __get_pydantic_json_schema__(cls, core_schema: Any, handler: GetJsonSchemaHandler) -> JsonSchemaValue:
+        schema = handler(core_schema)
+        resolved = handler.resolve_ref_schema(schema)
+        for spec in resolved.get("properties", {}).values():
+            if "default" in spec and spec["default"] is None:
+                del spec["default"]  # "default": null would tell a client that null is a value to send
+        return schema
 
 
 class ReadModel(BaseModel):
@@ -74,13 +92,9 @@ def not_null(value: object) -> object:
     return value
 
 
-def _no_default(schema: dict[str, Any]) -> None:
-    schema.pop("default", None)  # "default": null would tell a client that null is a value to send
-
-
 # An update's field that may be left out (its default, None, is never validated) but not sent as null: the
 # schema offers no null and no default. Not `T | None`: a union would report a bad value once per member.
-Keep = Annotated[T, Field(json_schema_extra=_no_default), BeforeValidator(not_null)]
+Keep = Annotated[T, BeforeValidator(not_null)]
 
 
 def single_line(*, max_length: int, min_length: int | None = None) -> Any:

@@ -4,7 +4,7 @@ import re
 from datetime import datetime
 from typing import Annotated, Literal
 
-from pydantic import AfterValidator, Field, StringConstraints, field_validator
+from pydantic import AfterValidator, ConfigDict, Field, StringConstraints, field_validator
 
 from desk.auth import passwords
 from desk.schema import SPACE, ApiModel, IdStr, Keep, ReadModel, char_class, now, single_line
@@ -47,6 +47,8 @@ class UserCreate(ApiModel):
 
 class UserAdminUpdate(ApiModel):
     """What an admin may change; `password` resets it, ends the user's sessions and revokes their API tokens."""
+
+    model_config = ConfigDict(json_schema_extra={"minProperties": 1})  # something to change
 
     name: Keep[Name] = None
     role: Keep[RoleName] = None

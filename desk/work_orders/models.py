@@ -40,6 +40,8 @@ class WorkOrderCreate(ApiModel):
 class WorkOrderUpdate(ApiModel):
     """A change to some fields; `version` is the one the person saw (optimistic concurrency)."""
 
+    model_config = ConfigDict(json_schema_extra={"minProperties": 2})  # the version and something to change
+
     version: Version
     title: Keep[Title] = None
     description: Keep[Description] = None

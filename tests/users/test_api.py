@@ -4,7 +4,7 @@ import pytest
 from bson import ObjectId
 
 from desk.auth.passwords import verify_password
-from desk.errors import ValidationFailed
+from desk.errors import Forbidden
 from desk.users import service
 from tests.helpers import PASSWORD, actor
 
@@ -209,7 +209,7 @@ async def test_people_manage_their_own_profile(make_user, db):
     sam = await make_user("user", email="sam@example.com")
 
     off = await service.set_own_ai(db=db, actor=actor(sam), enabled=False)
-    with pytest.raises(ValidationFailed):
+    with pytest.raises(Forbidden):
         await service.change_own_password(db=db, actor=actor(sam), current="not it", new="another passphrase")
     await service.change_own_password(db=db, actor=actor(sam), current=PASSWORD, new="another passphrase")
 

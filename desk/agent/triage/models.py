@@ -8,7 +8,7 @@ from zoneinfo import available_timezones
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, StringConstraints
 
 from desk.outbox.models import OutboxEventRead
-from desk.schema import ApiModel, IdStr, ObjectIdStr, PageQuery, ReadModel, Timestamp
+from desk.schema import ApiModel, IdStr, Keep, ObjectIdStr, PageQuery, ReadModel, Timestamp
 from desk.work_orders.models import Priority, WorkOrderRead
 
 Mode = Literal["suggest", "auto_apply"]
@@ -68,13 +68,15 @@ class AgentConfigRead(ReadModel):
 class AgentConfigUpdate(ApiModel):
     """PATCH …/triage/config: policy fields only (never the provider's URL or key), at the version read."""
 
+    model_config = ConfigDict(json_schema_extra={"minProperties": 2})  # the version and something to change
+
     version: Annotated[int, Field(ge=1)]
-    mode: Mode | None = None
-    allowed_fields: list[AllowedField] | None = None
-    daily_action_cap: Annotated[int, Field(ge=0, le=100_000)] | None = None
-    flag_threshold: Priority | None = None
-    working_hours: WorkingHours | None = None
-    time_zone: TimeZone | None = None
+    mode: Keep[Mode] = None
+    allowed_fields: Keep[list[AllowedField]] = None
+    daily_action_cap: Keep[Annotated[int, Field(ge=0, le=100_000)]] = None
+    flag_threshold: Keep[Priority] = None
+    working_hours: Keep[WorkingHours] = None
+    time_zone: Keep[TimeZone] = None
 
 
 class AgentConfigAuditRead(ReadModel):
