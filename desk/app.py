@@ -4,7 +4,7 @@ import logging
 import secrets
 from dataclasses import dataclass
 
-from fastapi import APIRouter, FastAPI
+from fastapi import APIRouter, Depends, FastAPI
 from fastapi.middleware.gzip import GZipMiddleware
 from fastapi.responses import JSONResponse
 from pymongo.asynchronous.database import AsyncDatabase
@@ -25,7 +25,7 @@ from desk.auth.api import router as auth_router
 from desk.config import Settings
 from desk.db.client import get_db, ping
 from desk.errors import Conflict, DeskError
-from desk.http import install_error_handlers
+from desk.http import install_error_handlers, one_value_each
 from desk.metrics.api import router as metrics_router
 from desk.outbox import repository as outbox_repo
 from desk.users import repository as users_repo
@@ -61,7 +61,7 @@ def install_api(app: FastAPI) -> None:
     agent_hooks.install()
     routers = (health, auth_router, work_orders_router, users_router, metrics_router, ai_router, triage_router)
     for router in (*routers, observability.router):
-        app.include_router(router)
+        app.include_router(router, dependencies=[Depends(one_value_each)])
     install_error_handlers(app)
     app.add_middleware(CompressedButTheCopilot)
     app.add_middleware(observability.Measured)  # outermost: it times everything, compression included

@@ -2,11 +2,12 @@
 
 import logging
 from collections.abc import Awaitable, Callable
-from typing import Annotated, Any
+from typing import Annotated, Any, get_args, get_origin
 
 from fastapi import Depends, FastAPI, Request, Response
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
+from pydantic import BaseModel
 from pymongo.asynchronous.database import AsyncDatabase
 from starlette.exceptions import HTTPException as StarletteHTTPException
 from starlette.routing import Match
@@ -15,7 +16,7 @@ from desk.actors import Actor
 from desk.auth import service as auth_service
 from desk.config import get_settings
 from desk.db.client import get_db
-from desk.errors import STATUS, DeskError, ErrorCode, ErrorEnvelope, Forbidden, Unauthorized
+from desk.errors import STATUS, DeskError, ErrorCode, ErrorEnvelope, Forbidden, Unauthorized, ValidationFailed
 from desk.problems import problem
 
 log = logging.getLogger(__name__)
@@ -99,6 +100,37 @@ async def session_actor(request: Request, actor: CurrentActor) -> Actor:
 
 
 SessionActor = Annotated[Actor, Depends(session_actor)]
+
+
+async def one_value_each(request: Request) -> None:
+    """A query parameter given twice where one value is expected is a 400, not "the last one wins"."""
+    params = request.query_params
+    repeated = sorted({key for key in params if len(params.getlist(key)) > 1})
+    route = request.scope.get("route")
+    if not repeated or route is None:
+        return
+    twice = [name for name in repeated if name not in _repeatable(route.dependant)]
+    if twice:
+        problems = [{"field": name, "message": "given more than once", "type": "repeated"} for name in twice]
+        raise ValidationFailed(f"Give {', '.join(twice)} once, not more.", details={"fields": problems})
+
+
+def _repeatable(dependant: Any) -> set[str]:
+    """The query parameters of a route that are lists (a query model's list fields included)."""
+    names: set[str] = set()
+    for param in dependant.query_params:
+        annotation = param.field_info.annotation
+        if isinstance(annotation, type) and issubclass(annotation, BaseModel):
+            names |= {info.alias or name for name, info in annotation.model_fields.items() if _is_list(info.annotation)}
+        elif _is_list(annotation):
+            names.add(param.alias)
+    for sub in dependant.dependencies:
+        names |= _repeatable(sub)
+    return names
+
+
+def _is_list(annotation: Any) -> bool:
+    return get_origin(annotation) in (list, set, tuple) or any(_is_list(arg) for arg in get_args(annotation))
 
 
 def errors(*codes: ErrorCode) -> dict[int | str, dict[str, Any]]:

@@ -421,3 +421,24 @@ def test_an_update_with_nothing_to_change_is_refused_by_the_schema_too(path, mod
     body = schema["paths"][path]["patch"]["requestBody"]["content"]["application/json"]["schema"]
     assert body["$ref"].endswith(f"/{model}")
     assert schema["components"]["schemas"][model]["minProperties"] == least
+
+
+@pytest.mark.parametrize(
+    ("path", "query", "field"),
+    [
+        (ORDERS, "limit=5&limit=50", "limit"),
+        (ORDERS, "status=pending&status=done", "status"),
+        ("/api/v1/admin/users", "offset=0&offset=25", "offset"),
+    ],
+)
+async def test_a_query_parameter_given_twice_is_a_clear_400_not_the_last_one_wins(
+    path, query, field, make_user, client_for
+):
+    client = await client_for(await make_user("admin"))
+
+    response = await client.get(f"{path}?{query}")
+
+    assert response.status_code == 400
+    error = response.json()["error"]
+    assert error["message"] == f"Give {field} once, not more."
+    assert error["details"]["fields"] == [{"field": field, "message": "given more than once", "type": "repeated"}]
