@@ -8,6 +8,7 @@ from datetime import datetime
 from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
+from pydantic.alias_generators import to_camel
 
 from desk.errors import ErrorCode
 
@@ -33,7 +34,16 @@ ApprovalStatus = Literal["pending", "approved", "rejected", "expired", "stale"]
 
 
 class _Event(BaseModel):
-    model_config = ConfigDict(frozen=True, extra="forbid")
+    # snake_case attributes for the Python that reads them (the drawer), camelCase on the wire like every
+    # other JSON the desk sends (`toolCallId`, `runId`, `expiresAt`).
+    model_config = ConfigDict(
+        frozen=True,
+        extra="forbid",
+        alias_generator=to_camel,
+        validate_by_name=True,
+        validate_by_alias=True,
+        serialize_by_alias=True,
+    )
 
 
 class Token(_Event):

@@ -6,7 +6,7 @@ from collections.abc import AsyncIterator
 from pathlib import Path
 
 from desk.agent.api import sse
-from desk.agent.events import EVENT_KINDS, RunEvent, Token
+from desk.agent.events import EVENT_KINDS, MessageDone, RunEvent, Token, ToolCallStart
 from desk.errors import ErrorCode
 from tests.agent.test_api import EVENTS, frames
 
@@ -78,3 +78,17 @@ async def test_events_already_waiting_go_out_in_one_write():
 
     assert len(written) == 1  # each write passes the whole middleware stack
     assert [e.text for e in frames(written[0])] == ["a", "b", "c"]
+
+
+async def test_event_fields_are_camel_case_on_the_wire_like_every_json_the_desk_sends():
+    started = ToolCallStart(tool_call_id="6b0e00000000000000000001", tool="list_work_orders")
+    done = MessageDone(run_id="6b0e00000000000000000002", status="complete")
+
+    written = "".join(await _written(_events(started, done)))
+
+    assert '"toolCallId": "6b0e00000000000000000001"' in written and '"runId": "6b0e00000000000000000002"' in written
+    assert "tool_call_id" not in written and "run_id" not in written
+    assert [e.tool_call_id if e.kind == "tool_call_start" else e.run_id for e in frames(written)] == [
+        started.tool_call_id,
+        done.run_id,
+    ]  # the Python attributes stay snake_case for the drawer
