@@ -1,8 +1,9 @@
 """API benchmark: does listing and searching stay flat as the desk grows? (DESIGN §4)
 
 Seeds work orders through the real repository into a fresh embedded MongoDB, runs `desk run` as
-a separate process on loopback and times, over HTTP, a page of 25 in the default sort and a
-one-word search, as a user (their own orders) and as an admin (everyone's), plus list requests/s
+a separate process on loopback and times, over HTTP, a page of 25 in the default sort, a
+one-word search and searches as people type (prefixes of 1, 2, 3 and 5 letters), as a user (the
+orders they asked for or own, and the queue) and as an admin (everyone's), plus list requests/s
 at concurrency 8. Run by hand, never in CI:
 
     .venv/bin/python -m bench.api [--sizes 1000,100000] [--requests 200] [--data-dir DIR]
@@ -51,6 +52,8 @@ THROUGHPUT_REQUESTS = 2000
 CONCURRENCY = 8
 REQUEST_SECONDS = 120
 MEDIUM_WORD, COMMON_WORD = "kitchen", "the"  # a place (~1 order in 12) and a word in every order
+PREFIXES = ("k", "ki", "kit", "kitch")  # "kitchen" as it is typed; 1-3 letters are terms, longer ones a range
+TALLIED_PREFIX = max(len(p) for p in PREFIXES)
 
 
 @dataclass
@@ -62,7 +65,7 @@ class Desk:
     rng: random.Random = field(default_factory=lambda: random.Random(2026))
     moment: datetime = field(default_factory=now)
     count: int = 0
-    mine: int = 0  # orders owned by owners[0], the measured user
+    mine: int = 0  # orders owners[0], the measured user, sees: asked for, owned, or in the queue
     words: Counter = field(default_factory=Counter)
     my_words: Counter = field(default_factory=Counter)
     rare_word: str | None = None  # the asset tag of the measured user's first order
@@ -158,7 +161,9 @@ def _next_order(desk: Desk) -> dict:
     # Asset tags make rare words, as real descriptions have (a tag is shared by ~1 order in 100,000).
     tag = f"a{desk.rng.randrange(100_000):05d}"
     doc["description"] += f" Asset {tag}."
-    _tally(desk, doc, mine=doc["ownerId"] == desk.owners[0])
+    doc.setdefault("requesterId", doc["ownerId"])  # the owner asked, unless the seed says who did
+    me = desk.owners[0]
+    _tally(desk, doc, mine=me in (doc["ownerId"], doc["requesterId"]) or doc["ownerId"] is None)
     if doc["ownerId"] == desk.owners[0]:
         desk.rare_word = desk.rare_word or tag
     return doc
@@ -166,6 +171,7 @@ def _next_order(desk: Desk) -> dict:
 
 def _tally(desk: Desk, doc: dict, *, mine: bool) -> None:
     found = search.words(f"{doc['title']} {doc['description']}")
+    found += list({word[:size] + "*" for word in found for size in range(1, TALLIED_PREFIX + 1)})
     desk.count += 1
     desk.words.update(found)
     if mine:
@@ -187,6 +193,7 @@ async def _measure(size: int, uri: str, tmp: Path, desk: Desk, requests: int) ->
         base = server.url
         load_before = os.getloadavg()[0]
         searches = [("search rare", desk.rare_word), ("search medium", MEDIUM_WORD), ("search common", COMMON_WORD)]
+        searches += [(f"prefix {len(p)}", p) for p in PREFIXES]
         for who, email in [("user", "user0@bench.local"), ("admin", ADMIN_EMAIL)]:
             cookie = await _login(base, email, desk.password)
             async with _client(base, cookie) as client:
@@ -195,9 +202,14 @@ async def _measure(size: int, uri: str, tmp: Path, desk: Desk, requests: int) ->
                 seen, tally = (desk.mine, desk.my_words) if who == "user" else (desk.count, desk.words)
                 for kind, q in [("list", None), *searches]:
                     times, total = await _latencies(client, q, requests)
-                    expected = seen if q is None else min(tally[q], search.CAP)  # searches stop counting at the cap
-                    assert total == expected, f"{who} {kind}: the API said {total} matches, the seed made {expected}"
-                    share = f"{tally[q] / seen:.2%} of {seen:,}" if q else f"{seen:,}"
+                    n = tally[q + "*" if kind.startswith("prefix") else q] if q else seen
+                    expected = min(n, search.CAP) if q else seen  # searches stop counting at the cap
+                    # a longer prefix reads at most search.SCAN postings: past that its count is a floor
+                    if not (kind == f"prefix {len(q or '')}" and len(q) > search.PREFIX_LETTERS and n > search.SCAN):
+                        assert total == expected, (
+                            f"{who} {kind}: the API said {total} matches, the seed made {expected}"
+                        )
+                    share = f"{n / seen:.2%} of {seen:,}" if q else f"{seen:,}"
                     rows.append((size, who, kind, q or "", share, *_percentiles(times)))
             rate = await _throughput(base, cookie)
             rows.append((size, who, f"list x{CONCURRENCY}", "", f"{THROUGHPUT_REQUESTS} req", None, None, rate))
@@ -289,7 +301,7 @@ def _report(rows: list[tuple], sizes: list[int]) -> None:
     rate = {(size, who): r for size, who, _, _, _, _, _, r in rows if r is not None}
     print()
     for who in ("user", "admin"):
-        for kind in ("list", "search rare", "search medium", "search common"):
+        for kind in ("list", "search rare", "search medium", "search common", *(f"prefix {len(p)}" for p in PREFIXES)):
             growth = p95[large, who, kind] / p95[small, who, kind]
             _target(growth <= 3, f"{who} {kind}: p95 at {large:,} is {growth:.2f}x p95 at {small:,} (<= 3x)")
         list_p95 = p95[large, who, "list"]
