@@ -14,7 +14,7 @@ from desk.work_orders.models import WorkOrderRead
 
 
 class _Row:
-    def __init__(self, order: WorkOrderRead, owners: dict[str, str] | None) -> None:
+    def __init__(self, order: WorkOrderRead, owners: dict[str, str] | None, time_field: str) -> None:
         with ui.row().classes("w-full items-center gap-3 px-3 py-2 border-b hover:bg-grey-1").mark("order-row") as row:
             self.element = row
             self.priority = priority_chip(order.priority)
@@ -24,17 +24,18 @@ class _Row:
             self.owner = ui.label().classes("text-sm text-grey-8 w-36") if owners is not None else None
             with ui.label().classes("text-xs text-grey-7 w-24") as self.updated:
                 self.updated_tip = ui.tooltip()
-        self.show(order, owners)
+        self.show(order, owners, time_field)
 
-    def show(self, order: WorkOrderRead, owners: dict[str, str] | None) -> None:
+    def show(self, order: WorkOrderRead, owners: dict[str, str] | None, time_field: str = "updated_at") -> None:
         """Bring the row up to date; an unchanged text sends nothing (NiceGUI compares before sending)."""
         self.title.set_text(order.title)
         _set_chip(self.priority, PRIORITY_LABELS[order.priority], PRIORITY_COLORS[order.priority])
         _set_chip(self.status, STATUS_LABELS[order.status], STATUS_COLORS[order.status])
         if self.owner is not None and owners is not None:
             self.owner.set_text(owners.get(order.owner_id, "—"))
-        self.updated.set_text(ago(order.updated_at))
-        self.updated_tip.set_text(when(order.updated_at))
+        moment = getattr(order, time_field)
+        self.updated.set_text(ago(moment))
+        self.updated_tip.set_text(when(moment))
 
 
 def _set_chip(chip: ui.chip, text: str, color: str) -> None:
@@ -50,6 +51,7 @@ class OrderRows:
     def __init__(self, owners: dict[str, str] | None) -> None:
         self.owners = owners  # None: the owner column is not shown (a person sees only their own)
         self.rows: dict[str, _Row] = {}
+        self.time_field = "updated_at"  # the time each row shows: the one the list is sorted by
         self.container = ui.column().classes("w-full gap-0 border rounded").mark("order-list")
 
     def show(self, orders: list[WorkOrderRead]) -> None:
@@ -60,9 +62,9 @@ class OrderRows:
             row = self.rows.get(order.id)
             if row is None:
                 with self.container:
-                    row = self.rows[order.id] = _Row(order, self.owners)
+                    row = self.rows[order.id] = _Row(order, self.owners, self.time_field)
             else:
-                row.show(order, self.owners)
+                row.show(order, self.owners, self.time_field)
             if self.container.default_slot.children.index(row.element) != index:
                 row.element.move(target_index=index)
         self.container.set_visibility(bool(orders))

@@ -1,7 +1,12 @@
-"""/app: the work-order list with search, filters, sort, pages and a live view of changes."""
+"""/app: the work-order list with search, filters, sort, pages and a live view of changes.
+
+The view lives in the address (`/app?q=kit&status=open&sort=title&page=2`): the page reads it when
+built and replaces it on every change, so Back from an order, a reload or a bookmark shows the same view.
+"""
 
 from collections.abc import Awaitable, Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from urllib.parse import urlencode
 
 from fastapi import Request
 from nicegui import APIRouter, background_tasks, ui
@@ -15,7 +20,7 @@ from desk.actors import Actor
 from desk.db.client import get_db
 from desk.schema import MAX_OFFSET, OffsetPage
 from desk.work_orders import service
-from desk.work_orders.models import WorkOrderQuery, WorkOrderRead
+from desk.work_orders.models import PRIORITIES, STATUSES, WorkOrderQuery, WorkOrderRead
 
 router = APIRouter()
 PAGE_SIZE = 25
@@ -28,20 +33,53 @@ SORTS = {
 }
 
 
+OPEN = "open"  # pending and in progress: what is still to do
+STATUS_CHOICES = {OPEN: "Open (pending + in progress)", **STATUS_LABELS}
+# The time column shows what the list is sorted by: when created for the created and priority sorts.
+TIME_COLUMNS = {"-createdAt": "created", "createdAt": "created", "-priority": "created"}
+
+
 @dataclass
 class Filters:
     q: str = ""
-    status: str | None = None
+    status: list[str] = field(default_factory=list)  # may hold OPEN
     priority: str | None = None
     owner: str | None = None
     sort: str = "-createdAt"
     page: int = 1
 
+    @classmethod
+    def from_params(cls, params, owners: dict[str, str]) -> "Filters":
+        """The view an address names; what is not understood is left out rather than refused."""
+        page = params.get("page", "1")
+        statuses = [s for s in params.getlist("status") if s in STATUS_CHOICES]
+        return cls(
+            q=params.get("q", "").strip()[:200],
+            status=list(dict.fromkeys(statuses)),
+            priority=params.get("priority") if params.get("priority") in PRIORITIES else None,
+            owner=params.get("owner") if params.get("owner") in owners else None,
+            sort=params.get("sort") if params.get("sort") in SORTS else "-createdAt",
+            page=min(int(page), MAX_OFFSET // PAGE_SIZE + 1) if page.isdigit() and int(page) >= 1 else 1,
+        )
+
+    def url(self) -> str:
+        """The address of this view; the default view is plain /app."""
+        params = [("q", self.q)] if self.q else []
+        params += [("status", s) for s in self.status]
+        params += [(key, value) for key, value in (("priority", self.priority), ("owner", self.owner)) if value]
+        params += [("sort", self.sort)] if self.sort != "-createdAt" else []
+        params += [("page", str(self.page))] if self.page > 1 else []
+        return "/app" + (f"?{urlencode(params)}" if params else "")
+
+    def statuses(self) -> list[str] | None:
+        found = [s for choice in self.status for s in (("pending", "in_progress") if choice == OPEN else (choice,))]
+        return [s for s in STATUSES if s in found] or None
+
     def query(self) -> WorkOrderQuery:
         return WorkOrderQuery.model_validate(
             {
                 "q": self.q or None,
-                "status": self.status,
+                "status": self.statuses(),
                 "priority": self.priority,
                 "ownerId": self.owner,
                 "sort": self.sort,
@@ -58,19 +96,11 @@ async def work_orders_page(request: Request):
         return session.to_login(request)
     actor = session.actor_of(user)
     owners, assignable = await service.owner_choices(db=get_db(), actor=actor)
-    filters = Filters()
+    filters = Filters.from_params(request.query_params, owners)
 
     with frame("Work orders", user, path="/app") as visit:
         with ui.row().classes("w-full items-end gap-3"):
-            search = ui.input("Search", placeholder="Words in title or description").classes("w-72").mark("search")
-            search.props("clearable dense debounce=300")  # the browser sends the words once typing pauses
-            search.on_value_change(lambda e: _set(filters, page=1, q=(e.value or "").strip()))
-            _filter_select(STATUS_LABELS, "Status", "status-filter", lambda v: _set(filters, page=1, status=v))
-            _filter_select(PRIORITY_LABELS, "Priority", "priority-filter", lambda v: _set(filters, page=1, priority=v))
-            if actor.is_admin:
-                _filter_select(owners, "Owner", "owner-filter", lambda v: _set(filters, page=1, owner=v))
-            sort = ui.select(SORTS, value=filters.sort, label="Sort").props("dense").classes("w-48").mark("sort")
-            sort.on_value_change(lambda e: _set(filters, sort=e.value))
+            search = _filter_controls(filters, actor, owners, lambda **changes: _set(filters, **changes))
             ui.space()
             if actor.can_write:
                 dialog = new_work_order_dialog(visit, assignable, lambda _: load())
@@ -91,8 +121,11 @@ async def work_orders_page(request: Request):
                 view.show(page)
 
         def _set(current: Filters, **changes) -> None:
+            if all(getattr(current, key) == value for key, value in changes.items()):
+                return  # the view as the address built it: nothing to load again
             for key, value in changes.items():
                 setattr(current, key, value)
+            ui.navigate.history.replace(current.url())  # Back, reload and bookmarks come back to this view
             reload()
 
         def reload() -> None:
@@ -134,7 +167,10 @@ class _ListView:
     def __init__(self, actor: Actor, owners: dict[str, str], filters: Filters, on_page: Callable[[int], None]) -> None:
         self.actor, self.filters = actor, filters
         self.empty = ui.label().classes("text-grey-7 p-6").mark("empty")
-        self.count = ui.label().classes("text-sm text-grey-7").mark("count")
+        with ui.row().classes("w-full items-center"):
+            self.count = ui.label().classes("text-sm text-grey-7").mark("count")
+            ui.space()
+            self.time_column = ui.label().classes("text-xs text-grey-7 pr-3").mark("time-column")
         self.rows = OrderRows(owners if actor.is_admin else None)
         self.pager = ui.pagination(1, 1, direction_links=True).mark("pages")
         # set_value in show() also fires this; only a click on another page number loads
@@ -142,6 +178,8 @@ class _ListView:
 
     def show(self, page: OffsetPage[WorkOrderRead]) -> None:
         filters = self.filters
+        self.rows.time_field = "created_at" if TIME_COLUMNS.get(filters.sort) == "created" else "updated_at"
+        self.time_column.set_text(f"Times: when {TIME_COLUMNS.get(filters.sort, 'last updated')}")
         self.rows.show(page.items)
         self.empty.set_visibility(not page.items)
         self.count.set_visibility(bool(page.items))
@@ -163,7 +201,26 @@ class _ListView:
         self.pager.set_visibility(pages > 1)
 
 
+def _filter_controls(filters: Filters, actor: Actor, owners: dict[str, str], change: Callable[..., None]) -> ui.input:
+    """Search, filters and sort, showing the view the address named; returns the search box (for "/")."""
+    search = ui.input("Search", value=filters.q, placeholder="Words in title or description")
+    search.classes("w-72").mark("search")
+    search.props("clearable dense debounce=300")  # the browser sends the words once typing pauses
+    search.on_value_change(lambda e: change(page=1, q=(e.value or "").strip()))
+    status = ui.select(STATUS_CHOICES, label="Status", multiple=True, clearable=True, value=list(filters.status))
+    status.props("dense use-chips").classes("min-w-64").mark("status-filter")
+    status.on_value_change(lambda e: change(page=1, status=list(e.value or [])))
+    priority = _filter_select(PRIORITY_LABELS, "Priority", "priority-filter", lambda v: change(page=1, priority=v))
+    priority.set_value(filters.priority)
+    if actor.is_admin:
+        owner = _filter_select(owners, "Owner", "owner-filter", lambda v: change(page=1, owner=v))
+        owner.set_value(filters.owner)
+    sort = ui.select(SORTS, value=filters.sort, label="Sort").props("dense").classes("w-48").mark("sort")
+    sort.on_value_change(lambda e: change(sort=e.value))
+    return search
+
+
 def _filter_select(options: dict, label: str, marker: str, on_value) -> ui.select:
-    select = ui.select(options, label=label, clearable=True).props("dense").classes("w-40").mark(marker)
+    select = ui.select(options, label=label, clearable=True).props("dense").classes("min-w-40").mark(marker)
     select.on_value_change(lambda e: on_value(e.value))
     return select

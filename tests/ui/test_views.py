@@ -1,0 +1,58 @@
+"""Views that stay put: the list's address holds its search, filters, sort and page."""
+
+from nicegui.testing import User
+
+from desk.work_orders import service
+from desk.work_orders.models import WorkOrderUpdate
+from tests.helpers import actor
+
+
+def titles(user: User) -> list[str]:
+    return [link.text for link in user.find(marker="order-title").elements]
+
+
+async def test_an_address_opens_its_view_filtered_sorted_and_on_its_page(user: User, make_user, make_order, log_in):
+    sam = await make_user("user")
+    for number in range(27):
+        await make_order(sam, f"Kitchen job {number:02d}")
+    await make_order(sam, "Roof")
+    await log_in(user, sam)
+
+    await user.open("/app?q=kit&sort=title&page=2")
+
+    await user.should_see("26–27 of 27")
+    assert sorted(titles(user)) == ["Kitchen job 25", "Kitchen job 26"]
+    assert user.find(marker="search").elements.pop().value == "kit"
+    assert user.find(marker="sort").elements.pop().value == "title"
+    assert user.find(marker="pages").elements.pop().value == 2
+
+
+async def test_open_covers_pending_and_in_progress_and_statuses_combine(user: User, make_user, make_order, log_in, db):
+    sam = await make_user("user")
+    started, finished = await make_order(sam, "Started"), await make_order(sam, "Finished")
+    await make_order(sam, "Waiting")
+    me = actor(sam)
+    await service.update(db=db, actor=me, order_id=started.id, data=WorkOrderUpdate(version=1, status="in_progress"))
+    await service.update(db=db, actor=me, order_id=finished.id, data=WorkOrderUpdate(version=1, status="done"))
+    await log_in(user, sam)
+    await user.open("/app?status=open")
+    await user.should_see("1–2 of 2")
+    assert sorted(titles(user)) == ["Started", "Waiting"]
+
+    (status,) = user.find(marker="status-filter").elements
+    status.set_value(["open", "done"])
+    await user.should_see("1–3 of 3")
+
+    await user.open("/app?status=done&status=nonsense&page=x")  # what is not understood is left out
+    await user.should_see("1–1 of 1")
+    assert titles(user) == ["Finished"]
+
+
+async def test_the_time_column_says_what_it_shows_and_follows_the_sort(user: User, make_user, make_order, log_in):
+    sam = await make_user("user")
+    await make_order(sam, "Leaking tap")
+    await log_in(user, sam)
+    await user.should_see("Times: when created")
+
+    user.find(marker="sort").elements.pop().set_value("-updatedAt")
+    await user.should_see("Times: when last updated")
