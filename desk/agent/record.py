@@ -74,6 +74,13 @@ class RunRecord:
         self._writes = asyncio.create_task(self._write_first(self.content), name=name)
         live.keep(self._writes, failure=f"could not store a {self.run['agentName']} run", expected=(RunEnded,))
 
+    async def open(self, messages: list[dict[str, Any]]) -> None:
+        """An agent working on its own: store the run, then its prompt (`{role, content}` each, in order) at once."""
+        await runs.insert_run(self.db, self.run)
+        self.stored = True
+        session_id = self.session["_id"] if self.session is not None else None
+        await runs.add_messages(self.db, [{"sessionId": session_id, "runId": self.run["_id"], **m} for m in messages])
+
     async def recorded(self) -> bool:
         """Wait until the run and its first message are stored; False if that failed."""
         self.store()

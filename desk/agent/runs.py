@@ -201,6 +201,25 @@ async def user_runs(db: AsyncDatabase, user_id: ObjectId, *, limit: int = 50) ->
     return await db["agent_runs"].find({"userId": user_id}).sort("startedAt", DESCENDING).limit(limit).to_list()
 
 
+async def page(db: AsyncDatabase, found: Doc, *, offset: int, limit: int, count_cap: int) -> tuple[list[Doc], int]:
+    """Runs matching `found` (a filter on userId, agentName, status, startedAt), newest first, and how many (<= cap)."""
+    cursor = db["agent_runs"].find(found).sort([("startedAt", DESCENDING), ("_id", DESCENDING)])
+    items = await cursor.skip(offset).limit(limit).to_list()
+    # counted by reading ids, not count_documents: its aggregation ignores a date filter on the embedded engine
+    total = len(await db["agent_runs"].find(found, {"_id": 1}).limit(count_cap).to_list())
+    return items, total
+
+
+async def last_of(db: AsyncDatabase, agent: str) -> Doc | None:
+    """The newest run of one agent."""
+    return await db["agent_runs"].find_one({"agentName": agent}, sort=[("startedAt", DESCENDING), ("_id", DESCENDING)])
+
+
+async def costs(db: AsyncDatabase, run_ids: list[ObjectId]) -> list[Doc]:
+    """`costUsd` and `workOrderId` of these runs (what the run read model leaves out)."""
+    return await db["agent_runs"].find({"_id": {"$in": run_ids}}, {"costUsd": 1, "workOrderId": 1}).to_list()
+
+
 async def record_usage(db: AsyncDatabase, run_id: ObjectId, usage: Doc) -> None:
     """Add one model call (`inputTokens`, `outputTokens`, `costUsd`) to its run."""
     await db["agent_runs"].update_one({"_id": run_id}, {"$inc": {**usage, "steps": 1}})
@@ -267,6 +286,14 @@ async def add_message(db: AsyncDatabase, message: Doc) -> datetime:
     return moment
 
 
+async def add_messages(db: AsyncDatabase, messages: list[Doc]) -> None:
+    """Store several messages of one run at once, in order (one round trip; `run_messages` keeps their order)."""
+    moment = now()
+    kept = moment + KEEP_TRANSCRIPT
+    docs = [{"_id": ObjectId(), **message, "createdAt": moment, "expiresAt": kept} for message in messages]
+    await db["agent_messages"].insert_many(docs)
+
+
 async def session_messages(db: AsyncDatabase, session_id: ObjectId, *, limit: int = 50) -> list[Doc]:
     """The newest `limit` messages of a session still kept (SEC-12; the TTL purge may lag a minute), oldest first."""
     cursor = db["agent_messages"].find({"sessionId": session_id}).sort("createdAt", DESCENDING).limit(limit)
@@ -275,7 +302,9 @@ async def session_messages(db: AsyncDatabase, session_id: ObjectId, *, limit: in
 
 
 async def run_messages(db: AsyncDatabase, run_id: ObjectId) -> list[Doc]:
-    return await db["agent_messages"].find({"runId": run_id}).sort("createdAt", ASCENDING).to_list()
+    # _id breaks ties: messages stored in the same millisecond (or at once) come back in the order they were made
+    order = [("createdAt", ASCENDING), ("_id", ASCENDING)]
+    return await db["agent_messages"].find({"runId": run_id}).sort(order).to_list()
 
 
 async def insert_tool_call(db: AsyncDatabase, call: Doc) -> Doc:

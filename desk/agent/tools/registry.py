@@ -2,6 +2,8 @@
 
 Every check here runs after the model answered, in code (spec §4.2, SEC-5): the model can ask for
 anything; it gets only what the mode allowlist, the person's role and their AI switch permit.
+A copilot tool is for people (by role), a triage tool for the System Actor with the `triage`
+capability (SEC-6): never the other way round.
 """
 
 from collections.abc import Awaitable, Callable
@@ -100,8 +102,8 @@ class Registry:
         self.tools = {tool.name: tool for tool in tools}
 
     def allowed(self, mode: Mode, actor: Actor) -> list[Tool]:
-        """The tools offered to the model for this mode and person."""
-        return [t for t in self.tools.values() if t.mode == mode and actor.role in t.roles]
+        """The tools offered to the model for this mode and actor."""
+        return [t for t in self.tools.values() if t.mode == mode and _admits(t, actor)]
 
     def gate(self, name: str, *, mode: Mode, actor: Actor, ai_enabled: bool) -> Tool | Refusal:
         """The tool if this person may use it now, else why not (checked again for every call)."""
@@ -110,9 +112,16 @@ class Registry:
             return Refusal("unknown_tool", f"There is no tool named {name[:60]!r}.")
         if not ai_enabled:
             return Refusal("forbidden", "AI assistance is turned off for this person.")
-        if actor.role not in tool.roles:
+        if not _admits(tool, actor):
             return Refusal("forbidden", f"The tool {name} is not available to this person.")
         return tool
+
+
+def _admits(tool: Tool, actor: Actor) -> bool:
+    """A person by role, copilot tools only; the system by capability, triage tools only (SEC-6)."""
+    if actor.is_human:
+        return tool.mode != "triage" and actor.role in tool.roles
+    return tool.mode == "triage" and actor.capability == "triage"
 
 
 def clip(value: Any) -> Any:

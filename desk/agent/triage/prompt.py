@@ -9,9 +9,9 @@ and `triage_patch`, which can change nothing but the allowed fields).
 import json
 from typing import Any
 
-from desk.agent.triage.models import TriageProposal
+from desk.agent.tools import REGISTRY
+from desk.agent.triage.tool import NAME as TOOL_NAME
 
-TOOL_NAME = "triage_propose"
 BEGIN, END = "<<<WORK_ORDER_DATA", "WORK_ORDER_DATA>>>"
 
 SYSTEM_PROMPT = """\
@@ -29,17 +29,7 @@ How you work:
   anything else; judge the problem it describes.
 """
 
-TOOL: dict[str, Any] = {
-    "type": "function",
-    "function": {
-        "name": TOOL_NAME,
-        "description": "Propose a summary, a priority and whether a dispatcher should look at this work order.",
-        "parameters": {
-            **TriageProposal.model_json_schema(),
-            "additionalProperties": False,
-        },
-    },
-}
+TOOL: dict[str, Any] = REGISTRY.tools[TOOL_NAME].schema()  # the registered tool's: one definition
 TOOL_CHOICE: dict[str, Any] = {"type": "function", "function": {"name": TOOL_NAME}}
 
 

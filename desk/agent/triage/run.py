@@ -1,10 +1,16 @@
 """One triage pass (AGT-4, AGT-6, AGT-7): read the order, one forced tool call, a suggestion, maybe an apply.
 
 The pass checks, in order, what could make it stop (the kill switch, the order, the person's AI
-switch, the budget) before anything costs money, and again before anything it does lands: the
-switch and the lease before the model call and before applying, the person's switch before
-applying (SEC-8). Every pass that reaches the model is an AgentRun with its messages, its tool
-call, its tokens and how it ended (SEC-11).
+switch) before anything costs money (the caller checked the spend caps: the worker before its
+claim, a manual run before the pass), and again before anything it does lands: the lease before
+the suggestion, the switch, the lease and the person's switch before applying (SEC-8). It uses
+the agents' shared parts: its run is a `RunRecord` (SEC-11: the run, its messages, its tool call,
+its tokens and how it ended), its bill a `budget.Meter` (`agent:triage` and `global`), and its one
+tool passes the registry's gate as the System Actor.
+
+Each policy read is one the spec asks for (AGT-9: before the model call, before applying; the
+worker reads it before claiming): the flag threshold and the mode come from the read before the
+model call, so a pass in suggest mode reads the policy once.
 """
 
 import asyncio
@@ -23,7 +29,13 @@ from pymongo.asynchronous.database import AsyncDatabase
 
 from desk.actors import SYSTEM_TRIAGE
 from desk.agent import budget, policy, runs
-from desk.agent.provider import AIUnavailable, Completed, Provider, Usage
+from desk.agent.events import RunStatus, ToolOutcome
+from desk.agent.pipeline import ToolAnswer
+from desk.agent.provider import AIUnavailable, Completed, Provider, ToolCallRequest
+from desk.agent.record import RunRecord
+from desk.agent.state import together
+from desk.agent.tools import REGISTRY
+from desk.agent.tools.registry import Refusal
 from desk.agent.triage import prompt
 from desk.agent.triage import repository as repo
 from desk.agent.triage.models import TriageProposal
@@ -65,26 +77,31 @@ async def triage(
     event_id: ObjectId | None = None,
     triggered_by: str | None = None,
 ) -> Outcome:
-    """One pass over one work order, under the policy stored now."""
-    if not settings.ai_enabled or not (await policy.current(db, settings))["enabled"]:
+    """One pass over one work order, under the policy stored now (the caller checked the spend caps)."""
+    if not settings.ai_enabled:
         return Outcome("disabled")
-    target = await work_orders.triage_read(db=db, actor=SYSTEM_TRIAGE, order_id=order_id)
+    # the switch before the model call (AGT-9), read beside the order
+    config, target = await asyncio.gather(
+        policy.current(db, settings), work_orders.triage_read(db=db, actor=SYSTEM_TRIAGE, order_id=order_id)
+    )
+    if not config["enabled"]:
+        return Outcome("disabled")
     if target is None:
         return Outcome("skipped", error="order_deleted")
     if not target.ai_allowed:
         return Outcome("skipped", error="ai_disabled_for_owner")
-    try:
-        await budget.check(db, settings, user_id=None, agent=AGENT)
-    except budget.BudgetExceeded:
-        return Outcome("over_budget")
     order = target.order.model_dump()
     messages = prompt.messages(order)
-    run = _new_run(settings, order_id=order["id"], event_id=event_id, triggered_by=triggered_by)
-    await runs.insert_run(db, run)
-    tag(runId=str(run["_id"]))  # each pass runs in its own task: its log lines name its run
-    for message in messages:
-        await runs.add_message(db, {"runId": run["_id"], "sessionId": None, **message})
-    pass_ = _Pass(db=db, settings=settings, provider=provider, run=run, still_ours=still_ours)
+    lease = timedelta(milliseconds=settings.agent_lease_ms)
+    record = RunRecord(
+        db=db, run=_new_run(settings, order_id=order["id"], event_id=event_id, triggered_by=triggered_by), lease=lease
+    )
+    await record.open(messages)
+    tag(runId=str(record.run["_id"]))  # each pass runs in its own task: its log lines name its run
+    meter = budget.Meter(db, cost=provider.cost, user_id=None, agent=AGENT)
+    pass_ = _Pass(
+        db=db, settings=settings, provider=provider, record=record, meter=meter, still_ours=still_ours, config=config
+    )
     return await pass_.go(order, messages, event_id)
 
 
@@ -105,47 +122,51 @@ class _Pass:
     db: AsyncDatabase
     settings: Settings
     provider: Provider
-    run: dict
+    record: RunRecord
+    meter: budget.Meter
     still_ours: StillOurs
-    config: dict | None = None  # the policy as read just before applying
+    config: dict  # the policy as read before the model call; before applying, as read then
 
     @property
     def run_id(self) -> ObjectId:
-        return self.run["_id"]
+        return self.record.run["_id"]
 
     async def go(self, order: dict, messages: list[dict], event_id: ObjectId | None) -> Outcome:
-        if not (await policy.current(self.db, self.settings))["enabled"]:  # the switch, before the model call
-            return await self._end("aborted", Outcome("disabled", self.run_id), code="disabled")
         started = time.monotonic()
         try:
             completed = await self._call(messages)
         except AIUnavailable as failure:
-            await self._bill(failure.usage)
+            await self.meter.charge_for_later(failure.usage)  # a call made is a call paid (spec §4.7)
             return await self._end("error", Outcome("retry", self.run_id, error=f"provider_{failure.kind}"))
         except _LeaseLost:
             return await self._end("aborted", Outcome("lost", self.run_id), code="lease_lost")
-        await self._bill(completed.usage)
-        return await self._answer(order, completed, int((time.monotonic() - started) * 1000), event_id)
+        latency = time.monotonic() - started
+        # the ledger now (`agent:triage` and `global`), the run with its end
+        billed = self.meter.charge_for_later(completed.usage)
+        return await self._answer(order, completed, latency, event_id, billed)
 
-    async def _answer(self, order: dict, completed: Completed, latency: int, event_id: ObjectId | None) -> Outcome:
+    async def _answer(
+        self, order: dict, completed: Completed, latency: float, event_id: ObjectId | None, billed: Awaitable[None]
+    ) -> Outcome:
         """What the model proposed: invalid (a failed attempt), or a suggestion, stored only while ours."""
-        proposal, call = _proposal(completed)
+        proposal, call = self._proposal(completed)
         if proposal is None:
-            await self._record_call(call, outcome="invalid", latency=latency)
+            await together(billed, self._record_call(call, "invalid", latency))
             return await self._end("error", Outcome("retry", self.run_id, error="invalid_output"))
-        if not await self.still_ours():
-            await self._record_call(call, outcome="aborted", latency=latency)
+        ours = await _beside(billed, self.still_ours())
+        if not ours:
+            await self._record_call(call, "aborted", latency)
             return await self._end("aborted", Outcome("lost", self.run_id), code="lease_lost")
         suggestion = await self._suggest(order, proposal, event_id)
         if suggestion is None:  # an earlier pass stored this event's suggestion: it died, or slept, before the ack
             earlier = await repo.unsettled(self.db, event_id) if event_id is not None else None
-            await self._record_call(call, outcome="aborted", latency=latency, result=_about(earlier))
+            await self._record_call(call, "aborted", latency, result=_about(earlier))
             if earlier is None:
                 return await self._end("aborted", Outcome("lost", self.run_id), code="duplicate")
             # we hold the event now: finish what that pass left (its apply), against the order it read
             order, suggestion = {**order, "priority": earlier["priorityBefore"]}, earlier
         else:
-            await self._record_call(call, outcome="ok", latency=latency, result=_about(suggestion))
+            await self._record_call(call, "ok", latency, result=_about(suggestion))
         suggestion = await self._maybe_apply(order, suggestion)
         kind = "applied" if suggestion["applied"] else "suggested"
         return await self._end("complete", Outcome(kind, self.run_id, suggestion))
@@ -176,29 +197,37 @@ class _Pass:
 
     async def _keep_lease(self, call: asyncio.Task) -> bool:
         every = self.settings.agent_lease_ms / 3000
-        lease = timedelta(milliseconds=self.settings.agent_lease_ms)
         while True:
             await asyncio.sleep(every)
             if not await self.still_ours():
                 call.cancel()
                 return False
-            await runs.renew_lease(self.db, self.run_id, lease)
+            await self.record.renew()
 
-    async def _bill(self, usage: Usage) -> None:
-        """A call made is a call paid (spec §4.7): to `agent:triage` and `global`, and to the run."""
-        cost = self.provider.cost(usage)
-        used = {"inputTokens": usage.input_tokens, "outputTokens": usage.output_tokens, "costUsd": cost}
-        await asyncio.shield(
-            asyncio.gather(
-                budget.charge(self.db, user_id=None, agent=AGENT, usd=cost),
-                runs.record_usage(self.db, self.run_id, used),
-            )
-        )
+    def _proposal(self, completed: Completed) -> tuple[TriageProposal | None, "_Call"]:
+        """The one call's arguments, past the registry's gate (as the System Actor) and its strict model; or None."""
+        calls = completed.tool_calls
+        first = calls[0] if calls else ToolCallRequest(id="", name="(none)", arguments="")
+        call = _Call(first, {})
+        if len(calls) != 1:
+            return None, call
+        tool = REGISTRY.gate(first.name, mode="triage", actor=SYSTEM_TRIAGE, ai_enabled=True)  # the owner's: checked
+        if isinstance(tool, Refusal):  # another agent's tool, or none at all
+            return None, call
+        try:
+            raw = json.loads(first.arguments)
+        except json.JSONDecodeError:
+            return None, _Call(first, {"raw": first.arguments[:2000]})
+        call = _Call(first, raw if isinstance(raw, dict) else {"raw": raw})
+        try:
+            return tool.args.model_validate(raw), call
+        except ValidationError:
+            return None, call
 
     async def _suggest(self, order: dict, proposal: TriageProposal, event_id: ObjectId | None) -> dict | None:
-        config = await policy.current(self.db, self.settings)
         rank = PRIORITIES.index
-        flagged = proposal.flagForDispatcher or rank(proposal.suggestedPriority) >= rank(config["flagThreshold"])
+        threshold = self.config["flagThreshold"]
+        flagged = proposal.flagForDispatcher or rank(proposal.suggestedPriority) >= rank(threshold)
         doc = {
             "workOrderId": ObjectId(order["id"]),
             "runId": self.run_id,
@@ -227,7 +256,7 @@ class _Pass:
                 actor=SYSTEM_TRIAGE,
                 order_id=order["id"],
                 changes={"priority": suggestion["suggestedPriority"]},
-                allowed=frozenset(self.config["allowedFields"] if self.config else ()),
+                allowed=frozenset(self.config["allowedFields"]),
                 run_id=str(self.run_id),
             )
             note = None if changed is not None else "dropped"
@@ -239,42 +268,38 @@ class _Pass:
         return await repo.mark(self.db, suggestion["_id"], fields) or {**suggestion, **fields}
 
     async def _why_not_apply(self, order: dict, suggestion: dict) -> str | None:
-        self.config = config = await policy.current(self.db, self.settings)  # the switch, before applying
-        if note := _policy_says(config, order, suggestion):
+        if _policy_says(self.config, order, suggestion) == "not_auto":
+            return "not_auto"  # suggest mode when the pass began: it stays a suggestion, with no more reads
+        # before applying, side by side: the policy (the switch, AGT-9), the owner's AI switch (SEC-8), the lease
+        self.config, target, ours = await asyncio.gather(
+            policy.current(self.db, self.settings),
+            work_orders.triage_read(db=self.db, actor=SYSTEM_TRIAGE, order_id=order["id"]),
+            self.still_ours(),
+        )
+        if note := _policy_says(self.config, order, suggestion):
             return note
-        target = await work_orders.triage_read(db=self.db, actor=SYSTEM_TRIAGE, order_id=order["id"])
-        if target is None or not target.ai_allowed:  # SEC-8, again, before applying
+        if target is None or not target.ai_allowed:
             return "ai_disabled_for_owner" if target else "order_deleted"
-        if not await self.still_ours():
+        if not ours:
             return "lease_lost"
-        if not (await policy.current(self.db, self.settings))["enabled"]:  # the switch, as late as can be
-            return "disabled"
-        if not await repo.take_action(self.db, agent=AGENT, cap=config["dailyActionCap"]):
+        if not await repo.take_action(self.db, agent=AGENT, cap=self.config["dailyActionCap"]):
             return "daily_action_cap"  # falls back to suggest; the suggestion and the run say why
         return None
 
-    async def _record_call(self, call: dict, *, outcome: str, latency: int, result: dict | None = None) -> None:
-        await runs.add_message(
-            self.db, {"runId": self.run_id, "sessionId": None, "role": "assistant", "content": call.get("text") or None}
-        )
-        await runs.insert_tool_call(
-            self.db,
-            {
-                "runId": self.run_id,
-                "userId": None,
-                "tool": call["name"][:80],
-                "callId": call["id"],
-                "args": call["args"],
-                "outcome": outcome,
-                "result": result,
-                "latencyMs": latency,
-            },
+    async def _record_call(
+        self, call: "_Call", outcome: ToolOutcome, latency: float, result: dict | None = None
+    ) -> None:
+        """The model's answer and its one tool call, side by side (`latency`: the model call's, in seconds)."""
+        answer = ToolAnswer(ObjectId(), outcome, result, "", call.args)  # result None: nothing to show
+        await together(
+            self.record.say("assistant", None, into_window=False),  # no text: the answer is its forced tool call
+            self.record.tool_call(call.request, answer, time.monotonic() - latency),
         )
 
-    async def _end(self, status: str, outcome: Outcome, *, code: str | None = None) -> Outcome:
+    async def _end(self, status: RunStatus, outcome: Outcome, *, code: str | None = None) -> Outcome:
         note = (outcome.suggestion or {}).get("appliedNote")
         error = code or outcome.error or (note if note not in (None, "dropped") else None)
-        await runs.finish_run(self.db, self.run_id, status, error_code=error)
+        await self.record.finish(status, error, usage=self.meter.take_pending())  # the call's usage, in the same write
         return outcome
 
 
@@ -297,20 +322,18 @@ class _LeaseLost(Exception):
     """Someone else holds the event now: this pass must not finish it."""
 
 
-def _proposal(completed: Completed) -> tuple[TriageProposal | None, dict]:
-    """The validated arguments of the one `triage_propose` call, or None; and the call as recorded."""
-    calls = completed.tool_calls
-    first = calls[0] if calls else None
-    call = {"id": first.id if first else "", "name": first.name if first else "(none)", "args": {}}
-    if len(calls) != 1 or first.name != prompt.TOOL_NAME:
-        return None, call
-    try:
-        raw = json.loads(first.arguments)
-    except json.JSONDecodeError:
-        call["args"] = {"raw": first.arguments[:2000]}
-        return None, call
-    call["args"] = raw if isinstance(raw, dict) else {"raw": raw}
-    try:
-        return TriageProposal.model_validate(raw), call
-    except ValidationError:
-        return None, call
+@dataclass(frozen=True)
+class _Call:
+    """The model's tool call as recorded: the request (`(none)` for no call) and its arguments, parsed if they were."""
+
+    request: ToolCallRequest
+    args: dict[str, Any]
+
+
+async def _beside(billed: Awaitable[None], check: Awaitable[bool]) -> bool:
+    """The bill and a lease check in one round trip; the bill lands either way."""
+    results = await asyncio.gather(billed, check, return_exceptions=True)
+    for failed in results:
+        if isinstance(failed, BaseException):
+            raise failed
+    return bool(results[1])

@@ -104,14 +104,23 @@ def _free_slot(_: object = None) -> None:
 
 
 async def _claim(db: AsyncDatabase, settings: Settings) -> dict | None:
-    """One event, if the policy read now lets triage run at all."""
-    config = await policy.current(db, settings)
+    """One event, if the policy read now lets triage run at all, and the spend caps have room (read side by side).
+
+    The pass's one spend check: `triage` does not check again (a manual run checks before it starts).
+    """
+    config, spend = await asyncio.gather(
+        policy.current(db, settings),
+        budget.check(db, settings, user_id=None, agent=policy.AGENT),
+        return_exceptions=True,
+    )
+    if isinstance(config, BaseException):
+        raise config
     if not config["enabled"] or not policy.in_working_hours(config, now()):
         return None  # events wait, pending
-    try:
-        await budget.check(db, settings, user_id=None, agent=policy.AGENT)
-    except budget.BudgetExceeded:
+    if isinstance(spend, budget.BudgetExceeded):
         return None  # over a spend cap: events wait for the next day
+    if isinstance(spend, BaseException):
+        raise spend
     event = await outbox.claim(db, owner=OWNER, lease=timedelta(milliseconds=settings.agent_lease_ms))
     if event is not None and event["attempts"] > settings.agent_max_attempts:
         # its leases kept lapsing (a worker dying on it each time): a dead letter, not another try
