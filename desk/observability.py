@@ -112,9 +112,8 @@ def allowed(host: str | None, settings: Settings) -> bool:
 async def _read_shared_state(db: AsyncDatabase, settings: Settings) -> None:
     for status, count in (await outbox_repo.counts(db)).items():
         OUTBOX.labels(status).set(count)
-    # oldest first, which the outbox repository does not offer (desk/agent/triage/service.py reads it the same way)
-    oldest = await db["outbox_events"].find_one({"status": "pending"}, {"createdAt": 1}, sort=[("createdAt", 1)])
-    OLDEST.set((now() - _aware(oldest["createdAt"])).total_seconds() if oldest else 0)
+    oldest = await outbox_repo.oldest_pending(db)
+    OLDEST.set((now() - _aware(oldest)).total_seconds() if oldest else 0)
     day = now().date().isoformat()
     decided: dict[str, int] = {"accepted": 0, "dismissed": 0}
     for doc in await triage_repo.decisions_since(db, day):

@@ -116,6 +116,16 @@ async def spent(db: AsyncDatabase, key: str) -> float:
     return float(doc.get("spentUsd", 0.0)) if doc else 0.0
 
 
+async def spent_by_day(db: AsyncDatabase, first_day: str) -> dict[str, dict[str, float]]:
+    """Spend per UTC day (ISO) and shared scope (`agent:<name>`, `global`) from `first_day` on; not people's own."""
+    found: dict[str, dict[str, float]] = {}
+    async for doc in db["agent_spend"].find({"day": {"$gte": first_day}}, {"spentUsd": 1, "day": 1}):
+        scope = doc["_id"].rsplit(":", 1)[0]
+        if not scope.startswith("user:"):  # a person's spend is theirs, not a scope of the desk's
+            found.setdefault(doc["day"], {})[scope] = float(doc.get("spentUsd", 0.0))
+    return found
+
+
 async def check(db: AsyncDatabase, settings: Settings, *, user_id: str | None, agent: str) -> None:
     """BudgetExceeded when today's spend reached the user's, the agent's or the global cap."""
     scopes = keys(user_id=user_id, agent=agent)

@@ -35,10 +35,13 @@ async def ensure_indexes(db: AsyncDatabase) -> None:
 
 
 async def emit_created(db: AsyncDatabase, order: Doc) -> bool:
-    """The new order's event, `skipped` at once when the person it is for has AI turned off (SEC-8)."""
-    person_id = order.get("ownerId") or order.get("requesterId")  # unassigned: the person who asked
-    person = await users_repo.get(db, person_id) if person_id else None
-    opted_out = person is not None and not person.get("aiEnabled", True)
+    """The new order's event, `skipped` at once when its requester (whose words would go to the model) or
+    its owner, if it has one, has AI turned off (SEC-8)."""
+    people = {order.get("requesterId"), order.get("ownerId")} - {None}
+    opted_out = False
+    for person_id in people:
+        person = await users_repo.get(db, person_id)
+        opted_out = opted_out or (person is not None and not person.get("aiEnabled", True))
     return await emit(db, order["_id"], skip="ai_disabled_for_owner" if opted_out else None)
 
 
@@ -148,6 +151,12 @@ async def page(db: AsyncDatabase, *, status: EventStatus | None, offset: int, li
     query = {"status": status} if status else {}
     cursor = _events(db).find(query).sort([("updatedAt", DESCENDING), ("_id", DESCENDING)]).skip(offset).limit(limit)
     return await cursor.to_list(), await _events(db).count_documents(query)
+
+
+async def oldest_pending(db: AsyncDatabase) -> datetime | None:
+    """When the event that has waited longest was created (None: nothing waits)."""
+    oldest = await _events(db).find_one({"status": "pending"}, {"createdAt": 1}, sort=[("createdAt", ASCENDING)])
+    return oldest["createdAt"] if oldest else None
 
 
 async def counts(db: AsyncDatabase) -> dict[str, int]:

@@ -4,7 +4,7 @@ A suggestion is unique per (order, run), and per outbox event: two workers that 
 storing one for the same event (one of them paused past its lease) cannot both store it.
 """
 
-from datetime import timedelta
+from datetime import datetime, timedelta
 from typing import Any
 
 from bson import ObjectId
@@ -88,6 +88,12 @@ async def flagged_page(db: AsyncDatabase, *, offset: int, limit: int) -> list[Do
         .sort([("createdAt", DESCENDING), ("_id", DESCENDING)])
     )
     return await cursor.skip(offset).limit(limit).to_list()
+
+
+async def created_since(db: AsyncDatabase, start: datetime, *, limit: int = 50_000) -> list[datetime]:
+    """When each suggestion from `start` on was made (at most `limit`): suggestions per day, counted by the caller."""
+    found = _suggestions(db).find({"createdAt": {"$gte": start}}, {"createdAt": 1}).limit(limit)
+    return [doc["createdAt"] async for doc in found]
 
 
 async def decisions_since(db: AsyncDatabase, day: str) -> list[Doc]:

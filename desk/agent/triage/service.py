@@ -96,10 +96,8 @@ async def list_runs(
             **({"$lt": query.until} if query.until else {}),
         }
     offset, limit = query.offset, query.limit
-    cursor = db["agent_runs"].find(found).sort([("startedAt", -1), ("_id", -1)]).skip(offset).limit(limit)
-    items = [AgentRunRead.model_validate(doc) for doc in await cursor.to_list()]
-    # counted by reading ids, not count_documents: its aggregation ignores a date filter on the embedded engine
-    total = len(await db["agent_runs"].find(found, {"_id": 1}).limit(COUNT_CAP).to_list())
+    docs, total = await runs.page(db, found, offset=offset, limit=limit, count_cap=COUNT_CAP)
+    items = [AgentRunRead.model_validate(doc) for doc in docs]
     return OffsetPage[AgentRunRead](items=items, total=total, offset=offset, limit=limit, total_exact=total < COUNT_CAP)
 
 
@@ -222,9 +220,8 @@ async def health(*, db: AsyncDatabase, settings: Settings, actor: Actor) -> Heal
     """Queue depth by status, the age of what waits longest, dead letters, the last triage run, today's spend."""
     _require_admin(actor)
     failed, _ = await outbox.page(db, status="failed", offset=0, limit=20)
-    # read here like list_runs reads agent_runs: oldest first, which outbox.page (newest change first) does not offer
-    oldest = await db["outbox_events"].find_one({"status": "pending"}, {"createdAt": 1}, sort=[("createdAt", 1)])
-    last = await db["agent_runs"].find_one({"agentName": policy.AGENT}, sort=[("startedAt", -1), ("_id", -1)])
+    oldest = await outbox.oldest_pending(db)
+    last = await runs.last_of(db, policy.AGENT)
     day = now().date().isoformat()
     scopes = (
         ("Triage agent", f"agent:{policy.AGENT}:{day}", settings.agent_daily_spend_usd),
@@ -233,7 +230,7 @@ async def health(*, db: AsyncDatabase, settings: Settings, actor: Actor) -> Heal
     )
     return Health(
         events=await outbox.counts(db),
-        oldest_pending_at=oldest["createdAt"] if oldest else None,
+        oldest_pending_at=oldest,
         failed=[OutboxEventRead.model_validate(doc) for doc in failed],
         last_pass=AgentRunRead.model_validate(last) if last else None,
         spend=[Spend(scope=name, spent_usd=await budget.spent(db, key), cap_usd=cap) for name, key, cap in scopes],
@@ -244,13 +241,12 @@ async def run_extras(*, db: AsyncDatabase, actor: Actor, run_ids: list[str]) -> 
     """What the run read model leaves out, by run id: its cost in USD and the work order a triage run was about."""
     _require_admin(actor)
     oids = [oid for oid in map(parse_object_id, run_ids) if oid]
-    found = db["agent_runs"].find({"_id": {"$in": oids}}, {"costUsd": 1, "workOrderId": 1})
     return {
         str(doc["_id"]): RunExtra(
             cost_usd=float(doc.get("costUsd", 0.0)),
             work_order_id=str(doc["workOrderId"]) if doc.get("workOrderId") else None,
         )
-        async for doc in found
+        for doc in await runs.costs(db, oids)
     }
 
 
@@ -264,14 +260,10 @@ async def per_day(*, db: AsyncDatabase, actor: Actor, days: int = 30) -> list[Tr
     first = today - timedelta(days=days - 1)
     made: dict[date, int] = {}
     start = datetime.combine(first, datetime.min.time(), tzinfo=now().tzinfo)
-    async for doc in db["triage_suggestions"].find({"createdAt": {"$gte": start}}, {"createdAt": 1}).limit(50_000):
-        made[doc["createdAt"].date()] = made.get(doc["createdAt"].date(), 0) + 1
+    for created in await repo.created_since(db, start):
+        made[created.date()] = made.get(created.date(), 0) + 1
     decided = {a.day: a for a in await _acceptance(db, days=days)}
-    spend: dict[str, dict[str, float]] = {}
-    async for doc in db["agent_spend"].find({"day": {"$gte": first.isoformat()}}, {"spentUsd": 1, "day": 1}):
-        scope = doc["_id"].rsplit(":", 1)[0]
-        if not scope.startswith("user:"):  # people's own spend is theirs, not a scope of the desk's
-            spend.setdefault(doc["day"], {})[scope] = float(doc.get("spentUsd", 0.0))
+    spend = await budget.spent_by_day(db, first.isoformat())
     result = []
     for back in range(days - 1, -1, -1):
         day = today - timedelta(days=back)
