@@ -1,12 +1,19 @@
-"""The copilot drawer (Cmd/Ctrl+K): a conversation with streamed answers and approvals of staged writes.
+"""The copilot drawer (Cmd/Ctrl+K) and the Assistant page's panel: a view of the person's conversation.
 
-It drives the same runtime the SSE endpoint streams (desk.agent.start and runtime), in this process: no HTTP
-loopback. The approval dialog shows the server-rendered diff from the `tool_approval_required`
-event; deciding goes through the same `approvals.decide` as the API.
+The conversation lives on the server, not in a page: every panel (any page, a reload, a second tab)
+shows its newest messages, a turn still running (with a Stop that works from anywhere) and a change
+waiting for approval, decidable right there. A turn started here runs in a task of its own
+(`LiveTurn`), not the page's: a page that closes leaves it to finish and be stored, and every panel
+of the person in this process follows it live. A panel in another process reads the database: once a
+second while it shows a running turn or a waiting change, and not at all otherwise.
+
+It drives the same runtime the SSE endpoint streams (desk.agent.start and runtime), in process; the
+dialog shows the server-rendered diff; deciding goes through the same `approvals.decide` as the API.
 """
 
 import asyncio
 import contextlib
+import weakref
 from datetime import UTC, datetime
 from typing import assert_never
 
@@ -14,8 +21,8 @@ from nicegui import background_tasks, ui
 
 from components.chips import PRIORITY_LABELS, STATUS_LABELS
 from components.safe_markdown import safe_markdown, to_safe_markdown
-from desk.actors import Actor
-from desk.agent import approvals, start
+from components.session import Visit
+from desk.agent import approvals, sessions, start
 from desk.agent.client import get_provider
 from desk.agent.events import (
     Diff,
@@ -29,7 +36,6 @@ from desk.agent.events import (
     ToolCallStart,
     ToolResult,
 )
-from desk.agent.sessions import current_session
 from desk.config import get_settings
 from desk.db.client import get_db
 from desk.errors import DeskError, ErrorCode
@@ -38,9 +44,20 @@ PLAIN_ERRORS = {
     ErrorCode.AI_UNAVAILABLE: "The assistant can't be reached right now. Try again in a minute.",
     ErrorCode.AI_BUDGET_EXCEEDED: "Today's AI budget is used up. It resets at midnight UTC; the desk works as usual.",
     ErrorCode.AI_APPROVAL_PENDING: "The assistant is still busy with your last message. Wait for it, or press Stop.",
+    ErrorCode.AI_APPROVAL_EXPIRED: "That change can no longer be approved; ask the assistant again.",
     ErrorCode.RATE_LIMITED: "That was a lot of messages in a short time. Wait a minute, then ask again.",
 }
 FIELDS = ("title", "description", "priority", "status")
+EXPIRED = "The approval expired, so nothing was changed. Ask again if you still want it."
+WATCH_SECONDS = 1.0  # a panel showing a turn or a change of another process looks this often
+LONG_VALUE = 400  # a value longer than this is shown shortened, with "Show all"
+# The log follows new text to the bottom unless the person scrolled up to read (then it stays put).
+FOLLOW_JS = """
+const el = getHtmlElement(%r); if (el && !el.dataset.follow) { el.dataset.follow = '1'; let stuck = true;
+el.addEventListener('scroll', () => { stuck = el.scrollHeight - el.scrollTop - el.clientHeight < 48; });
+new MutationObserver(() => { if (stuck) el.scrollTop = el.scrollHeight; })
+  .observe(el, {childList: true, subtree: true, characterData: true}); el.scrollTop = el.scrollHeight; }
+"""
 
 
 def ai_off_reason(user: dict) -> str | None:
@@ -52,21 +69,98 @@ def ai_off_reason(user: dict) -> str | None:
     return None
 
 
-class Copilot:
-    """One person's conversation panel; `open_drawer`/`close` are wired to Cmd/Ctrl+K by the frame."""
+class LiveTurn:
+    """A turn running in this process, in its own task: it outlives the page that started it.
 
-    def __init__(self, actor: Actor) -> None:
-        self.actor = actor
-        self.task: asyncio.Task | None = None
+    Every panel of the person in this process follows it (`panels`); one opened later catches up from
+    `items`, what the turn has shown so far.
+    """
+
+    def __init__(self, user_id: str, content: str) -> None:
+        self.user_id, self.run_id = user_id, ""
+        self.items: list[list[str]] = [["user", content]]  # [kind, text]: user, answer, note, error
         self.pending: ToolApprovalRequired | None = None
-        self.answer: ui.markdown | None = None  # the answer being streamed, and its text so far
-        self.text = ""
+        self.thinking = True
+        self.panels: weakref.WeakSet[Copilot] = weakref.WeakSet()
+        self.task: asyncio.Task | None = None
+
+    def seen(self, event: RunEvent) -> None:
+        """Fold one event in and show it on every panel following the turn."""
+        match event:
+            case Token(text=more):
+                self.thinking = False
+                if self.items[-1][0] != "answer":
+                    self.items.append(["answer", ""])
+                self.items[-1][1] += more
+            case ToolResult(summary=summary):
+                self.pending, self.thinking = None, True
+                self.items.append(["note", summary])
+            case ToolApprovalRequired():
+                self.pending, self.thinking = event, False
+            case ToolApprovalExpired():
+                self.pending = None
+                self.items.append(["error", EXPIRED])
+            case Error(code=code, message=message):
+                self.items.append(["error", PLAIN_ERRORS.get(code, message)])
+            case MessageDone(notice=notice):
+                self.thinking = False
+                if notice:
+                    self.items.append(["note", notice])
+            case ToolCallStart() | Ping():
+                pass  # a call's start and a keep-alive show nothing
+            case _:
+                assert_never(event)
+        self._each(lambda panel: panel.follow(self, event))
+
+    def ended(self) -> None:
+        self.pending, self.thinking = None, False
+        if _TURNS.get(self.user_id) is self:
+            del _TURNS[self.user_id]
+        self._each(lambda panel: panel.turn_ended(self))
+
+    def _each(self, show) -> None:
+        for panel in tuple(self.panels):
+            if not panel.visit.gone:
+                with panel.root:
+                    show(panel)
+
+
+_TURNS: dict[str, LiveTurn] = {}  # person id -> their turn running in this process
+
+
+async def _drive(live: LiveTurn, turn) -> None:
+    """Consume the turn to its end, whatever becomes of the pages that show it."""
+    try:
+        async for event in turn.events():
+            live.seen(event)
+    except asyncio.CancelledError:
+        live.items.append(["note", "Stopped. Nothing pending was carried out."])
+        raise
+    except DeskError as error:
+        live.seen(Error(code=error.code, message=error.message))
+    finally:
+        live.ended()
+
+
+class Copilot:
+    """One page's view of the person's conversation; `build` draws it, then `load` fills it from the server."""
+
+    def __init__(self, visit: Visit, *, on_change=None) -> None:
+        self.visit = visit
+        self.on_change = on_change  # told when a turn starts or ends (the Assistant page's list of runs)
+        self.live: LiveTurn | None = None
+        self.remote_run: str | None = None  # a turn of another process (or not followable here) holds the conversation
+        self.session_id: str | None = None
+        self.pending: ToolApprovalRequired | None = None
+        self.answer: ui.markdown | None = None
         self.dialog: ui.dialog | None = None
+        self.watching = False
 
     def build(self) -> None:
-        with ui.column().classes("w-full h-full gap-2").mark("copilot") as self.root:
+        with ui.column().classes("w-full h-full gap-2 no-wrap min-h-0").mark("copilot") as self.root:
             ui.label("Assistant").classes("text-lg font-semibold")
-            self.log = ui.column().classes("w-full gap-2 grow overflow-auto").mark("copilot-log")
+            self.log = ui.column().classes("w-full gap-2 grow overflow-auto min-h-0 no-wrap").mark("copilot-log")
+            self.thinking = ui.label("Thinking…").classes("text-sm text-grey-7 italic").mark("copilot-thinking")
             self.waiting = ui.chip(
                 "Waiting for your approval",
                 icon="pending_actions",
@@ -74,103 +168,203 @@ class Copilot:
                 text_color="white",
                 on_click=self._reopen,
             ).mark("approval-chip")
-            self.waiting.set_visibility(False)
             self.input = ui.textarea(placeholder="Ask about your work orders…").props("autogrow outlined dense")
-            self.input.classes("w-full").mark("copilot-input")
+            self.input.classes("w-full copilot-input").mark("copilot-input")
             self.input.on("keydown.enter.prevent", self.send)
             with ui.row().classes("w-full justify-end gap-2"):
                 self.stop_button = (
                     ui.button("Stop", on_click=self.stop).props("flat color=negative").mark("copilot-stop")
                 )
                 self.send_button = ui.button("Send", on_click=self.send).mark("copilot-send")
-            self._busy(False)
+        ui.timer(WATCH_SECONDS, self._watch)
+        _PANELS.add(self)
+        self._state()
+
+    async def load(self) -> None:
+        """Show the conversation as the server has it now (on building, on opening the drawer, after a turn)."""
+        actor = await self.visit.actor(touch=False)
+        found = await sessions.conversation(db=get_db(), settings=get_settings(), actor=actor)
+        if self.visit.gone:
+            return
+        with self.root:
+            self.session_id = found.session_id
+            live = _TURNS.get(actor.id)
+            self.log.clear()
+            self.answer = None
+            mine = live.run_id if live else None
+            with self.log:
+                for role, text, run_id in found.messages:
+                    if run_id != mine:
+                        self._message(role, text)
+            if live is not None:
+                self._attach(live)
+            else:
+                self.live = None
+                self.remote_run = found.running_run_id
+                if found.waiting:
+                    self._show_approval(found.waiting[-1], open_now=False)
+                else:
+                    self._close_approval()
+            self._state()
+            ui.run_javascript(FOLLOW_JS % self.log.html_id)
+
+    def _attach(self, live: LiveTurn) -> None:
+        self.live, self.remote_run = live, None
+        live.panels.add(self)
+        with self.log:
+            for kind, text in live.items:
+                self._item(kind, text)
+        if live.pending is not None:
+            self._show_approval(live.pending, open_now=False)
+
+    def _message(self, role: str, text: str) -> None:
+        if role == "user":
+            ui.label(text).classes("self-end bg-blue-1 rounded px-3 py-2 whitespace-pre-wrap break-words")
+        else:
+            safe_markdown(to_safe_markdown(text)).classes("w-full break-words").mark("copilot-answer")
+
+    def _item(self, kind: str, text: str) -> None:
+        if kind == "answer":
+            self.answer = safe_markdown(to_safe_markdown(text)).classes("w-full break-words").mark("copilot-answer")
+        elif kind == "user":
+            self._message("user", text)
+        else:
+            self.answer = None
+            self._note(text, error=kind == "error")
 
     async def send(self) -> None:
         content = (self.input.value or "").strip()
-        if not content or self.task is not None:
+        if not content or self.live is not None or self.remote_run is not None:
+            if content and (self.live is not None or self.remote_run is not None):
+                self._note(PLAIN_ERRORS[ErrorCode.AI_APPROVAL_PENDING], error=True)
             return
-        self.input.value = ""
-        with self.log:
-            ui.label(content).classes("self-end bg-blue-1 rounded px-3 py-2 whitespace-pre-wrap break-words")
-        self._busy(True)
-        # Run inside the panel's context, so elements the run creates (answers, the dialog) land here.
-        self.task = background_tasks.create(self._run(content), name="copilot-turn", context=self.root)
-
-    async def stop(self) -> None:
-        """Cancel the run: the upstream call is aborted and pending approvals expire (spec §4.5)."""
-        if self.task is not None:
-            self.task.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await self.task
-
-    async def _run(self, content: str) -> None:
+        actor = await self.visit.actor()
         db, settings = get_db(), get_settings()
-        self.answer, self.text = None, ""
+        self.input.value = ""
+        self.send_button.set_enabled(False)
         try:
-            session = await current_session(db=db, settings=settings, actor=self.actor)
+            session = await sessions.current_session(db=db, settings=settings, actor=actor)
             turn = await start.begin(
                 db=db,
                 settings=settings,
                 provider=get_provider(),
-                actor=self.actor,
+                actor=actor,
                 session_id=session.id,
                 content=content,
                 ip="ui",
             )
-            async for event in turn.events():
-                self._on_event(event)
         except DeskError as error:
             self._note(PLAIN_ERRORS.get(error.code, error.message), error=True)
-        except asyncio.CancelledError:
-            self._note("Stopped. Nothing pending was carried out.")
-            raise
-        finally:
-            self.task = None
-            self._close_approval()
-            self._busy(False)
+            self._state()
+            return
+        live = LiveTurn(actor.id, content)
+        live.run_id = turn.run_id
+        _TURNS[actor.id] = live
+        # Its own task, in no page's context: the page may close, the turn goes on and is stored.
+        live.task = background_tasks.create(_drive(live, turn), name="copilot-turn")
+        for panel in _panels_of(actor.id):
+            with panel.root:
+                panel._attach_new(live)
 
-    def _on_event(self, event: RunEvent) -> None:
+    def _attach_new(self, live: LiveTurn) -> None:
+        self.live, self.remote_run = live, None
+        live.panels.add(self)
+        with self.log:
+            self._message("user", live.items[0][1])
+        self.answer = None
+        self._state()
+        if self.on_change:
+            self.on_change()
+
+    async def stop(self) -> None:
+        """Stop the running turn, wherever it runs: here at once, in another process at its next look."""
+        actor = await self.visit.actor()
+        live = self.live
+        if live is not None and live.task is not None:
+            live.task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await live.task
+            return
+        if self.remote_run is not None:
+            await sessions.stop_run(db=get_db(), actor=actor, run_id=self.remote_run)
+            self._note("Stopping…")
+
+    def follow(self, live: LiveTurn, event: RunEvent) -> None:
+        """One event of the followed turn, shown here."""
         match event:
-            case Token(text=more):
+            case Token():
                 if self.answer is None:
                     with self.log:
-                        self.answer = safe_markdown().classes("w-full").mark("copilot-answer")
-                self.text += more
-                self.answer.set_content(to_safe_markdown(self.text))
-            case ToolResult(summary=summary):
-                self._note(summary)
-                self.answer, self.text = None, ""  # what the assistant writes next is a new answer
+                        self.answer = safe_markdown().classes("w-full break-words").mark("copilot-answer")
+                self.answer.set_content(to_safe_markdown(live.items[-1][1]))
             case ToolApprovalRequired():
-                self.pending = event
-                self._show_approval(event)
-            case ToolApprovalExpired():
-                self._close_approval()
-                self._note("The approval expired, so nothing was changed. Ask again if you still want it.", error=True)
-            case Error(code=code, message=message):
-                self._note(PLAIN_ERRORS.get(code, message), error=True)
-            case MessageDone(notice=notice):
-                if notice:
-                    self._note(notice)
-            case ToolCallStart() | Ping():
-                pass  # a call's start and a keep-alive show nothing
+                self._show_approval(event, open_now=True)
+            case ToolResult() | ToolApprovalExpired() | Error() | MessageDone():
+                if isinstance(event, ToolResult | ToolApprovalExpired):
+                    self._close_approval()
+                if not isinstance(event, MessageDone) or event.notice:
+                    with self.log:
+                        self._item(*live.items[-1])
+                self.answer = None
             case _:
-                assert_never(event)
+                pass
+        self._state()
+
+    def turn_ended(self, live: LiveTurn) -> None:
+        self.live = None
+        self._close_approval()
+        if live.items[-1][1] == "Stopped. Nothing pending was carried out.":
+            with self.log:
+                self._note(live.items[-1][1])
+        self._state()
+        if self.on_change:
+            self.on_change()
+
+    async def _watch(self) -> None:
+        """A turn or a change of another process: look once a second until it is over (else nothing is read)."""
+        if self.watching or self.visit.gone or self.live is not None:
+            return
+        if self.remote_run is None and self.pending is None:
+            return
+        self.watching = True
+        try:
+            db = get_db()
+            if self.pending is not None and not await sessions.still_waiting(
+                db=db, tool_call_id=self.pending.tool_call_id
+            ):
+                self._close_approval()  # decided (or expired) in another tab
+            running = self.remote_run is not None and self.session_id is not None
+            if running and await sessions.run_status(db=db, session_id=self.session_id) is None:
+                await self.load()  # the turn is over: its answer is stored
+            self._state()
+        finally:
+            self.watching = False
 
     def _note(self, text: str, *, error: bool = False) -> None:
         with self.log:
             label = ui.label(text).classes("text-sm " + ("text-negative" if error else "text-grey-7"))
             label.mark("copilot-error" if error else "copilot-note")
 
-    def _busy(self, busy: bool) -> None:
+    def _state(self) -> None:
+        busy = self.live is not None or self.remote_run is not None
         self.send_button.set_enabled(not busy)
         self.stop_button.set_visibility(busy)
+        remote_thinking = self.remote_run is not None and self.pending is None
+        self.thinking.set_visibility(bool(self.live and self.live.thinking) or remote_thinking)
+        self.waiting.set_visibility(self.pending is not None)
 
     # --- approvals ---------------------------------------------------------------------
 
-    def _show_approval(self, event: ToolApprovalRequired) -> None:
+    def _show_approval(self, event: ToolApprovalRequired, *, open_now: bool) -> None:
+        if self.pending is not None and self.pending.tool_call_id == event.tool_call_id and self.dialog is not None:
+            return
         self._close_approval()
-        self.waiting.set_visibility(True)
-        with ui.dialog().props("persistent=false") as self.dialog, ui.card().classes("w-[40rem]").mark("approval"):
+        self.pending = event
+        with (
+            self.root,
+            ui.dialog().props("persistent=false") as self.dialog,
+            ui.card().classes("w-[40rem] max-w-[95vw]").mark("approval"),
+        ):
             ui.label(_headline(event.diff)).classes("text-lg font-semibold")
             _diff_table(event.diff)
             countdown = ui.label().classes("text-sm text-grey-7").mark("approval-countdown")
@@ -191,27 +385,42 @@ class Copilot:
                 ).mark("reject")
                 approve = ui.button("Approve", on_click=lambda: self._decide(event, True, None)).mark("approve")
                 approve.on("click", approve.disable)  # a second click can never send a second decision
-        self.dialog.open()
+        if open_now:
+            self.dialog.open()
+        self._state()
 
     async def _decide(self, event: ToolApprovalRequired, approve: bool, reason: str | None) -> None:
+        actor = await self.visit.actor()
         try:
             await approvals.decide(
-                db=get_db(), actor=self.actor, tool_call_id=event.tool_call_id, approve=approve, reason=reason
+                db=get_db(), actor=actor, tool_call_id=event.tool_call_id, approve=approve, reason=reason
             )
         except DeskError as error:
-            self._note(error.message, error=True)
+            self._note(PLAIN_ERRORS.get(error.code, error.message), error=True)
         self._close_approval()
+        for panel in _panels_of(actor.id):  # this process's other tabs: closed now, not at their next look
+            if panel is not self and panel.pending is not None and panel.pending.tool_call_id == event.tool_call_id:
+                with panel.root:
+                    panel._close_approval()
 
     def _reopen(self) -> None:
         if self.dialog is not None:
             self.dialog.open()
 
     def _close_approval(self) -> None:
+        self.pending = None
         if self.dialog is not None:
             self.dialog.close()
             self.dialog.delete()
             self.dialog = None
         self.waiting.set_visibility(False)
+
+
+_PANELS: weakref.WeakSet[Copilot] = weakref.WeakSet()
+
+
+def _panels_of(user_id: str) -> list[Copilot]:
+    return [panel for panel in tuple(_PANELS) if panel.visit.user_id == user_id and not panel.visit.gone]
 
 
 def _headline(diff: Diff) -> str:
@@ -224,7 +433,9 @@ def _headline(diff: Diff) -> str:
 
 def _diff_table(diff: Diff) -> None:
     """Before and after side by side; changed fields stand out. Values are text, never HTML."""
-    with ui.grid(columns="7rem 1fr 1fr").classes("w-full gap-x-3 gap-y-1 items-start").mark("diff"):
+    # minmax(0, 1fr): a long unbroken value wraps inside its column instead of pushing "After" off screen
+    columns = "7rem minmax(0, 1fr) minmax(0, 1fr)"
+    with ui.grid(columns=columns).classes("w-full gap-x-3 gap-y-1 items-start").mark("diff"):
         for heading in ("", "Before" if diff.before is not None else "", "After" if diff.after is not None else ""):
             ui.label(heading).classes("text-xs text-grey-7 uppercase")
         for field in FIELDS:
@@ -232,11 +443,23 @@ def _diff_table(diff: Diff) -> None:
             ui.label(field.title()).classes("font-medium" + (" text-primary" if changed else ""))
             for side in (diff.before, diff.after):
                 value = _shown(field, side.get(field)) if side is not None else ""
-                cell = ui.label(value).classes("whitespace-pre-wrap break-words text-sm")
+                cell = _value_cell(value)
                 if changed and side is diff.after and side is not None:
                     cell.classes("bg-green-1 rounded px-1").mark("diff-changed")
                 elif changed and side is not None:
                     cell.classes("bg-red-1 rounded px-1 line-through")
+
+
+def _value_cell(value: str) -> ui.label:
+    """A value as text that wraps anywhere; a long one shortened, with "Show all" to read it whole."""
+    short = len(value) > LONG_VALUE
+    cell = ui.label(value[:LONG_VALUE] + "…" if short else value)
+    cell.classes("whitespace-pre-wrap [overflow-wrap:anywhere] min-w-0 text-sm")
+    if short:
+        with cell:
+            more = ui.button("Show all").props("flat dense size=sm no-caps").mark("diff-show-all")
+            more.on("click", lambda: (cell.set_text(value), more.delete()))
+    return cell
 
 
 def _shown(field: str, value: object) -> str:

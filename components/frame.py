@@ -14,6 +14,7 @@ from components import session
 from components.copilot import Copilot, ai_off_reason
 
 SESSION_CHECK_SECONDS = 3.0
+COPILOT_PAGE = "/app/copilot"  # the conversation's own page: no second panel in a drawer there
 
 
 @contextmanager
@@ -23,7 +24,11 @@ def frame(title: str, user: dict, *, path: str) -> Iterator[session.Visit]:
     ui.page_title(f"{title} · Work Order Desk")
     ui.colors(primary="#2f4f6f")
     off = ai_off_reason(user)
-    toggle = _copilot_drawer(user) if off is None else None
+    toggle = None
+    if off is None:
+        toggle = _copilot_drawer(visit) if path != COPILOT_PAGE else _focus_page_copilot
+        if path == COPILOT_PAGE:
+            _shortcut(toggle)
     with ui.header().classes("items-center gap-4 px-4 py-2 bg-primary"):
         ui.link("Work Order Desk", "/app").classes("text-lg font-semibold text-white no-underline")
         with ui.row().classes("gap-3"):
@@ -50,23 +55,39 @@ def frame(title: str, user: dict, *, path: str) -> Iterator[session.Visit]:
         yield visit
 
 
-def _copilot_drawer(user: dict) -> Callable[[], None]:
-    """The assistant in a right drawer, opened and closed with Ctrl+K / Cmd+K (focus lands in its input)."""
-    with ui.right_drawer(value=False).props("width=420 bordered").classes("p-3") as drawer:
-        panel = Copilot(session.actor_of(user))
-        panel.build()
+def _copilot_drawer(visit: session.Visit) -> Callable[[], None]:
+    """The assistant in a right drawer, opened and closed with Ctrl+K / Cmd+K (focus lands in its input).
 
-    def toggle() -> None:
+    It shows the person's conversation as the server has it (components/copilot.py), read again on opening.
+    """
+    with ui.right_drawer(value=False).props("width=420 bordered").classes("p-3") as drawer:
+        panel = Copilot(visit)
+        panel.build()
+    ui.timer(0, panel.load, once=True)
+
+    async def toggle() -> None:
         drawer.toggle()
         if drawer.value:
             panel.input.run_method("focus")
+            await panel.load()
 
-    def shortcut(event) -> None:
+    _shortcut(toggle)
+    return toggle
+
+
+def _focus_page_copilot() -> None:
+    """On the Assistant page, Ctrl+K and the button go to its own panel's input."""
+    ui.run_javascript("document.querySelector('.copilot-input textarea')?.focus()")
+
+
+def _shortcut(toggle: Callable) -> None:
+    async def shortcut(event) -> None:
         if event.action.keydown and event.key == "k" and (event.modifiers.ctrl or event.modifiers.meta):
-            toggle()
+            result = toggle()
+            if result is not None:
+                await result
 
     ui.keyboard(on_key=shortcut, ignore=[])
-    return toggle
 
 
 def _nav(label: str, target: str, path: str) -> None:

@@ -1,4 +1,4 @@
-"""/app/copilot: the assistant on a full page, with recent conversations and one's own runs (COP-8, COP-10)."""
+"""/app/copilot: the conversation's full page, with a new conversation and one's own runs, live (COP-8, COP-10)."""
 
 from fastapi import Request
 from nicegui import APIRouter, ui
@@ -8,9 +8,12 @@ from components.copilot import Copilot, ai_off_reason
 from components.formats import ago, when
 from components.frame import frame
 from desk.agent import sessions as agent_sessions
+from desk.config import get_settings
 from desk.db.client import get_db
+from desk.errors import DeskError
 
 router = APIRouter()
+RUNS_REFRESH_SECONDS = 3.0  # the list of runs follows turns of other tabs and processes
 STATUS_WORDS = {
     "running": "Running",
     "complete": "Answered",
@@ -19,6 +22,7 @@ STATUS_WORDS = {
     "expired": "Approval expired",
     "aborted": "Stopped",
 }
+UNREACHED = "ai_unreached"  # the run's call never reached the model: nothing was billed
 
 
 @router.page("/app/copilot")
@@ -26,42 +30,66 @@ async def copilot_page(request: Request):
     user = await session.current_user()
     if user is None:
         return session.to_login(request)
-    actor = session.actor_of(user)
-    with frame("Assistant", user, path="/app/copilot"):
+    with frame("Assistant", user, path="/app/copilot") as visit:
         off = ai_off_reason(user)
+        if off is not None:
+            ui.label(off).mark("copilot-page-off")
+            return
         with ui.row().classes("w-full gap-6 items-start no-wrap"):
-            with ui.card().classes("w-[40rem] min-h-[28rem]"):
-                if off is None:
-                    Copilot(actor).build()
-                else:
-                    ui.label(off).mark("copilot-page-off")
-            with ui.column().classes("grow gap-4"):
-                await _recent(actor)
-                await _runs(actor)
+            with ui.column().classes("w-[40rem] gap-2"):
+                with ui.card().classes("w-full h-[calc(100vh-12rem)] min-h-[24rem]"):
+                    panel = Copilot(visit)
+                    panel.build()
+                ui.button("New conversation", icon="add", on_click=lambda: _new(visit, panel)).props("outline").mark(
+                    "copilot-new"
+                )
+            with ui.column().classes("grow gap-2"):
+                ui.label("Your runs").classes("text-lg font-semibold")
+                runs_list = ui.column().classes("w-full gap-0")
+
+                async def refresh() -> None:
+                    await _runs(visit, runs_list)
+
+                panel.on_change = lambda: ui.timer(0.2, refresh, once=True)
+                ui.timer(RUNS_REFRESH_SECONDS, refresh)
+        await panel.load()
+        await refresh()
 
 
-async def _recent(actor) -> None:
-    ui.label("Recent conversations").classes("text-lg font-semibold")
-    found = await agent_sessions.recent_sessions(db=get_db(), actor=actor)
-    if not found:
-        ui.label("No conversations yet.").classes("text-grey-7")
+async def _new(visit: session.Visit, panel: Copilot) -> None:
+    """Archive the conversation and start an empty one (refused while a turn in it runs or a change waits)."""
+    actor = await visit.actor()
+    try:
+        await agent_sessions.open_session(db=get_db(), settings=get_settings(), actor=actor)
+    except DeskError as error:
+        ui.notify(error.message, type="warning")
         return
-    for conversation in found[:10]:
-        with ui.expansion(f"{when(conversation.created_at)} · {len(conversation.messages)} messages").classes("w-full"):
-            for message in conversation.messages:
-                who = "You" if message.role == "user" else "Assistant"
-                ui.label(f"{who}: {message.content}").classes("text-sm whitespace-pre-wrap break-words")
+    await panel.load()
 
 
-async def _runs(actor) -> None:
-    ui.label("Your runs").classes("text-lg font-semibold")
-    found = await agent_sessions.own_runs(db=get_db(), actor=actor)
-    if not found:
-        ui.label("No runs yet.").classes("text-grey-7")
+async def _runs(visit: session.Visit, into: ui.column) -> None:
+    """The person's newest runs: what was asked, how it ended, what it used."""
+    if visit.gone:
         return
-    with ui.column().classes("w-full gap-0 border rounded").mark("runs"):
-        for run in found[:25]:
-            with ui.row().classes("w-full gap-3 px-3 py-1 border-b text-sm"):
-                ui.label(STATUS_WORDS.get(run.status, run.status)).classes("w-32")
-                ui.label(f"{run.input_tokens + run.output_tokens:,} tokens").classes("w-28 text-grey-8")
-                ui.label(ago(run.started_at)).classes("text-grey-7").tooltip(when(run.started_at))
+    actor = await visit.actor(touch=False)
+    db = get_db()
+    found = (await agent_sessions.own_runs(db=db, actor=actor))[:25]
+    asked = await agent_sessions.asked_in(db=db, actor=actor, run_ids=[run.id for run in found])
+    into.clear()
+    with into:
+        if not found:
+            ui.label("No runs yet.").classes("text-grey-7")
+            return
+        with ui.column().classes("w-full gap-0 border rounded").mark("runs"):
+            for run in found:
+                with ui.row().classes("w-full gap-3 px-3 py-1 border-b text-sm no-wrap items-start"):
+                    ui.label(STATUS_WORDS.get(run.status, run.status)).classes("w-28 shrink-0")
+                    question = asked.get(run.id, "")
+                    shown = question if len(question) <= 80 else question[:80] + "…"
+                    ui.label(shown).classes("grow min-w-0 [overflow-wrap:anywhere]").mark("run-asked")
+                    if run.error_code == UNREACHED:
+                        used = "Not reached · no cost"
+                    else:
+                        used = f"{run.input_tokens + run.output_tokens:,} tokens"
+                    ui.label(used).classes("w-36 shrink-0 text-grey-8")
+                    ui.label(ago(run.started_at)).classes("w-24 shrink-0 text-grey-7").tooltip(when(run.started_at))

@@ -1,15 +1,19 @@
 """Copilot sessions and a person's own runs (COP-1, COP-8, COP-10), and ending runs at logout."""
 
+import asyncio
+from dataclasses import dataclass
+
 from bson import ObjectId
 from pymongo.asynchronous.database import AsyncDatabase
 
 from desk.actors import Actor
 from desk.agent import approvals, live, runs
+from desk.agent.events import ToolApprovalRequired
 from desk.agent.models import AgentRunDetail, AgentRunRead, CopilotSessionRead, CopilotSessionWithMessages
 from desk.agent.start import ApprovalPending, require_ai_user
 from desk.config import Settings
 from desk.errors import NotFound
-from desk.schema import parse_object_id
+from desk.schema import now, parse_object_id
 
 
 async def open_session(*, db: AsyncDatabase, settings: Settings, actor: Actor) -> CopilotSessionRead:
@@ -30,7 +34,12 @@ async def current_session(*, db: AsyncDatabase, settings: Settings, actor: Actor
     current = await runs.active_session(db, user["_id"])
     if current is not None:
         return CopilotSessionRead.model_validate(current)
-    return await open_session(db=db, settings=settings, actor=actor)
+    created = await runs.insert_session(db, user["_id"])
+    if created is None:  # another page of the person opened it at the same moment: that one is theirs
+        created = await runs.active_session(db, user["_id"])
+    if created is None:
+        raise ApprovalPending("Another conversation was just started; use that one.")
+    return CopilotSessionRead.model_validate(created)
 
 
 async def recent_sessions(*, db: AsyncDatabase, actor: Actor) -> list[CopilotSessionWithMessages]:
@@ -69,3 +78,81 @@ async def abort_runs(*, db: AsyncDatabase, user_id: str) -> None:
         if await runs.finish_run(db, run["_id"], "aborted"):
             await approvals.expire_for_run(db, run["_id"])
     live.interrupt(user_id)
+
+
+@dataclass(frozen=True)
+class Conversation:
+    session_id: str
+    messages: list[tuple[str, str, str]]  # role, text, run id; oldest first
+    running_run_id: str | None
+    waiting: list[ToolApprovalRequired]
+
+
+async def conversation(*, db: AsyncDatabase, settings: Settings, actor: Actor, limit: int = 50) -> Conversation:
+    """The person's active conversation as any page shows it: newest messages, a run still going, a change waiting."""
+    session = await current_session(db=db, settings=settings, actor=actor)
+    oid = ObjectId(session.id)
+    stored, found = await asyncio.gather(runs.session_messages(db, oid, limit=limit), runs.get_session(db, oid))
+    running = found.get("runningRunId") if found else None
+    waiting = await runs.pending_approvals(db, running) if running else []
+    shown = [(m["role"], m["content"], m.get("runId")) for m in stored if m["role"] in ("user", "assistant")]
+    return Conversation(
+        session_id=session.id,
+        messages=[(role, content, str(run_id)) for role, content, run_id in shown if content],
+        running_run_id=str(running) if running else None,
+        waiting=[_waiting_event(call) for call in waiting if call["approval"]["expiresAt"] > now()],
+    )
+
+
+def _waiting_event(call: dict) -> ToolApprovalRequired:
+    """A stored proposal as the event that first showed it (the diff from its frozen args and pre-image)."""
+    return ToolApprovalRequired(
+        tool_call_id=str(call["_id"]),
+        tool=call["tool"],
+        args=call["args"],
+        diff=approvals.diff(call["tool"], call["args"], call.get("preImage")),
+        expires_at=call["approval"]["expiresAt"],
+    )
+
+
+async def still_waiting(*, db: AsyncDatabase, tool_call_id: str) -> bool:
+    """Whether a proposed change is still waiting for its decision (a page in another process decides)."""
+    oid = parse_object_id(tool_call_id)
+    call = await runs.get_tool_call(db, oid) if oid else None
+    return bool(call and call.get("approval") and call["approval"]["status"] == "pending")
+
+
+async def run_status(*, db: AsyncDatabase, session_id: str) -> str | None:
+    """The id of the run holding the conversation now, or None when it is free."""
+    found = await runs.get_session(db, ObjectId(session_id))
+    running = found.get("runningRunId") if found else None
+    return str(running) if running else None
+
+
+async def stop_run(*, db: AsyncDatabase, actor: Actor, run_id: str) -> None:
+    """Stop one of the person's runs from any page or tab: ended in the database, interrupted where it runs.
+
+    In this process the turn stops at once; in another one at its next look (a second while it waits for
+    a decision, its lease keeper's next renewal while the model answers). A run not stored yet (no first
+    token so far) cannot be ended from another process (known gap): it runs to its end.
+    """
+    oid = parse_object_id(run_id)
+    run = await runs.get_run(db, oid) if oid else None
+    if run is not None and str(run.get("userId")) == actor.id and await runs.finish_run(db, oid, "aborted"):
+        await approvals.expire_for_run(db, oid)
+    live.stop(actor.id, run_id)
+
+
+async def asked_in(*, db: AsyncDatabase, actor: Actor, run_ids: list[str]) -> dict[str, str]:
+    """What the person asked in each of their runs (its first message), by run id: one read for a whole list."""
+    oids = [ObjectId(run_id) for run_id in run_ids]
+    found = (
+        await db["agent_messages"]
+        .find({"runId": {"$in": oids}, "role": "user"}, {"runId": 1, "content": 1, "createdAt": 1})
+        .sort("createdAt", 1)
+        .to_list()
+    )
+    asked: dict[str, str] = {}
+    for message in found:
+        asked.setdefault(str(message["runId"]), message.get("content") or "")
+    return asked

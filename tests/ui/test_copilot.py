@@ -1,12 +1,14 @@
 """The copilot drawer: streamed answers, approvals (approve, reject, dismiss, expiry, stale), stop, off states."""
 
 import asyncio
+from datetime import timedelta
 
 import pytest
 from bson import ObjectId
 from nicegui import ElementFilter, ui
 from nicegui.testing import User
 
+from desk.agent import runs
 from desk.config import Settings, use_settings
 from desk.work_orders import service
 from desk.work_orders.models import WorkOrderUpdate
@@ -205,7 +207,9 @@ async def test_ai_off_for_the_desk_or_the_person(user: User, make_user, log_in, 
     await other.should_not_see(marker="copilot-toggle")
 
 
-async def test_the_full_page_lists_conversations_and_runs(user: User, ai_on, fake_provider, make_user, log_in):
+async def test_the_full_page_shows_the_conversation_and_what_each_run_asked(
+    user: User, ai_on, fake_provider, make_user, log_in
+):
     sam = await make_user("user")
     fake_provider.script(Turn.text("Nothing open right now."))
     await open_copilot(user, sam, log_in)
@@ -214,11 +218,101 @@ async def test_the_full_page_lists_conversations_and_runs(user: User, ai_on, fak
 
     await user.open("/app/copilot")
 
-    await user.should_see("Recent conversations", retries=WAIT)
-    await user.should_see("2 messages", retries=WAIT)
-    await user.should_see(marker="runs", retries=WAIT)
+    await user.should_see("Nothing open right now.", retries=WAIT)  # the conversation itself, not a collapsed row
     with user.scope(marker="runs"):
-        await user.should_see("Answered", retries=WAIT)
+        await user.should_see("Anything open?", retries=WAIT)
+        await user.should_see("Answered")
+    with user:
+        assert len(list(ElementFilter(marker="copilot"))) == 1  # no second, empty panel in a drawer here
+    user.find(marker="copilot-new").click()
+    await user.should_not_see("Nothing open right now.", retries=WAIT)
+
+
+async def test_a_waiting_change_follows_the_person_to_another_page(
+    user: User, ai_on, fake_provider, make_user, make_order, log_in, db
+):
+    sam = await make_user("user")
+    tap = await make_order(sam, "Leaking tap")
+    fake_provider.script(*Turn.read_then_update(tap.id, priority="urgent"), Turn.text("It is urgent now."))
+    await open_copilot(user, sam, log_in)
+    ask(user, "Make the tap urgent")
+    await user.should_see(marker="approval", retries=WAIT)
+    user.find(marker="approval-dismiss").click()
+
+    await user.open("/app/copilot")  # a full page load: the drawer's page is gone
+
+    await user.should_see("Make the tap urgent", retries=WAIT)
+    await user.should_see(marker="approval-chip", retries=WAIT)
+    user.find(marker="approval-chip").click()
+    user.find(marker="approve").click()
+    await user.should_see("It is urgent now.", retries=WAIT)
+    assert (await service.get(db=db, actor=actor(sam), order_id=tap.id)).priority == "urgent"
+
+
+async def test_an_answer_whose_page_closed_finishes_and_is_there_on_return(
+    user: User, ai_on, fake_provider, make_user, log_in, db
+):
+    sam = await make_user("user")
+    fake_provider.script(Turn.slow("one two three four five six", delay=0.1, chunks=6))
+    await open_copilot(user, sam, log_in)
+    ask(user, "Count")
+    await user.should_see(marker="copilot-thinking", retries=WAIT)  # before the first token: thinking, not only Stop
+
+    await user.open("/app")  # left mid-answer
+
+    await user.should_see(marker="copilot-stop", retries=WAIT)  # the turn still runs, and can be stopped here
+    for _ in range(WAIT * 2):
+        run = await db["agent_runs"].find_one({})
+        if run and run["status"] != "running":
+            break
+        await asyncio.sleep(0.1)
+    assert run["status"] == "complete"
+    await user.open("/app/copilot")
+    await user.should_see("one two three four five six", retries=WAIT)
+
+
+async def test_stop_reaches_a_turn_running_in_another_process(user: User, ai_on, make_user, log_in, db):
+    sam = await make_user("user")
+    await log_in(user, sam)
+    session = await db["copilot_sessions"].find_one({"userId": ObjectId(sam["id"])})
+    if session is None:
+        await user.open("/app")
+        session = await db["copilot_sessions"].find_one({"userId": ObjectId(sam["id"])})
+    elsewhere = runs.new_run(
+        session_id=session["_id"], user_id=ObjectId(sam["id"]), mode="copilot", model="m", lease=timedelta(minutes=1)
+    )
+    await runs.insert_run(db, elsewhere)  # a turn another web process runs: nothing of it in this one
+    await runs.claim_session(db, session["_id"], elsewhere["_id"])
+
+    await user.open("/app")
+    user.find(marker="copilot-toggle").click()
+    await user.should_see(marker="copilot-stop", retries=WAIT)
+    user.find(marker="copilot-stop").click()
+
+    for _ in range(WAIT):
+        if (await runs.get_run(db, elsewhere["_id"]))["status"] == "aborted":
+            break
+        await asyncio.sleep(0.1)
+    assert (await runs.get_run(db, elsewhere["_id"]))["status"] == "aborted"  # its process stops at its next look
+
+
+async def test_a_long_unbroken_value_wraps_and_can_be_read_whole(
+    user: User, ai_on, fake_provider, make_user, make_order, log_in
+):
+    sam = await make_user("user")
+    tap = await make_order(sam, "Leaking tap", description="x" * 3000)
+    fake_provider.script(*Turn.read_then_update(tap.id, status="done"))
+    await open_copilot(user, sam, log_in)
+    ask(user, "Close it")
+    await user.should_see(marker="approval", retries=WAIT)
+
+    with user:
+        (grid,) = list(ElementFilter(kind=ui.grid, marker="diff"))
+        assert "minmax(0" in str(grid._style)  # columns never grow past the card, whatever a value holds
+        shown = [e.text for e in grid.descendants() if isinstance(e, ui.label)]
+    assert "x" * 3000 not in shown and any(t.startswith("x" * 400) for t in shown)
+    user.find(marker="diff-show-all").click()
+    await user.should_see("x" * 3000, retries=WAIT)
 
 
 async def restaged(user: User, text: str) -> None:
