@@ -1,0 +1,53 @@
+"""What one triage pass costs the database: the commands it sends, counted at the driver (bench/triage.py's floor)."""
+
+from collections import Counter
+
+from pymongo import AsyncMongoClient, monitoring
+
+from desk.agent import policy
+from desk.agent.triage import worker_jobs
+from tests.conftest import TEST_DB
+from tests.triage.conftest import proposal
+
+# Suggest mode, 17: the policy, the spend and the claim; the order, the policy again (before the model call) and
+# the owner; the run and its prompt; the lease and the ledger; the suggestion and its change-feed entry (2); the
+# answer and its tool call; the run's end (with its usage); the ack. 23 before the pass used the shared run
+# record, read the policy only where AGT-9 asks, checked the spend once and wrote the usage with the run's end.
+PASS_COMMANDS = 17
+LOOK = 3  # the poll looking for more (policy, spend, a claim that finds nothing): its second slot's, and the last
+
+
+class Commands(monitoring.CommandListener):
+    def __init__(self) -> None:
+        self.sent: list[tuple[str, str]] = []
+
+    def started(self, event: monitoring.CommandStartedEvent) -> None:
+        collection = event.command.get(event.command_name)
+        self.sent.append((event.command_name, collection if isinstance(collection, str) else ""))
+
+    def succeeded(self, event: monitoring.CommandSucceededEvent) -> None:
+        pass
+
+    def failed(self, event: monitoring.CommandFailedEvent) -> None:
+        pass
+
+
+async def test_a_pass_in_suggest_mode_sends_seventeen_commands(
+    mongo_uri, db, make_user, make_order, fake_provider, triage_settings, provider
+):
+    await make_order(await make_user())
+    await policy.current(db, triage_settings)  # seeded, as on any desk after its first pass
+    fake_provider.script(proposal())
+    commands = Commands()
+    client = AsyncMongoClient(mongo_uri, tz_aware=True, event_listeners=[commands])
+    try:
+        watched = client[TEST_DB]
+        await watched.command("ping")
+        commands.sent.clear()
+
+        assert await worker_jobs.process_due(watched, triage_settings, provider=provider) == 1
+    finally:
+        await client.close()
+
+    sent = [c for c in commands.sent if c[0] != "endSessions"]
+    assert len(sent) == PASS_COMMANDS + 2 * LOOK, Counter(sent)
