@@ -35,11 +35,16 @@ class Context:
 
 @dataclass(frozen=True)
 class Job:
-    """A job of the table: `run(ctx)` every `interval(settings)` seconds, and once when the worker starts."""
+    """A job of the table: `run(ctx)` every `interval(settings)` seconds, and once when the worker starts.
+
+    `outlasts_interval`: a run is meant to go on past its interval (the triage poll works through a
+    backlog), so APScheduler's skipped ticks are expected, not worth its warning every interval.
+    """
 
     name: str
     run: Callable[[Context], Awaitable[None]]
     interval: Callable[[Settings], float]
+    outlasts_interval: bool = False
 
 
 async def sweep_stale(ctx: Context) -> None:
@@ -56,7 +61,7 @@ async def sweep_stale(ctx: Context) -> None:
 
 JOBS: tuple[Job, ...] = (
     Job("sweep", sweep_stale, lambda settings: settings.agent_sweep_interval_ms / 1000),
-    Job("triage", triage_poll, lambda settings: settings.agent_poll_interval_ms / 1000),
+    Job("triage", triage_poll, lambda settings: settings.agent_poll_interval_ms / 1000, outlasts_interval=True),
     Job("reconcile", reconcile_job, lambda settings: settings.agent_reconcile_after_ms / 1000),
 )
 
@@ -73,6 +78,8 @@ async def serve(settings: Settings, *, stop: asyncio.Event | None = None, jobs: 
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGTERM, signal.SIGINT):
         loop.add_signal_handler(sig, stop.set)
+    quiet = _QuietOverruns({job.name for job in jobs if job.outlasts_interval})
+    scheduler_log = logging.getLogger("apscheduler.scheduler")
     async with open_database(settings) as db:
         runner = _Runner(Context(db=db, settings=settings, stopping=stop), stop)
         scheduler = AsyncIOScheduler()
@@ -83,10 +90,12 @@ async def serve(settings: Settings, *, stop: asyncio.Event | None = None, jobs: 
                 "interval",
                 seconds=job.interval(settings),
                 id=job.name,
+                name=job.name,  # APScheduler's log lines name a job by this (else its function's qualified name)
                 coalesce=True,
                 max_instances=1,
                 # no next_run_time: APScheduler reads None as "add paused", and the job would never run again
             )
+        scheduler_log.addFilter(quiet)  # removed when we stop: the logger is the process's
         scheduler.start()
         watchdog = None
         if os.environ.get("DESK_WORKER_PARENT"):  # started by `desk run`: never outlive it
@@ -103,7 +112,21 @@ async def serve(settings: Settings, *, stop: asyncio.Event | None = None, jobs: 
             for sig in (signal.SIGTERM, signal.SIGINT):  # the loop may outlive us (tests, an embedding process)
                 loop.remove_signal_handler(sig)
             await runner.drain()
+            scheduler_log.removeFilter(quiet)
             log.info("worker stopped")
+
+
+class _QuietOverruns(logging.Filter):
+    """Drops APScheduler's "maximum number of running instances reached" for the jobs named (and nothing else)."""
+
+    def __init__(self, job_ids: set[str]) -> None:
+        super().__init__()
+        self.job_ids = frozenset(job_ids)
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        job = record.args[0] if isinstance(record.args, tuple) and record.args else None
+        overrun = isinstance(record.msg, str) and "maximum number of running instances reached" in record.msg
+        return not (overrun and getattr(job, "id", None) in self.job_ids)
 
 
 class _Runner:

@@ -10,6 +10,7 @@ from desk import worker
 from desk.agent import budget, policy, runs
 from desk.agent.triage import run as triage_run
 from desk.agent.triage import worker_jobs
+from desk.config import Settings
 from desk.outbox import repository as outbox
 from desk.work_orders import service as work_orders
 from tests.fake_provider import Turn
@@ -413,3 +414,26 @@ async def test_the_worker_process_runs_triage_and_reconcile_from_its_job_table(
     assert {"triage", "reconcile"} <= {job.name for job in worker.JOBS}
     (suggestion,) = await suggestions_of(db, order)
     assert suggestion["suggestedPriority"] == "low"
+
+
+async def test_a_job_meant_to_outlast_its_interval_does_not_warn_at_every_tick_and_others_still_do(
+    db, mongo_uri, caplog
+):
+    async def long_run(ctx: worker.Context) -> None:  # like the triage poll under a backlog
+        await asyncio.sleep(0.6)
+
+    jobs = [
+        worker.Job("triage_like", long_run, lambda s: 0.05, outlasts_interval=True),
+        worker.Job("overrunning", long_run, lambda s: 0.05),
+    ]
+    stop = asyncio.Event()
+    settings = Settings(mongodb_uri=mongo_uri, mongodb_db=db.name)
+    serving = asyncio.create_task(worker.serve(settings, stop=stop, jobs=jobs))
+    await asyncio.sleep(0.5)  # many ticks, each skipped while a run goes on
+    stop.set()
+    await asyncio.wait_for(serving, 5)
+
+    skipped = [r.getMessage() for r in caplog.records if "maximum number of running instances" in r.getMessage()]
+    assert skipped, "the undeclared job's overruns are still warned about"
+    assert all("overrunning" in message for message in skipped)
+    assert not any("triage_like" in message for message in skipped)
