@@ -1,4 +1,9 @@
-"""Demo data: a handful of people across the three roles and 200 realistic work orders over 60 days."""
+"""Demo data: a handful of people across the three roles and 200 realistic work orders over 60 days.
+
+Orders are asked for by the admin and the users; about one in eight waits unassigned in the queue,
+the others are worked on by someone who can work (the viewer works on nothing and reads everything).
+Each order's timeline starts with its creation, and some carry a comment or two.
+"""
 
 import random
 from contextlib import suppress
@@ -14,6 +19,7 @@ from desk.users import service as users_service
 from desk.users.models import UserCreate
 from desk.work_orders import repository as orders_repo
 from desk.work_orders.models import CLOSED
+from desk.work_orders.service import TRACKED
 
 DEMO_PASSWORD = "desk-demo-2026"  # noqa: S105 - printed to the person who asked for demo data
 PEOPLE = [
@@ -58,23 +64,35 @@ PROBLEMS = [
     ("Badge reader failing at the {p}", "The badge reader at the {p} rejects valid badges about half of the time."),
 ]
 PRIORITY_WEIGHTS = {"low": 3, "medium": 5, "high": 3, "urgent": 1}
+QUEUE_SHARE = 0.12  # of demo orders left unassigned
+COMMENT_SHARE = 0.3  # of demo orders with comments
+COMMENTS = [
+    "I had a look: it needs a part we don't stock. Ordered it today.",
+    "Still happening this morning.",
+    "Facilities said they can come on Thursday after 2pm.",
+    "Thanks, works again!",
+    "Is there a workaround until then?",
+    "Moved the meeting to room 214 in the meantime.",
+]
 
 
 async def seed_demo(db: AsyncDatabase, *, count: int = 200, only_if_empty: bool = False) -> str:
     """Add demo users (password DEMO_PASSWORD) and `count` work orders; returns what was done, in words."""
     if only_if_empty and await db["work_orders"].estimated_document_count():
         return "Demo data not added: the desk already has work orders."
-    owners = await _people(db)
+    people = await _people(db)
+    workers = [oid for oid, role in people if role != "viewer"]
     rng = random.Random(2026)  # noqa: S311 - the same demo every time; nothing secret
     moment = now()
     for _ in range(count):
-        await orders_repo.insert(db, _order(rng, owners, moment))
+        stored = await orders_repo.insert(db, _order(rng, workers, moment, requesters=workers, queue_share=QUEUE_SHARE))
+        await _history(db, rng, stored, [oid for oid, _ in people])
     emails = ", ".join(email for email, _, _ in PEOPLE)
     return f"Added {count} demo work orders. Demo people ({emails}) log in with the password {DEMO_PASSWORD}."
 
 
-async def _people(db: AsyncDatabase) -> list[ObjectId]:
-    """The demo users who may own work orders (creating those missing)."""
+async def _people(db: AsyncDatabase) -> list[tuple[ObjectId, str]]:
+    """The demo users' ids and roles (creating those missing)."""
     ids = []
     for email, name, role in PEOPLE:
         with suppress(Conflict):  # seeded before: keep them as they are
@@ -82,11 +100,43 @@ async def _people(db: AsyncDatabase) -> list[ObjectId]:
             await users_service.register(db=db, data=data)
         user = await users_repo.get_by_email(db, email)
         assert user is not None
-        ids.append(user["_id"])
+        ids.append((user["_id"], user["role"]))
     return ids
 
 
-def _order(rng: random.Random, owners: list[ObjectId], moment) -> dict:
+async def _history(db: AsyncDatabase, rng: random.Random, order: dict, people: list[ObjectId]) -> None:
+    """The order's creation on its timeline and, for some, comments by people who can see it."""
+    created = {key: str(order[key]) if key == "ownerId" and order[key] else order[key] for key in TRACKED}
+    entry = {"workOrderId": order["_id"], "actorKind": "human", "runId": None, "before": None}
+    await orders_repo.append_activity(
+        db,
+        {
+            **entry,
+            "actorId": str(order["requesterId"]),
+            "action": "created",
+            "after": created,
+            "at": order["createdAt"],
+        },
+    )
+    if rng.random() < COMMENT_SHARE:
+        for n in range(rng.randint(1, 2)):
+            at = min(order["createdAt"] + timedelta(hours=rng.uniform(1, 48) * (n + 1)), order["updatedAt"])
+            author = rng.choice([order["requesterId"], order["ownerId"] or rng.choice(people)])
+            text = rng.choice(COMMENTS)
+            await orders_repo.append_activity(
+                db, {**entry, "actorId": str(author), "action": "commented", "text": text, "after": None, "at": at}
+            )
+
+
+def _order(
+    rng: random.Random,
+    owners: list[ObjectId],
+    moment,
+    *,
+    requesters: list[ObjectId] | None = None,
+    queue_share: float = 0.0,
+) -> dict:
+    """One realistic order; without `requesters` each is asked for by its owner (the bench relies on this)."""
     title, description = rng.choice(PROBLEMS)
     place = rng.choice(PLACES)
     created = moment - timedelta(days=rng.uniform(0, 60))
@@ -96,12 +146,17 @@ def _order(rng: random.Random, owners: list[ObjectId], moment) -> dict:
     ]
     closed = created + timedelta(hours=rng.uniform(2, min(age_days * 24, 240))) if status in CLOSED else None
     updated = closed or created + timedelta(hours=rng.uniform(0, min(age_days * 24, 48)))
+    owner = rng.choice(owners)
+    requester = rng.choice(requesters) if requesters else owner
+    if queue_share and status == "pending" and rng.random() < queue_share * 3:  # the queue holds new orders
+        owner = None
     return {
         "title": title.format(p=place),
         "description": description.format(p=place),
         "priority": rng.choices(list(PRIORITY_WEIGHTS), weights=list(PRIORITY_WEIGHTS.values()))[0],
         "status": status,
-        "ownerId": rng.choice(owners),
+        "requesterId": requester,
+        "ownerId": owner,
         "version": 1,
         "createdAt": created.replace(microsecond=created.microsecond // 1000 * 1000),
         "updatedAt": min(updated, moment),

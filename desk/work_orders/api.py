@@ -10,6 +10,8 @@ from desk.schema import OffsetPage
 from desk.work_orders import service
 from desk.work_orders.models import (
     ActivityRead,
+    CommentCreate,
+    CommentRead,
     Version,
     WorkOrderCreate,
     WorkOrderQuery,
@@ -25,7 +27,8 @@ MISSING = (*AUTHED, ErrorCode.NOT_FOUND)
 async def list_orders(
     db: Db, actor: CurrentActor, query: Annotated[WorkOrderQuery, Query()]
 ) -> OffsetPage[WorkOrderRead]:
-    """Your work orders (admins: everyone's), filtered, searched (`q`: whole words) and sorted."""
+    """The work orders you may see (yours, those you asked for and the queue; admins and viewers: all), filtered
+    (`ownerId=none`: the unassigned queue), searched (`q`) and sorted."""
     return await service.list_orders(db=db, actor=actor, query=query)
 
 
@@ -60,3 +63,15 @@ async def delete(order_id: str, version: Annotated[Version, Query()], db: Db, ac
 async def activity(order_id: str, db: Db, actor: CurrentActor) -> list[ActivityRead]:
     """The timeline: who changed what, and when; newest first."""
     return await service.activity(db=db, actor=actor, order_id=order_id)
+
+
+@router.get("/{order_id}/comments", response_model=list[CommentRead], responses=errors(*MISSING))
+async def comments(order_id: str, db: Db, actor: CurrentActor) -> list[CommentRead]:
+    """The comments on the order's timeline, newest first (plain text)."""
+    return await service.comments(db=db, actor=actor, order_id=order_id)
+
+
+@router.post("/{order_id}/comments", status_code=201, response_model=CommentRead, responses=errors(*MISSING))
+async def add_comment(order_id: str, body: CommentCreate, db: Db, actor: CurrentActor) -> CommentRead:
+    """Add a comment (up to 2,000 characters of plain text): anyone who can see the order, viewers too."""
+    return await service.add_comment(db=db, actor=actor, order_id=order_id, data=body)

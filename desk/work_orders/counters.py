@@ -1,9 +1,12 @@
 """Counters kept up to date on every write, so list totals and metrics never scan the collection.
 
 Each work order adds 1 to the totals of every filter combination it matches (owner x status x
-priority, each either fixed or "*"), to the day it was opened and, once closed, the day it closed,
-and its time to done to a running sum. A write applies the difference between the document before
-and after it, so create, update, delete and the seed all keep the counters right.
+priority, each either fixed or "*"; the owner "none" is the unassigned queue), and, when someone
+other than its requester works on it, to its requester's "handed" totals (status x priority): a
+person's scope (owned + queue + requested from others) is then three disjoint counters. It also
+adds 1 to the day it was opened and, once closed, the day it closed, and its time to done to a
+running sum. A write applies the difference between the document before and after it, so create,
+update, delete and the seed all keep the counters right.
 """
 
 from collections import Counter
@@ -16,10 +19,20 @@ from pymongo.asynchronous.database import AsyncDatabase
 
 Doc = dict[str, Any]
 ANY = "*"
+QUEUE = "none"  # the owner of an unassigned order, in keys and in the list filter
 
 
 def total_key(owner: str | None = None, status: str | None = None, priority: str | None = None) -> str:
     return f"wo:o={owner or ANY}:s={status or ANY}:p={priority or ANY}"
+
+
+def handed_key(requester: str, status: str | None = None, priority: str | None = None) -> str:
+    """Orders `requester` asked for that someone else (not the queue) works on."""
+    return f"wo:r={requester}:s={status or ANY}:p={priority or ANY}"
+
+
+def owner_key(doc: Doc) -> str:
+    return str(doc["ownerId"]) if doc.get("ownerId") else QUEUE
 
 
 def day_key(kind: str, moment: datetime) -> str:
@@ -31,9 +44,13 @@ def contributions(doc: Doc | None) -> Counter:
     found: Counter = Counter()
     if doc is None:
         return found
-    owners, statuses, priorities = (str(doc["ownerId"]), None), (doc["status"], None), (doc["priority"], None)
+    owners, statuses, priorities = (owner_key(doc), None), (doc["status"], None), (doc["priority"], None)
     for owner, status, priority in product(owners, statuses, priorities):
         found[total_key(owner, status, priority)] += 1
+    requester = str(doc.get("requesterId") or doc["ownerId"])  # an order from before requesters asked for itself
+    if owners[0] not in (QUEUE, requester):
+        for status, priority in product(statuses, priorities):
+            found[handed_key(requester, status, priority)] += 1
     found[day_key("opened", doc["createdAt"])] += 1
     if doc.get("closedAt"):
         found[day_key("closed", doc["closedAt"])] += 1
@@ -62,7 +79,7 @@ async def rebuild(db: AsyncDatabase) -> None:
     """Recompute every work-order counter from the documents (repair after a crash between writes)."""
     totals: Counter = Counter()
     async for doc in db["work_orders"].find(
-        {}, {"ownerId": 1, "status": 1, "priority": 1, "createdAt": 1, "closedAt": 1}
+        {}, {"ownerId": 1, "requesterId": 1, "status": 1, "priority": 1, "createdAt": 1, "closedAt": 1}
     ):
         totals.update(contributions(doc))
     await db["counters"].delete_many({"_id": {"$ne": "changes:seq"}})

@@ -1,13 +1,16 @@
 """Work-order shapes. The agent's tool schemas are derived from the write models here."""
 
+import re
 from datetime import datetime
 from typing import Annotated, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, field_validator
+from pydantic_core import PydanticCustomError
 
 from desk.schema import (
     MAX_LIMIT,
     MAX_OFFSET,
+    OBJECT_ID_PATTERN,
     ApiModel,
     IdStr,
     Keep,
@@ -34,7 +37,12 @@ class WorkOrderCreate(ApiModel):
     title: Title
     description: Description = ""
     priority: Priority = "medium"
-    owner_id: ObjectIdStr | None = None  # admins only: create on someone's behalf
+    # Left out: the creator works on it; null: the unassigned queue; someone else's id: admins only.
+    owner_id: ObjectIdStr | None = None
+
+    def owner_given(self) -> bool:
+        """Whether the request named an owner (null included), rather than leaving the field out."""
+        return "owner_id" in self.model_fields_set
 
 
 class WorkOrderUpdate(ApiModel):
@@ -47,7 +55,7 @@ class WorkOrderUpdate(ApiModel):
     description: Keep[Description] = None
     priority: Keep[Priority] = None
     status: Keep[Status] = None
-    owner_id: Keep[ObjectIdStr] = None  # admins only
+    owner_id: Keep[ObjectIdStr] = None  # your own id takes an order from the queue; admins give to anyone who can work
 
     def changes(self) -> dict[str, object]:
         """The fields to change, as stored (camelCase), without `version`."""
@@ -60,11 +68,25 @@ class WorkOrderRead(ReadModel):
     description: str
     priority: Priority
     status: Status
-    owner_id: IdStr
+    requester_id: IdStr
+    owner_id: IdStr | None  # None: in the unassigned queue
     version: int
     created_at: datetime
     updated_at: datetime
     closed_at: datetime | None = None
+
+
+def _owner_filter(value: str) -> str:
+    if value != "none" and not re.fullmatch(OBJECT_ID_PATTERN, value):
+        # the pattern in the context words it as for any id ("must be an id of 24 hexadecimal digits")
+        raise PydanticCustomError("string_pattern_mismatch", "not an id", {"pattern": OBJECT_ID_PATTERN})
+    return value
+
+
+# A person's id, or "none": the unassigned queue.
+OwnerFilter = Annotated[
+    str, AfterValidator(_owner_filter), Field(json_schema_extra={"pattern": f"^(none|{OBJECT_ID_PATTERN[1:-1]})$"})
+]
 
 
 Sort = Literal["-createdAt", "createdAt", "-updatedAt", "updatedAt", "-priority", "priority", "title", "-title"]
@@ -78,7 +100,7 @@ class WorkOrderQuery(BaseModel):
     q: str | None = Field(None, max_length=200)
     status: Status | None = None
     priority: Priority | None = None
-    owner_id: ObjectIdStr | None = Field(None, alias="ownerId")
+    owner_id: OwnerFilter | None = Field(None, alias="ownerId")
     sort: Sort = "-createdAt"
     offset: int = Field(0, ge=0, le=MAX_OFFSET)
     limit: int = Field(25, ge=1, le=MAX_LIMIT)
@@ -94,8 +116,24 @@ class ActivityRead(ReadModel):
     work_order_id: IdStr
     actor_id: str
     actor_kind: Literal["human", "system"]
-    action: Literal["created", "updated", "deleted"]
+    action: Literal["created", "updated", "deleted", "commented"]
     before: dict | None = None
     after: dict | None = None
+    text: str | None = None  # a comment's words (plain text)
     run_id: str | None = None
+    at: datetime
+
+
+Comment = multi_line(min_length=1, max_length=2000)
+
+
+class CommentCreate(ApiModel):
+    text: Comment
+
+
+class CommentRead(ReadModel):
+    id: IdStr = Field(validation_alias="_id")
+    work_order_id: IdStr
+    author_id: IdStr = Field(validation_alias="actorId")
+    text: str
     at: datetime

@@ -41,6 +41,7 @@ async def ensure_indexes(db: AsyncDatabase) -> None:
     orders = _orders(db)
     await orders.create_index([("createdAt", DESCENDING), ("_id", DESCENDING)], name="created")
     await orders.create_index([("ownerId", ASCENDING), ("createdAt", DESCENDING)], name="owner_created")
+    await orders.create_index([("requesterId", ASCENDING), ("createdAt", DESCENDING)], name="requester_created")
     await orders.create_index([("status", ASCENDING), ("createdAt", DESCENDING)], name="status_created")
     await orders.create_index([("priorityRank", DESCENDING), ("createdAt", DESCENDING)], name="priority_created")
     # "Title A-Z" reads an index in its order whatever the filter (a status filter chose status_created
@@ -52,6 +53,7 @@ async def ensure_indexes(db: AsyncDatabase) -> None:
     await changes.ensure_indexes(db)
     await search.ensure_indexes(db)
     await _backfill_title_keys(db)
+    await _backfill_requesters(db)
 
 
 def _derived(doc: Doc) -> Doc:
@@ -69,20 +71,48 @@ def title_key(title: str) -> str:
     return "".join(char for char in decomposed if not unicodedata.combining(char)).casefold()
 
 
-def filters(*, owner_id: ObjectId | None, status: str | None, priority: str | None) -> Doc:
-    """The MongoDB filter for a list request (it also applies to search postings)."""
+def filters(*, owner_id: ObjectId | str | None, status: str | list[str] | None, priority: str | None) -> Doc:
+    """The MongoDB filter for a list request (it also applies to search postings); owner "none" is the queue."""
     found: Doc = {}
-    if owner_id is not None:
+    if owner_id == counters.QUEUE:
+        found["ownerId"] = None
+    elif owner_id is not None:
         found["ownerId"] = owner_id
-    if status:
-        found["status"] = status
+    if isinstance(status, list) and len(status) > 1:
+        found["status"] = {"$in": status}
+    elif status:
+        found["status"] = status[0] if isinstance(status, list) else status
     if priority:
         found["priority"] = priority
     return found
 
 
+# Scopes are an $or inside an $and, so they merge into other filters by key: the embedded engine drops
+# the other fields of a filter whose top level holds an $or ({"priority": p, "$or": [...]} ignored p).
+
+
+def seen_by(person: ObjectId) -> Doc:
+    """What a person (not an admin or viewer) sees: what they asked for or work on, and the queue."""
+    return {"$and": [{"$or": [{"ownerId": person}, {"ownerId": None}, {"requesterId": person}]}]}
+
+
+def requested_or_owned(person: ObjectId) -> Doc:
+    """A person's own work orders: those they asked for or work on."""
+    return {"$and": [{"$or": [{"ownerId": person}, {"requesterId": person}]}]}
+
+
+def parties(*docs: Doc | None) -> set[str]:
+    """Whom a change concerns, for the change feed: requesters and owners, "none" for the queue."""
+    found = set()
+    for doc in docs:
+        if doc is not None:
+            found |= {str(doc.get("requesterId") or doc["ownerId"]), counters.owner_key(doc)}
+    return found
+
+
 READ_FIELDS = {"priorityRank": 0, "titleKey": 0}
 NO_TITLE_KEY = {"titleKey": {"$exists": False}}
+NO_REQUESTER = {"requesterId": {"$exists": False}}
 
 
 async def insert(db: AsyncDatabase, doc: Doc) -> Doc:
@@ -91,7 +121,7 @@ async def insert(db: AsyncDatabase, doc: Doc) -> Doc:
     stored["_id"] = (await _orders(db).insert_one(stored)).inserted_id
     await counters.apply(db, None, stored)
     await search.reindex(db, stored["_id"], None, stored)
-    await changes.record(db, stored["_id"], "created", {str(stored["ownerId"])})
+    await changes.record(db, stored["_id"], "created", parties(stored))
     await outbox.emit_created(db, stored)  # AGT-1: every creation path comes through here
     return stored
 
@@ -124,7 +154,7 @@ async def update(db: AsyncDatabase, before: Doc, fields: Doc, *, at: datetime) -
     if after is not None:
         await counters.apply(db, before, after)
         await search.reindex(db, after["_id"], before, {**after, **_derived(after)})
-        await changes.record(db, after["_id"], "updated", {str(before["ownerId"]), str(after["ownerId"])})
+        await changes.record(db, after["_id"], "updated", parties(before, after))
     return after
 
 
@@ -134,7 +164,7 @@ async def delete(db: AsyncDatabase, order_id: ObjectId, version: int) -> Doc | N
     if gone is not None:
         await counters.apply(db, gone, None)
         await search.reindex(db, order_id, gone, None)
-        await changes.record(db, order_id, "deleted", {str(gone["ownerId"])})
+        await changes.record(db, order_id, "deleted", parties(gone))
     return gone
 
 
@@ -142,9 +172,17 @@ async def append_activity(db: AsyncDatabase, entry: Doc) -> None:
     await db["activity"].insert_one(entry)
 
 
-async def activity(db: AsyncDatabase, order_id: ObjectId, *, limit: int = 200) -> list[Doc]:
-    cursor = db["activity"].find({"workOrderId": order_id}).sort([("at", DESCENDING), ("_id", DESCENDING)])
+async def activity(db: AsyncDatabase, order_id: ObjectId, *, limit: int = 200, action: str | None = None) -> list[Doc]:
+    query = {"workOrderId": order_id} | ({"action": action} if action else {})
+    cursor = db["activity"].find(query).sort([("at", DESCENDING), ("_id", DESCENDING)])
     return await cursor.limit(limit).to_list()
+
+
+async def comment(db: AsyncDatabase, order: Doc, entry: Doc) -> Doc:
+    """Add a comment to an order's timeline and tell every open screen of the order."""
+    entry["_id"] = (await db["activity"].insert_one(entry)).inserted_id
+    await changes.record(db, order["_id"], "commented", parties(order))
+    return entry
 
 
 async def _backfill_title_keys(db: AsyncDatabase, *, batch: int = 1000) -> None:
@@ -166,3 +204,25 @@ async def _backfill_title_keys(db: AsyncDatabase, *, batch: int = 1000) -> None:
         done += len(keyed)
     if done:
         log.info("Gave %d work orders their title sort key in %.1f s", done, time.monotonic() - started)
+
+
+async def _backfill_requesters(db: AsyncDatabase, *, batch: int = 1000) -> None:
+    """Orders from before requesters were kept were asked for by their owner: say so. Once done, one index probe.
+
+    Idempotent and safe when two processes start at once: both write the same value, each write naming
+    only an order still without one. Counters need nothing (an order whose owner asked adds to no
+    "handed" total), nor do search postings: a person finds such an order by its owner, the same person,
+    and the next write of the order posts its requester.
+    """
+    started, done, previous = time.monotonic(), 0, None
+    while docs := await _orders(db).find(NO_REQUESTER, {"ownerId": 1}).limit(batch).to_list():
+        if docs[0]["_id"] == previous:
+            raise RuntimeError("work_orders.requesterId backfill: an order is still without its requester")
+        previous = docs[0]["_id"]
+        await _orders(db).bulk_write(
+            [UpdateOne({"_id": d["_id"], **NO_REQUESTER}, {"$set": {"requesterId": d["ownerId"]}}) for d in docs],
+            ordered=False,
+        )
+        done += len(docs)
+    if done:
+        log.info("Gave %d work orders their requester in %.1f s", done, time.monotonic() - started)

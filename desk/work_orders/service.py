@@ -1,6 +1,7 @@
 """Work-order rules: who may see and change what, optimistic versions, and the activity timeline."""
 
 import logging
+from functools import partial
 from typing import Any, NamedTuple
 
 from bson import ObjectId
@@ -17,6 +18,8 @@ from desk.work_orders.models import (
     EDITABLE,
     PRIORITIES,
     ActivityRead,
+    CommentCreate,
+    CommentRead,
     WorkOrderCreate,
     WorkOrderQuery,
     WorkOrderRead,
@@ -32,13 +35,42 @@ def _require_person(actor: Actor) -> None:
         raise Forbidden("This action is not available to automated agents.")
 
 
+def sees_all(actor: Actor) -> bool:
+    """Admins and viewers see every order (viewers only read)."""
+    return actor.is_admin or (actor.is_human and actor.role == Role.VIEWER)
+
+
+def _mine(actor: Actor, *, requester: str | None, owner: str | None) -> bool:
+    return actor.id in (requester, owner)
+
+
 def _visible(actor: Actor, doc: dict[str, Any]) -> bool:
-    return actor.is_admin or str(doc["ownerId"]) == actor.id
+    owner = str(doc["ownerId"]) if doc.get("ownerId") else None
+    return sees_all(actor) or owner is None or _mine(actor, requester=_requester(doc), owner=owner)
+
+
+def _requester(doc: dict[str, Any]) -> str:
+    return str(doc.get("requesterId") or doc["ownerId"])  # an order stored before requesters: its owner asked
+
+
+def can_change(actor: Actor, order: WorkOrderRead) -> bool:
+    """Whether the actor may edit or delete this order: admins all, people what they asked for or work on."""
+    return actor.can_write and (actor.is_admin or _mine(actor, requester=order.requester_id, owner=order.owner_id))
+
+
+def can_take(actor: Actor, order: WorkOrderRead) -> bool:
+    """Whether the actor may "assign to me" this order: it is in the queue, and they can work."""
+    return actor.can_write and order.owner_id is None
+
+
+def concerns(actor: Actor, change: dict[str, Any]) -> bool:
+    """Whether a change-feed entry may change what this actor's lists show (the queue concerns everyone)."""
+    return sees_all(actor) or actor.id in change["owners"] or counters.QUEUE in change["owners"]
 
 
 def list_scope(actor: Actor) -> str:
-    """Actors with the same scope see the same list for the same filters: every admin alike, anyone else alone."""
-    return "all" if actor.is_admin else actor.id
+    """Actors with the same scope see the same list for the same filters: admins and viewers alike, others alone."""
+    return "all" if sees_all(actor) else actor.id
 
 
 def can_work(person: dict[str, Any]) -> bool:
@@ -47,22 +79,25 @@ def can_work(person: dict[str, Any]) -> bool:
 
 
 async def owner_choices(*, db: AsyncDatabase, actor: Actor) -> tuple[dict[str, str], dict[str, str]]:
-    """For an admin, names by id of everyone to filter by, and of those an order can be given to; else nothing.
+    """Names by id of everyone (to show and filter by), and of those the actor may give an order to.
 
-    (The first MAX_LIMIT people, newest first, are plenty for one desk.)
+    Admins give to anyone who can work, people only to themselves, viewers to nobody; both in
+    alphabetical order. (The first MAX_LIMIT people, newest first, are plenty for one desk.)
     """
-    if not actor.is_admin:
-        return {}, {}
-    people = await users_repo.page(db, offset=0, limit=MAX_LIMIT)
-    return {str(p["_id"]): p["name"] for p in people}, {str(p["_id"]): p["name"] for p in people if can_work(p)}
+    _require_person(actor)
+    people = sorted(await users_repo.page(db, offset=0, limit=MAX_LIMIT), key=lambda p: p["name"].casefold())
+    names = {str(p["_id"]): p["name"] for p in people}
+    if actor.is_admin:
+        return names, {str(p["_id"]): p["name"] for p in people if can_work(p)}
+    return names, ({actor.id: names.get(actor.id, "Me")} if actor.can_write else {})
 
 
-async def _owner_id(db: AsyncDatabase, actor: Actor, requested: str | None) -> ObjectId:
+async def _owner_id(db: AsyncDatabase, actor: Actor, requested: str | None, *, refused: str) -> ObjectId:
     """The owner a write may set: yourself, or, when you are an admin, anyone who can work on orders."""
     if requested is None or requested == actor.id:
         return ObjectId(actor.id)
     if not actor.is_admin:
-        raise Forbidden("Only admins can give a work order to someone else.")
+        raise Forbidden(refused)
     oid = parse_object_id(requested)
     owner = await users_repo.get(db, oid) if oid else None
     # A well-formed id is a valid request (400 is for those the schema refuses): what it names decides the rest.
@@ -75,10 +110,14 @@ async def _owner_id(db: AsyncDatabase, actor: Actor, requested: str | None) -> O
 
 
 async def create(*, db: AsyncDatabase, actor: Actor, data: WorkOrderCreate, run_id: str | None = None) -> WorkOrderRead:
-    """A new pending work order owned by the actor (admins may name another owner)."""
+    """A new pending work order asked for by the actor, worked on by them (owner left out), by nobody yet
+    (owner null: the queue) or, when an admin names them, by anyone who can work."""
     _require_person(actor)
     if not actor.can_write:
         raise Forbidden("Viewers cannot create work orders.")
+    queued = data.owner_given() and data.owner_id is None
+    refused = "Only admins can give a work order to someone else."
+    owner = None if queued else await _owner_id(db, actor, data.owner_id, refused=refused)
     moment = now()
     doc = await repo.insert(
         db,
@@ -87,7 +126,8 @@ async def create(*, db: AsyncDatabase, actor: Actor, data: WorkOrderCreate, run_
             "description": data.description,
             "priority": data.priority,
             "status": "pending",
-            "ownerId": await _owner_id(db, actor, data.owner_id),
+            "requesterId": ObjectId(actor.id),
+            "ownerId": owner,
             "version": 1,
             "createdAt": moment,
             "updatedAt": moment,
@@ -119,49 +159,75 @@ async def _get_visible(db: AsyncDatabase, actor: Actor, order_id: str) -> dict[s
     return doc if doc and _visible(actor, doc) else None
 
 
-async def list_orders(*, db: AsyncDatabase, actor: Actor, query: WorkOrderQuery) -> OffsetPage[WorkOrderRead]:
-    """A page of the work orders the actor may see; admins see all, everyone else their own."""
+async def list_orders(
+    *, db: AsyncDatabase, actor: Actor, query: WorkOrderQuery, mine: bool = False
+) -> OffsetPage[WorkOrderRead]:
+    """A page of the work orders the actor may see: admins and viewers all, people what they asked for or
+    work on plus the queue; `mine`: only what the actor asked for or works on (the copilot's "own")."""
     _require_person(actor)
-    owner = await _list_owner(actor, query.owner_id)
+    owner = _list_owner(actor, query.owner_id, mine=mine)
     filter_ = repo.filters(owner_id=owner, status=query.status, priority=query.priority)
+    scope, total_keys = _scope(actor, owner, mine=mine)
+    filter_ |= scope
     if query.q:
         docs, total, exact = await repo.search_page(
             db, query.q, filter_, sort=query.sort, offset=query.offset, limit=query.limit
         )
     else:
         docs = await repo.page(db, filter_, sort=query.sort, offset=query.offset, limit=query.limit)
-        key = counters.total_key(str(owner) if owner else None, query.status, query.priority)
-        total, exact = (await counters.read(db, [key]))[key], True
+        # Disjoint counters, summed: the total costs one read whatever the desk's size.
+        keys = [key(status, query.priority) for key in total_keys for status in query.status or [None]]
+        total, exact = sum((await counters.read(db, keys)).values()), True
     items = [WorkOrderRead.model_validate(doc) for doc in docs]
     return OffsetPage[WorkOrderRead](
         items=items, total=total, offset=query.offset, limit=query.limit, total_exact=exact
     )
 
 
-async def _list_owner(actor: Actor, requested: str | None) -> ObjectId | None:
-    if not actor.is_admin:
-        if requested not in (None, actor.id):
-            raise Forbidden("You can only list your own work orders.")
-        return ObjectId(actor.id)
-    if requested is None:
-        return None
+def _list_owner(actor: Actor, requested: str | None, *, mine: bool) -> ObjectId | str | None:
+    """The owner filter: an id, "none" (the queue) or None (no filter); people list only their own and the queue."""
+    if requested is None or requested == counters.QUEUE:
+        return None if mine else requested
+    if not sees_all(actor) and requested != actor.id:
+        raise Forbidden("You can list only your own work orders and the queue.")
     oid = parse_object_id(requested)
     if oid is None:
         raise ValidationFailed("ownerId is not a valid id.", details={"field": "ownerId"})
     return oid
 
 
+def _scope(actor: Actor, owner: ObjectId | str | None, *, mine: bool):
+    """The filter that keeps a list to what the actor may see, and the counters whose sum is its total."""
+    me = actor.id
+    if mine and owner is None:
+        keys = [partial(counters.total_key, me), partial(counters.handed_key, me)]
+        return repo.requested_or_owned(ObjectId(me)), keys
+    if owner is not None or sees_all(actor):  # an owner filter is within a person's scope (checked above)
+        return {}, [partial(counters.total_key, str(owner) if owner else None)]
+    keys = [partial(counters.total_key, me), partial(counters.total_key, counters.QUEUE)]
+    keys.append(partial(counters.handed_key, me))
+    return repo.seen_by(ObjectId(me)), keys
+
+
 async def update(
     *, db: AsyncDatabase, actor: Actor, order_id: str, data: WorkOrderUpdate, run_id: str | None = None
 ) -> WorkOrderRead:
     """Change fields at the version the person saw; Conflict (and nothing written) when it moved on."""
-    before = await _get_writable(db, actor, order_id)
+    before = await _get_for_update(db, actor, order_id, data)
+    taking = data.owner_id == actor.id and before.get("ownerId") is None  # "assign to me" from the queue
+    _check_writable(actor, before, taking=taking)
     fields = data.changes()
     if not fields:
         raise NothingToChange()
     if "ownerId" in fields:  # only a new owner is checked: someone deactivated since keeps their orders
-        same = data.owner_id == str(before["ownerId"])
-        fields["ownerId"] = before["ownerId"] if same else await _owner_id(db, actor, data.owner_id)
+        if data.owner_id == (str(before["ownerId"]) if before.get("ownerId") else None):
+            fields["ownerId"] = before["ownerId"]
+        elif taking:
+            fields["ownerId"] = ObjectId(actor.id)
+        elif actor.is_admin:
+            fields["ownerId"] = await _owner_id(db, actor, data.owner_id, refused="")
+        else:  # taking it from a colleague is reassigning
+            raise Forbidden("Only admins can reassign a work order; you can take one from the queue.")
     _check_version(before, data.version)
     fields = {key: value for key, value in fields.items() if before.get(key) != value}
     if not fields:
@@ -189,20 +255,64 @@ async def delete(*, db: AsyncDatabase, actor: Actor, order_id: str, version: int
 
 
 async def activity(*, db: AsyncDatabase, actor: Actor, order_id: str) -> list[ActivityRead]:
-    """The timeline of a work order the actor may see, newest first."""
+    """The timeline of a work order the actor may see, newest first: changes and comments."""
     doc = await _get_visible(db, actor, order_id)
     if doc is None:
         raise NotFound("No such work order.")
     return [ActivityRead.model_validate(entry) for entry in await repo.activity(db, doc["_id"])]
 
 
+async def comments(*, db: AsyncDatabase, actor: Actor, order_id: str) -> list[CommentRead]:
+    """The comments on a work order the actor may see, newest first."""
+    doc = await _get_visible(db, actor, order_id)
+    if doc is None:
+        raise NotFound("No such work order.")
+    return [CommentRead.model_validate(entry) for entry in await repo.activity(db, doc["_id"], action="commented")]
+
+
+async def add_comment(*, db: AsyncDatabase, actor: Actor, order_id: str, data: CommentCreate) -> CommentRead:
+    """A comment on the timeline, by anyone who can see the order (viewers too: a comment changes no field)."""
+    doc = await _get_visible(db, actor, order_id)
+    if doc is None:
+        raise NotFound("No such work order.")
+    entry = {
+        "workOrderId": doc["_id"],
+        "actorId": actor.id,
+        "actorKind": actor.kind,
+        "action": "commented",
+        "text": data.text,
+        "runId": None,
+        "at": now(),
+    }
+    return CommentRead.model_validate(await repo.comment(db, doc, entry))
+
+
 async def _get_writable(db: AsyncDatabase, actor: Actor, order_id: str) -> dict[str, Any]:
     doc = await _get_visible(db, actor, order_id)
     if doc is None:
         raise NotFound("No such work order.")
+    _check_writable(actor, doc, taking=False)
+    return doc
+
+
+async def _get_for_update(db: AsyncDatabase, actor: Actor, order_id: str, data: WorkOrderUpdate) -> dict[str, Any]:
+    doc = await _get_visible(db, actor, order_id)
+    if doc is not None:
+        return doc
+    # Two people took the same order from the queue: the one who lost sees it is gone from the queue,
+    # not that it never existed (nothing of the order is shown: it is no longer theirs to see).
+    taken = await repo.get(db, parse_object_id(order_id)) if data.owner_id == actor.id and actor.can_write else None
+    if taken is not None and taken["version"] > data.version:
+        raise Conflict("Someone else took this work order first; it is no longer in the queue.")
+    raise NotFound("No such work order.")
+
+
+def _check_writable(actor: Actor, doc: dict[str, Any], *, taking: bool) -> None:
     if not actor.can_write:
         raise Forbidden("Viewers cannot change work orders.")
-    return doc
+    owner = str(doc["ownerId"]) if doc.get("ownerId") else None
+    if not (actor.is_admin or taking or _mine(actor, requester=_requester(doc), owner=owner)):
+        raise Forbidden("Only its requester, its owner or an admin can change this work order (or take it, if queued).")
 
 
 def _check_version(current: dict[str, Any], version: int) -> None:
@@ -224,7 +334,7 @@ async def _lost_race(db: AsyncDatabase, order_id: ObjectId) -> DeskError:
 
 
 def _tracked(doc: dict[str, Any]) -> dict[str, Any]:
-    return {key: str(doc[key]) if key == "ownerId" else doc[key] for key in TRACKED}
+    return {key: str(doc[key]) if key == "ownerId" and doc[key] else doc[key] for key in TRACKED}
 
 
 async def _record(db, actor: Actor, order_id: ObjectId, action: str, *, before, after, run_id: str | None) -> None:
@@ -251,7 +361,7 @@ _log = logging.getLogger(__name__)
 
 class TriageTarget(NamedTuple):
     order: WorkOrderRead
-    ai_allowed: bool  # the person the order is for has AI on (SEC-8)
+    ai_allowed: bool  # its requester and its owner (if any) have AI on (SEC-8)
 
 
 def _require_triage(actor: Actor) -> None:
@@ -266,10 +376,18 @@ async def triage_read(*, db: AsyncDatabase, actor: Actor, order_id: str) -> Tria
     doc = await repo.get(db, oid) if oid else None
     if doc is None:
         return None
-    person_id = doc.get("ownerId") or doc.get("requesterId")  # unassigned: the person who asked
-    person = await users_repo.get(db, person_id) if person_id else None
-    allowed = person is None or bool(person.get("aiEnabled", True))
+    allowed = await ai_allowed_for(db, doc)
     return TriageTarget(order=WorkOrderRead.model_validate(doc), ai_allowed=allowed)
+
+
+async def ai_allowed_for(db: AsyncDatabase, doc: dict[str, Any]) -> bool:
+    """SEC-8 for an order: its requester (whose words go to the model) and its owner, if any, both allow AI."""
+    people = {doc.get("requesterId") or doc.get("ownerId"), doc.get("ownerId")} - {None}
+    for person_id in people:
+        person = await users_repo.get(db, person_id)
+        if person is not None and not person.get("aiEnabled", True):
+            return False
+    return True
 
 
 async def by_ids(*, db: AsyncDatabase, actor: Actor, order_ids: list[ObjectId]) -> dict[ObjectId, WorkOrderRead]:

@@ -13,7 +13,7 @@ SHOWN = ("title", "description", "priority", "status")
 
 
 def order_view(order: WorkOrderRead) -> dict:
-    """A work order as the model sees it: no version, no owner id."""
+    """A work order as the model sees it: no version, no requester or owner id."""
     return {
         "id": order.id,
         **{f: getattr(order, f) for f in SHOWN},
@@ -43,14 +43,14 @@ class NoArgs(ToolArgs):
 
 
 async def list_mine(ctx: ToolContext, args: ListArgs) -> ToolOutput:
-    query = WorkOrderQuery(status=args.status, priority=args.priority, ownerId=ctx.actor.id, limit=MAX_ITEMS)
-    page = await service.list_orders(db=ctx.db, actor=ctx.actor, query=query)
+    query = WorkOrderQuery(status=args.status, priority=args.priority, limit=MAX_ITEMS)
+    page = await service.list_orders(db=ctx.db, actor=ctx.actor, query=query, mine=True)
     return listing(page.items, page.total)
 
 
 async def search_mine(ctx: ToolContext, args: SearchArgs) -> ToolOutput:
-    query = WorkOrderQuery(q=args.q, status=args.status, ownerId=ctx.actor.id, limit=MAX_ITEMS)
-    page = await service.list_orders(db=ctx.db, actor=ctx.actor, query=query)
+    query = WorkOrderQuery(q=args.q, status=args.status, limit=MAX_ITEMS)
+    page = await service.list_orders(db=ctx.db, actor=ctx.actor, query=query, mine=True)
     return listing(page.items, page.total)
 
 
@@ -97,7 +97,7 @@ def _count(output: ToolOutput) -> str:
 TOOLS = [
     Tool(
         "list_my_work_orders",
-        "List the person's own work orders, newest first; optional status/priority filter.",
+        "List the person's own work orders (requested or worked on), newest first; optional status/priority filter.",
         ListArgs,
         "read",
         EVERYONE,
@@ -107,7 +107,7 @@ TOOLS = [
     ),
     Tool(
         "search_my_work_orders",
-        "Search the person's own work orders for words in title or description.",
+        "Search the person's own work orders (requested or worked on) for words in title or description.",
         SearchArgs,
         "read",
         EVERYONE,
@@ -127,7 +127,7 @@ TOOLS = [
     ),
     Tool(
         "create_work_order",
-        "Propose a new work order owned by the person. The person must approve it.",
+        "Propose a new work order requested by the person, who also works on it. The person must approve it.",
         CreateArgs,
         "write",
         WRITERS,

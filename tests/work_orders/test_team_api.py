@@ -1,0 +1,98 @@
+"""The team desk over HTTP: the queue, "assign to me", requesters, and comments (DESIGN §3a)."""
+
+from bson import ObjectId
+
+from desk.work_orders import changes
+
+
+async def test_a_user_files_an_unassigned_order_and_a_colleague_takes_it_from_the_queue(make_user, client_for, db):
+    sam, priya = await make_user("user"), await make_user("user")
+    filer, taker = await client_for(sam), await client_for(priya)
+
+    created = await filer.post("/api/v1/work-orders", json={"title": "Broken chair", "ownerId": None})
+    order = created.json()
+    queue = (await taker.get("/api/v1/work-orders", params={"ownerId": "none"})).json()
+    taken = await taker.patch(f"/api/v1/work-orders/{order['id']}", json={"version": 1, "ownerId": priya["id"]})
+    activity = (await filer.get(f"/api/v1/work-orders/{order['id']}/activity")).json()
+
+    assert created.status_code == 201
+    assert (order["requesterId"], order["ownerId"]) == (sam["id"], None)
+    assert ([o["id"] for o in queue["items"]], queue["total"]) == ([order["id"]], 1)
+    assert taken.status_code == 200
+    assert (taken.json()["requesterId"], taken.json()["ownerId"], taken.json()["version"]) == (
+        sam["id"],
+        priya["id"],
+        2,
+    )
+    assert activity[0]["actorId"] == priya["id"]
+    assert (activity[0]["before"], activity[0]["after"]) == ({"ownerId": None}, {"ownerId": priya["id"]})
+    empty = (await taker.get("/api/v1/work-orders", params={"ownerId": "none"})).json()
+    assert (empty["items"], empty["total"]) == ([], 0)
+
+
+async def test_the_requester_is_read_only(make_user, client_for, make_order):
+    sam, priya = await make_user("user"), await make_user("user")
+    order = await make_order(sam)
+
+    response = await (await client_for(sam)).patch(
+        f"/api/v1/work-orders/{order.id}", json={"version": 1, "requesterId": priya["id"]}
+    )
+
+    assert response.status_code == 400
+    assert order.requester_id == sam["id"]
+
+
+async def test_comments_are_listed_and_added_by_anyone_who_sees_the_order(
+    make_user, client_for, make_order, change_user
+):
+    sam, vic, lee = await make_user("user"), await make_user("user", name="Vic"), await make_user("user")
+    order = await make_order(sam)
+    vic = await change_user(vic, role="viewer")
+    url = f"/api/v1/work-orders/{order.id}/comments"
+
+    first = await (await client_for(sam)).post(url, json={"text": "  It drips at night. <b>Really</b>  "})
+    second = await (await client_for(vic)).post(url, json={"text": "Seen it too.\nTwice."})
+    hidden = await (await client_for(lee)).post(url, json={"text": "Me?"})
+    listed = (await (await client_for(vic)).get(url)).json()
+
+    assert (first.status_code, second.status_code, hidden.status_code) == (201, 201, 404)
+    assert first.json()["text"] == "It drips at night. <b>Really</b>"  # stored as typed; shown as text, never HTML
+    assert [(c["authorId"], c["text"]) for c in listed] == [
+        (vic["id"], "Seen it too.\nTwice."),
+        (sam["id"], "It drips at night. <b>Really</b>"),
+    ]
+    timeline = (await (await client_for(sam)).get(f"/api/v1/work-orders/{order.id}/activity")).json()
+    assert [e["action"] for e in timeline] == ["commented", "commented", "created"]
+    assert (await (await client_for(lee)).get(url)).status_code == 404
+
+
+async def test_a_comment_is_checked_like_every_other_text(make_user, client_for, make_order, db):
+    sam = await make_user("user")
+    order = await make_order(sam)
+    client = await client_for(sam)
+    url = f"/api/v1/work-orders/{order.id}/comments"
+
+    refused = [
+        await client.post(url, json={"text": "   "}),
+        await client.post(url, json={"text": "x" * 2001}),
+        await client.post(url, json={"text": "bell \x07"}),
+        await client.post(url, json={}),
+    ]
+
+    assert [r.status_code for r in refused] == [400, 400, 400, 400]
+    assert all(r.json()["error"]["code"] == "VALIDATION_ERROR" for r in refused)
+    assert (await client.post(url, json={"text": "x" * 2000})).status_code == 201
+    assert await db["activity"].count_documents({"action": "commented", "workOrderId": ObjectId(order.id)}) == 1
+
+
+async def test_a_comment_moves_no_version_and_reaches_the_change_feed(make_user, client_for, make_order, db):
+    sam = await make_user("user")
+    order = await make_order(sam)
+    seq = await changes.latest(db)
+
+    await (await client_for(sam)).post(f"/api/v1/work-orders/{order.id}/comments", json={"text": "Any news?"})
+
+    (change,) = await changes.since(db, seq)
+    assert (change["workOrderId"], change["kind"]) == (order.id, "commented")
+    assert sam["id"] in change["owners"]
+    assert (await db["work_orders"].find_one({}))["version"] == 1
