@@ -17,7 +17,7 @@ from desk.auth import service as auth_service
 from desk.config import get_settings
 from desk.db.client import get_db
 from desk.errors import STATUS, DeskError, ErrorCode, ErrorEnvelope, Forbidden, Unauthorized, ValidationFailed
-from desk.problems import problem
+from desk.problems import problems
 
 log = logging.getLogger(__name__)
 
@@ -111,8 +111,8 @@ async def one_value_each(request: Request) -> None:
         return
     twice = [name for name in repeated if name not in _repeatable(route.dependant)]
     if twice:
-        problems = [{"field": name, "message": "given more than once", "type": "repeated"} for name in twice]
-        raise ValidationFailed(f"Give {', '.join(twice)} once, not more.", details={"fields": problems})
+        found = [{"field": name, "message": "given more than once", "type": "repeated"} for name in twice]
+        raise ValidationFailed(f"Give {', '.join(twice)} once, not more.", details={"fields": found})
 
 
 def _repeatable(dependant: Any) -> set[str]:
@@ -160,11 +160,11 @@ async def _desk_error(_: Request, error: Exception) -> Response:
 
 async def _validation_error(_: Request, error: Exception) -> Response:
     assert isinstance(error, RequestValidationError)
-    problems = [problem(item) for item in error.errors()]
+    found = problems(error.errors())
     if any(item["type"] == "json_invalid" for item in error.errors()):
-        return envelope(ErrorCode.VALIDATION_ERROR, "The request body is not valid JSON.", {"fields": problems})
-    summary = "; ".join(f"{p['field']}: {p['message']}" if p["field"] else p["message"] for p in problems[:3])
-    return envelope(ErrorCode.VALIDATION_ERROR, f"The request is not valid: {summary}.", {"fields": problems})
+        return envelope(ErrorCode.VALIDATION_ERROR, "The request body is not valid JSON.", {"fields": found})
+    summary = "; ".join(f"{p['field']}: {p['message']}" if p["field"] else p["message"] for p in found[:3])
+    return envelope(ErrorCode.VALIDATION_ERROR, f"The request is not valid: {summary}.", {"fields": found})
 
 
 _HTTP_CODES = {

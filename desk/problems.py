@@ -1,9 +1,22 @@
 """A request's validation problems in words written for people (not pydantic's "Input should be ...")."""
 
+import re
 from collections.abc import Callable
 from typing import Any
 
 from desk.schema import OBJECT_ID_PATTERN, WHEN
+
+
+def problems(items: list[dict[str, Any]]) -> list[dict[str, str]]:
+    """One problem per field: a value that fits none of a union's forms is one problem ("... or ...")."""
+    merged: dict[str, dict[str, str]] = {}
+    for item in items:
+        found = problem(item)
+        if (earlier := merged.get(found["field"])) is None:
+            merged[found["field"]] = found
+        elif found["message"] not in earlier["message"]:
+            earlier["message"] += f", or {found['message']}"
+    return list(merged.values())
 
 
 def problem(item: dict[str, Any]) -> dict[str, str]:
@@ -11,8 +24,16 @@ def problem(item: dict[str, Any]) -> dict[str, str]:
     loc = item.get("loc") or ()
     if item["type"] == "json_invalid":
         loc = loc[:1]  # ("body", 1): the rest is the character position of the JSON error, not a field
-    field = ".".join(str(part) for part in loc[1:]) or (str(loc[0]) if loc else "")
+    names = []
+    for part in loc[1:]:
+        if isinstance(part, str) and not NAME.fullmatch(part):
+            break  # pydantic's name for a union member ("constrained-str", "literal['none']"), not a field
+        names.append(str(part))
+    field = ".".join(names) or (str(loc[0]) if loc else "")
     return {"field": field, "message": message(item), "type": item["type"]}
+
+
+NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 
 
 def message(item: dict[str, Any]) -> str:

@@ -85,6 +85,14 @@ RFC3339 = re.compile(r"^\d{4}-\d\d-\d\d[Tt]\d\d:\d\d:\d\d(\.\d+)?([Zz]|[+-]\d\d:
 Timestamp = Annotated[datetime, BeforeValidator(_rfc3339)]
 
 
+def _whole(value: object) -> object:
+    return int(value) if isinstance(value, float) and value.is_integer() else value
+
+
+# JSON Schema counts 824.0 as an integer, and so does the API: a whole number sent with a point is taken.
+WholeNumber = BeforeValidator(_whole)
+
+
 def not_null(value: object) -> object:
     """For update models, on the fields a request names: left out means "keep", null is a mistake."""
     if value is None:

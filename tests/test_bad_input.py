@@ -148,9 +148,8 @@ async def test_invalid_owner_id_filter_is_a_validation_error(make_user, client_f
     client = await client_for(await make_user("admin"))
     response = await client.get(ORDERS, params={"ownerId": "not-an-id"})
     assert response.status_code == 400
-    assert response.json()["error"]["details"]["fields"] == [
-        {"field": "ownerId", "message": "must be an id of 24 hexadecimal digits", "type": "string_pattern_mismatch"}
-    ]
+    (problem,) = response.json()["error"]["details"]["fields"]  # one problem, though the value fits none of two forms
+    assert problem["field"] == "ownerId" and problem["message"].startswith("must be an id of 24 hexadecimal digits")
 
 
 async def test_delete_without_or_with_a_bad_version(make_user, client_for, make_order, db):
@@ -427,7 +426,7 @@ def test_an_update_with_nothing_to_change_is_refused_by_the_schema_too(path, mod
     ("path", "query", "field"),
     [
         (ORDERS, "limit=5&limit=50", "limit"),
-        (ORDERS, "status=pending&status=done", "status"),
+        (ORDERS, "priority=low&priority=high", "priority"),
         ("/api/v1/admin/users", "offset=0&offset=25", "offset"),
     ],
 )
@@ -442,3 +441,16 @@ async def test_a_query_parameter_given_twice_is_a_clear_400_not_the_last_one_win
     error = response.json()["error"]
     assert error["message"] == f"Give {field} once, not more."
     assert error["details"]["fields"] == [{"field": field, "message": "given more than once", "type": "repeated"}]
+
+
+async def test_a_whole_number_sent_with_a_point_is_a_whole_number(make_user, client_for, make_order):
+    # found by the fuzzer: JSON Schema's integer takes 1.0, the strict model did not; 1.5 stays refused
+    sam = await make_user("user")
+    client = await client_for(sam)
+    order = await make_order(sam)
+
+    half = await client.patch(f"{ORDERS}/{order.id}", json={"version": 1.5, "title": "Dripping tap"})
+    whole = await client.patch(f"{ORDERS}/{order.id}", json={"version": 1.0, "title": "Dripping tap"})
+
+    assert (half.status_code, whole.status_code) == (400, 200)
+    assert whole.json()["version"] == 2

@@ -8,7 +8,7 @@ from zoneinfo import available_timezones
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, StringConstraints
 
 from desk.outbox.models import OutboxEventRead
-from desk.schema import ApiModel, IdStr, Keep, ObjectIdStr, PageQuery, ReadModel, Timestamp
+from desk.schema import ApiModel, IdStr, Keep, ObjectIdStr, PageQuery, ReadModel, Timestamp, WholeNumber
 from desk.work_orders.models import Priority, WorkOrderRead
 
 Mode = Literal["suggest", "auto_apply"]
@@ -70,10 +70,10 @@ class AgentConfigUpdate(ApiModel):
 
     model_config = ConfigDict(json_schema_extra={"minProperties": 2})  # the version and something to change
 
-    version: Annotated[int, Field(ge=1)]
+    version: Annotated[int, WholeNumber, Field(ge=1)]
     mode: Keep[Mode] = None
     allowed_fields: Keep[list[AllowedField]] = None
-    daily_action_cap: Keep[Annotated[int, Field(ge=0, le=100_000)]] = None
+    daily_action_cap: Keep[Annotated[int, WholeNumber, Field(ge=0, le=100_000)]] = None
     flag_threshold: Keep[Priority] = None
     working_hours: Keep[WorkingHours] = None
     time_zone: Keep[TimeZone] = None
