@@ -4,8 +4,8 @@ from nicegui import ui
 
 from desk.agent.triage.service import TriageDay
 
-SCOPES = {"agent:triage": "Triage agent", "agent:copilot": "Copilot", "global": "Whole desk"}
-SCOPE_HEX = {"agent:triage": "#8e24aa", "agent:copilot": "#1e88e5", "global": "#616161"}
+SCOPES = {"agent:triage": "Triage agent", "global": "Whole desk"}  # copilot turns are billed to people and global
+SCOPE_HEX = {"agent:triage": "#8e24aa", "global": "#616161"}
 
 
 def triage_chart(days: int) -> dict:

@@ -57,13 +57,13 @@ async def test_outbox_depth_oldest_age_and_spend_against_its_cap(app, db, settin
     person = await make_user()
     for _ in range(3):
         await make_order(person)
-    await budget.charge(db, user_id=None, agent="copilot", usd=0.25)
+    await budget.charge(db, user_id=None, agent="triage", usd=0.25)
 
     samples = await scrape(app)
 
     assert value(samples, "desk_outbox_events", status="pending") == 3
     assert value(samples, "desk_outbox_oldest_pending_seconds") >= 0
-    assert value(samples, "desk_ai_spend_usd", scope="agent:copilot") == 0.25
+    assert value(samples, "desk_ai_spend_usd", scope="agent:triage") == 0.25
     assert value(samples, "desk_ai_spend_usd", scope="global") == 0.25
     assert value(samples, "desk_ai_spend_cap_usd", scope="global") == settings.ai_global_daily_spend_usd
     assert ("desk_open_screens", ()) in samples

@@ -216,4 +216,5 @@ async def test_the_metrics_page_charts_triage_volume_acceptance_and_spend(
     assert today == {"Suggested": 2, "Accepted": 1, "Dismissed": 1, "Acceptance %": 50}
     (spend,) = user.find(kind=ui.echart, marker="spend-chart").elements
     spent = {series["name"]: series["data"][-1] for series in spend.options["series"]}
-    assert spent["Triage agent"] >= 0.5 and spent["Whole desk"] >= 0.5 and spent["Copilot"] == 0
+    assert spent["Triage agent"] >= 0.5 and spent["Whole desk"] >= 0.5
+    assert set(spent) == {"Triage agent", "Whole desk"}  # copilot turns are billed to people and the desk

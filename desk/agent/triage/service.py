@@ -225,7 +225,6 @@ async def health(*, db: AsyncDatabase, settings: Settings, actor: Actor) -> Heal
     day = now().date().isoformat()
     scopes = (
         ("Triage agent", f"agent:{policy.AGENT}:{day}", settings.agent_daily_spend_usd),
-        ("Copilot", f"agent:copilot:{day}", settings.agent_daily_spend_usd),
         ("Whole desk", f"global:{day}", settings.ai_global_daily_spend_usd),
     )
     return Health(
