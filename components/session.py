@@ -94,7 +94,7 @@ class Visit:
         try:
             user = await auth_service.user_for_session(db=get_db(), secret=self.secret, touch=touch)
         except Unauthorized:  # logged out (here or in another tab), deactivated, reset, idle or too old
-            return None, f"/login?redirect_to={quote(self.path, safe='')}"
+            return None, f"/login?redirect_to={quote(self.path, safe='')}&reason={ENDED}"
         if str(user["_id"]) != self.user_id or user["role"] != self.role:
             return None, self.path  # the same page again, built for the role they have now
         return user, self.path
@@ -129,10 +129,14 @@ def _request_secret() -> str | None:
     return request.cookies.get(session_cookie_name()) if request is not None else None
 
 
+ENDED = "ended"  # the login page's reason: a session this browser had is over
+
+
 def to_login(request: Request) -> RedirectResponse:
     """Send the person to log in, and back here afterwards."""
     target = request.url.path + (f"?{request.url.query}" if request.url.query else "")
-    return RedirectResponse(f"/login?redirect_to={quote(target, safe='')}", status_code=303)
+    reason = f"&reason={ENDED}" if request.cookies.get(session_cookie_name()) else ""  # it had one: it ended
+    return RedirectResponse(f"/login?redirect_to={quote(target, safe='')}{reason}", status_code=303)
 
 
 def safe_target(redirect_to: str | None) -> str:

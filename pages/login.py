@@ -18,7 +18,7 @@ async def index(request: Request):
 
 
 @router.page("/login")
-async def login_page(request: Request, redirect_to: str | None = None) -> None:
+async def login_page(request: Request, redirect_to: str | None = None, reason: str | None = None) -> None:
     target = session.safe_target(redirect_to)
     if await session.current_user() is not None:
         ui.navigate.to(target)
@@ -47,6 +47,11 @@ async def login_page(request: Request, redirect_to: str | None = None) -> None:
 
     with ui.card().classes("absolute-center w-96 gap-3"):
         ui.label("Work Order Desk").classes("text-xl font-semibold")
+        if reason == session.ENDED:
+            ui.label(
+                "Your session ended (you logged out elsewhere, it expired, or an admin changed your account). "
+                "Log in again to carry on: unsaved edits are kept in this browser."
+            ).classes("text-sm bg-blue-1 p-2 rounded").mark("login-reason")
         email = ui.input("Email").props("autofocus autocomplete=username").classes("w-full").mark("email")
         password = ui.input("Password", password=True).props("autocomplete=current-password").classes("w-full")
         password.mark("password").on("keydown.enter", submit)

@@ -1,0 +1,73 @@
+"""Unsaved edits of an order page: asked about before leaving, and kept in this browser meanwhile.
+
+While the form differs from the order as loaded, leaving the page (a link, Back, closing the tab)
+asks first, and the edit is kept in the browser's localStorage under the order's id. A session
+that ends mid-typing sends the person to log in; the page restores the kept edit when they come
+back. Values travel as JSON strings and go back into inputs, never into HTML.
+"""
+
+import json
+from contextlib import suppress
+from typing import Any
+
+from nicegui import background_tasks, ui
+
+KEY = "desk-draft:"
+# Static: asks before the page is left while the desk marked it dirty (no user text in it).
+GUARD = """<script>
+window.addEventListener('beforeunload', (event) => {
+  if (window.deskDirty) { event.preventDefault(); event.returnValue = ''; }
+});
+document.addEventListener('keydown', (event) => {
+  if ((event.ctrlKey || event.metaKey) && event.key.toLowerCase() === 's') {
+    event.preventDefault();  // not the browser's "save page"
+    emitEvent('desksave');
+  }
+});
+</script>"""
+READ_SECONDS = 3.0
+
+
+class Draft:
+    """The browser side of one order page's edit: `track` after every change, `restore` once connected."""
+
+    def __init__(self, order_id: str) -> None:
+        self.key = json.dumps(KEY + order_id)
+        self.dirty = False
+        self.client = ui.context.client
+        ui.add_head_html(GUARD)
+
+    def track(self, edits: dict[str, Any], version: int) -> None:
+        """Keep `edits` in the browser and guard leaving while there are any; none: forget and stop asking."""
+        if edits:
+            value = json.dumps(json.dumps({"version": version, "edits": edits}, default=str))
+            self._send(f"localStorage.setItem({self.key}, {value}); window.deskDirty = true")
+        elif self.dirty:
+            self._send(f"localStorage.removeItem({self.key}); window.deskDirty = false")
+        self.dirty = bool(edits)
+
+    def _send(self, code: str) -> None:
+        async def send() -> None:
+            with suppress(TimeoutError):  # a slow browser: the next change sends the whole edit again
+                await self.client.run_javascript(code, timeout=READ_SECONDS)
+
+        background_tasks.create(send(), name="keep an edit in the browser")  # tasks start in order: so do writes
+
+    def forget(self) -> None:
+        """The edit is gone on purpose (deleted order, discarded): leave without asking."""
+        self.dirty = True
+        self.track({}, 0)
+
+    async def restore(self) -> dict[str, Any] | None:
+        """The edits this browser kept for the order, if any (None when nothing or unreadable)."""
+        try:
+            raw = await self.client.run_javascript(f"localStorage.getItem({self.key})", timeout=READ_SECONDS)
+        except TimeoutError:
+            return None
+        try:
+            kept = json.loads(raw) if isinstance(raw, str) else None
+        except ValueError:
+            return None
+        edits = kept.get("edits") if isinstance(kept, dict) else None
+        return edits if isinstance(edits, dict) and edits else None
+

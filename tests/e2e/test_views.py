@@ -1,0 +1,49 @@
+"""Views in a real browser: Back comes back to the same list view; a viewer reads without edit controls."""
+
+from selenium.webdriver.common.by import By
+
+
+async def test_back_restores_a_filtered_sorted_second_page(browser, make_person, make_order):
+    sam = await make_person(name="Sam Rivera")
+    for number in range(30):
+        await make_order(sam, f"Kitchen job {number:02d}")
+    await make_order(sam, "Roof tiles loose")
+
+    page = browser("sam")
+    page.log_in(sam)
+    page.see("1–25 of 31")
+    page.fill("Search", "kit")
+    page.see("1–25 of 30")
+    page.choose("Sort", "Title A–Z")
+    page.wait_until(lambda: page.query.get("sort") == ["title"], "the sort in the address")
+    page.press("2")
+    page.see("26–30 of 30")
+    page.wait_until(lambda: page.query.get("page") == ["2"], "the page in the address")
+    page.shoot("second-page")
+
+    page.click_link("Kitchen job 27")
+    page.wait_until(lambda: page.path.startswith("/app/work-orders/"), "the order page")
+    page.driver.back()
+
+    page.see("26–30 of 30")
+    assert page.texts("a[href^='/app/work-orders/']") == [f"Kitchen job {n}" for n in range(25, 30)]
+    assert page.field("Search").get_attribute("value") == "kit"
+    assert page.query == {"q": ["kit"], "sort": ["title"], "page": ["2"]}
+    page.shoot("back-restored")
+
+
+async def test_a_viewer_reads_an_order_and_sees_no_edit_controls(browser, make_person, make_order):
+    admin = await make_person("admin", name="Ada Admin")
+    viewer = await make_person("viewer", name="Vic Viewer")
+    order = await make_order(admin, "Projector won't turn on", description="Red light, no picture.")
+
+    page = browser("vic")
+    page.log_in(viewer)
+    page.open(f"/app/work-orders/{order.id}")
+    page.see_containing("Red light, no picture.")
+    page.shoot("viewer-order")
+
+    buttons = [b.text for b in page.driver.find_elements(By.CSS_SELECTOR, "button") if b.is_displayed()]
+    assert not {"Save", "SAVE", "Delete", "DELETE"} & set(buttons), buttons
+    editable = page.driver.find_elements(By.CSS_SELECTOR, "main input:not([readonly]), main textarea:not([readonly])")
+    assert not [e for e in editable if e.is_displayed() and e.is_enabled()]
