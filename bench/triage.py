@@ -8,7 +8,13 @@ its own process answering one `triage_propose` call (at once, or after L seconds
   "created (or t0, if later) -> suggestion stored";
 - floor, in the same run: 1 and 2 processes of a bare loop (2 at once each, as AGENT_CONCURRENCY)
   doing only the database operations of a pass (claim, read order and owner, write the suggestion,
-  ack, ledger) on N orders of their own: no framework, no run record, no checks, no model call;
+  ack, ledger: 6 commands) on N orders of their own: no framework, no run record, no checks, no
+  model call;
+- floor with the run record: the same loop also writing what the spec requires of every pass
+  (§9, SEC-11): the AgentRun, its prompt's messages, the answer and its tool call, the run's end
+  with its usage (11 commands). The desk sends 17 (tests/triage/test_commands.py): those, plus the
+  policy read before the claim and again before the model call (AGT-9), the spend check, the lease
+  check before the suggestion, and the suggestion's change-feed entry (2) that open pages follow;
 - slow provider: L = 0.5 s a call, one worker at C = 2: events/s (target >= 0.9 x C / L);
 - steady: one order a second for S seconds, one worker, the slow provider: p95 create -> suggestion
   (target <= AGENT_POLL_INTERVAL_MS + L + 1 s).
@@ -199,8 +205,12 @@ async def steady(uri: str, pool: Workers, name: str, seconds: int) -> tuple[floa
 # --- the floor: the same database operations, nothing else ---
 
 
-async def floor_loop(db: AsyncDatabase) -> None:
-    """Claim, read the order and its owner, store the suggestion, ack, charge the ledger; until none is left."""
+async def floor_loop(db: AsyncDatabase, *, record: bool) -> None:
+    """Claim, read the order and its owner, store the suggestion, ack, charge the ledger; until none is left.
+
+    `record`: also the run record (the run, its two prompt messages at once, the answer and its tool call
+    side by side, the run's end with its usage), as a pass must keep it.
+    """
     lease = timedelta(seconds=15)
     while True:
         moment = datetime.now(UTC)
@@ -227,15 +237,20 @@ async def floor_loop(db: AsyncDatabase) -> None:
             return
         order = await db["work_orders"].find_one({"_id": event["payloadRef"]})
         await db["users"].find_one({"_id": order["ownerId"]})
+        run_id = ObjectId()
+        if record:
+            await _open_run(db, run_id, order)
         await db["triage_suggestions"].insert_one(
             {
                 "workOrderId": order["_id"],
                 "eventId": event["_id"],
-                "runId": ObjectId(),
+                "runId": run_id,
                 **ARGS,
                 "createdAt": datetime.now(UTC),
             }
         )
+        if record:
+            await _close_run(db, run_id)
         fenced = {"_id": event["_id"], "status": "processing", "fence": event["fence"]}
         await db["outbox_events"].update_one(
             fenced, {"$set": {"status": "done", "leasedUntil": None, "updatedAt": datetime.now(UTC)}}
@@ -248,18 +263,59 @@ async def floor_loop(db: AsyncDatabase) -> None:
         await db["agent_spend"].bulk_write(ledger, ordered=False)
 
 
-async def floor_process(uri: str, name: str, start_at: float) -> None:
+async def _open_run(db: AsyncDatabase, run_id: ObjectId, order: dict) -> None:
+    """The run, then its prompt (system and user message in one insert): a message never names an unstored run."""
+    moment = datetime.now(UTC)
+    await db["agent_runs"].insert_one(
+        {
+            "_id": run_id,
+            "mode": "autonomous",
+            "agentName": "triage",
+            "status": "running",
+            "workOrderId": order["_id"],
+            "startedAt": moment,
+            "leaseUntil": moment + timedelta(seconds=15),
+        }
+    )
+    prompt = [
+        ("system", "You are the Work Order Desk triage agent."),
+        ("user", f"Triage this work order. {order['title']}"),
+    ]
+    await db["agent_messages"].insert_many(
+        [{"runId": run_id, "role": role, "content": content, "createdAt": moment} for role, content in prompt]
+    )
+
+
+async def _close_run(db: AsyncDatabase, run_id: ObjectId) -> None:
+    """The answer and its tool call side by side, then the run's end with its usage."""
+    moment = datetime.now(UTC)
+    await asyncio.gather(
+        db["agent_messages"].insert_one({"runId": run_id, "role": "assistant", "content": None, "createdAt": moment}),
+        db["agent_tool_calls"].insert_one(
+            {"runId": run_id, "tool": "triage_propose", "args": ARGS, "outcome": "ok", "createdAt": moment}
+        ),
+    )
+    await db["agent_runs"].update_one(
+        {"_id": run_id, "status": "running"},
+        {
+            "$set": {"status": "complete", "finishedAt": moment, "leaseUntil": None},
+            "$inc": {"inputTokens": 400, "outputTokens": 40, "costUsd": 0.0001, "steps": 1},
+        },
+    )
+
+
+async def floor_process(uri: str, name: str, start_at: float, record: bool) -> None:
     db = AsyncMongoClient(uri, tz_aware=True)[name]
     await db.command("ping")
     await asyncio.sleep(max(0.0, start_at - time.time()))
-    await asyncio.gather(*[floor_loop(db) for _ in range(CONCURRENCY)])
+    await asyncio.gather(*[floor_loop(db, record=record) for _ in range(CONCURRENCY)])
 
 
-async def floor(uri: str, name: str, n: int, processes: int) -> tuple[float, float, int, float]:
+async def floor(uri: str, name: str, n: int, processes: int, *, record: bool) -> tuple[float, float, int, float]:
     db = await new_db(uri, name)
     await create(db, await owner_of(db), n)
     start_at = time.time() + 3  # every process has started and connected by then
-    command = [sys.executable, "-m", "bench.triage", "--floor-process", uri, name, str(start_at)]
+    command = [sys.executable, "-m", "bench.triage", "--floor-process", uri, name, str(start_at), str(int(record))]
     children = [subprocess.Popen(command) for _ in range(processes)]  # noqa: S603, ASYNC220 - this module
     for child in children:
         await asyncio.to_thread(child.wait)
@@ -285,8 +341,10 @@ async def measure(args: argparse.Namespace, uri: str, tmp: Path, instant: str, s
         for processes in (1, 2):
             desk = await burst(uri, pool, f"burst{processes}", args.orders, processes)
             line(f"desk, {processes} worker(s), instant provider", desk)
-            base = await floor(uri, f"floor{processes}", args.orders, processes)
+            base = await floor(uri, f"floor{processes}", args.orders, processes, record=False)
             line(f"floor, {processes} process(es)", base, f"   desk/floor {desk[0] / base[0]:.2f} (target >= 0.80)")
+            kept = await floor(uri, f"floorrec{processes}", args.orders, processes, record=True)
+            line(f"floor with the run record, {processes} process(es)", kept, f"   desk/floor {desk[0] / kept[0]:.2f}")
     settings = worker_settings(mongodb_uri=uri, db_name="x", provider_url=slow, **common)
     with workers(tmp / "slow", **settings) as pool:
         target = 0.9 * CONCURRENCY / LATENCY
@@ -302,8 +360,8 @@ async def measure(args: argparse.Namespace, uri: str, tmp: Path, instant: str, s
 
 
 def main() -> None:
-    if len(sys.argv) == 5 and sys.argv[1] == "--floor-process":
-        asyncio.run(floor_process(sys.argv[2], sys.argv[3], float(sys.argv[4])))
+    if len(sys.argv) == 6 and sys.argv[1] == "--floor-process":
+        asyncio.run(floor_process(sys.argv[2], sys.argv[3], float(sys.argv[4]), sys.argv[5] == "1"))
         return
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--orders", type=int, default=1000, help="orders created at once (burst and floor)")
