@@ -2,6 +2,7 @@
 
 import importlib
 import inspect
+import json
 import logging
 import re
 
@@ -254,3 +255,11 @@ def test_the_schema_declares_how_to_sign_in_so_the_docs_page_can_send_a_token():
     assert operations[("/api/v1/work-orders", "get")]["security"] == either
     assert "security" not in operations[("/api/v1/auth/login", "post")]
     assert "security" not in operations[("/healthz", "get")]
+
+
+def test_every_numeric_limit_is_stated_in_json_schema_words():
+    # a validator placed before Field(ge=...) once turned minimum into a bare "ge" no client or fuzzer reads
+    text = json.dumps(_schema())
+
+    assert not re.search(r'"(ge|le|gt|lt)":', text)
+    assert '"minimum": 1' in text

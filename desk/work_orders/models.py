@@ -31,7 +31,7 @@ EDITABLE: tuple[str, ...] = ("title", "description", "priority", "status")
 
 Title = single_line(min_length=1, max_length=200)
 Description = multi_line(max_length=5000)
-Version = Annotated[int, WholeNumber, Field(ge=1, le=2**31)]
+Version = Annotated[int, Field(ge=1, le=2**31), WholeNumber]  # the constraints first, for the schema
 
 
 class WorkOrderCreate(ApiModel):

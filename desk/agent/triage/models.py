@@ -70,10 +70,10 @@ class AgentConfigUpdate(ApiModel):
 
     model_config = ConfigDict(json_schema_extra={"minProperties": 2})  # the version and something to change
 
-    version: Annotated[int, WholeNumber, Field(ge=1)]
+    version: Annotated[int, Field(ge=1), WholeNumber]
     mode: Keep[Mode] = None
     allowed_fields: Keep[list[AllowedField]] = None
-    daily_action_cap: Keep[Annotated[int, WholeNumber, Field(ge=0, le=100_000)]] = None
+    daily_action_cap: Keep[Annotated[int, Field(ge=0, le=100_000), WholeNumber]] = None
     flag_threshold: Keep[Priority] = None
     working_hours: Keep[WorkingHours] = None
     time_zone: Keep[TimeZone] = None
