@@ -124,6 +124,10 @@ class Browser:
     def press(self, button: str) -> None:
         self._click(f"//button[.//span[{own_text(button)}]]", f"the button “{button}”")
 
+    def click(self, text: str) -> None:
+        """Click the visible element whose own text is `text`, for what is clickable but no button (a chip)."""
+        self._click(f"//*[{own_text(text)}]", f"“{text}”")
+
     def click_link(self, text: str) -> None:
         self._click(f"//a[normalize-space(.)={xpath_literal(text)}]", f"the link “{text}”")
 

@@ -96,3 +96,67 @@ async def test_model_text_and_titles_in_the_drawer_stay_text(browser, make_perso
     assert found == {"images": 0, "scripts": 0, "xss": "undefined"}
     assert not pat.alert_open()
     assert order.title in pat.texts("a[href^='/app/work-orders/']")
+
+
+def open_drawer(person: Browser) -> None:
+    """Ctrl+K, and wait for the focus to land in the drawer's input (the drawer is open)."""
+    person.driver.find_element(By.TAG_NAME, "body").send_keys(Keys.CONTROL, "k")
+    person.wait_until(
+        lambda: person.driver.switch_to.active_element.get_attribute("placeholder") == "Ask about your work orders…",
+        "the focus to land in the assistant's input",
+    )
+
+
+def approval_open(person: Browser) -> bool:
+    return bool(person.driver.execute_script(APPROVAL_SHOWN))
+
+
+APPROVAL_SHOWN = """return [...document.querySelectorAll('[role=dialog]')]
+    .some(d => d.offsetParent !== null && d.innerText.includes('Change this work order?'))"""
+
+
+async def test_approve_after_a_reload_and_the_other_tab_sees_it(
+    browser, make_person, make_order, fake_provider, e2e_db
+):
+    person = await make_person(name="Robin Reed")
+    order = await make_order(person, "Leaking tap in the kitchen")
+    fake_provider.script(
+        *Turn.read_then_update(order.id, priority="urgent"),
+        Turn.text("It is urgent now."),
+    )
+    robin = browser("robin")
+    robin.log_in(person)
+    first = robin.driver.current_window_handle
+    ask(robin, "Make the leaking tap urgent")
+    robin.see("Change this work order?")
+
+    robin.driver.refresh()  # a full page load: the drawer and its modal are gone with the page
+    robin.see("Leaking tap in the kitchen")
+    open_drawer(robin)
+    robin.see("Make the leaking tap urgent")  # the conversation came back
+    robin.see("Waiting for your approval")
+    robin.shoot("reopened-drawer")
+
+    second = robin.open_window()  # the same person in a second tab, with the change open there too
+    robin.open("/app")
+    open_drawer(robin)
+    robin.click("Waiting for your approval")
+    robin.see("Change this work order?")
+    robin.shoot("second-tab-modal")
+
+    robin.use_window(first)
+    robin.click("Waiting for your approval")
+    robin.see("Change this work order?")
+    robin.press("Approve")
+    robin.see("It is urgent now.")
+    robin.wait_until(lambda: "Urgent" in robin.texts("div.q-chip"), "the list to show the new priority", 5.0)
+    robin.shoot("approved")
+
+    robin.use_window(second)
+    robin.wait_until(lambda: not approval_open(robin), "the other tab's modal to close", timeout=2.0)
+    robin.see("It is urgent now.", timeout=2.0)
+    robin.do_not_see("Waiting for your approval", timeout=2.0)
+    robin.wait_until(lambda: "Urgent" in robin.texts("div.q-chip"), "the list to show the new priority", 5.0)
+    robin.shoot("second-tab-after")
+    stored = await e2e_db["work_orders"].find_one({})
+    assert (stored["priority"], stored["version"]) == ("urgent", 2)
