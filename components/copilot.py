@@ -51,10 +51,12 @@ FIELDS = ("title", "description", "priority", "status")
 EXPIRED = "The approval expired, so nothing was changed. Ask again if you still want it."
 WATCH_SECONDS = 1.0  # a panel showing a turn or a change of another process looks this often
 LONG_VALUE = 400  # a value longer than this is shown shortened, with "Show all"
-# The log follows new text to the bottom unless the person scrolled up to read (then it stays put).
+# The log follows new text to the bottom unless the person scrolled up to read (then it stays put);
+# sending a message of one's own brings it back down (`followNow`), to the question and its answer.
 FOLLOW_JS = """
 const el = getHtmlElement(%r); if (el && !el.dataset.follow) { el.dataset.follow = '1'; let stuck = true;
 el.addEventListener('scroll', () => { stuck = el.scrollHeight - el.scrollTop - el.clientHeight < 48; });
+el.followNow = () => { stuck = true; el.scrollTop = el.scrollHeight; };
 new MutationObserver(() => { if (stuck) el.scrollTop = el.scrollHeight; })
   .observe(el, {childList: true, subtree: true, characterData: true}); el.scrollTop = el.scrollHeight; }
 """
@@ -159,7 +161,8 @@ class Copilot:
     def build(self) -> None:
         with ui.column().classes("w-full h-full gap-2 no-wrap min-h-0").mark("copilot") as self.root:
             ui.label("Assistant").classes("text-lg font-semibold")
-            self.log = ui.column().classes("w-full gap-2 grow overflow-auto min-h-0 no-wrap").mark("copilot-log")
+            self.log = ui.column().classes("copilot-log w-full gap-2 grow overflow-auto min-h-0 no-wrap")
+            self.log.mark("copilot-log")
             self.thinking = ui.label("Thinking…").classes("text-sm text-grey-7 italic").mark("copilot-thinking")
             self.waiting = ui.chip(
                 "Waiting for your approval",
@@ -234,9 +237,11 @@ class Copilot:
 
     async def send(self) -> None:
         content = (self.input.value or "").strip()
-        if not content or self.live is not None or self.remote_run is not None:
-            if content and (self.live is not None or self.remote_run is not None):
-                self._note(PLAIN_ERRORS[ErrorCode.AI_APPROVAL_PENDING], error=True)
+        if not content:
+            return
+        ui.run_javascript(f"getHtmlElement({self.log.html_id!r})?.followNow?.()")  # to what this send shows
+        if self.live is not None or self.remote_run is not None:
+            self._note(PLAIN_ERRORS[ErrorCode.AI_APPROVAL_PENDING], error=True)
             return
         actor = await self.visit.actor()
         db, settings = get_db(), get_settings()

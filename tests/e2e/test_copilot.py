@@ -160,3 +160,66 @@ async def test_approve_after_a_reload_and_the_other_tab_sees_it(
     robin.shoot("second-tab-after")
     stored = await e2e_db["work_orders"].find_one({})
     assert (stored["priority"], stored["version"]) == ("urgent", 2)
+
+
+SCROLL = """const log = document.querySelector('.q-drawer .copilot-log');
+const answers = log.querySelectorAll('.nicegui-markdown');
+const last = answers[answers.length - 1].getBoundingClientRect(), box = log.getBoundingClientRect();
+return {gap: log.scrollHeight - log.scrollTop - log.clientHeight, overflows: log.scrollHeight > log.clientHeight,
+        lastInView: last.bottom <= box.bottom + 1 && last.top >= box.top - 1, top: log.scrollTop};"""
+
+
+def scroll(person: Browser) -> dict:
+    """Where the drawer's conversation is scrolled: `gap` is how far above its bottom the view ends."""
+    return person.driver.execute_script(SCROLL)
+
+
+def send(person: Browser, question: str) -> None:
+    """Type into the open drawer's input and press Enter, as a person does in a chat."""
+    field = person.driver.find_element(By.CSS_SELECTOR, ".q-drawer .copilot-input textarea")
+    field.send_keys(question, Keys.ENTER)
+
+
+async def test_a_long_conversation_stays_at_its_newest_answer(browser, make_person, fake_provider):
+    person = await make_person(name="Robin Reed")
+    answer = "Answer {n}: here is what I found.\n\n- the first point\n- the second point\n- the third point"
+    fake_provider.script(*(Turn.text(answer.format(n=n), chunks=4) for n in range(1, 13)))
+    robin = browser("robin")
+    robin.log_in(person)
+    open_drawer(robin)
+
+    for n in range(1, 11):  # 10 questions, 10 answers: 20 messages
+        send(robin, f"Question {n}")
+        robin.see_containing(f"Answer {n}: here is what I found.")
+        robin.do_not_see("Thinking…")
+    robin.shoot("twenty-messages")
+
+    at = scroll(robin)
+    assert at["overflows"], "20 messages should not fit the drawer: this journey tests nothing otherwise"
+    assert at["gap"] < 2 and at["lastInView"], at
+
+    robin.driver.refresh()  # the conversation comes back from the server, and opens at its newest answer
+    robin.see(person["name"])
+    open_drawer(robin)
+    robin.see_containing("Answer 10: here is what I found.")
+    robin.wait_until(lambda: scroll(robin)["gap"] < 2, "the reopened drawer to show the newest answer", 2.0)
+    assert scroll(robin)["lastInView"]
+
+    robin.run_js("document.querySelector('.q-drawer .copilot-log').scrollTop = 0")  # up, to read
+    robin.wait_until(lambda: scroll(robin)["top"] == 0, "the drawer to scroll up")
+    reading = robin.driver.current_window_handle
+    robin.open_window()  # a turn from another tab streams into this drawer too, but the reader stays put
+    robin.open("/app")
+    open_drawer(robin)
+    send(robin, "Question 11")
+    robin.see_containing("Answer 11: here is what I found.")
+    robin.use_window(reading)
+    robin.wait_until(lambda: any("Answer 11" in text for text in robin.texts(".q-drawer .copilot-log")), "answer 11")
+    assert scroll(robin)["top"] == 0
+    robin.shoot("still-reading")
+
+    send(robin, "Question 12")  # one's own question brings the view back down, to it and its answer
+    robin.see_containing("Answer 12: here is what I found.")
+    robin.wait_until(lambda: scroll(robin)["gap"] < 2, "the drawer to follow the new answer", 2.0)
+    assert scroll(robin)["lastInView"]
+    robin.shoot("back-at-the-newest")
