@@ -6,7 +6,12 @@ real `desk run` (auth, checks, run bookkeeping, the SSE stream), for sequential 
 concurrent streams (one per user: a person has one stream at a time), with the same lean client
 (`Stream`) on both paths. Run by hand, never in CI:
 
-    .venv/bin/python -m bench.copilot [--turns 200] [--concurrent 10] [--rounds 20] [--repeat 1]
+    .venv/bin/python -m bench.copilot [--turns 200] [--concurrent 10] [--rounds 20] [--repeat 1] [--via-nginx]
+
+With --via-nginx, a second `desk run` (DESK_RUN_WORKER=false) joins the first on the same database and
+Debian's nginx runs deploy/nginx.conf in front of both (bench/nginx.py); each round then times the one
+process without nginx and nginx with its two processes side by side, and what nginx itself adds: a turn
+routed through it to the first process, paired with the same person's direct turn to that process.
 
 Both paths read every answer to its end, so both keep their connection to the fake alive, as
 the desk's provider client does. Load averages are printed with each run: the machine is shared.
@@ -30,6 +35,7 @@ from pathlib import Path
 import httpx
 
 from bench.harness import desk_running, free_port
+from bench.nginx import Nginx, nginx_running
 from desk.db.embedded import EmbeddedMongo
 
 ADMIN_EMAIL, PASSWORD = "admin@bench.local", "bench-" + secrets.token_urlsafe(12)
@@ -187,7 +193,15 @@ async def floor(client: httpx.AsyncClient, path: str, pids: dict[str, int], time
 
 
 async def measure(
-    base: str, fake_url: str, *, turns: int, concurrent: int, rounds: int, repeat: int, pids: dict[str, int]
+    base: str,
+    fake_url: str,
+    *,
+    turns: int,
+    concurrent: int,
+    rounds: int,
+    repeat: int,
+    pids: dict[str, int],
+    nginx: Nginx | None = None,
 ) -> None:
     tokens = await login_tokens(base, concurrent)
     clients = [httpx.AsyncClient(base_url=base, headers={"Authorization": f"Bearer {t}"}, timeout=60) for t in tokens]
@@ -195,13 +209,30 @@ async def measure(
     desks = [Stream(base, {"Authorization": f"Bearer {t}"}) for t in tokens]
     people = [functools.partial(ttft_desk, d, s) for d, s in zip(desks, sessions, strict=True)]
     fakes = [Stream(fake_url) for _ in tokens]
-    await compare(fakes, people, turns=turns, rounds=rounds, repeat=repeat, pids=pids)
+    proxied: list[Stream] = []
+    if nginx is None:
+        await compare(fakes, people, turns=turns, rounds=rounds, repeat=repeat, pids=pids)
+    else:
+        # person i goes to upstream i mod 2, the first to the process `base` is, so pairs compare
+        port = httpx.URL(base).port
+        routes = [nginx.routes[port], *(route for upstream, route in nginx.routes.items() if upstream != port)]
+        proxied = [
+            Stream(nginx.url, {"Authorization": f"Bearer {t}", "Cookie": f"desk_route={routes[n % len(routes)]}"})
+            for n, t in enumerate(tokens)
+        ]
+        through = [functools.partial(ttft_desk, p, s) for p, s in zip(proxied, sessions, strict=True)]
+        await compare_via_nginx(fakes, people, through, turns=turns, rounds=rounds, repeat=repeat, pids=pids)
     print("\nfor reference, plain requests to the same desk through httpx (not the turns' lean client; no target):")
     print(f"  GET /healthz (no database)          {await floor(clients[0], '/healthz', pids)}")
     print(f"  GET /api/v1/auth/me (bearer token)  {await floor(clients[0], '/api/v1/auth/me', pids)}")
+    if nginx is not None:
+        cookie = {"desk_route": routes[0]}
+        async with httpx.AsyncClient(base_url=nginx.url, headers=clients[0].headers, cookies=cookie) as front:
+            print(f"  the same through nginx: /healthz    {await floor(front, '/healthz', pids)}")
+            print(f"                          /auth/me    {await floor(front, '/api/v1/auth/me', pids)}")
     for client in clients:
         await client.aclose()
-    for stream in desks + fakes:
+    for stream in desks + fakes + proxied:
         await stream.close()
 
 
@@ -244,6 +275,54 @@ async def compare(
         )
 
 
+async def compare_via_nginx(
+    fakes: list[Stream],
+    direct: list[Callable[[], Awaitable[float]]],
+    through: list[Callable[[], Awaitable[float]]],
+    *,
+    turns: int,
+    rounds: int,
+    repeat: int,
+    pids: dict[str, int],
+) -> None:
+    """`compare` for one process without nginx (`direct`) and nginx with two (`through`), in the same rounds.
+
+    `through[0]` reaches the process `direct[0]` calls, so their paired difference is nginx's own addition.
+    """
+    for _ in range(10):  # warm up every path
+        await ttft_direct(fakes[0])
+        await direct[0]()
+        await through[0]()
+        await through[1]()
+    for attempt in range(1, repeat + 1):
+        print(f"\nrun {attempt} of {repeat}, load average before: {load()}")
+        fake, one, proxied = [], [], []
+        for _ in range(turns):
+            fake.append(await ttft_direct(fakes[0]))
+            one.append(await direct[0]())
+            proxied.append(await through[0]())
+        report("sequential, one process", fake, one)
+        report("sequential, through nginx", fake, proxied)
+        own = [p - d for p, d in zip(proxied, one, strict=True)]
+        nginx_p50, nginx_p95 = percentile(own, 0.5) * 1000, percentile(own, 0.95) * 1000
+        print(f"{'nginx itself (paired)':<28} n={len(own):>4}  added p50 {nginx_p50:5.2f} ms  p95 {nginx_p95:5.2f} ms")
+        fake, one, proxied, fake_proxied = [], [], [], []
+        before = cpu(pids)
+        for _ in range(rounds):
+            fake += await asyncio.gather(*(ttft_direct(f) for f in fakes))
+            one += await asyncio.gather(*(turn() for turn in direct))
+            fake_proxied += await asyncio.gather(*(ttft_direct(f) for f in fakes))
+            proxied += await asyncio.gather(*(turn() for turn in through))
+        alone = report(f"{len(direct)} concurrent, one process", fake, one)
+        behind = report(f"{len(through)} concurrent, nginx + two", fake_proxied, proxied)
+        print(f"{'':28} CPU per turn (both paths): {per_turn(before, cpu(pids), rounds * len(direct) * 2)}")
+        print(
+            f"at {len(direct)} concurrent, added p95: one process {alone[1]:.1f} ms, nginx + two processes "
+            f"{behind[1]:.1f} ms; nginx's own added p50 {nginx_p50:.2f} ms (target <= 1 ms); "
+            f"load average after: {load()}"
+        )
+
+
 def cpu(pids: dict[str, int]) -> dict[str, float]:
     """CPU seconds used so far by each process (Linux /proc; empty elsewhere)."""
     used = {}
@@ -266,41 +345,51 @@ def load() -> str:
     return " ".join(f"{value:.2f}" for value in os.getloadavg())
 
 
-def arguments(description: str) -> argparse.Namespace:
-    """The options `compare` takes, for this bench and the floor's."""
+def arguments(description: str, *, via_nginx: bool = False) -> argparse.Namespace:
+    """The options `compare` takes, for this bench and the floor's (`via_nginx`: this bench's own option)."""
     parser = argparse.ArgumentParser(description=description)
     parser.add_argument("--turns", type=int, default=200)
     parser.add_argument("--concurrent", type=int, default=10)
     parser.add_argument("--rounds", type=int, default=20)
     parser.add_argument("--repeat", type=int, default=1, help="measure this many times against the same server")
+    if via_nginx:
+        parser.add_argument("--via-nginx", action="store_true", help="also through nginx in front of two processes")
     return parser.parse_args()
 
 
 def main() -> None:
-    args = arguments(__doc__.splitlines()[0])
+    args = arguments(__doc__.splitlines()[0], via_nginx=True)
     fake_port = free_port()
     fake_url = f"http://127.0.0.1:{fake_port}/v1"
+    settings = {
+        "DESK_SECRET": "b" * 40,
+        "DESK_ADMIN_EMAIL": ADMIN_EMAIL,
+        "DESK_ADMIN_PASSWORD": PASSWORD,
+        "AI_ENABLED": "true",
+        "AI_BASE_URL": fake_url,
+        "AI_API_KEY": "bench-key",
+        "AI_ALLOW_PRIVATE_BASE_URL": "true",
+        "AI_RATE_LIMIT_MAX": "100000",
+        "AI_DAILY_SPEND_USD": "1000",
+        "AGENT_DAILY_SPEND_USD": "1000",
+        "AI_GLOBAL_DAILY_SPEND_USD": "1000",
+        "DESK_LOGIN_ATTEMPTS_PER_MINUTE": "1000",
+    }
     with (
         tempfile.TemporaryDirectory(prefix="desk-copilot-bench-") as tmp,
         (database := EmbeddedMongo(Path(tmp) / "mongo")) as uri,
         running(serve_fake(fake_port)) as fake,
-        desk_running(
-            Path(tmp) / "web",
-            MONGODB_URI=uri,
-            DESK_SECRET="b" * 40,
-            DESK_ADMIN_EMAIL=ADMIN_EMAIL,
-            DESK_ADMIN_PASSWORD=PASSWORD,
-            AI_ENABLED="true",
-            AI_BASE_URL=fake_url,
-            AI_API_KEY="bench-key",
-            AI_ALLOW_PRIVATE_BASE_URL="true",
-            AI_RATE_LIMIT_MAX="100000",
-            AI_DAILY_SPEND_USD="1000",
-            AGENT_DAILY_SPEND_USD="1000",
-            AI_GLOBAL_DAILY_SPEND_USD="1000",
-            DESK_LOGIN_ATTEMPTS_PER_MINUTE="1000",
-        ) as desk,
+        desk_running(Path(tmp) / "web", MONGODB_URI=uri, **settings) as desk,
+        contextlib.ExitStack() as more,
     ):
+        pids = {"desk": desk.process.pid, "database": database.pid, "fake": fake.pid, "bench": os.getpid()}
+        nginx = None
+        if args.via_nginx:
+            other = more.enter_context(
+                desk_running(Path(tmp) / "web2", MONGODB_URI=uri, DESK_RUN_WORKER="false", **settings)
+            )
+            nginx = more.enter_context(nginx_running(Path(tmp) / "nginx", [desk.port, other.port]))
+            pids |= {"second desk": other.process.pid, "nginx": nginx.worker_pid}
         asyncio.run(
             measure(
                 desk.url,
@@ -309,7 +398,8 @@ def main() -> None:
                 concurrent=args.concurrent,
                 rounds=args.rounds,
                 repeat=args.repeat,
-                pids={"desk": desk.process.pid, "database": database.pid, "fake": fake.pid, "bench": os.getpid()},
+                pids=pids,
+                nginx=nginx,
             )
         )
 

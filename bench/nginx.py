@@ -33,6 +33,12 @@ class Nginx:
     port: int
     access_log: Path
     routes: dict[int, str]
+    pid: int  # the master; it answers nothing itself
+
+    @property
+    def worker_pid(self) -> int:
+        """The one worker process (worker_processes 1), which does the proxying: for CPU figures."""
+        return int(Path(f"/proc/{self.pid}/task/{self.pid}/children").read_text().split()[0])
 
     def upstreams(self, cookie: str) -> set[int]:
         """The upstream ports that served requests carrying `cookie` (closed websockets included)."""
@@ -53,7 +59,8 @@ def nginx_running(folder: Path, upstreams: list[int]) -> Iterator[Nginx]:
         _wait_listening(port, process, error_log)
         url = f"http://127.0.0.1:{port}"
         access_log = folder / "access.log"
-        yield Nginx(url=url, port=port, access_log=access_log, routes=_routes(url, access_log, len(upstreams)))
+        routes = _routes(url, access_log, len(upstreams))
+        yield Nginx(url=url, port=port, access_log=access_log, routes=routes, pid=process.pid)
     finally:
         _stop(process)
 
