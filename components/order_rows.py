@@ -6,33 +6,64 @@ open; updating the few labels that differ costs a fraction of that, and a row ne
 the pointer of the person reading it.
 """
 
+from collections.abc import Awaitable, Callable
+
 from nicegui import ui
 
+from components import session
 from components.chips import PRIORITY_COLORS, PRIORITY_LABELS, STATUS_COLORS, STATUS_LABELS, priority_chip, status_chip
 from components.formats import ago, when
-from desk.work_orders.models import WorkOrderRead
+from desk.db.client import get_db
+from desk.errors import DeskError
+from desk.work_orders import service
+from desk.work_orders.models import WorkOrderRead, WorkOrderUpdate
+
+Take = Callable[[WorkOrderRead], Awaitable[None]]
+
+
+async def take(visit: session.Visit, order: WorkOrderRead) -> WorkOrderRead | None:
+    """ "Assign to me": the person takes the order from the queue; None (and a word why) when they cannot."""
+    person = await visit.actor()
+    data = WorkOrderUpdate(version=order.version, ownerId=person.id)
+    try:
+        taken = await service.update(db=get_db(), actor=person, order_id=order.id, data=data)
+    except DeskError as error:
+        ui.notify(error.message, type="warning")
+        return None
+    ui.notify(f"“{taken.title}” is yours now.", type="positive")
+    return taken
 
 
 class _Row:
-    def __init__(self, order: WorkOrderRead, owners: dict[str, str] | None, time_field: str) -> None:
+    def __init__(self, order: WorkOrderRead, owners: dict[str, str] | None, time_field: str, on_take: Take | None):
+        self.order = order
         with ui.row().classes("w-full items-center gap-3 px-3 py-2 border-b hover:bg-grey-1").mark("order-row") as row:
             self.element = row
             self.priority = priority_chip(order.priority)
             self.title = ui.link(order.title, f"/app/work-orders/{order.id}").classes("grow text-base")
             self.title.mark("order-title")
             self.status = status_chip(order.status)
-            self.owner = ui.label().classes("text-sm text-grey-8 w-36") if owners is not None else None
+            self.owner = (
+                ui.label().classes("text-sm text-grey-8 w-36").mark("order-owner") if owners is not None else None
+            )
+            self.take = None
+            if on_take is not None:  # shown on queued orders only
+                self.take = ui.button("Assign to me", on_click=lambda: on_take(self.order)).props("flat dense size=sm")
+                self.take.mark("assign-to-me")
             with ui.label().classes("text-xs text-grey-7 w-24") as self.updated:
                 self.updated_tip = ui.tooltip()
         self.show(order, owners, time_field)
 
     def show(self, order: WorkOrderRead, owners: dict[str, str] | None, time_field: str = "updated_at") -> None:
         """Bring the row up to date; an unchanged text sends nothing (NiceGUI compares before sending)."""
+        self.order = order
         self.title.set_text(order.title)
         _set_chip(self.priority, PRIORITY_LABELS[order.priority], PRIORITY_COLORS[order.priority])
         _set_chip(self.status, STATUS_LABELS[order.status], STATUS_COLORS[order.status])
         if self.owner is not None and owners is not None:
-            self.owner.set_text(owners.get(order.owner_id, "—"))
+            self.owner.set_text(owners.get(order.owner_id, "—") if order.owner_id else "Unassigned")
+        if self.take is not None:
+            self.take.set_visibility(order.owner_id is None)
         moment = getattr(order, time_field)
         self.updated.set_text(ago(moment))
         self.updated_tip.set_text(when(moment))
@@ -48,8 +79,9 @@ def _set_chip(chip: ui.chip, text: str, color: str) -> None:
 class OrderRows:
     """A column of order rows; `show` makes it match a page of orders with as few changes as it can."""
 
-    def __init__(self, owners: dict[str, str] | None) -> None:
-        self.owners = owners  # None: the owner column is not shown (a person sees only their own)
+    def __init__(self, owners: dict[str, str] | None, on_take: Take | None = None) -> None:
+        self.owners = owners  # None: the owner column is not shown
+        self.on_take = on_take  # None: no "Assign to me" (viewers)
         self.rows: dict[str, _Row] = {}
         self.time_field = "updated_at"  # the time each row shows: the one the list is sorted by
         self.container = ui.column().classes("w-full gap-0 border rounded").mark("order-list")
@@ -62,7 +94,7 @@ class OrderRows:
             row = self.rows.get(order.id)
             if row is None:
                 with self.container:
-                    row = self.rows[order.id] = _Row(order, self.owners, self.time_field)
+                    row = self.rows[order.id] = _Row(order, self.owners, self.time_field, self.on_take)
             else:
                 row.show(order, self.owners, self.time_field)
             if self.container.default_slot.children.index(row.element) != index:

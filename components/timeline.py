@@ -1,9 +1,13 @@
-"""The activity timeline of one work order: who changed what, and when; agents marked as such."""
+"""The activity timeline of one work order: who changed what, who said what, and when; agents marked as such."""
+
+from collections.abc import Awaitable, Callable
 
 from nicegui import ui
+from pydantic import ValidationError
 
 from components.chips import PRIORITY_LABELS, STATUS_LABELS
 from components.formats import ago, when
+from desk.problems import message
 from desk.work_orders.models import ActivityRead
 
 FIELD_NAMES = {
@@ -13,7 +17,12 @@ FIELD_NAMES = {
     "status": "Status",
     "ownerId": "Owner",
 }
-ACTIONS = {"created": "created this work order", "updated": "changed", "deleted": "deleted this work order"}
+ACTIONS = {
+    "created": "created this work order",
+    "updated": "changed",
+    "deleted": "deleted this work order",
+    "commented": "commented",
+}
 
 
 def timeline(entries: list[ActivityRead], names: dict[str, str]) -> None:
@@ -34,7 +43,9 @@ def timeline(entries: list[ActivityRead], names: dict[str, str]) -> None:
                             ui.badge("agent", color="purple-6").props("outline").mark("agent-badge")
                         ui.label(ACTIONS[entry.action])
                         ui.label(ago(entry.at)).classes("text-xs text-grey-7").tooltip(when(entry.at))
-                    if entry.action == "updated":
+                    if entry.action == "commented":  # plain text: a label never renders HTML
+                        ui.label(entry.text or "").classes("text-sm whitespace-pre-wrap break-words").mark("comment")
+                    elif entry.action == "updated":
                         for field, old, new in _changes(entry, names):
                             ui.label(f"{field}: {old} → {new}").classes("text-sm text-grey-9 break-all")
 
@@ -60,6 +71,24 @@ def _value(field: str, value: object, names: dict[str, str]) -> str:
     if field == "status":
         return STATUS_LABELS.get(str(value), str(value))
     if field == "ownerId":
-        return names.get(str(value), "someone")
+        return names.get(str(value), "someone") if value else "Unassigned"
     text = str(value or "")
     return f"“{text[:120]}…”" if len(text) > 120 else f"“{text}”"
+
+
+def comment_box(on_add: Callable[[str], Awaitable[str | None]]) -> None:
+    """A field to add a comment; `on_add` saves the text and returns a problem to show, or None."""
+    with ui.row().classes("w-full items-start gap-2"):
+        text = ui.textarea(placeholder="Add a comment").props("autogrow counter maxlength=2000 dense outlined")
+        text.classes("grow").mark("comment-text")
+
+        async def add() -> None:
+            try:
+                problem = await on_add(text.value or "")
+            except ValidationError as error:
+                problem = "; ".join(message(item) for item in error.errors())
+            text.error = problem
+            if problem is None:
+                text.value = ""
+
+        ui.button("Comment", on_click=add).props("outline").mark("comment-add")

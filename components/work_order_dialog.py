@@ -11,30 +11,31 @@ from components.fields import clear_problems, show_problems
 from desk.db.client import get_db
 from desk.errors import DeskError
 from desk.work_orders import service
+from desk.work_orders.counters import QUEUE
 from desk.work_orders.models import WorkOrderCreate, WorkOrderRead
 
 
 def new_work_order_dialog(
     visit: session.Visit, owners: dict[str, str], on_created: Callable[[WorkOrderRead], Awaitable[None]]
 ) -> ui.dialog:
-    """A dialog that creates a work order; `owners` (for an admin) lets it be given to someone."""
+    """A dialog that creates a work order, for the person, for nobody yet (the queue) or, for an admin, for
+    anyone in `owners` (those the person may give an order to)."""
     with ui.dialog() as dialog, ui.card().classes("w-[36rem] gap-2").mark("new-dialog"):
         ui.label("New work order").classes("text-lg font-semibold")
         title = ui.input("Title").props("counter maxlength=200 autofocus").classes("w-full").mark("new-title")
         description = ui.textarea("Description").props("counter maxlength=5000 autogrow").classes("w-full")
         description.mark("new-description")
         priority = ui.select(PRIORITY_LABELS, value="medium", label="Priority").classes("w-48").mark("new-priority")
-        owner = None
-        if owners:
-            owner = ui.select(owners, value=visit.user_id, label="Owner").classes("w-64").mark("new-owner")
+        choices = {**owners, QUEUE: "Unassigned (queue)"}
+        owner = ui.select(choices, value=visit.user_id if visit.user_id in owners else QUEUE, label="Who works on it")
+        owner.classes("w-64").mark("new-owner")
         problem = ui.label().classes("text-negative text-sm")
         inputs = {"title": title, "description": description, "priority": priority, "owner_id": owner}
 
         async def create() -> None:
             clear_problems({k: v for k, v in inputs.items() if v is not None}, problem)
             values = {"title": title.value or "", "description": description.value or "", "priority": priority.value}
-            if owner is not None:
-                values["owner_id"] = owner.value
+            values["owner_id"] = None if owner.value == QUEUE else owner.value  # null: the queue
             try:
                 data = WorkOrderCreate.model_validate(values)
                 order = await service.create(db=get_db(), actor=await visit.actor(), data=data)

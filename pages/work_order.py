@@ -1,23 +1,25 @@
 """/app/work-orders/{id}: details, the edit form, delete, the timeline, and what to do when someone saved first."""
 
 from fastapi import Request
-from nicegui import APIRouter, ui
+from nicegui import APIRouter, background_tasks, ui
 from pydantic import ValidationError
 
 from components import live, session
+from components.assignment import assignment
 from components.chips import PRIORITY_LABELS, STATUS_LABELS, priority_chip, status_chip
 from components.confirm import confirm
+from components.drafts import Draft
 from components.fields import show_problems
 from components.formats import when
 from components.frame import frame
-from components.timeline import timeline
+from components.timeline import comment_box, timeline
 from components.triage_card import triage_card
 from desk.actors import Actor
 from desk.db.client import get_db
 from desk.errors import Conflict, DeskError, NotFound
 from desk.users import service as users_service
 from desk.work_orders import service
-from desk.work_orders.models import EDITABLE, WorkOrderRead, WorkOrderUpdate
+from desk.work_orders.models import EDITABLE, CommentCreate, WorkOrderRead, WorkOrderUpdate
 
 router = APIRouter()
 
@@ -49,19 +51,52 @@ class WorkOrderView:
         self.gone = False
         self.client = ui.context.client
         self.told: int | None = None  # the newer version the person has already been told about
+        # the form (and its draft) only for those who may change this order; the page reloads if that changes
+        self.editable = service.can_change(actor, order)
 
     async def build(self) -> None:
         self.summary = ui.column().classes("w-full gap-1")
         self.notice = ui.column().classes("w-full")
         await triage_card(self.visit, lambda: self.loaded, on_conflict=self._conflict)
-        if self.actor.can_write:
+        if self.editable:
+            self.draft = Draft(self.loaded.id)
             self._form()
+            ui.on("desksave", self.save)  # Ctrl+S / Cmd+S
         else:
             self.read_only = ui.column().classes("w-full")
         ui.label("Activity").classes("text-lg font-semibold mt-4")
+        comment_box(self._comment)
         self.history = ui.column().classes("w-full")
         await self.show()
         live.on_change(self._on_changes)
+        if self.editable:
+            background_tasks.create(self._restore_draft(), name="restore a kept edit")
+
+    async def _restore_draft(self) -> None:
+        """Put back an edit this browser kept (the session ended while the person typed), and say so."""
+        await self.client.connected()
+        kept = await self.draft.restore()
+        if not kept or self.gone or self.client.is_deleted:
+            return
+        with self.client:
+            allowed = {"priority": PRIORITY_LABELS, "status": STATUS_LABELS}
+            for field in EDITABLE:
+                value = kept.get(field)
+                if isinstance(value, str) and (field not in allowed or value in allowed[field]):
+                    self.inputs[field].value = value
+            if not self.edits():
+                return
+            with self.notice, ui.card().classes("w-full bg-blue-1").mark("draft-restored") as card:
+                ui.label("Your unsaved edit was kept in this browser and is back in the form. Save to keep it.")
+
+                async def discard() -> None:
+                    card.delete()
+                    await self.show()
+
+                ui.button("Discard my edit", on_click=discard).props("outline").mark("draft-discard")
+
+    def _track(self) -> None:
+        self.draft.track(self.edits(), self.loaded.version)
 
     async def show(self) -> None:
         """Draw the summary, the form values and the timeline from `loaded`."""
@@ -72,13 +107,13 @@ class WorkOrderView:
             with ui.row().classes("items-center gap-2"):
                 priority_chip(order.priority)
                 status_chip(order.status)
-                names = await users_service.display_names(db=get_db(), user_ids={order.owner_id})
-                ui.label(f"Owner: {names.get(order.owner_id, '—')}").classes("text-sm text-grey-8")
+                await assignment(self.visit, self.actor, order, on_changed=self._assigned)
                 ui.label(f"Created {when(order.created_at)} · version {order.version}").classes("text-sm text-grey-7")
-        if self.actor.can_write:
+        if self.editable:
             for field in EDITABLE:
                 self.inputs[field].value = getattr(order, field)
                 self.inputs[field].error = None
+            self._track()  # an input already showing the saved value fires no change: forget the edit here
         else:
             self.read_only.clear()
             with self.read_only:
@@ -110,11 +145,13 @@ class WorkOrderView:
                 self.inputs["status"] = ui.select(STATUS_LABELS, label="Status", value=order.status).classes("w-40")
             for field, element in self.inputs.items():
                 element.mark(f"edit-{field}")
-            with ui.row().classes("w-full justify-between"):
+                element.on_value_change(self._track)  # kept in the browser, and leaving asks, while it differs
+            with ui.row().classes("w-full items-center"):  # Save first: it comes before Delete on Tab too
+                ui.button("Save", on_click=self.save).mark("save").tooltip("Ctrl+S")
+                ui.space()
                 ui.button("Delete", icon="delete", on_click=self._confirm_delete).props("flat color=negative").mark(
                     "delete"
                 )
-                ui.button("Save", on_click=self.save).mark("save")
 
     def edits(self) -> dict[str, object]:
         """The fields the person changed compared with `loaded`."""
@@ -174,16 +211,44 @@ class WorkOrderView:
                 ui.button("Reload their version", on_click=reload).props("outline").mark("conflict-reload")
                 ui.button("Apply my changes on top", on_click=reapply).mark("conflict-reapply")
 
+    async def _comment(self, text: str) -> str | None:
+        self.actor = await self.visit.actor()
+        data = CommentCreate(text=text)
+        try:
+            await service.add_comment(db=get_db(), actor=self.actor, order_id=self.loaded.id, data=data)
+        except DeskError as error:
+            return error.message
+        await self._show_history()
+        return None
+
+    async def _assigned(self, _: WorkOrderRead) -> None:
+        """After "Assign to me" or a reassignment here: draw the order as it is now."""
+        self.actor = await self.visit.actor()
+        current = await service.get(db=get_db(), actor=self.actor, order_id=self.loaded.id)
+        if current is None:
+            self._deleted()
+        elif service.can_change(self.actor, current) != self.editable and not (self.editable and self.edits()):
+            self.client.run_javascript("location.reload()")  # the form appears (or goes) with the right to use it
+        else:
+            self.loaded = current
+            await self.show()
+
     async def _on_changes(self, batch: list[dict]) -> None:
-        if self.gone or not any(c["workOrderId"] == self.loaded.id for c in batch):
+        mine = [c for c in batch if c["workOrderId"] == self.loaded.id]
+        if self.gone or not mine:
+            return
+        if all(c["kind"] == "commented" for c in mine):  # a comment moves no version: only the timeline
+            await self._show_history()
             return
         current = await service.get(db=get_db(), actor=self.actor, order_id=self.loaded.id)
         if self.client.is_deleted:  # the page closed while we read
             return
         if current is None:
-            self._deleted()
+            self._deleted(gone=any(c["kind"] == "deleted" for c in mine))
+        elif service.can_change(self.actor, current) != self.editable and not (self.editable and self.edits()):
+            self.client.run_javascript("location.reload()")  # given or taken away: the form appears or goes
         elif current.version not in (self.loaded.version, self.told):
-            if self.actor.can_write and self.edits():
+            if self.editable and self.edits():
                 self._changed_while_editing(current)
             else:
                 self.loaded = current
@@ -204,11 +269,14 @@ class WorkOrderView:
 
             ui.button("Show their version (discard my edit)", on_click=reload).props("outline")
 
-    def _deleted(self) -> None:
+    def _deleted(self, *, gone: bool = True) -> None:
         self.gone = True
+        if self.editable:
+            self.draft.forget()  # nothing left to save it to
         self.notice.clear()
         with self.notice:
-            ui.label("This work order has been deleted.").classes("text-negative font-medium").mark("deleted")
+            text = "This work order has been deleted." if gone else "This work order is no longer yours to see."
+            ui.label(text).classes("text-negative font-medium").mark("deleted")
         for element in self.inputs.values():
             element.disable()
 
@@ -227,6 +295,7 @@ class WorkOrderView:
             ui.notify(error.message, type="negative")
             return
         ui.notify(f"Deleted “{self.loaded.title}”.", type="positive")
+        self.draft.forget()
         ui.navigate.to("/app")
 
 

@@ -11,7 +11,7 @@ from urllib.parse import urlencode
 from fastapi import Request
 from nicegui import APIRouter, background_tasks, ui
 
-from components import live, session
+from components import live, order_rows, session
 from components.chips import PRIORITY_LABELS, STATUS_LABELS
 from components.frame import frame
 from components.order_rows import OrderRows
@@ -96,11 +96,13 @@ async def work_orders_page(request: Request):
         return session.to_login(request)
     actor = session.actor_of(user)
     owners, assignable = await service.owner_choices(db=get_db(), actor=actor)
-    filters = Filters.from_params(request.query_params, owners)
+    # who an order is for: everyone (admins, viewers) or oneself; and the unassigned queue for all
+    owner_filter = {"none": "Unassigned (queue)"} | (owners if service.sees_all(actor) else {actor.id: "Me"})
+    filters = Filters.from_params(request.query_params, owner_filter)
 
     with frame("Work orders", user, path="/app") as visit:
         with ui.row().classes("w-full items-end gap-3"):
-            search = _filter_controls(filters, actor, owners, lambda **changes: _set(filters, **changes))
+            search = _filter_controls(filters, actor, owner_filter, lambda **changes: _set(filters, **changes))
             ui.space()
             if actor.can_write:
                 dialog = new_work_order_dialog(visit, assignable, lambda _: load())
@@ -131,6 +133,13 @@ async def work_orders_page(request: Request):
         def reload() -> None:
             background_tasks.create(load(), name="work-orders-list")
 
+        async def take(order: WorkOrderRead) -> None:
+            if await order_rows.take(visit, order):
+                await load()
+
+        if actor.can_write:
+            view.rows.on_take = take
+
         await load()
 
     def keys(event) -> None:
@@ -144,7 +153,7 @@ async def work_orders_page(request: Request):
     ui.keyboard(on_key=keys)
 
     async def on_changes(batch: list[dict]) -> None:
-        if actor.is_admin or any(actor.id in change["owners"] for change in batch):
+        if any(change["kind"] != "commented" and service.concerns(actor, change) for change in batch):
             await load(batch[-1]["seq"])
 
     live.on_change(on_changes)
@@ -171,7 +180,7 @@ class _ListView:
             self.count = ui.label().classes("text-sm text-grey-7").mark("count")
             ui.space()
             self.time_column = ui.label().classes("text-xs text-grey-7 pr-3").mark("time-column")
-        self.rows = OrderRows(owners if actor.is_admin else None)
+        self.rows = OrderRows(owners)
         self.pager = ui.pagination(1, 1, direction_links=True).mark("pages")
         # set_value in show() also fires this; only a click on another page number loads
         self.pager.on_value_change(lambda e: e.value != filters.page and on_page(e.value))
@@ -212,15 +221,15 @@ def _filter_controls(filters: Filters, actor: Actor, owners: dict[str, str], cha
     status.on_value_change(lambda e: change(page=1, status=list(e.value or [])))
     priority = _filter_select(PRIORITY_LABELS, "Priority", "priority-filter", lambda v: change(page=1, priority=v))
     priority.set_value(filters.priority)
-    if actor.is_admin:
-        owner = _filter_select(owners, "Owner", "owner-filter", lambda v: change(page=1, owner=v))
-        owner.set_value(filters.owner)
+    # built with its value: setting it afterwards would fire the handler while the page is still being built
+    _filter_select(owners, "Owner", "owner-filter", lambda v: change(page=1, owner=v), value=filters.owner)
     sort = ui.select(SORTS, value=filters.sort, label="Sort").props("dense").classes("w-48").mark("sort")
     sort.on_value_change(lambda e: change(sort=e.value))
     return search
 
 
-def _filter_select(options: dict, label: str, marker: str, on_value) -> ui.select:
-    select = ui.select(options, label=label, clearable=True).props("dense").classes("min-w-40").mark(marker)
+def _filter_select(options: dict, label: str, marker: str, on_value, value: str | None = None) -> ui.select:
+    select = ui.select(options, label=label, clearable=True, value=value).props("dense").classes("min-w-40")
+    select.mark(marker)
     select.on_value_change(lambda e: on_value(e.value))
     return select

@@ -1,0 +1,60 @@
+"""Who asked for a work order and who works on it: "Assign to me" on a queued order, an admin's owner field."""
+
+from collections.abc import Awaitable, Callable
+
+from nicegui import ui
+
+from components import session
+from components.order_rows import take
+from desk.actors import Actor
+from desk.db.client import get_db
+from desk.errors import DeskError
+from desk.users import service as users_service
+from desk.work_orders import service
+from desk.work_orders.models import WorkOrderRead, WorkOrderUpdate
+
+Changed = Callable[[WorkOrderRead], Awaitable[None]]
+
+
+async def assignment(visit: session.Visit, actor: Actor, order: WorkOrderRead, *, on_changed: Changed) -> None:
+    """The requester, the owner (a field for admins, offering only people who can work), and "Assign to me"."""
+    people = {order.requester_id, order.owner_id} - {None}
+    names = await users_service.display_names(db=get_db(), user_ids=people)
+    ui.label(f"Requested by {names.get(order.requester_id, 'someone')}").classes("text-sm text-grey-8").mark(
+        "requester"
+    )
+    if actor.is_admin:
+        _, assignable = await service.owner_choices(db=get_db(), actor=actor)
+        if order.owner_id and order.owner_id not in assignable:  # someone deactivated since keeps their orders
+            assignable[order.owner_id] = names.get(order.owner_id, "someone")
+        owner = ui.select(assignable, value=order.owner_id, label="Owner").props("dense").classes("w-56")
+        owner.props('placeholder="Unassigned"' if order.owner_id is None else "").mark("owner-select")
+
+        async def reassign(event) -> None:
+            if event.value and event.value != order.owner_id:
+                await _reassign(visit, order, event.value, on_changed)
+
+        owner.on_value_change(reassign)
+    else:
+        shown = names.get(order.owner_id, "someone") if order.owner_id else "Unassigned"
+        ui.label(f"Owner: {shown}").classes("text-sm text-grey-8").mark("owner")
+    if service.can_take(actor, order):
+
+        async def assign_to_me() -> None:
+            if taken := await take(visit, order):
+                await on_changed(taken)
+
+        ui.button("Assign to me", icon="pan_tool", on_click=assign_to_me).props("dense outline").mark("assign-to-me")
+
+
+async def _reassign(visit: session.Visit, order: WorkOrderRead, owner_id: str, on_changed: Changed) -> None:
+    person = await visit.actor()
+    data = WorkOrderUpdate(version=order.version, ownerId=owner_id)
+    try:
+        moved = await service.update(db=get_db(), actor=person, order_id=order.id, data=data)
+    except DeskError as error:
+        ui.notify(error.message, type="warning")
+        await on_changed(order)  # draw the owner as it is
+        return
+    ui.notify("Reassigned.", type="positive")
+    await on_changed(moved)

@@ -1,0 +1,158 @@
+"""The team desk on screen: the queue, "Assign to me", the requester, an admin's owner field, comments, viewers."""
+
+from bson import ObjectId
+from nicegui.testing import User
+
+from desk.work_orders import service
+from desk.work_orders.models import CommentCreate, WorkOrderCreate, WorkOrderUpdate
+from tests.helpers import actor, until
+from tests.ui.conftest import WAIT
+from tests.ui.test_work_order import open_order
+
+
+async def _queued(db, person: dict, title: str):
+    data = WorkOrderCreate.model_validate({"title": title, "ownerId": None})
+    return await service.create(db=db, actor=actor(person), data=data)
+
+
+async def test_a_new_order_can_be_left_in_the_queue(user: User, make_user, log_in, db):
+    sam = await make_user("user", name="Sam Rivera")
+    await log_in(user, sam, landing="/app")
+    user.find(marker="new-order").click()
+    (select,) = user.find(marker="new-owner").elements
+
+    assert set(select.options.values()) == {"Sam Rivera", "Unassigned (queue)"}  # oneself, or nobody yet
+    user.find(marker="new-title").type("Broken chair")
+    select.set_value("none")
+    user.find(marker="create").click()
+
+    await user.should_see("Created “Broken chair”", retries=WAIT)
+    stored = await db["work_orders"].find_one({})
+    assert (stored["requesterId"], stored["ownerId"]) == (ObjectId(sam["id"]), None)
+
+
+async def test_a_colleague_takes_an_order_from_the_queue_in_the_list(user: User, make_user, log_in, db):
+    sam, priya = await make_user("user", name="Sam Rivera"), await make_user("user", name="Priya Shah")
+    await _queued(db, sam, "Broken chair")
+    await log_in(user, priya, landing="/app")
+    await user.should_see("Broken chair", retries=WAIT)
+    await user.should_see("Unassigned")
+
+    user.find(marker="assign-to-me").click()
+
+    await user.should_see("“Broken chair” is yours now.", retries=WAIT)
+    await user.should_see("Priya Shah")
+    assert (await db["work_orders"].find_one({}))["ownerId"] == ObjectId(priya["id"])
+
+
+async def test_the_queue_filter_shows_only_unassigned_orders(user: User, make_user, make_order, log_in, db):
+    sam, priya = await make_user("user"), await make_user("user")
+    await _queued(db, sam, "Broken chair")
+    await make_order(priya, "Priya's lamp")
+    await log_in(user, priya, landing="/app?owner=none")
+
+    await user.should_see("Broken chair", retries=WAIT)
+    await user.should_not_see("Priya's lamp")
+
+
+async def test_a_queued_order_offers_assign_to_me_and_no_edit_form_until_taken(user: User, make_user, log_in, db):
+    sam, priya = await make_user("user", name="Sam Rivera"), await make_user("user", name="Priya Shah")
+    order = await _queued(db, sam, "Broken chair")
+    await log_in(user, priya)
+    await open_order(user, order.id)
+
+    await user.should_see("Requested by Sam Rivera")
+    await user.should_see("Owner: Unassigned")
+    await user.should_not_see(marker="save")
+    await user.should_not_see(marker="delete")
+    user.find(marker="assign-to-me").click()
+
+    await user.should_see("“Broken chair” is yours now.", retries=WAIT)
+    assert (await db["work_orders"].find_one({}))["ownerId"] == ObjectId(priya["id"])
+
+
+async def test_the_requester_sees_the_form_and_the_owner_change_live(user: User, make_user, log_in, db):
+    sam, priya = await make_user("user", name="Sam Rivera"), await make_user("user", name="Priya Shah")
+    order = await _queued(db, sam, "Broken chair")
+    await log_in(user, sam)
+    await open_order(user, order.id)
+    await user.should_see(marker="save")
+    await user.should_see(marker="assign-to-me")  # the requester may take it too
+
+    await service.update(
+        db=db, actor=actor(priya), order_id=order.id, data=WorkOrderUpdate(version=1, ownerId=priya["id"])
+    )
+
+    await user.should_see("Owner: Priya Shah", retries=WAIT)
+    await user.should_see("Owner: Unassigned → Priya Shah")
+
+
+async def test_an_admin_reassigns_from_the_order_page_to_people_who_can_work_in_order(
+    user: User, make_user, make_order, change_user, log_in, db
+):
+    admin = await make_user("admin", name="Dana Admin")
+    sam, priya = await make_user("user", name="Sam Rivera"), await make_user("user", name="Priya Shah")
+    vic = await change_user(await make_user("user", name="Vic Viewer"), role="viewer")
+    order = await make_order(sam, "Broken chair")
+    await log_in(user, admin)
+    await open_order(user, order.id)
+    (select,) = user.find(marker="owner-select").elements
+
+    offered = list(select.options.values())
+    assert offered == sorted(offered, key=str.casefold)  # alphabetical
+    assert {"Dana Admin", "Priya Shah", "Sam Rivera"} <= set(offered) and "Vic Viewer" not in offered  # no viewer
+    assert vic["id"] not in select.options
+    select.set_value(priya["id"])
+
+    await user.should_see("Reassigned.", retries=WAIT)
+    await user.should_see("Owner: Sam Rivera → Priya Shah", retries=WAIT)
+    stored = await db["work_orders"].find_one({})
+    assert (stored["ownerId"], stored["requesterId"]) == (ObjectId(priya["id"]), ObjectId(sam["id"]))
+
+
+async def test_comments_are_added_shown_as_text_and_appear_live(user: User, make_user, make_order, log_in, db):
+    sam, admin = await make_user("user", name="Sam Rivera"), await make_user("admin", name="Dana Admin")
+    order = await make_order(sam, "Broken chair")
+    await log_in(user, sam)
+    await open_order(user, order.id)
+
+    user.find(marker="comment-text").type("<b>It wobbles</b>")
+    user.find(marker="comment-add").click()
+    await user.should_see("<b>It wobbles</b>", retries=WAIT)  # the text itself, not bold HTML
+    await service.add_comment(db=db, actor=actor(admin), order_id=order.id, data=CommentCreate(text="Coming Tuesday."))
+
+    await user.should_see("Coming Tuesday.", retries=WAIT)
+    assert await db["activity"].count_documents({"action": "commented"}) == 2
+
+
+async def test_a_blank_comment_is_refused_beside_the_field(user: User, make_user, make_order, log_in, db):
+    sam = await make_user("user")
+    order = await make_order(sam, "Broken chair")
+    await log_in(user, sam)
+    await open_order(user, order.id)
+
+    user.find(marker="comment-add").click()
+
+    (field,) = user.find(marker="comment-text").elements
+    await until(lambda: field.error == "must not be empty", what="the problem beside the field")
+    assert await db["activity"].count_documents({"action": "commented"}) == 0
+
+
+async def test_a_viewer_reads_every_order_and_gets_no_edit_controls(
+    user: User, make_user, make_order, change_user, log_in, db
+):
+    sam = await make_user("user", name="Sam Rivera")
+    vic = await change_user(await make_user("user", name="Vic Viewer"), role="viewer")
+    order = await make_order(sam, "Broken chair")
+    await _queued(db, sam, "Queued lamp")
+    await log_in(user, vic, landing="/app")
+
+    await user.should_see("Broken chair", retries=WAIT)
+    await user.should_see("Queued lamp")
+    await user.should_not_see(marker="assign-to-me")
+    await user.should_not_see(marker="new-order")
+    await open_order(user, order.id)
+    await user.should_see("Requested by Sam Rivera")
+    for marker in ("save", "delete", "assign-to-me", "owner-select"):
+        await user.should_not_see(marker=marker)
+    await user.should_see(marker="comment-add")  # a comment changes nothing on the order
