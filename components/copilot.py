@@ -461,9 +461,15 @@ def _value_cell(value: str) -> ui.label:
     cell = ui.label(value[:LONG_VALUE] + "…" if short else value)
     cell.classes("whitespace-pre-wrap [overflow-wrap:anywhere] min-w-0 text-sm")
     if short:
+
+        def show_all() -> None:
+            # Whole, in a box of its own that scrolls: the other fields and the buttons stay in sight.
+            cell.set_text(value)
+            cell.classes("max-h-[40vh] overflow-auto")
+            more.delete()
+
         with cell:
-            more = ui.button("Show all").props("flat dense size=sm no-caps").mark("diff-show-all")
-            more.on("click", lambda: (cell.set_text(value), more.delete()))
+            more = ui.button("Show all", on_click=show_all).props("flat dense size=sm no-caps").mark("diff-show-all")
     return cell
 
 

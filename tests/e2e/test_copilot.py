@@ -112,7 +112,7 @@ def approval_open(person: Browser) -> bool:
 
 
 APPROVAL_SHOWN = """return [...document.querySelectorAll('[role=dialog]')]
-    .some(d => d.offsetParent !== null && d.innerText.includes('Change this work order?'))"""
+    .some(d => d.checkVisibility() && d.innerText.includes('Change this work order?'))"""
 
 
 async def test_approve_after_a_reload_and_the_other_tab_sees_it(
@@ -142,6 +142,7 @@ async def test_approve_after_a_reload_and_the_other_tab_sees_it(
     open_drawer(robin)
     robin.click("Waiting for your approval")
     robin.see("Change this work order?")
+    assert approval_open(robin)
     robin.shoot("second-tab-modal")
 
     robin.use_window(first)
@@ -223,3 +224,48 @@ async def test_a_long_conversation_stays_at_its_newest_answer(browser, make_pers
     robin.wait_until(lambda: scroll(robin)["gap"] < 2, "the drawer to follow the new answer", 2.0)
     assert scroll(robin)["lastInView"]
     robin.shoot("back-at-the-newest")
+
+
+AFTER_CELL = """const dialog = [...document.querySelectorAll('[role=dialog]')].find(d => d.checkVisibility());
+const cells = [...dialog.querySelector('.nicegui-grid').children];
+const row = cells.findIndex(cell => cell.innerText.trim() === arguments[0]);
+return cells[row + 2];"""
+ON_SCREEN = """const box = arguments[0].getBoundingClientRect();
+return {left: box.left, right: box.right, width: window.innerWidth, text: arguments[0].innerText};"""
+
+IN_VIEW = """const box = arguments[0].getBoundingClientRect();
+return box.top >= 0 && box.bottom <= window.innerHeight && box.left >= 0 && box.right <= window.innerWidth;"""
+
+
+async def test_a_long_unbroken_description_leaves_the_after_value_on_screen(
+    browser, make_person, make_order, fake_provider, e2e_db
+):
+    person = await make_person(name="Robin Reed")
+    order = await make_order(person, "Leaking tap in the kitchen", description="x" * 3000)
+    fake_provider.script(*Turn.read_then_update(order.id, status="done"), Turn.text("Closed."))
+    robin = browser("robin")
+    robin.log_in(person)
+    ask(robin, "Close the leaking tap")
+    robin.see("Change this work order?")
+    robin.shoot("long-value-modal")
+
+    status = robin.driver.execute_script(AFTER_CELL, "Status")
+    assert status.text == "Done" and robin.driver.execute_script(IN_VIEW, status)
+    description = robin.driver.execute_script(AFTER_CELL, "Description")
+    shown = robin.driver.execute_script(ON_SCREEN, description)
+    assert shown["right"] <= shown["width"] and shown["text"].startswith("x" * 400), shown
+
+    description.find_element(By.XPATH, ".//button[.//span[normalize-space(.)='Show all']]").click()
+    robin.wait_until(
+        lambda: "x" * 3000 in robin.driver.execute_script(ON_SCREEN, description)["text"], "the whole value"
+    )
+    shown = robin.driver.execute_script(ON_SCREEN, description)
+    assert shown["right"] <= shown["width"], shown
+    robin.shoot("long-value-whole")
+    # The whole value is there to read, and the change itself and the buttons are still in sight.
+    status = robin.driver.execute_script(AFTER_CELL, "Status")
+    approve = robin.see("Approve")
+    assert robin.driver.execute_script(IN_VIEW, status) and robin.driver.execute_script(IN_VIEW, approve)
+    robin.press("Approve")
+    robin.see("Closed.")
+    assert (await e2e_db["work_orders"].find_one({}))["status"] == "done"
