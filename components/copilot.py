@@ -8,24 +8,23 @@ of the person in this process follows it live. A panel in another process reads 
 second while it shows a running turn or a waiting change, and not at all otherwise.
 
 It drives the same runtime the SSE endpoint streams (desk.agent.start and runtime), in process; the
-dialog shows the server-rendered diff; deciding goes through the same `approvals.decide` as the API.
+approval modal (components/approval.py) shows the server-rendered diff; deciding goes through the same
+`approvals.decide` as the API.
 """
 
 import asyncio
 import contextlib
 import weakref
-from datetime import UTC, datetime
 from typing import assert_never
 
 from nicegui import background_tasks, ui
 
-from components.chips import PRIORITY_LABELS, STATUS_LABELS
+from components.approval import approval_dialog
 from components.safe_markdown import safe_markdown, to_safe_markdown
 from components.session import Visit
 from desk.agent import approvals, sessions, start
 from desk.agent.client import get_provider
 from desk.agent.events import (
-    Diff,
     Error,
     MessageDone,
     Ping,
@@ -47,10 +46,8 @@ PLAIN_ERRORS = {
     ErrorCode.AI_APPROVAL_EXPIRED: "That change can no longer be approved; ask the assistant again.",
     ErrorCode.RATE_LIMITED: "That was a lot of messages in a short time. Wait a minute, then ask again.",
 }
-FIELDS = ("title", "description", "priority", "status")
 EXPIRED = "The approval expired, so nothing was changed. Ask again if you still want it."
 WATCH_SECONDS = 1.0  # a panel showing a turn or a change of another process looks this often
-LONG_VALUE = 400  # a value longer than this is shown shortened, with "Show all"
 # The log follows new text to the bottom unless the person scrolled up to read (then it stays put);
 # sending a message of one's own brings it back down (`followNow`), to the question and its answer.
 FOLLOW_JS = """
@@ -365,31 +362,8 @@ class Copilot:
             return
         self._close_approval()
         self.pending = event
-        with (
-            self.root,
-            ui.dialog().props("persistent=false") as self.dialog,
-            ui.card().classes("w-[40rem] max-w-[95vw]").mark("approval"),
-        ):
-            ui.label(_headline(event.diff)).classes("text-lg font-semibold")
-            _diff_table(event.diff)
-            countdown = ui.label().classes("text-sm text-grey-7").mark("approval-countdown")
-            expires = event.expires_at
-
-            def tick() -> None:
-                left = int((expires - datetime.now(UTC)).total_seconds())
-                countdown.set_text(f"Expires in {left // 60}:{left % 60:02d}" if left > 0 else "Expired")
-
-            tick()
-            ui.timer(1.0, tick)
-            reason = ui.input("Reason (optional, goes back to the assistant)").props("maxlength=300 dense")
-            reason.classes("w-full").mark("reject-reason")
-            with ui.row().classes("w-full justify-end"):
-                ui.button("Not now", on_click=self.dialog.close).props("flat").mark("approval-dismiss")
-                ui.button("Reject", on_click=lambda: self._decide(event, False, reason.value)).props(
-                    "outline color=negative"
-                ).mark("reject")
-                approve = ui.button("Approve", on_click=lambda: self._decide(event, True, None)).mark("approve")
-                approve.on("click", approve.disable)  # a second click can never send a second decision
+        with self.root:
+            self.dialog = approval_dialog(event, decide=lambda approve, reason: self._decide(event, approve, reason))
         if open_now:
             self.dialog.open()
         self._state()
@@ -426,53 +400,3 @@ _PANELS: weakref.WeakSet[Copilot] = weakref.WeakSet()
 
 def _panels_of(user_id: str) -> list[Copilot]:
     return [panel for panel in tuple(_PANELS) if panel.visit.user_id == user_id and not panel.visit.gone]
-
-
-def _headline(diff: Diff) -> str:
-    return {
-        "create": "Create this work order?",
-        "update": "Change this work order?",
-        "delete": "Delete this work order?",
-    }[diff.action]
-
-
-def _diff_table(diff: Diff) -> None:
-    """Before and after side by side; changed fields stand out. Values are text, never HTML."""
-    # minmax(0, 1fr): a long unbroken value wraps inside its column instead of pushing "After" off screen
-    columns = "7rem minmax(0, 1fr) minmax(0, 1fr)"
-    with ui.grid(columns=columns).classes("w-full gap-x-3 gap-y-1 items-start").mark("diff"):
-        for heading in ("", "Before" if diff.before is not None else "", "After" if diff.after is not None else ""):
-            ui.label(heading).classes("text-xs text-grey-7 uppercase")
-        for field in FIELDS:
-            changed = field in diff.changed
-            ui.label(field.title()).classes("font-medium" + (" text-primary" if changed else ""))
-            for side in (diff.before, diff.after):
-                value = _shown(field, side.get(field)) if side is not None else ""
-                cell = _value_cell(value)
-                if changed and side is diff.after and side is not None:
-                    cell.classes("bg-green-1 rounded px-1").mark("diff-changed")
-                elif changed and side is not None:
-                    cell.classes("bg-red-1 rounded px-1 line-through")
-
-
-def _value_cell(value: str) -> ui.label:
-    """A value as text that wraps anywhere; a long one shortened, with "Show all" to read it whole."""
-    short = len(value) > LONG_VALUE
-    cell = ui.label(value[:LONG_VALUE] + "…" if short else value)
-    cell.classes("whitespace-pre-wrap [overflow-wrap:anywhere] min-w-0 text-sm")
-    if short:
-
-        def show_all() -> None:
-            # Whole, in a box of its own that scrolls: the other fields and the buttons stay in sight.
-            cell.set_text(value)
-            cell.classes("max-h-[40vh] overflow-auto")
-            more.delete()
-
-        with cell:
-            more = ui.button("Show all", on_click=show_all).props("flat dense size=sm no-caps").mark("diff-show-all")
-    return cell
-
-
-def _shown(field: str, value: object) -> str:
-    labels = {"priority": PRIORITY_LABELS, "status": STATUS_LABELS}.get(field)
-    return labels.get(str(value), str(value)) if labels else str(value or "")

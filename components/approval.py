@@ -1,0 +1,99 @@
+"""The approval modal of a proposed change: the diff, the time left, Not now, Reject with a reason, Approve.
+
+The diff is the server-rendered one (`Diff`: frozen arguments over the pre-image); values are text,
+never HTML, and a long one wraps anywhere and is shortened, with "Show all" to read it whole.
+"""
+
+from collections.abc import Awaitable, Callable
+from datetime import UTC, datetime
+
+from nicegui import ui
+
+from components.chips import PRIORITY_LABELS, STATUS_LABELS
+from desk.agent.events import Diff, ToolApprovalRequired
+
+FIELDS = ("title", "description", "priority", "status")
+LONG_VALUE = 400  # a value longer than this is shown shortened, with "Show all"
+Decide = Callable[[bool, str | None], Awaitable[None]]  # (approve, reason): what Approve and Reject call
+
+
+def approval_dialog(event: ToolApprovalRequired, *, decide: Decide) -> ui.dialog:
+    """The modal for `event`, made closed; Approve and Reject call `decide`, Not now only closes it."""
+    with (
+        ui.dialog().props("persistent=false") as dialog,
+        ui.card().classes("w-[40rem] max-w-[95vw]").mark("approval"),
+    ):
+        ui.label(_headline(event.diff)).classes("text-lg font-semibold")
+        _diff_table(event.diff)
+        _countdown(event.expires_at)
+        reason = ui.input("Reason (optional, goes back to the assistant)").props("maxlength=300 dense")
+        reason.classes("w-full").mark("reject-reason")
+        with ui.row().classes("w-full justify-end"):
+            ui.button("Not now", on_click=dialog.close).props("flat").mark("approval-dismiss")
+            ui.button("Reject", on_click=lambda: decide(False, reason.value)).props("outline color=negative").mark(
+                "reject"
+            )
+            approve = ui.button("Approve", on_click=lambda: decide(True, None)).mark("approve")
+            approve.on("click", approve.disable)  # a second click can never send a second decision
+    return dialog
+
+
+def _countdown(expires: datetime) -> None:
+    countdown = ui.label().classes("text-sm text-grey-7").mark("approval-countdown")
+
+    def tick() -> None:
+        left = int((expires - datetime.now(UTC)).total_seconds())
+        countdown.set_text(f"Expires in {left // 60}:{left % 60:02d}" if left > 0 else "Expired")
+
+    tick()
+    ui.timer(1.0, tick)
+
+
+def _headline(diff: Diff) -> str:
+    return {
+        "create": "Create this work order?",
+        "update": "Change this work order?",
+        "delete": "Delete this work order?",
+    }[diff.action]
+
+
+def _diff_table(diff: Diff) -> None:
+    """Before and after side by side; changed fields stand out. Values are text, never HTML."""
+    # minmax(0, 1fr): a long unbroken value wraps inside its column instead of pushing "After" off screen
+    columns = "7rem minmax(0, 1fr) minmax(0, 1fr)"
+    with ui.grid(columns=columns).classes("w-full gap-x-3 gap-y-1 items-start").mark("diff"):
+        for heading in ("", "Before" if diff.before is not None else "", "After" if diff.after is not None else ""):
+            ui.label(heading).classes("text-xs text-grey-7 uppercase")
+        for field in FIELDS:
+            changed = field in diff.changed
+            ui.label(field.title()).classes("font-medium" + (" text-primary" if changed else ""))
+            for side in (diff.before, diff.after):
+                value = _shown(field, side.get(field)) if side is not None else ""
+                cell = _value_cell(value)
+                if changed and side is diff.after and side is not None:
+                    cell.classes("bg-green-1 rounded px-1").mark("diff-changed")
+                elif changed and side is not None:
+                    cell.classes("bg-red-1 rounded px-1 line-through")
+
+
+def _value_cell(value: str) -> ui.label:
+    """A value as text that wraps anywhere; a long one shortened, with "Show all" to read it whole."""
+    short = len(value) > LONG_VALUE
+    cell = ui.label(value[:LONG_VALUE] + "…" if short else value)
+    cell.classes("whitespace-pre-wrap [overflow-wrap:anywhere] min-w-0 text-sm")
+    if short:
+
+        def show_all() -> None:
+            # Whole, in a box of its own that scrolls: the other fields and the buttons stay in sight.
+            cell.set_text(value)
+            cell.classes("max-h-[40vh] overflow-auto")
+            more.delete()
+
+        with cell:
+            more = ui.button("Show all", on_click=show_all).props("flat dense size=sm no-caps").mark("diff-show-all")
+    return cell
+
+
+def _shown(field: str, value: object) -> str:
+    labels = {"priority": PRIORITY_LABELS, "status": STATUS_LABELS}.get(field)
+    return labels.get(str(value), str(value)) if labels else str(value or "")
