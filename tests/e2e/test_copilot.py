@@ -192,7 +192,7 @@ async def test_a_long_conversation_stays_at_its_newest_answer(browser, make_pers
     for n in range(1, 11):  # 10 questions, 10 answers: 20 messages
         send(robin, f"Question {n}")
         robin.see_containing(f"Answer {n}: here is what I found.")
-        robin.do_not_see("Thinking…")
+        robin.do_not_see("Stop")  # the turn is over: the next question is not refused as "still busy"
     robin.shoot("twenty-messages")
 
     at = scroll(robin)
@@ -214,8 +214,10 @@ async def test_a_long_conversation_stays_at_its_newest_answer(browser, make_pers
     open_drawer(robin)
     send(robin, "Question 11")
     robin.see_containing("Answer 11: here is what I found.")
+    robin.do_not_see("Stop")
     robin.use_window(reading)
     robin.wait_until(lambda: any("Answer 11" in text for text in robin.texts(".q-drawer .copilot-log")), "answer 11")
+    robin.do_not_see("Stop")
     assert scroll(robin)["top"] == 0
     robin.shoot("still-reading")
 
