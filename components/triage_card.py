@@ -19,6 +19,7 @@ from desk.agent.triage.models import TriageSuggestionRead
 from desk.config import get_settings
 from desk.db.client import get_db
 from desk.errors import Conflict, DeskError, NotFound
+from desk.work_orders import service as work_orders
 from desk.work_orders.models import WorkOrderRead
 
 NOTES = {
@@ -60,12 +61,12 @@ class TriageCard:
         if self.client.is_deleted:
             return
         # A person who turned AI off sees no suggestions on their own orders (none are made for them).
-        mine = order.owner_id == str(user["_id"])
+        mine = str(user["_id"]) in (order.owner_id, order.requester_id)
         newest = found[0] if found and not (mine and not user.get("aiEnabled", True)) else None
         self.area.clear()
         if newest is None:
             return
-        can_decide = actor.can_write and (actor.is_admin or mine)
+        can_decide = work_orders.can_change(actor, order)
         with self.area, ui.card().classes("w-full gap-2 bg-purple-1").mark("triage-card"):
             self._draw(newest, order, can_decide=can_decide)
 

@@ -162,6 +162,27 @@ async def test_the_owner_sees_and_accepts_a_suggestion_which_applies_it_as_them(
     assert (latest["actorId"], latest["actorKind"]) == (owner["id"], "human")
 
 
+async def test_the_requester_and_the_owner_may_decide_and_a_viewer_only_reads(
+    make_user, make_order, client_for, fake_provider, burst
+):
+    sam, priya, vic = await make_user(), await make_user(), await make_user("viewer")
+    order = await make_order(sam, ownerId=None)  # Sam asks; the queue holds it
+    taken = await (await client_for(priya)).patch(
+        f"/api/v1/work-orders/{order.id}", json={"version": order.version, "ownerId": priya["id"]}
+    )
+    assert taken.status_code == 200  # Priya works on it now; Sam is still its requester
+    fake_provider.script(proposal("urgent"))
+    await burst()
+    (suggestion,) = (await (await client_for(sam)).get(f"/api/v1/work-orders/{order.id}/triage")).json()
+    decide = f"/api/v1/work-orders/{order.id}/triage/{suggestion['id']}/decide"
+
+    by_viewer = await (await client_for(vic)).post(decide, json={"accept": True})
+    by_requester = await (await client_for(sam)).post(decide, json={"accept": False})
+
+    assert by_viewer.status_code == 403
+    assert by_requester.status_code == 200 and by_requester.json()["decision"] == "dismissed"
+
+
 async def test_someone_else_cannot_see_or_decide_an_orders_suggestions(
     make_user, make_order, client_for, fake_provider, burst
 ):

@@ -134,8 +134,8 @@ async def decide(
     """Accept (the priority applied as this person, at `version` when given (the one they saw), else the order's
     current one) or dismiss; recorded as feedback."""
     order = await work_orders.get_or_raise(db=db, actor=actor, order_id=order_id)
-    if not actor.can_write or not (actor.is_admin or order.owner_id == actor.id):
-        raise Forbidden("Only the order's owner or an admin can decide on its suggestions.")
+    if not work_orders.can_change(actor, order):  # the team model: whoever may change the order's priority
+        raise Forbidden("Only someone who may change this work order can decide on its suggestions.")
     oid = parse_object_id(suggestion_id)
     suggestion = await repo.get(db, oid) if oid else None
     if suggestion is None or str(suggestion["workOrderId"]) != order.id:
