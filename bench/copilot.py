@@ -192,6 +192,21 @@ async def floor(client: httpx.AsyncClient, path: str, pids: dict[str, int], time
     return f"{timing}  CPU per request: {per_turn(before, cpu(pids), times)}"
 
 
+async def floor_paired(direct: httpx.AsyncClient, front: httpx.AsyncClient, path: str, times: int = 400) -> str:
+    """p50s of a plain GET straight and through nginx, alternated so that drift in the machine's load hits both."""
+    straight, through = [], []
+    for _ in range(times):
+        for client, took in ((direct, straight), (front, through)):
+            started = time.perf_counter()
+            (await client.get(path)).raise_for_status()
+            took.append(time.perf_counter() - started)
+    added = [t - s for t, s in zip(through, straight, strict=True)]
+    return (
+        f"straight p50 {percentile(straight, 0.5) * 1000:5.2f} ms  through nginx p50 "
+        f"{percentile(through, 0.5) * 1000:5.2f} ms  nginx added p50 {percentile(added, 0.5) * 1000:5.2f} ms"
+    )
+
+
 async def measure(
     base: str,
     fake_url: str,
@@ -228,8 +243,9 @@ async def measure(
     if nginx is not None:
         cookie = {"desk_route": routes[0]}
         async with httpx.AsyncClient(base_url=nginx.url, headers=clients[0].headers, cookies=cookie) as front:
-            print(f"  the same through nginx: /healthz    {await floor(front, '/healthz', pids)}")
-            print(f"                          /auth/me    {await floor(front, '/api/v1/auth/me', pids)}")
+            print("  alternating one straight to the first process, one through nginx to it (paired):")
+            print(f"    GET /healthz          {await floor_paired(clients[0], front, '/healthz')}")
+            print(f"    GET /api/v1/auth/me   {await floor_paired(clients[0], front, '/api/v1/auth/me')}")
     for client in clients:
         await client.aclose()
     for stream in desks + fakes + proxied:
