@@ -25,7 +25,7 @@ document.addEventListener('keydown', (event) => {
   }
 });
 </script>"""
-READ_SECONDS = 3.0
+READ_SECONDS = 5.0
 
 
 class Draft:
@@ -35,6 +35,8 @@ class Draft:
         self.key = json.dumps(KEY + order_id)
         self.dirty = False
         self.client = ui.context.client
+        self.waiting: str | None = None  # the newest code not yet sent
+        self.sending = False
         ui.add_head_html(GUARD)
 
     def track(self, edits: dict[str, Any], version: int) -> None:
@@ -47,11 +49,20 @@ class Draft:
         self.dirty = bool(edits)
 
     def _send(self, code: str) -> None:
-        async def send() -> None:
-            with suppress(TimeoutError):  # a slow browser: the next change sends the whole edit again
-                await self.client.run_javascript(code, timeout=READ_SECONDS)
+        """Send `code`, after any send under way; only the newest waiting one goes (it holds the whole edit)."""
+        self.waiting = code
+        if not self.sending:
+            self.sending = True
+            background_tasks.create(self._sender(), name="keep an edit in the browser")
 
-        background_tasks.create(send(), name="keep an edit in the browser")  # tasks start in order: so do writes
+    async def _sender(self) -> None:
+        try:
+            while self.waiting is not None:
+                code, self.waiting = self.waiting, None
+                with suppress(TimeoutError):  # a slow browser: the next change sends the whole edit again
+                    await self.client.run_javascript(code, timeout=READ_SECONDS)
+        finally:
+            self.sending = False
 
     def forget(self) -> None:
         """The edit is gone on purpose (deleted order, discarded): leave without asking."""
@@ -70,4 +81,3 @@ class Draft:
             return None
         edits = kept.get("edits") if isinstance(kept, dict) else None
         return edits if isinstance(edits, dict) and edits else None
-

@@ -36,12 +36,12 @@ async def test_an_edit_is_kept_while_unsaved_and_forgotten_once_saved(user: User
 
     user.find(marker="edit-title").clear().type("Leaking tap, <b>kitchen</b>")
     key = f"desk-draft:{order.id}"
-    await until(lambda: "kitchen" in storage.get(key, ""), what="the edit kept in the browser")
+    await until(lambda: "kitchen" in storage.get(key, ""), what="the edit kept in the browser", within=15)
     assert json.loads(storage[key]) == {"version": 1, "edits": {"title": "Leaking tap, <b>kitchen</b>"}}
 
     user.find(marker="save").click()
-    await user.should_see("Saved.", retries=WAIT)
-    await until(lambda: storage == {}, what="the saved edit forgotten")
+    await user.should_see("Saved.", retries=3 * WAIT)
+    await until(lambda: storage == {}, what="the saved edit forgotten", within=15)
 
 
 async def test_a_session_that_ends_mid_typing_keeps_the_edit_for_after_the_next_login(
@@ -54,20 +54,22 @@ async def test_a_session_that_ends_mid_typing_keeps_the_edit_for_after_the_next_
     await user.open(f"/app/work-orders/{order.id}")
     await user.should_see(marker="detail-title", retries=WAIT)
     user.find(marker="edit-description").clear().type("Cold tap drips all night")
+    key = f"desk-draft:{order.id}"
+    await until(lambda: "night" in storage.get(key, ""), what="the edit kept in the browser", within=15)
 
     await auth_service.end_sessions(db=db, user_id=ObjectId(sam["id"]))  # logged out in another tab
     await user.should_see(marker="login-reason", retries=WAIT)
     await user.should_see("unsaved edits are kept in this browser", retries=WAIT)
 
     await log_in(user, sam, landing=f"/login?redirect_to=/app/work-orders/{order.id}")
-    await user.should_see(marker="draft-restored", retries=WAIT)
+    await user.should_see(marker="draft-restored", retries=3 * WAIT)
     (description,) = user.find(marker="edit-description").elements
     assert description.value == "Cold tap drips all night"
     user.find(marker="save").click()
-    await user.should_see("Saved.", retries=WAIT)
+    await user.should_see("Saved.", retries=3 * WAIT)
     stored = await db["work_orders"].find_one({"_id": ObjectId(order.id)})
     assert stored["description"] == "Cold tap drips all night"
-    await until(lambda: storage == {}, what="the saved edit forgotten")
+    await until(lambda: storage == {}, what="the saved edit forgotten", within=15)
 
 
 async def test_a_restored_edit_can_be_discarded(user: User, make_user, make_order, log_in):
@@ -77,14 +79,14 @@ async def test_a_restored_edit_can_be_discarded(user: User, make_user, make_orde
     storage[f"desk-draft:{order.id}"] = json.dumps({"version": 1, "edits": {"title": "Kept", "status": "bogus"}})
     await log_in(user, sam)
     await user.open(f"/app/work-orders/{order.id}")
-    await user.should_see(marker="draft-restored", retries=WAIT)
+    await user.should_see(marker="draft-restored", retries=3 * WAIT)
     assert user.find(marker="edit-title").elements.pop().value == "Kept"
     assert user.find(marker="edit-status").elements.pop().value == "pending"  # not an option: left out
 
     user.find(marker="draft-discard").click()
     await user.should_not_see(marker="draft-restored", retries=WAIT)
     assert user.find(marker="edit-title").elements.pop().value == "Leaking tap"
-    await until(lambda: storage == {}, what="the discarded edit forgotten")
+    await until(lambda: storage == {}, what="the discarded edit forgotten", within=15)
 
 
 async def test_ctrl_s_saves_and_save_comes_before_delete(user: User, make_user, make_order, log_in, db):
@@ -101,5 +103,5 @@ async def test_ctrl_s_saves_and_save_comes_before_delete(user: User, make_user, 
     for listener in list(user.client.layout._event_listeners.values()):
         if listener.type == "desksave":
             user.client.layout._handle_event({"listener_id": listener.id, "args": {}})
-    await user.should_see("Saved.", retries=WAIT)
+    await user.should_see("Saved.", retries=3 * WAIT)
     assert (await db["work_orders"].find_one({"_id": ObjectId(order.id)}))["title"] == "Dripping tap"
