@@ -63,6 +63,8 @@ def run_command(args: argparse.Namespace, settings: Settings) -> None:
                 print(backup.restore(settings=settings, source=args.path))
         except backup.BackupRefused as error:
             raise SystemExit(f"desk: {error}") from None
+    elif (pid := backup.embedded_pid(settings)) is not None:  # the engine's files are open: one line, no traceback
+        raise SystemExit(f"desk: the desk is running (embedded database pid {pid}): stop it first, then run this again")
     elif args.command == "create-admin":
         password = _admin_password(settings)
         _with_db(settings, partial(_create_admin, email=args.email, name=args.name, password=password))

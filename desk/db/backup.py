@@ -74,6 +74,13 @@ def restore(*, settings: Settings, source: Path) -> str:
     return f"Restored the desk's database from {source} ({_size(target)}) into {target}."
 
 
+def embedded_pid(settings: Settings) -> int | None:
+    """The pid of the embedded server running on this desk's files, None when it is not running (or not used)."""
+    if settings.mongodb_uri is not None:
+        return None
+    return _live_pid(settings.desk_data_dir.resolve() / "mongo" / PID_NAME)
+
+
 def _embedded_file(settings: Settings) -> Path:
     if settings.mongodb_uri is not None:
         raise BackupRefused(ON_MONGODB)
