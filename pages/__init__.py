@@ -1,6 +1,17 @@
 """The desk's screens; each module holds one NiceGUI router."""
 
-from pages import admin_agents, admin_metrics, admin_runs, admin_users, copilot, login, profile, work_order, work_orders
+from pages import (
+    admin_agents,
+    admin_metrics,
+    admin_runs,
+    admin_users,
+    copilot,
+    login,
+    not_found,
+    profile,
+    work_order,
+    work_orders,
+)
 
 ROUTERS = [
     login.router,
@@ -12,4 +23,5 @@ ROUTERS = [
     admin_runs.router,
     profile.router,
     copilot.router,
+    not_found.router,  # last: it answers every /app/… address no screen above answers
 ]
