@@ -99,7 +99,7 @@ class WorkOrderQuery(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     q: str | None = Field(None, max_length=200)
-    status: Status | None = None
+    status: list[Status] | None = Field(None, max_length=len(STATUSES))  # repeats: any of them ("open": 2)
     priority: Priority | None = None
     owner_id: OwnerFilter | None = Field(None, alias="ownerId")
     sort: Sort = "-createdAt"
@@ -110,6 +110,13 @@ class WorkOrderQuery(BaseModel):
     @classmethod
     def _blank_is_none(cls, value: str | None) -> str | None:
         return value.strip() or None if value else None
+
+    @field_validator("status", mode="before")
+    @classmethod
+    def _one_or_many(cls, value: object) -> object:
+        """One status (the copilot's tools) or several (the query string); the same status twice is once."""
+        found = [value] if isinstance(value, str) else value
+        return list(dict.fromkeys(found)) or None if isinstance(found, list) else found
 
 
 class ActivityRead(ReadModel):
