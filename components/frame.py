@@ -39,6 +39,7 @@ def frame(title: str, user: dict, *, path: str) -> Iterator[session.Visit]:
                 _nav("Users", "/app/admin/users", path)
                 _nav("Metrics", "/app/admin/metrics", path)
                 _nav("Agents", "/app/admin/agents", path)
+                _nav("Audit", "/app/admin/audit", path)
         ui.space()
         if toggle is not None:
             assistant = ui.button("Assistant", icon="auto_awesome", on_click=toggle).props("flat color=white")

@@ -19,6 +19,8 @@ from desk.agent.api import router as ai_router
 from desk.agent.triage import repository as triage_repo
 from desk.agent.triage.api import router as triage_router
 from desk.api_docs import install_docs
+from desk.audit import repository as audit_repo
+from desk.audit.api import router as audit_router
 from desk.auth import passwords
 from desk.auth import repository as auth_repo
 from desk.auth.api import router as auth_router
@@ -60,6 +62,7 @@ def install_api(app: FastAPI) -> None:
     """
     agent_hooks.install()
     routers = (health, auth_router, work_orders_router, users_router, metrics_router, ai_router, triage_router)
+    routers += (audit_router,)
     for router in (*routers, observability.router):
         app.include_router(router, dependencies=[Depends(one_value_each)])
     install_error_handlers(app)
@@ -87,6 +90,7 @@ class CompressedButTheCopilot:
 async def ensure_indexes(db: AsyncDatabase) -> None:
     """Create every index the desk needs; safe to run at every start."""
     stores = (users_repo, auth_repo, work_orders_repo, agent_runs, budget, outbox_repo, agent_policy, triage_repo)
+    stores += (audit_repo,)
     for repository in stores:
         await repository.ensure_indexes(db)
 

@@ -2,6 +2,7 @@
 
 from pages import (
     admin_agents,
+    admin_audit,
     admin_metrics,
     admin_runs,
     admin_users,
@@ -23,5 +24,6 @@ ROUTERS = [
     admin_runs.router,
     profile.router,
     copilot.router,
+    admin_audit.router,
     not_found.router,  # last: it answers every /app/… address no screen above answers
 ]

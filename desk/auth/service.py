@@ -9,6 +9,7 @@ from bson import ObjectId
 from pymongo.asynchronous.database import AsyncDatabase
 
 from desk.actors import Actor, Role
+from desk.audit import service as audit
 from desk.auth import events, passwords, throttle
 from desk.auth import repository as repo
 from desk.auth.models import TokenCreated, TokenRead
@@ -221,12 +222,14 @@ async def revoke_token(*, db: AsyncDatabase, actor: Actor, token_id: str) -> Non
     if oid is None or not await repo.delete_token(db, oid, ObjectId(actor.id)):
         raise NotFound("No such API token.")
     events.record("token_revoked", actor_id=actor.id, subject_id=actor.id, tokenId=oid)
+    await audit.record(db=db, actor=actor, action="token_revoked", subject_id=actor.id, details={"tokenId": str(oid)})
 
 
 async def revoke_all_tokens(*, db: AsyncDatabase, actor: Actor, user_id: ObjectId) -> None:
     """Delete every API token of the user (a password reset, or a change that asks for it, closes every way in)."""
     count = await repo.delete_user_tokens(db, user_id)
     events.record("tokens_revoked", actor_id=actor.id, subject_id=user_id, count=count)
+    await audit.record(db=db, actor=actor, action="tokens_revoked", subject_id=user_id, details={"count": count})
 
 
 async def list_tokens_of(*, db: AsyncDatabase, actor: Actor, user_id: str) -> list[TokenRead]:
@@ -242,6 +245,7 @@ async def revoke_token_of(*, db: AsyncDatabase, actor: Actor, user_id: str, toke
     if oid is None or not await repo.delete_token(db, oid, owner):
         raise NotFound("No such API token.")
     events.record("token_revoked", actor_id=actor.id, subject_id=owner, tokenId=oid)
+    await audit.record(db=db, actor=actor, action="token_revoked", subject_id=owner, details={"tokenId": str(oid)})
 
 
 async def _token_owner(*, db: AsyncDatabase, actor: Actor, user_id: str) -> ObjectId:

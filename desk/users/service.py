@@ -5,6 +5,7 @@ from pymongo.asynchronous.database import AsyncDatabase
 from pymongo.errors import DuplicateKeyError
 
 from desk.actors import Actor
+from desk.audit import service as audit
 from desk.auth import events, passwords
 from desk.auth import service as auth_service
 from desk.errors import Conflict, Forbidden, NotFound, NothingToChange
@@ -115,6 +116,7 @@ async def update_user(*, db: AsyncDatabase, actor: Actor, user_id: str, data: Us
     if data.password is not None:  # a reset closes every way in: whoever knew the old password may have made tokens
         await auth_service.revoke_all_tokens(db=db, actor=actor, user_id=doc["_id"])
     _record_changes(actor, target, changes)
+    await _audit_changes(db, actor, target, changes)
     if reason := _access_lost_by(target, changes):
         await access.access_lost(db=db, user_id=target.id, reason=reason)
     return UserRead.model_validate(doc)
@@ -141,6 +143,19 @@ def _record_changes(actor: Actor, before: UserRead, changes: dict[str, object]) 
         events.record("activation_changed", actor_id=actor.id, subject_id=before.id, active=changes["active"])
     if "passwordHash" in changes:
         events.record("password_reset", actor_id=actor.id, subject_id=before.id)
+
+
+async def _audit_changes(db: AsyncDatabase, actor: Actor, before: UserRead, changes: dict[str, object]) -> None:
+    """The same changes in the desk-wide audit log, which admins read (kept a year)."""
+    who = {"name": before.name}
+    if "role" in changes:
+        details = who | {"before": before.role, "after": changes["role"]}
+        await audit.record(db=db, actor=actor, action="role_changed", subject_id=before.id, details=details)
+    if "active" in changes:
+        details = who | {"active": changes["active"]}
+        await audit.record(db=db, actor=actor, action="activation_changed", subject_id=before.id, details=details)
+    if "passwordHash" in changes:
+        await audit.record(db=db, actor=actor, action="password_reset", subject_id=before.id, details=who)
 
 
 def _access_lost_by(before: UserRead, changes: dict[str, object]) -> access.Reason | None:

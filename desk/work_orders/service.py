@@ -8,6 +8,7 @@ from bson import ObjectId
 from pymongo.asynchronous.database import AsyncDatabase
 
 from desk.actors import Actor, Role
+from desk.audit import service as audit
 from desk.errors import Conflict, DeskError, Forbidden, NotFound, NothingToChange, ValidationFailed
 from desk.schema import MAX_LIMIT, OffsetPage, now, parse_object_id
 from desk.users import repository as users_repo
@@ -252,6 +253,9 @@ async def delete(*, db: AsyncDatabase, actor: Actor, order_id: str, version: int
     if gone is None:
         raise await _lost_race(db, before["_id"])
     await _record(db, actor, before["_id"], "deleted", before=_tracked(before), after=None, run_id=run_id)
+    # The order as it was, for the desk-wide audit log (its own timeline goes with it from every screen).
+    kept = {"order": WorkOrderRead.model_validate(gone).model_dump(mode="json", by_alias=True), "runId": run_id}
+    await audit.record(db=db, actor=actor, action="work_order_deleted", subject_id=before["_id"], details=kept)
 
 
 async def activity(*, db: AsyncDatabase, actor: Actor, order_id: str) -> list[ActivityRead]:

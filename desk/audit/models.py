@@ -1,0 +1,32 @@
+"""Audit entries: what admins did to people and tokens, and which orders were deleted, by whom and when."""
+
+from datetime import datetime
+from typing import Literal
+
+from pydantic import Field
+
+from desk.schema import IdStr, PageQuery, ReadModel
+
+Action = Literal[
+    "work_order_deleted",
+    "role_changed",
+    "activation_changed",
+    "password_reset",
+    "token_revoked",
+    "tokens_revoked",
+]
+ACTIONS: tuple[Action, ...] = Action.__args__  # type: ignore[attr-defined]
+
+
+class AuditRead(ReadModel):
+    id: IdStr = Field(validation_alias="_id")
+    at: datetime
+    action: Action
+    actor_id: str | None = None  # None: the desk itself
+    actor_kind: Literal["human", "system"] = "human"
+    subject_id: str | None = None  # the person or work order acted on
+    details: dict = Field(default_factory=dict)  # e.g. the deleted order as it was; never a secret
+
+
+class AuditQuery(PageQuery):
+    action: Action | None = None

@@ -1,0 +1,38 @@
+"""The desk-wide audit log: the services that delete orders and change people or tokens write it; admins read it."""
+
+from typing import Any
+
+from pymongo.asynchronous.database import AsyncDatabase
+
+from desk.actors import Actor
+from desk.audit import repository as repo
+from desk.audit.models import Action, AuditQuery, AuditRead
+from desk.errors import Forbidden
+from desk.schema import OffsetPage, now
+
+
+async def record(
+    *, db: AsyncDatabase, actor: Actor | None, action: Action, subject_id: object, details: dict[str, Any] | None = None
+) -> None:
+    """Append one entry (ids as text; `details` holds names, ids and stored values, never a secret)."""
+    await repo.append(
+        db,
+        {
+            "at": now(),
+            "action": action,
+            "actorId": actor.id if actor else None,
+            "actorKind": actor.kind if actor else "system",
+            "subjectId": None if subject_id is None else str(subject_id),
+            "details": details or {},
+        },
+    )
+
+
+async def list_entries(*, db: AsyncDatabase, actor: Actor, query: AuditQuery) -> OffsetPage[AuditRead]:
+    """A page of the audit log, newest first; admins only."""
+    if not actor.is_admin or not actor.is_human:
+        raise Forbidden("Only admins can read the audit log.")
+    filter_ = {"action": query.action} if query.action else {}
+    docs, total, exact = await repo.page(db, filter_, offset=query.offset, limit=query.limit)
+    items = [AuditRead.model_validate(doc) for doc in docs]
+    return OffsetPage[AuditRead](items=items, total=total, offset=query.offset, limit=query.limit, total_exact=exact)

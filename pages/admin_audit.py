@@ -1,0 +1,101 @@
+"""/app/admin/audit: the desk-wide audit log for admins, newest first, filtered by what happened."""
+
+from fastapi import Request
+from nicegui import APIRouter, ui
+
+from components import session
+from components.forbidden import forbidden
+from components.formats import when
+from components.frame import frame
+from desk.audit import service as audit_service
+from desk.audit.models import AuditQuery, AuditRead
+from desk.db.client import get_db
+from desk.schema import MAX_OFFSET
+from desk.users import service as users_service
+
+router = APIRouter()
+PAGE_SIZE = 25
+ACTIONS = {
+    "work_order_deleted": "Work order deleted",
+    "role_changed": "Role changed",
+    "activation_changed": "Activation changed",
+    "password_reset": "Password reset",
+    "token_revoked": "API token revoked",
+    "tokens_revoked": "All API tokens revoked",
+}
+
+
+@router.page("/app/admin/audit")
+async def admin_audit_page(request: Request):
+    user = await session.current_user()
+    if user is None:
+        return session.to_login(request)
+    with frame("Audit log", user, path="/app/admin/audit") as visit:
+        if not session.actor_of(user).is_admin:
+            forbidden()
+            return
+        await AuditScreen(visit).build()
+
+
+class AuditScreen:
+    """A filter, the entries of one page and a pager."""
+
+    def __init__(self, visit: session.Visit) -> None:
+        self.visit, self.page, self.action = visit, 1, None
+
+    async def build(self) -> None:
+        ui.label("Kept for one year; nobody can change or delete an entry.").classes("text-sm text-grey-7")
+        choose = ui.select(ACTIONS, label="What happened", clearable=True).props("dense").classes("w-64")
+        choose.mark("audit-action").on_value_change(lambda e: self._go(1, e.value))
+        self.count = ui.label().classes("text-sm text-grey-7").mark("audit-count")
+        self.entries = ui.column().classes("w-full gap-0 border rounded").mark("audit-entries")
+        self.pager = ui.pagination(1, 1, direction_links=True).mark("audit-pages")
+        self.pager.on_value_change(lambda e: e.value != self.page and self._go(e.value, self.action))
+        await self.load()
+
+    def _go(self, page: int, action: str | None) -> None:
+        self.page, self.action = page, action
+        ui.timer(0, self.load, once=True)
+
+    async def load(self) -> None:
+        actor = await self.visit.actor()
+        query = AuditQuery(offset=(self.page - 1) * PAGE_SIZE, limit=PAGE_SIZE, action=self.action)
+        found = await audit_service.list_entries(db=get_db(), actor=actor, query=query)
+        ids = {e.actor_id for e in found.items if e.actor_id} | {e.subject_id for e in found.items if e.subject_id}
+        names = await users_service.display_names(db=get_db(), user_ids=ids)
+        self.entries.clear()
+        with self.entries:
+            for entry in found.items:
+                _entry(entry, names)
+        self.entries.set_visibility(bool(found.items))
+        total = f"{found.total:,}" if found.total_exact else f"{found.total:,}+"
+        noun = "entry" if found.total == 1 and found.total_exact else "entries"
+        self.count.set_text(f"{total} {noun}" if found.items else "Nothing logged yet.")
+        self.pager.max = max(1, min(-(-found.total // PAGE_SIZE), MAX_OFFSET // PAGE_SIZE + 1))
+        self.pager.set_value(self.page)
+        self.pager.set_visibility(self.pager.max > 1)
+
+
+def _entry(entry: AuditRead, names: dict[str, str]) -> None:
+    who = names.get(entry.actor_id or "", "the desk" if entry.actor_id is None else "someone since removed")
+    with ui.row().classes("w-full items-start gap-3 px-3 py-2 border-b").mark("audit-entry"):
+        ui.label(when(entry.at)).classes("text-xs text-grey-7 w-40 shrink-0")
+        ui.label(ACTIONS[entry.action]).classes("font-medium w-48 shrink-0")
+        ui.label(f"by {who}").classes("text-sm w-40 shrink-0")
+        ui.label(_what(entry, names)).classes("text-sm grow break-all")
+
+
+def _what(entry: AuditRead, names: dict[str, str]) -> str:
+    """The entry's facts in words (plain text: a deleted order's title is shown, never rendered)."""
+    details = entry.details
+    subject = names.get(entry.subject_id or "", details.get("name") or entry.subject_id or "")
+    order = details.get("order", {})
+    words = {
+        "work_order_deleted": f"“{order.get('title', '')}” ({order.get('status', '')}, version {order.get('version')})",
+        "role_changed": f"{subject}: {details.get('before')} → {details.get('after')}",
+        "activation_changed": f"{subject}: {'activated' if details.get('active') else 'deactivated'}",
+        "password_reset": subject,
+        "token_revoked": f"a token of {subject}",
+        "tokens_revoked": f"{details.get('count', 0)} tokens of {subject}",
+    }
+    return words[entry.action]
