@@ -1,4 +1,5 @@
-"""/app/admin/users: admins add people, set their role, AI access and whether they may log in, reset passwords."""
+"""/app/admin/users: admins add people, find them by name or email, edit their name and email, set their role,
+AI access and whether they may log in, reset passwords; everyone sorted by name, with their last login."""
 
 from fastapi import Request
 from nicegui import APIRouter, ui
@@ -14,9 +15,9 @@ from desk.auth import service as auth_service
 from desk.auth.models import TokenRead
 from desk.db.client import get_db
 from desk.errors import DeskError
-from desk.schema import MAX_OFFSET, PageQuery
+from desk.schema import MAX_OFFSET
 from desk.users import service as users_service
-from desk.users.models import UserAdminUpdate, UserCreate, UserRead
+from desk.users.models import UserAdminUpdate, UserCreate, UserQuery, UserRead
 
 router = APIRouter()
 PAGE_SIZE = 25
@@ -44,6 +45,7 @@ class UsersScreen:
     def __init__(self, visit: session.Visit) -> None:
         self.visit = visit
         self.page = 1
+        self.q: str | None = None
 
     def new_user_form(self) -> None:
         with ui.card().classes("w-full gap-2").mark("new-user"):
@@ -77,18 +79,28 @@ class UsersScreen:
 
             with ui.row().classes("w-full justify-end"):
                 ui.button("Add user", icon="person_add", on_click=create).mark("create-user")
+        search = ui.input("Find people", placeholder="Name or email").props("clearable dense debounce=300")
+        search.classes("w-72").mark("user-search").on_value_change(lambda e: self._find(e.value))
         self.list_area = ui.column().classes("w-full gap-2")
 
+    async def _find(self, text: str | None) -> None:
+        self.q, self.page = (text or "").strip() or None, 1
+        await self.build_list()
+
     async def build_list(self) -> None:
-        query = PageQuery(offset=(self.page - 1) * PAGE_SIZE, limit=PAGE_SIZE)
+        query = UserQuery(q=self.q, offset=(self.page - 1) * PAGE_SIZE, limit=PAGE_SIZE)
         actor = await self.visit.actor()
         found = await users_service.list_users(db=get_db(), actor=actor, page=query)
         self.list_area.clear()
         with self.list_area:
-            ui.label(f"{found.total} {'person' if found.total == 1 else 'people'}").classes("text-sm text-grey-7")
+            count = f"{found.total} {'person' if found.total == 1 else 'people'}"
+            if self.q and not found.total:
+                count = "Nobody's name or email contains that."
+            ui.label(count).classes("text-sm text-grey-7").mark("user-count")
             with ui.column().classes("w-full gap-0 border rounded"):
                 with ui.row().classes("w-full gap-3 px-3 py-1 text-xs text-grey-7 border-b"):
-                    for heading, width in (("Name", "w-48"), ("Email", "w-64"), ("Role", "w-32"), ("AI", "w-28")):
+                    columns = (("Name ↑", "w-48"), ("Email", "w-64"), ("Last login", "w-28"), ("Role", "w-32"))
+                    for heading, width in (*columns, ("AI", "w-28")):
                         ui.label(heading).classes(width)
                     ui.label("Access")
                 for person in found.items:
@@ -110,10 +122,14 @@ class UserRow:
         self.visit, self.shown = visit, person
         with ui.row().classes("w-full items-center gap-3 px-3 py-1 border-b").mark(f"user-row user:{person.email}"):
             with ui.row().classes("w-48 items-center gap-1 no-wrap"):
-                ui.label(person.name).classes("break-all").mark("user-name")
+                self.name = ui.label(person.name).classes("break-all").mark("user-name")
                 if you:
                     ui.label("(you)").classes("text-xs text-grey-7")
-            ui.label(person.email).classes("w-64 break-all text-sm").mark("user-email")
+            self.email = ui.label(person.email).classes("w-64 break-all text-sm").mark("user-email")
+            login = ago(person.last_login_at) if person.last_login_at else "Never"
+            last = ui.label(login).classes("w-28 text-sm text-grey-8").mark("last-login")
+            if person.last_login_at:
+                last.tooltip(when(person.last_login_at))
             self.role = ui.select(ROLES, value=person.role).props("dense options-dense").classes("w-32").mark("role")
             self.role.on_value_change(lambda e: self.change("role", e.value))
             self.ai = ui.switch(_ai_text(person.ai_enabled), value=person.ai_enabled).classes("w-28").mark("ai")
@@ -123,6 +139,7 @@ class UserRow:
             self.lock_area = ui.row().classes("items-center gap-1 no-wrap")
             self._show_lock()
             ui.space()
+            ui.button("Edit", icon="edit", on_click=self.edit_identity).props("flat dense").mark("edit-person")
             ui.button("Tokens", icon="vpn_key", on_click=self.show_tokens).props("flat dense").mark("tokens")
             ui.button("Reset password", icon="key", on_click=self.reset_password).props("flat dense").mark("reset")
 
@@ -145,6 +162,47 @@ class UserRow:
     def _show_stored(self) -> None:
         self.role.value, self.ai.value, self.active.value = self.shown.role, self.shown.ai_enabled, self.shown.active
         self.ai.text, self.active.text = _ai_text(self.shown.ai_enabled), _active_text(self.shown.active)
+
+    async def edit_identity(self) -> None:
+        """Name and email in a dialog: the email is lower-cased and must be nobody else's."""
+        person = self.shown
+        with ui.dialog() as dialog, ui.card().classes("w-[28rem] gap-2").mark("edit-dialog"):
+            ui.label("Name and email").classes("text-lg font-semibold")
+            inputs = {
+                "name": ui.input("Name", value=person.name).props("counter maxlength=100").classes("w-full"),
+                "email": ui.input("Email", value=person.email).props("autocomplete=off").classes("w-full"),
+            }
+            for field, element in inputs.items():
+                element.mark(f"edit-person-{field}")
+            problem = ui.label().classes("text-negative text-sm").mark("edit-person-problem")
+
+            async def save() -> None:
+                clear_problems(inputs, problem)
+                values = {k: (e.value or "") for k, e in inputs.items()}
+                changed = {k: v for k, v in values.items() if v != getattr(person, k)}
+                if not changed:
+                    dialog.submit(False)
+                    return
+                try:
+                    data = UserAdminUpdate.model_validate(changed)
+                    actor = await self.visit.actor()
+                    self.shown = await users_service.update_user(db=get_db(), actor=actor, user_id=person.id, data=data)
+                except (ValidationError, DeskError) as error:
+                    show_problems(error, inputs, problem)
+                    return
+                dialog.submit(True)
+
+            with ui.row().classes("w-full justify-end"):
+                ui.button("Cancel", on_click=lambda: dialog.submit(False)).props("flat")
+                ui.button("Save", on_click=save).mark("edit-person-save")
+        done = await dialog
+        if dialog.is_deleted:
+            return
+        dialog.delete()
+        if done:
+            self.name.set_text(self.shown.name)
+            self.email.set_text(self.shown.email)
+            ui.notify(f"Saved {self.shown.name} ({self.shown.email}).", type="positive")
 
     async def reset_password(self) -> None:
         person = self.shown

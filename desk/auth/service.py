@@ -104,6 +104,7 @@ async def _check_password(*, db: AsyncDatabase, email: str, password: str, ip: s
         raise Forbidden(_locked_message(locked_until), details={"lockedUntil": locked_until.isoformat()})
     if user.get("failedLoginCount") or locked_until:
         await users_repo.clear_failed_logins(db, user["_id"])
+    await users_repo.record_login(db, user["_id"], at=moment)  # shown to admins as "last login"
     events.record("login_succeeded", actor_id=user["_id"], subject_id=user["_id"], address=ip)
     return user
 

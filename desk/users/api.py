@@ -8,16 +8,17 @@ from desk.auth import service as auth_service
 from desk.auth.models import TokenRead
 from desk.errors import ErrorCode
 from desk.http import AUTHED, CurrentActor, Db, errors
-from desk.schema import OffsetPage, PageQuery
+from desk.schema import OffsetPage
 from desk.users import service
-from desk.users.models import UserAdminUpdate, UserCreate, UserRead
+from desk.users.models import UserAdminUpdate, UserCreate, UserQuery, UserRead
 
 router = APIRouter(prefix="/api/v1/admin/users", tags=["admin"])
 
 
 @router.get("", response_model=OffsetPage[UserRead], responses=errors(*AUTHED))
-async def list_users(db: Db, actor: CurrentActor, page: Annotated[PageQuery, Query()]) -> OffsetPage[UserRead]:
-    return await service.list_users(db=db, actor=actor, page=page)
+async def list_users(db: Db, actor: CurrentActor, query: Annotated[UserQuery, Query()]) -> OffsetPage[UserRead]:
+    """Everyone, sorted by name; `q`: those whose name or email contains it."""
+    return await service.list_users(db=db, actor=actor, page=query)
 
 
 @router.post("", status_code=201, response_model=UserRead, responses=errors(*AUTHED, ErrorCode.CONFLICT))
@@ -27,7 +28,7 @@ async def create_user(body: UserCreate, db: Db, actor: CurrentActor) -> UserRead
 
 @router.patch("/{user_id}", response_model=UserRead, responses=errors(*AUTHED, ErrorCode.NOT_FOUND))
 async def update_user(user_id: str, body: UserAdminUpdate, db: Db, actor: CurrentActor) -> UserRead:
-    """Change role, aiEnabled, active, name, or reset the password.
+    """Change role, aiEnabled, active, name, email (lower-cased; another person's is 409), or reset the password.
 
     A reset ends the person's sessions and revokes all their API tokens; deactivating ends their sessions, and
     their tokens answer 401 while they are inactive. Either, a role that can do less or AI turned off also stops

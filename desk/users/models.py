@@ -7,7 +7,7 @@ from typing import Annotated, Literal
 from pydantic import AfterValidator, ConfigDict, Field, StringConstraints, field_validator
 
 from desk.auth import passwords
-from desk.schema import SPACE, ApiModel, IdStr, Keep, ReadModel, char_class, now, single_line
+from desk.schema import SPACE, ApiModel, IdStr, Keep, PageQuery, ReadModel, char_class, now, single_line
 
 RoleName = Literal["admin", "user", "viewer"]
 EMAIL = re.compile(r"^[^@\s]+@[^@\s]+\.[^@\s]+$")
@@ -51,6 +51,7 @@ class UserAdminUpdate(ApiModel):
     model_config = ConfigDict(json_schema_extra={"minProperties": 1})  # something to change
 
     name: Keep[Name] = None
+    email: Keep[Email] = None  # lower-cased; another person's is a 409
     role: Keep[RoleName] = None
     ai_enabled: Keep[bool] = None
     active: Keep[bool] = None
@@ -71,8 +72,15 @@ class UserRead(ReadModel):
     created_at: datetime
     updated_at: datetime
     locked_until: datetime | None = None  # after too many failed logins; null when it can log in
+    last_login_at: datetime | None = None  # null: never logged in (or not since the desk began keeping it)
 
     @field_validator("locked_until")
     @classmethod
     def _only_while_locked(cls, value: datetime | None) -> datetime | None:
         return value if value is not None and value > now() else None
+
+
+class UserQuery(PageQuery):
+    """The people list: `q` finds names and emails containing it (any case); sorted by name."""
+
+    q: str | None = Field(None, max_length=100)

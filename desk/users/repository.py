@@ -1,5 +1,6 @@
 """The `users` collection; the only place that touches it."""
 
+import re
 from datetime import datetime
 from typing import Any
 
@@ -19,6 +20,7 @@ def _users(db: AsyncDatabase):
 async def ensure_indexes(db: AsyncDatabase) -> None:
     await _users(db).create_index([("email", ASCENDING)], unique=True, name="email_unique")
     await _users(db).create_index([("createdAt", DESCENDING)], name="created")
+    await _users(db).create_index([("name", ASCENDING), ("_id", ASCENDING)], name="by_name")
 
 
 async def insert(db: AsyncDatabase, doc: Doc) -> Doc:
@@ -53,6 +55,24 @@ async def count(db: AsyncDatabase) -> int:
 async def page(db: AsyncDatabase, *, offset: int, limit: int) -> list[Doc]:
     cursor = _users(db).find({}).sort([("createdAt", DESCENDING), ("_id", DESCENDING)]).skip(offset).limit(limit)
     return await cursor.to_list()
+
+
+def containing(q: str | None) -> Doc:
+    """People whose name or email contains `q`, in any case (a desk has hundreds of people: a scan is fine)."""
+    if not q:
+        return {}
+    pattern = {"$regex": re.escape(q), "$options": "i"}
+    return {"$or": [{"name": pattern}, {"email": pattern}]}
+
+
+async def page_by_name(db: AsyncDatabase, filter_: Doc, *, offset: int, limit: int) -> tuple[list[Doc], int]:
+    """A page of people sorted by name, and how many match."""
+    cursor = _users(db).find(filter_).sort([("name", ASCENDING), ("_id", ASCENDING)]).skip(offset).limit(limit)
+    return await cursor.to_list(), await _users(db).count_documents(filter_)
+
+
+async def record_login(db: AsyncDatabase, user_id: ObjectId, *, at: datetime) -> None:
+    await _users(db).update_one({"_id": user_id}, {"$set": {"lastLoginAt": at}})
 
 
 async def update(db: AsyncDatabase, user_id: ObjectId, fields: Doc) -> Doc | None:

@@ -12,7 +12,7 @@ from desk.errors import Conflict, Forbidden, NotFound, NothingToChange
 from desk.schema import OffsetPage, PageQuery, now, parse_object_id
 from desk.users import access
 from desk.users import repository as repo
-from desk.users.models import UserAdminUpdate, UserCreate, UserRead
+from desk.users.models import UserAdminUpdate, UserCreate, UserQuery, UserRead
 
 PASSWORD_CHECKS_PER_MINUTE = 5
 
@@ -57,12 +57,13 @@ async def register(*, db: AsyncDatabase, data: UserCreate, actor: Actor | None =
     return made
 
 
-async def list_users(*, db: AsyncDatabase, actor: Actor, page: PageQuery) -> OffsetPage[UserRead]:
-    """Every user, newest first (admins only)."""
+async def list_users(*, db: AsyncDatabase, actor: Actor, page: PageQuery | UserQuery) -> OffsetPage[UserRead]:
+    """People sorted by name, those whose name or email contains `q` when given (admins only)."""
     _require_admin(actor)
-    docs = await repo.page(db, offset=page.offset, limit=page.limit)
+    q = page.q if isinstance(page, UserQuery) else None
+    docs, total = await repo.page_by_name(db, repo.containing(q), offset=page.offset, limit=page.limit)
     items = [UserRead.model_validate(doc) for doc in docs]
-    return OffsetPage[UserRead](items=items, total=await repo.count(db), offset=page.offset, limit=page.limit)
+    return OffsetPage[UserRead](items=items, total=total, offset=page.offset, limit=page.limit)
 
 
 async def get_user(*, db: AsyncDatabase, actor: Actor, user_id: str) -> UserRead | None:
@@ -107,8 +108,13 @@ async def update_user(*, db: AsyncDatabase, actor: Actor, user_id: str, data: Us
         changes["passwordHash"] = await passwords.hash_password(changes.pop("password"))
         changes["failedLoginCount"] = 0
         changes["lockedUntil"] = None
+    if "email" in changes and await repo.get_by_email(db, str(changes["email"])) is not None:
+        raise Conflict("Someone else has that email.", details={"field": "email"})
     changes["updatedAt"] = now()
-    doc = await repo.update(db, ObjectId(target.id), changes)
+    try:  # the unique index settles a race between two admins
+        doc = await repo.update(db, ObjectId(target.id), changes)
+    except DuplicateKeyError:
+        raise Conflict("Someone else has that email.", details={"field": "email"}) from None
     if doc is None:
         raise NotFound("No such user.")
     if data.password is not None or data.active is False:

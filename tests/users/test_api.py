@@ -32,6 +32,7 @@ async def test_admin_creates_a_user_who_can_then_log_in(make_user, client_for, a
         "createdAt": None,
         "updatedAt": None,
         "lockedUntil": None,
+        "lastLoginAt": None,
     }
     assert login.status_code == 200
     stored = await db["users"].find_one({"email": "new.person@example.com"})
