@@ -148,14 +148,35 @@ def check_base_url(url: str, *, allow_private: bool) -> None:
         log.warning("AI_BASE_URL points at a private address; allowed by AI_ALLOW_PRIVATE_BASE_URL")
 
 
+# What a value must look like, in words with an example, where pydantic would quote a regular expression.
+SHAPES = {
+    "MONGODB_DB": "must be 1 to 63 letters, digits, '_' or '-', for example desk or desk_staging",
+    "AGENT_WORKING_HOURS": "must be * (any time) or a 24-hour range such as 08:00-18:00",
+}
+
+
 def settings_errors(error: ValidationError) -> list[str]:
-    """One readable line per problem, naming the environment key."""
+    """One readable line per problem, naming the environment key, in plain words (never the value: it may be secret)."""
     lines = []
     for item in error.errors():
         key = "_".join(str(part) for part in item["loc"]).upper() or "CONFIG"
-        message = item["msg"].removeprefix("Value error, ")
+        message = _plain_words(key, item)
         lines.append(f"{key}: {message}" if item["loc"] else message)
     return lines
+
+
+def _plain_words(key: str, item) -> str:
+    ctx = item.get("ctx") or {}
+    match item["type"]:
+        case "too_short" | "string_too_short":
+            return f"must be at least {ctx.get('min_length')} characters long"
+        case "too_long" | "string_too_long":
+            return f"must be at most {ctx.get('max_length')} characters long"
+        case "string_pattern_mismatch":
+            return SHAPES.get(key, "is not in the expected form")
+        case "int_parsing":
+            return "must be a whole number"
+    return item["msg"].removeprefix("Value error, ")
 
 
 def load_settings(**overrides: object) -> Settings:

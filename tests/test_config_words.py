@@ -1,0 +1,26 @@
+"""Config errors in plain words: lengths in characters, an example instead of a regular expression, no value echoed."""
+
+import pytest
+from pydantic import ValidationError
+
+from desk.config import Settings, settings_errors
+
+
+def _lines(**env: str) -> list[str]:
+    with pytest.raises(ValidationError) as raised:
+        Settings(**env)
+    return settings_errors(raised.value)
+
+
+def test_a_short_secret_says_how_many_characters_and_not_the_secret():
+    (line,) = _lines(DESK_SECRET="too-short-secret")
+    assert line == "DESK_SECRET: must be at least 32 characters long"
+    assert "too-short-secret" not in line and "items" not in line
+
+
+def test_shapes_are_told_with_an_example_not_a_regex():
+    lines = _lines(MONGODB_DB="my desk", AGENT_WORKING_HOURS="9-5", DESK_PORT="eighty")
+    assert "MONGODB_DB: must be 1 to 63 letters, digits, '_' or '-', for example desk or desk_staging" in lines
+    assert "AGENT_WORKING_HOURS: must be * (any time) or a 24-hour range such as 08:00-18:00" in lines
+    assert "DESK_PORT: must be a whole number" in lines
+    assert not any("^" in line or "\\d" in line for line in lines)
