@@ -26,6 +26,7 @@ import httpx
 from bench.harness import Desk, desk_running
 from desk.db.embedded import EmbeddedMongo
 
+REPO = Path(__file__).resolve().parents[1]
 ROLES = ("anonymous", "viewer", "user", "admin")
 PASSWORD = "fuzzing the desk for a while"  # noqa: S105 - a throwaway desk on loopback
 ADMIN_EMAIL = "admin@fuzz.example"
@@ -60,6 +61,7 @@ def fuzz(desk: Desk, role: str, *, examples: int, seed: int, reports: Path, mong
     reports.mkdir(parents=True, exist_ok=True)
     report = reports / f"{role}.json"
     env = {**os.environ, "SCHEMATHESIS_HOOKS": "bench.fuzz_auth", "FUZZ_URL": desk.url, "FUZZ_MONGODB_URI": mongodb_uri}
+    env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(REPO), env.get("PYTHONPATH")]))  # st imports the hooks
     if role != "anonymous":
         env |= {"FUZZ_EMAIL": email_of(role), "FUZZ_PASSWORD": PASSWORD}
     command = [
@@ -77,7 +79,8 @@ def fuzz(desk: Desk, role: str, *, examples: int, seed: int, reports: Path, mong
         f"--report-json-path={report}",
     ]
     started = time.monotonic()
-    done = subprocess.run(command, env=env, capture_output=True, text=True, check=False)  # noqa: S603
+    # in the reports' directory: st keeps a cache (.schemathesis/) where it runs
+    done = subprocess.run(command, env=env, cwd=reports, capture_output=True, text=True, check=False)  # noqa: S603
     seconds = time.monotonic() - started
     (reports / f"{role}.txt").write_text(done.stdout + done.stderr)  # each failure with a curl line to replay it
     if not report.exists():

@@ -127,7 +127,7 @@ def stripped(*, max_length: int, min_length: int | None = None) -> Any:
 def _text(refused: re.Pattern[str] | None, *, max_length: int, required: bool, lines: bool = False) -> Any:
     # The limit is on the text as sent, before whitespace is dropped or CR LF becomes LF, so the schema's
     # maxLength and the API agree on every string: a client can check a text before sending it.
-    checks: list[Any] = [StringConstraints(max_length=max_length)]
+    checks: list[Any] = [StringConstraints(min_length=1 if required else None, max_length=max_length)]
     if lines:
         checks.append(AfterValidator(_newlines))
     checks.append(AfterValidator(str.strip))
@@ -138,6 +138,7 @@ def _text(refused: re.Pattern[str] | None, *, max_length: int, required: bool, l
     if refused is None and not required:
         return Annotated[str, *checks]  # every string is valid: no pattern to state
     pattern = text_pattern(refused, required=required, lines=lines)
+    TEXT_PATTERNS.add(pattern)
     return Annotated[str, *checks, Field(json_schema_extra={"pattern": pattern})]
 
 
@@ -151,6 +152,18 @@ def _not_blank(value: str) -> str:
 BMP = [chr(code) for code in range(0x10000)]
 # What str.strip() drops: Python's whitespace, some of which are control characters (TAB, LF, U+001C...).
 SPACE = frozenset(char for char in BMP if char.isspace())
+
+
+def without_text_patterns(schema: Any) -> Any:
+    """`schema` without the text fields' patterns: a model given tools needs the limits, not the regexes."""
+    if isinstance(schema, dict):
+        return {k: without_text_patterns(v) for k, v in schema.items() if not (k == "pattern" and v in TEXT_PATTERNS)}
+    if isinstance(schema, list):
+        return [without_text_patterns(item) for item in schema]
+    return schema
+
+
+TEXT_PATTERNS: set[str] = set()
 
 
 @cache

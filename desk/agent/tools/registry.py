@@ -15,6 +15,7 @@ from pydantic import BaseModel, ConfigDict, Field, create_model
 from pymongo.asynchronous.database import AsyncDatabase
 
 from desk.actors import Actor
+from desk.schema import without_text_patterns
 
 Mode = Literal["copilot", "triage"]
 MAX_ITEMS = 10  # spec §4.7: at most 10 documents from a list or search
@@ -68,7 +69,7 @@ class Tool:
 
 @cache
 def _schema(name: str, description: str, args: type[BaseModel]) -> dict[str, Any]:
-    parameters = args.model_json_schema()
+    parameters = without_text_patterns(args.model_json_schema())  # the model sees what it did before the patterns
     parameters.pop("title", None)
     return {"type": "function", "function": {"name": name, "description": description, "parameters": parameters}}
 
