@@ -92,10 +92,13 @@ def _shortcut(toggle: Callable) -> None:
 
 
 def _nav(label: str, target: str, path: str) -> None:
-    active = path == target or (target != "/app" and path.startswith(target))
+    """A link of the nav; the one for the screen you are on stands out, and says so to screen readers."""
+    under = "/app/work-orders/" if target == "/app" else target  # an order's page is under "Work orders"
+    active = path == target or path.startswith(under)
     link = ui.link(label, target).classes("text-white no-underline px-2 py-1 rounded")
     if active:
-        link.classes("bg-white/20")
+        link.classes("bg-white/20 font-semibold underline underline-offset-4").props('aria-current="page"')
+        link.mark("nav-current")
 
 
 async def _log_out(visit: session.Visit) -> None:

@@ -37,20 +37,24 @@ async def take(visit: session.Visit, order: WorkOrderRead) -> WorkOrderRead | No
 class _Row:
     def __init__(self, order: WorkOrderRead, owners: dict[str, str] | None, time_field: str, on_take: Take | None):
         self.order = order
-        with ui.row().classes("w-full items-center gap-3 px-3 py-2 border-b hover:bg-grey-1").mark("order-row") as row:
+        row_classes = "w-full items-center gap-3 px-3 py-2 border-b hover:bg-grey-1 no-wrap"  # the title wraps
+        with ui.row().classes(row_classes).mark("order-row") as row:
             self.element = row
             self.priority = priority_chip(order.priority)
-            self.title = ui.link(order.title, f"/app/work-orders/{order.id}").classes("grow text-base")
+            self.title = ui.link(order.title, f"/app/work-orders/{order.id}").classes("grow text-base min-w-0")
+            self.title.style("overflow-wrap: anywhere")  # a long unbroken title wraps instead of widening the page
             self.title.mark("order-title")
             self.status = status_chip(order.status)
             self.owner = (
-                ui.label().classes("text-sm text-grey-8 w-36").mark("order-owner") if owners is not None else None
+                ui.label().classes("text-sm text-grey-8 w-36 shrink-0").mark("order-owner")
+                if owners is not None
+                else None
             )
             self.take = None
             if on_take is not None:  # shown on queued orders only
                 self.take = ui.button("Assign to me", on_click=lambda: on_take(self.order)).props("flat dense size=sm")
                 self.take.mark("assign-to-me")
-            with ui.label().classes("text-xs text-grey-7 w-24") as self.updated:
+            with ui.label().classes("text-xs text-grey-7 w-24 shrink-0") as self.updated:
                 self.updated_tip = ui.tooltip()
         self.show(order, owners, time_field)
 

