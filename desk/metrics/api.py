@@ -1,14 +1,17 @@
 """/api/v1/admin/metrics"""
 
-from fastapi import APIRouter
+from typing import Annotated
+
+from fastapi import APIRouter, Query
 
 from desk.http import AUTHED, CurrentActor, Db, errors
 from desk.metrics import service
-from desk.metrics.models import Metrics
+from desk.metrics.models import Metrics, MetricsQuery
 
 router = APIRouter(prefix="/api/v1/admin", tags=["admin"])
 
 
 @router.get("/metrics", response_model=Metrics, responses=errors(*AUTHED))
-async def metrics(db: Db, actor: CurrentActor) -> Metrics:
-    return await service.desk_metrics(db=db, actor=actor)
+async def metrics(db: Db, actor: CurrentActor, query: Annotated[MetricsQuery, Query()]) -> Metrics:
+    """The desk's figures; `ownerId`: one person's orders; `since`/`until` (UTC days): the per-day chart's range."""
+    return await service.desk_metrics(db=db, actor=actor, query=query)

@@ -1,8 +1,13 @@
-"""Metrics shapes for the admin charts."""
+"""Metrics shapes for the admin charts, and the filters they take."""
 
-from datetime import date
+from datetime import date, timedelta
 
-from desk.schema import ReadModel
+from pydantic import BaseModel, ConfigDict, Field, model_validator
+
+from desk.schema import ObjectIdStr, ReadModel, now
+
+DAYS = 30  # the range shown when none is asked for: the last 30 days
+MAX_DAYS = 366
 
 
 class DayCount(ReadModel):
@@ -15,5 +20,28 @@ class Metrics(ReadModel):
     total: int
     by_status: dict[str, int]
     by_priority: dict[str, int]
-    per_day: list[DayCount]  # the last 30 days, oldest first, UTC days
+    per_day: list[DayCount]  # the days asked for (default the last 30), oldest first, UTC days
     mean_hours_to_done: float | None  # None until something is done
+
+
+class MetricsQuery(BaseModel):
+    """An owner (their orders only) and a range of UTC days for the per-day chart (default the last 30)."""
+
+    model_config = ConfigDict(extra="forbid", populate_by_name=True)
+
+    owner_id: ObjectIdStr | None = Field(None, alias="ownerId")
+    since: date | None = None
+    until: date | None = None
+
+    @model_validator(mode="after")
+    def _a_range(self) -> "MetricsQuery":
+        if self.since and self.until and self.since > self.until:
+            raise ValueError("since must not be after until")
+        return self
+
+    def days(self) -> list[date]:
+        """The days to show, oldest first: at most MAX_DAYS, ending at `until` (default today)."""
+        until = self.until or now().date()
+        since = self.since or until - timedelta(days=DAYS - 1)
+        since = max(since, until - timedelta(days=MAX_DAYS - 1))
+        return [since + timedelta(days=n) for n in range((until - since).days + 1)]

@@ -2,41 +2,53 @@
 
 Reading counters rather than aggregating is also what makes the numbers the same on the embedded
 engine, whose date aggregations are wrong (DESIGN §4), and on a real MongoDB. They describe the
-work orders that exist now: deleting one takes it out of every figure.
+work orders that exist now: deleting one takes it out of every figure. For one owner, counts by
+status and priority are counters too; their days and time to done are read from that person's
+orders only (counted here, not by a date aggregation), so the cost follows one person's orders.
 """
 
-from datetime import timedelta
+from collections import Counter
+from datetime import UTC, datetime, time, timedelta
 
+from bson import ObjectId
 from pymongo.asynchronous.database import AsyncDatabase
 
 from desk.actors import Actor
 from desk.errors import Forbidden
-from desk.metrics.models import DayCount, Metrics
-from desk.schema import now
+from desk.metrics.models import DAYS, DayCount, Metrics, MetricsQuery
+from desk.work_orders import repository as orders_repo
 from desk.work_orders.counters import day_key, read, total_key
 from desk.work_orders.models import PRIORITIES, STATUSES
 
-DAYS = 30
+__all__ = ["DAYS", "desk_metrics"]
 
 
-async def desk_metrics(*, db: AsyncDatabase, actor: Actor) -> Metrics:
-    """Counts by status and priority, opened and closed per day over 30 days, mean time to done."""
+async def desk_metrics(*, db: AsyncDatabase, actor: Actor, query: MetricsQuery | None = None) -> Metrics:
+    """Counts by status and priority, opened and closed per day, mean time to done; for one owner if asked."""
     if not actor.is_admin:
         raise Forbidden("Only admins can see desk metrics.")
-    today = now()
-    days = [today - timedelta(days=back) for back in range(DAYS - 1, -1, -1)]
-    keys = [total_key(), "done:count", "done:seconds"]
-    keys += [total_key(status=s) for s in STATUSES] + [total_key(priority=p) for p in PRIORITIES]
-    keys += [day_key(kind, day) for day in days for kind in ("opened", "closed")]
+    query = query or MetricsQuery()
+    days, owner = query.days(), query.owner_id
+    midnights = {day: datetime.combine(day, time(), tzinfo=UTC) for day in days}
+    keys = [total_key(owner), *(total_key(owner, status=s) for s in STATUSES)]
+    keys += [total_key(owner, priority=p) for p in PRIORITIES]
+    if owner is None:
+        keys += ["done:count", "done:seconds"]
+        keys += [day_key(kind, midnights[day]) for day in days for kind in ("opened", "closed")]
     values = await read(db, keys)
-    done = values["done:count"]
+    if owner is None:
+        opened = {day: values[day_key("opened", midnights[day])] for day in days}
+        closed = {day: values[day_key("closed", midnights[day])] for day in days}
+        done, seconds = values["done:count"], values["done:seconds"]
+    else:
+        start = midnights[days[0]]
+        history = await orders_repo.owner_history(db, ObjectId(owner), start=start, end=start + timedelta(len(days)))
+        opened, closed = Counter(m.date() for m in history["opened"]), Counter(m.date() for m in history["closed"])
+        done, seconds = len(history["done"]), sum(history["done"])
     return Metrics(
-        total=values[total_key()],
-        by_status={s: values[total_key(status=s)] for s in STATUSES},
-        by_priority={p: values[total_key(priority=p)] for p in PRIORITIES},
-        per_day=[
-            DayCount(day=d.date(), opened=values[day_key("opened", d)], closed=values[day_key("closed", d)])
-            for d in days
-        ],
-        mean_hours_to_done=round(values["done:seconds"] / done / 3600, 2) if done else None,
+        total=values[total_key(owner)],
+        by_status={s: values[total_key(owner, status=s)] for s in STATUSES},
+        by_priority={p: values[total_key(owner, priority=p)] for p in PRIORITIES},
+        per_day=[DayCount(day=d, opened=opened.get(d, 0), closed=closed.get(d, 0)) for d in days],
+        mean_hours_to_done=round(seconds / done / 3600, 2) if done else None,
     )

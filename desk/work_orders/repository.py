@@ -135,6 +135,28 @@ async def page(db: AsyncDatabase, filter_: Doc, *, sort: str, offset: int, limit
     return await cursor.to_list()
 
 
+async def count(db: AsyncDatabase, filter_: Doc) -> tuple[int, bool]:
+    """How many orders match, counting at most search.CAP + 1 (a filter the counters do not keep)."""
+    counted = await _orders(db).count_documents(filter_, limit=search.CAP + 1)
+    return min(counted, search.CAP), counted <= search.CAP
+
+
+async def owner_history(db: AsyncDatabase, owner: ObjectId, *, start: datetime, end: datetime) -> dict[str, list]:
+    """One person's orders opened, and closed, in [start, end), and every time to done of theirs (the metrics).
+
+    Reads that person's orders only (owner indexes), so its cost follows their orders, not the desk's.
+    """
+    mine = {"ownerId": owner}
+    opened = _orders(db).find(mine | {"createdAt": {"$gte": start, "$lt": end}}, {"createdAt": 1})
+    closed = _orders(db).find(mine | {"closedAt": {"$gte": start, "$lt": end}}, {"closedAt": 1})
+    done = _orders(db).find(mine | {"status": "done"}, {"createdAt": 1, "closedAt": 1})
+    return {
+        "opened": [d["createdAt"] for d in await opened.to_list()],
+        "closed": [d["closedAt"] for d in await closed.to_list()],
+        "done": [(d["closedAt"] - d["createdAt"]).total_seconds() for d in await done.to_list() if d.get("closedAt")],
+    }
+
+
 async def search_page(db: AsyncDatabase, q: str, filter_: Doc, *, sort: str, offset: int, limit: int):
     """One page of the work orders matching every word of `q`, with the match count and whether it is exact."""
     ids, total, exact = await search.search(db, q, filter_, SORTS[sort], offset=offset, limit=limit)

@@ -1,6 +1,7 @@
 """Work-order rules: who may see and change what, optimistic versions, and the activity timeline."""
 
 import logging
+from datetime import UTC, datetime, time, timedelta
 from functools import partial
 from typing import Any, NamedTuple
 
@@ -170,10 +171,16 @@ async def list_orders(
     filter_ = repo.filters(owner_id=owner, status=query.status, priority=query.priority)
     scope, total_keys = _scope(actor, owner, mine=mine)
     filter_ |= scope
+    if query.opened:  # one UTC day: counted by the server up to the cap, as a search is
+        start = datetime.combine(query.opened, time(), tzinfo=UTC)
+        filter_["createdAt"] = {"$gte": start, "$lt": start + timedelta(days=1)}
     if query.q:
         docs, total, exact = await repo.search_page(
             db, query.q, filter_, sort=query.sort, offset=query.offset, limit=query.limit
         )
+    elif query.opened:
+        docs = await repo.page(db, filter_, sort=query.sort, offset=query.offset, limit=query.limit)
+        total, exact = await repo.count(db, filter_)
     else:
         docs = await repo.page(db, filter_, sort=query.sort, offset=query.offset, limit=query.limit)
         # Disjoint counters, summed: the total costs one read whatever the desk's size.

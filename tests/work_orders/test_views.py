@@ -1,4 +1,8 @@
-"""Lists for views that stay put: several statuses at once (the "Open" view), totals to match."""
+"""Lists for views that stay put: several statuses at once (the "Open" view), one day's orders, totals to match."""
+
+from datetime import UTC, datetime
+
+from bson import ObjectId
 
 
 async def test_status_may_repeat_and_the_total_counts_every_status_named(make_user, client_for, make_order):
@@ -17,3 +21,20 @@ async def test_status_may_repeat_and_the_total_counts_every_status_named(make_us
     assert [o["title"] for o in one["items"]] == ["Finished"] and one["total"] == 1
     wrong = await client.get("/api/v1/work-orders", params=[("status", "pending"), ("status", "open")])
     assert wrong.status_code == 400
+
+
+async def test_orders_opened_on_a_day(make_user, client_for, make_order, db):
+    sam = await make_user("user")
+    client = await client_for(sam)
+    old, new = await make_order(sam, "Old radiator"), await make_order(sam, "New radiator")
+    await make_order(sam, "New window")
+    moved = datetime(2026, 3, 14, 23, 30, tzinfo=UTC)
+    await db["work_orders"].update_one({"_id": ObjectId(old.id)}, {"$set": {"createdAt": moved}})
+    await db["search_postings"].update_many({"orderId": ObjectId(old.id)}, {"$set": {"createdAt": moved}})
+
+    that_day = (await client.get("/api/v1/work-orders", params={"opened": "2026-03-14"})).json()
+    assert [o["title"] for o in that_day["items"]] == ["Old radiator"] and that_day["total"] == 1
+    today = new.created_at.date().isoformat()
+    searched = (await client.get("/api/v1/work-orders", params={"opened": today, "q": "radi"})).json()
+    assert [o["title"] for o in searched["items"]] == ["New radiator"] and searched["total"] == 1
+    assert (await client.get("/api/v1/work-orders", params={"opened": "14/03/2026"})).status_code == 400
