@@ -1,4 +1,11 @@
-"""/app/admin/metrics: the desk at a glance, drawn as charts that follow every change to the work orders."""
+"""/app/admin/metrics: the desk at a glance, drawn as charts that follow every change to the work orders.
+
+Filtered by owner and a range of days; a click on a bar or on a day's point opens the list of those orders
+(the list keeps its filters in its address: pages/work_orders.py).
+"""
+
+from datetime import date
+from urllib.parse import urlencode
 
 from fastapi import Request
 from nicegui import APIRouter, ui
@@ -12,8 +19,10 @@ from desk.agent.triage import service as triage_service
 from desk.config import get_settings
 from desk.db.client import get_db
 from desk.errors import DeskError
-from desk.metrics.models import Metrics
+from desk.metrics.models import Metrics, MetricsQuery
 from desk.metrics.service import DAYS, desk_metrics
+from desk.work_orders import service as orders_service
+from desk.work_orders.models import PRIORITIES, STATUSES
 
 router = APIRouter()
 # The chips' colours (components/chips.py) as the hex values ECharts needs.
@@ -32,6 +41,8 @@ async def admin_metrics_page(request: Request):
             forbidden()
             return
         board = MetricsBoard(visit)
+        owners, _ = await orders_service.owner_choices(db=get_db(), actor=actor)
+        board.filters(owners)
         board.build(await desk_metrics(db=get_db(), actor=actor))
         await board.show_agents(actor)
     live.on_change(board.on_changes)
@@ -43,6 +54,29 @@ class MetricsBoard:
     def __init__(self, visit: session.Visit) -> None:
         self.visit = visit
         self.reading = self.stale = False
+        self.query = MetricsQuery()
+
+    def filters(self, owners: dict[str, str]) -> None:
+        """Owner and range of days; any change reads the figures again."""
+        with ui.row().classes("w-full items-end gap-3"):
+            owner = ui.select(owners, label="Owner", clearable=True).props("dense").classes("w-56").mark("owner")
+            since = ui.input("From (UTC day)").props("type=date dense stack-label").classes("w-44").mark("since")
+            until = ui.input("To (UTC day)").props("type=date dense stack-label").classes("w-44").mark("until")
+            self.problem = ui.label().classes("text-negative text-sm").mark("range-problem")
+
+        async def changed() -> None:
+            self.problem.set_text("")
+            try:
+                self.query = MetricsQuery.model_validate(
+                    {"ownerId": owner.value, "since": since.value or None, "until": until.value or None}
+                )
+            except ValueError:
+                self.problem.set_text("Pick a start day on or before the end day.")
+                return
+            await self.on_changes([])
+
+        for element in (owner, since, until):
+            element.on_value_change(changed)
 
     def build(self, figures: Metrics) -> None:
         with ui.row().classes("w-full gap-4 items-stretch"):
@@ -56,16 +90,35 @@ class MetricsBoard:
         with ui.row().classes("w-full gap-4 no-wrap"):
             with ui.card().classes("w-1/2"):
                 self.by_status = ui.echart(_bars("By status", STATUS_LABELS)).classes("w-full h-64")
-                self.by_status.mark("status-chart")
+                self.by_status.mark("status-chart").on_point_click(
+                    lambda e: self.open_list(status=STATUSES[e.data_index])
+                )
             with ui.card().classes("w-1/2"):
                 self.by_priority = ui.echart(_bars("By priority", PRIORITY_LABELS)).classes("w-full h-64")
                 self.by_priority.mark("priority-chart")
+                self.by_priority.on_point_click(lambda e: self.open_list(priority=PRIORITIES[e.data_index]))
         with ui.card().classes("w-full"):
             self.per_day = ui.echart(_per_day_chart()).classes("w-full h-72").mark("per-day-chart")
+            self.per_day.on_point_click(self._open_day)
+            ui.label("Click a bar, or a day's point on the Opened line, to see those work orders.").classes(
+                "text-xs text-grey-7"
+            )
         self.agents = ui.row().classes("w-full gap-4 no-wrap")  # the triage agent's charts, when AI is on
         self.show(figures)
 
+    def open_list(self, **filters: str) -> None:
+        """The list of the orders behind a bar or a point, in this board's owner."""
+        params = {**filters, **({"owner": self.query.owner_id} if self.query.owner_id else {})}
+        ui.navigate.to(f"/app?{urlencode(params)}")
+
+    def _open_day(self, event) -> None:
+        if event.series_name != "Opened":  # the list filters by the day an order was opened
+            ui.notify("The list shows orders by the day they were opened: click the Opened line.")
+            return
+        self.open_list(opened=self.days[event.data_index].isoformat())
+
     def show(self, figures: Metrics) -> None:
+        self.days: list[date] = [day.day for day in figures.per_day]
         self.total.set_text(f"{figures.total:,}")
         self.mean.set_text(duration(figures.mean_hours_to_done))
         _set_bars(self.by_status, figures.by_status, STATUS_HEX)
@@ -102,7 +155,8 @@ class MetricsBoard:
             while True:
                 self.stale = False
                 try:  # as the person is now: a demoted admin's page closes instead (not an action: no touch)
-                    figures = await desk_metrics(db=get_db(), actor=await self.visit.actor(touch=False))
+                    actor = await self.visit.actor(touch=False)
+                    figures = await desk_metrics(db=get_db(), actor=actor, query=self.query)
                 except DeskError:
                     return  # no longer an admin: the figures stay as they were, the next page load says why
                 self.show(figures)
@@ -145,7 +199,10 @@ def _set_bars(chart: ui.echart, counts: dict[str, int], colours: dict[str, str])
 
 def _per_day_chart() -> dict:
     return {
-        "title": {"text": f"Opened and closed per day, last {DAYS} days (UTC)", "textStyle": {"fontSize": 14}},
+        "title": {
+            "text": f"Opened and closed per day (UTC; the last {DAYS} unless days are picked)",
+            "textStyle": {"fontSize": 14},
+        },
         "tooltip": {"trigger": "axis"},
         "legend": {"data": ["Opened", "Closed"], "right": 16},
         "grid": {"left": 40, "right": 16, "bottom": 32, "top": 56},

@@ -6,6 +6,7 @@ built and replaces it on every change, so Back from an order, a reload or a book
 
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
+from datetime import date
 from urllib.parse import urlencode
 
 from fastapi import Request
@@ -47,6 +48,7 @@ class Filters:
     owner: str | None = None
     sort: str = "-createdAt"
     page: int = 1
+    opened: str | None = None  # a UTC day, YYYY-MM-DD: the metrics' per-day chart links here
 
     @classmethod
     def from_params(cls, params, owners: dict[str, str]) -> "Filters":
@@ -60,13 +62,15 @@ class Filters:
             owner=params.get("owner") if params.get("owner") in owners else None,
             sort=params.get("sort") if params.get("sort") in SORTS else "-createdAt",
             page=min(int(page), MAX_OFFSET // PAGE_SIZE + 1) if page.isdigit() and int(page) >= 1 else 1,
+            opened=_day(params.get("opened")),
         )
 
     def url(self) -> str:
         """The address of this view; the default view is plain /app."""
         params = [("q", self.q)] if self.q else []
         params += [("status", s) for s in self.status]
-        params += [(key, value) for key, value in (("priority", self.priority), ("owner", self.owner)) if value]
+        pairs = (("priority", self.priority), ("owner", self.owner), ("opened", self.opened))
+        params += [(key, value) for key, value in pairs if value]
         params += [("sort", self.sort)] if self.sort != "-createdAt" else []
         params += [("page", str(self.page))] if self.page > 1 else []
         return "/app" + (f"?{urlencode(params)}" if params else "")
@@ -82,6 +86,7 @@ class Filters:
                 "status": self.statuses(),
                 "priority": self.priority,
                 "ownerId": self.owner,
+                "opened": self.opened,
                 "sort": self.sort,
                 "offset": (self.page - 1) * PAGE_SIZE,
                 "limit": PAGE_SIZE,
@@ -193,7 +198,7 @@ class _ListView:
         self.empty.set_visibility(not page.items)
         self.count.set_visibility(bool(page.items))
         if not page.items:
-            searching = filters.q or filters.status or filters.priority or filters.owner
+            searching = filters.q or filters.status or filters.priority or filters.owner or filters.opened
             text = "Nothing matches these filters." if searching else "No work orders yet."
             if not searching and self.actor.can_write:
                 text += " Create the first one with “New work order” (or press n)."
@@ -208,6 +213,13 @@ class _ListView:
             self.pager.update()
         self.pager.set_value(filters.page)
         self.pager.set_visibility(pages > 1)
+
+
+def _day(text: str | None) -> str | None:
+    try:
+        return date.fromisoformat(text).isoformat() if text else None
+    except ValueError:
+        return None
 
 
 def _filter_controls(filters: Filters, actor: Actor, owners: dict[str, str], change: Callable[..., None]) -> ui.input:
@@ -225,6 +237,10 @@ def _filter_controls(filters: Filters, actor: Actor, owners: dict[str, str], cha
     _filter_select(owners, "Owner", "owner-filter", lambda v: change(page=1, owner=v), value=filters.owner)
     sort = ui.select(SORTS, value=filters.sort, label="Sort").props("dense").classes("w-48").mark("sort")
     sort.on_value_change(lambda e: change(sort=e.value))
+    if filters.opened:  # from a metrics chart: say so, and let it go
+        day = date.fromisoformat(filters.opened).strftime("%d %b %Y")
+        chip = ui.chip(f"Opened on {day} (UTC)", removable=True).props("outline").mark("opened-filter")
+        chip.on("remove", lambda: change(page=1, opened=None))
     return search
 
 

@@ -1,0 +1,72 @@
+"""Metrics that lead somewhere: filtered by owner and days; a bar or a day's point opens the list of those orders."""
+
+from nicegui import ui
+from nicegui.testing import User
+
+from desk.work_orders import service
+from desk.work_orders.models import WorkOrderUpdate
+from tests.helpers import actor, until
+
+PAGE = "/app/admin/metrics"
+
+
+def chart(user: User, marker: str) -> ui.echart:
+    (found,) = user.find(kind=ui.echart, marker=marker).elements
+    return found
+
+
+def click(found: ui.echart, *, series: str, index: int) -> None:
+    """A click on one bar or point, as ECharts reports it."""
+    (listener,) = [entry for entry in found._event_listeners.values() if entry.type == "componentClick"]
+    args = {"componentType": "series", "seriesType": "bar", "seriesIndex": 0, "seriesName": series}
+    args |= {"name": "", "dataIndex": index, "data": 0, "dataType": None, "value": 0}
+    found._handle_event({"listener_id": listener.id, "args": args})
+
+
+def titles(user: User) -> list[str]:
+    return sorted(link.text for link in user.find(marker="order-title").elements)
+
+
+async def test_an_owners_figures_and_a_bar_that_opens_their_orders(user: User, make_user, make_order, log_in, db):
+    ada = await make_user("admin", name="Ada Lovelace")
+    sam = await make_user("user", name="Sam Rivera")
+    first = await make_order(sam, "Leaking tap")
+    await make_order(sam, "Broken window")
+    await make_order(ada, "Replace bulb")
+    await service.update(db=db, actor=actor(sam), order_id=first.id, data=WorkOrderUpdate(version=1, status="done"))
+    await log_in(user, ada)
+    await user.open(PAGE)
+    await user.should_see(marker="total")
+    assert user.find(marker="total").elements.pop().text == "3"
+
+    user.find(marker="owner").elements.pop().set_value(sam["id"])
+    await until(lambda: user.find(marker="total").elements.pop().text == "2", what="Sam's total")
+
+    click(chart(user, "status-chart"), series="Work orders", index=2)  # pending, in progress, done, cancelled
+
+    await user.should_see(marker="order-list")
+    await user.should_see("1–1 of 1")
+    assert titles(user) == ["Leaking tap"]
+
+
+async def test_a_days_point_opens_the_orders_opened_that_day(user: User, make_user, make_order, log_in):
+    ada = await make_user("admin")
+    await make_order(ada, "Made today")
+    await log_in(user, ada)
+    await user.open(PAGE)
+    await user.should_see(marker="per-day-chart")
+
+    click(chart(user, "per-day-chart"), series="Opened", index=29)  # today: the last of 30 days
+
+    await user.should_see(marker="opened-filter")
+    await user.should_see("1–1 of 1")
+    assert titles(user) == ["Made today"]
+
+
+async def test_a_backwards_range_is_explained(user: User, make_user, log_in):
+    await log_in(user, await make_user("admin"))
+    await user.open(PAGE)
+    await user.should_see(marker="since")
+    user.find(marker="since").elements.pop().set_value("2026-03-02")
+    user.find(marker="until").elements.pop().set_value("2026-03-01")
+    await user.should_see("Pick a start day on or before the end day.")
