@@ -2,7 +2,7 @@
 
 import re
 from collections.abc import Callable
-from datetime import UTC, datetime
+from datetime import UTC, date, datetime
 from functools import cache
 from typing import Annotated, Any, Generic, TypeVar
 
@@ -79,10 +79,23 @@ def _rfc3339(value: object) -> object:
 
 
 WHEN = "must be a date and time with its offset, such as 2026-01-31T09:00:00Z"
-RFC3339 = re.compile(r"^\d{4}-\d\d-\d\d[Tt]\d\d:\d\d:\d\d(\.\d+)?([Zz]|[+-]\d\d:\d\d)$")
+RFC3339 = re.compile(
+    r"^[0-9]{4}-[0-9]{2}-[0-9]{2}[Tt][0-9]{2}:[0-9]{2}:[0-9]{2}(\.[0-9]+)?([Zz]|[+-][0-9]{2}:[0-9]{2})$"
+)
+FULL_DATE = re.compile(r"^[0-9]{4}-[0-9]{2}-[0-9]{2}$")
 # A moment in a query string: RFC 3339 with its offset, what the schema's date-time format means (pydantic
 # alone would also take a bare date, a number of seconds or no offset at all).
 Timestamp = Annotated[datetime, BeforeValidator(_rfc3339)]
+
+
+def _full_date(value: object) -> object:
+    if isinstance(value, str) and not FULL_DATE.match(value):
+        raise PydanticCustomError("date_format", "must be a day such as 2026-01-31")
+    return value
+
+
+# A day in a query string: YYYY-MM-DD, what the schema's date format means (pydantic would take "0").
+Day = Annotated[date, BeforeValidator(_full_date)]
 
 
 def _whole(value: object) -> object:

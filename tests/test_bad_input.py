@@ -454,3 +454,15 @@ async def test_a_whole_number_sent_with_a_point_is_a_whole_number(make_user, cli
 
     assert (half.status_code, whole.status_code) == (400, 200)
     assert whole.json()["version"] == 2
+
+
+@pytest.mark.parametrize("value", ["0", "1700000000", "2026-1-5", "2026-01-31T00:00:00Z"])
+async def test_a_day_in_a_query_is_yyyy_mm_dd_not_a_number(value, make_user, client_for):
+    # found by the fuzzer: opened=0 was read as a timestamp (1970-01-01), though the schema says a date
+    client = await client_for(await make_user("admin"))
+
+    refused = await client.get(ORDERS, params={"opened": value})
+    taken = await client.get(ORDERS, params={"opened": "2026-01-31"})
+
+    assert (refused.status_code, taken.status_code) == (400, 200)
+    assert refused.json()["error"]["details"]["fields"][0]["message"] == "must be a day such as 2026-01-31"

@@ -1,7 +1,7 @@
 """Work-order shapes. The agent's tool schemas are derived from the write models here."""
 
 import re
-from datetime import date, datetime
+from datetime import datetime
 from typing import Annotated, Literal
 
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, field_validator
@@ -12,6 +12,7 @@ from desk.schema import (
     MAX_OFFSET,
     OBJECT_ID_PATTERN,
     ApiModel,
+    Day,
     IdStr,
     Keep,
     ObjectIdStr,
@@ -102,7 +103,7 @@ class WorkOrderQuery(BaseModel):
     status: list[Status] | None = Field(None, max_length=len(STATUSES))  # repeats: any of them ("open": 2)
     priority: Priority | None = None
     owner_id: OwnerFilter | None = Field(None, alias="ownerId")
-    opened: date | None = None  # orders opened on this UTC day (the metrics' per-day chart links here)
+    opened: Day | None = None  # orders opened on this UTC day (the metrics' per-day chart links here)
     sort: Sort = "-createdAt"
     offset: int = Field(0, ge=0, le=MAX_OFFSET)
     limit: int = Field(25, ge=1, le=MAX_LIMIT)
