@@ -2,9 +2,9 @@
 
 from datetime import date, timedelta
 
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import BaseModel, ConfigDict, Field
 
-from desk.schema import ObjectIdStr, ReadModel, now
+from desk.schema import Day, ObjectIdStr, ReadModel, now
 
 DAYS = 30  # the range shown when none is asked for: the last 30 days
 MAX_DAYS = 366
@@ -30,14 +30,8 @@ class MetricsQuery(BaseModel):
     model_config = ConfigDict(extra="forbid", populate_by_name=True)
 
     owner_id: ObjectIdStr | None = Field(None, alias="ownerId")
-    since: date | None = None
-    until: date | None = None
-
-    @model_validator(mode="after")
-    def _a_range(self) -> "MetricsQuery":
-        if self.since and self.until and self.since > self.until:
-            raise ValueError("since must not be after until")
-        return self
+    since: Day | None = None
+    until: Day | None = None  # before `since`: a valid request for no days (no schema can compare the two)
 
     def days(self) -> list[date]:
         """The days to show, oldest first: at most MAX_DAYS, ending at `until` (default today)."""

@@ -26,7 +26,7 @@ async def create_user(body: UserCreate, db: Db, actor: CurrentActor) -> UserRead
     return await service.create_user(db=db, actor=actor, data=body)
 
 
-@router.patch("/{user_id}", response_model=UserRead, responses=errors(*AUTHED, ErrorCode.NOT_FOUND))
+@router.patch("/{user_id}", response_model=UserRead, responses=errors(*AUTHED, ErrorCode.NOT_FOUND, ErrorCode.CONFLICT))
 async def update_user(user_id: str, body: UserAdminUpdate, db: Db, actor: CurrentActor) -> UserRead:
     """Change role, aiEnabled, active, name, email (lower-cased; another person's is 409), or reset the password.
 
