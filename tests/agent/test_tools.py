@@ -359,7 +359,7 @@ async def test_the_profile_shows_name_email_role_and_ai_setting_and_nothing_else
     assert profile == {key: sam[key] for key in ("name", "email", "role", "aiEnabled")}
 
 
-async def test_the_people_tool_shows_the_ten_newest_people_and_says_how_many(copilot, fake_provider, make_user):
+async def test_the_people_tool_shows_the_first_ten_people_by_name_and_says_how_many(copilot, fake_provider, make_user):
     boss = await make_user("admin")
     others = [await make_user(role) for role in ("user", "viewer") * 5 + ("user",)]
     fake_provider.script(Turn.tool_calls(("admin_list_users", {})), Turn.text("Twelve people."))
@@ -367,8 +367,8 @@ async def test_the_people_tool_shows_the_ten_newest_people_and_says_how_many(cop
     events = await copilot(boss, "who works here?")
 
     (result,) = tool_messages(fake_provider.requests)
-    newest = [*reversed([boss, *others])][:MAX_ITEMS]
-    shown = [{key: u[key] for key in ("name", "email", "role", "active", "aiEnabled")} for u in newest]
+    first = sorted([boss, *others], key=lambda u: (u["name"], u["id"]))[:MAX_ITEMS]  # as the Users page lists them
+    shown = [{key: u[key] for key in ("name", "email", "role", "active", "aiEnabled")} for u in first]
     assert result == {"total": len(others) + 1, "shown": MAX_ITEMS, "users": shown}
     (said,) = [e.summary for e in events if e.kind == "tool_result"]
     assert said == f"Looked up {MAX_ITEMS} people"
