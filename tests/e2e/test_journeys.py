@@ -113,7 +113,8 @@ async def test_logging_out_in_one_window_ends_the_session_in_the_other(browser, 
 
 def _assert_on_login_page(person: Browser, *, back_to: str) -> None:
     person.wait_for_path("/login")
-    assert person.query == {"redirect_to": [back_to]}
+    assert person.query == {"redirect_to": [back_to], "reason": ["ended"]}  # the login page says why
+    person.see_containing("Your session ended")
     person.field("Email")
     person.field("Password")
     person.see("Log in")
