@@ -221,11 +221,11 @@ class Copilot:
         if role == "user":
             ui.label(text).classes("self-end bg-blue-1 rounded px-3 py-2 whitespace-pre-wrap break-words")
         else:
-            safe_markdown(to_safe_markdown(text)).classes("w-full break-words").mark("copilot-answer")
+            safe_markdown(text).classes("w-full break-words").mark("copilot-answer")
 
     def _item(self, kind: str, text: str) -> None:
         if kind == "answer":
-            self.answer = safe_markdown(to_safe_markdown(text)).classes("w-full break-words").mark("copilot-answer")
+            self.answer = safe_markdown(text).classes("w-full break-words").mark("copilot-answer")
         elif kind == "user":
             self._message("user", text)
         else:

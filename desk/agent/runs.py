@@ -301,6 +301,22 @@ async def session_messages(db: AsyncDatabase, session_id: ObjectId, *, limit: in
     return [message for message in reversed(await cursor.to_list()) if message["expiresAt"] > moment]
 
 
+async def owned_by(db: AsyncDatabase, user_id: ObjectId, run_ids: list[ObjectId]) -> list[ObjectId]:
+    """Those of `run_ids` that are runs of `user_id`."""
+    found = await db["agent_runs"].find({"_id": {"$in": run_ids}, "userId": user_id}, {"_id": 1}).to_list()
+    return [doc["_id"] for doc in found]
+
+
+async def first_asked(db: AsyncDatabase, run_ids: list[ObjectId]) -> dict[ObjectId, str]:
+    """Each run's first message from the person (what they asked), by run id."""
+    query = {"runId": {"$in": run_ids}, "role": "user"}
+    found = await db["agent_messages"].find(query, {"runId": 1, "content": 1}).sort("createdAt", ASCENDING).to_list()
+    asked: dict[ObjectId, str] = {}
+    for message in found:
+        asked.setdefault(message["runId"], message.get("content") or "")
+    return asked
+
+
 async def run_messages(db: AsyncDatabase, run_id: ObjectId) -> list[Doc]:
     # _id breaks ties: messages stored in the same millisecond (or at once) come back in the order they were made
     order = [("createdAt", ASCENDING), ("_id", ASCENDING)]

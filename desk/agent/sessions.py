@@ -12,7 +12,7 @@ from desk.agent.events import ToolApprovalRequired
 from desk.agent.models import AgentRunDetail, AgentRunRead, CopilotSessionRead, CopilotSessionWithMessages
 from desk.agent.start import ApprovalPending, require_ai_user
 from desk.config import Settings
-from desk.errors import NotFound
+from desk.errors import Conflict, NotFound
 from desk.schema import now, parse_object_id
 
 
@@ -24,7 +24,7 @@ async def open_session(*, db: AsyncDatabase, settings: Settings, actor: Actor) -
         raise ApprovalPending("Your last conversation is still running or waiting for your approval.")
     created = await runs.insert_session(db, user["_id"])
     if created is None:  # a concurrent request opened one first
-        raise ApprovalPending("Another conversation was just started; use that one.")
+        raise Conflict("Another conversation was just started; use that one.")
     return CopilotSessionRead.model_validate(created)
 
 
@@ -38,7 +38,7 @@ async def current_session(*, db: AsyncDatabase, settings: Settings, actor: Actor
     if created is None:  # another page of the person opened it at the same moment: that one is theirs
         created = await runs.active_session(db, user["_id"])
     if created is None:
-        raise ApprovalPending("Another conversation was just started; use that one.")
+        raise Conflict("Another conversation was just started; use that one.")
     return CopilotSessionRead.model_validate(created)
 
 
@@ -144,15 +144,7 @@ async def stop_run(*, db: AsyncDatabase, actor: Actor, run_id: str) -> None:
 
 
 async def asked_in(*, db: AsyncDatabase, actor: Actor, run_ids: list[str]) -> dict[str, str]:
-    """What the person asked in each of their runs (its first message), by run id: one read for a whole list."""
-    oids = [ObjectId(run_id) for run_id in run_ids]
-    found = (
-        await db["agent_messages"]
-        .find({"runId": {"$in": oids}, "role": "user"}, {"runId": 1, "content": 1, "createdAt": 1})
-        .sort("createdAt", 1)
-        .to_list()
-    )
-    asked: dict[str, str] = {}
-    for message in found:
-        asked.setdefault(str(message["runId"]), message.get("content") or "")
-    return asked
+    """What the person asked in each of their own runs (its first message), by run id: two reads for a whole list."""
+    oids = [oid for run_id in run_ids if (oid := parse_object_id(run_id)) is not None]
+    mine = await runs.owned_by(db, ObjectId(actor.id), oids)  # another person's run ids answer nothing
+    return {str(run_id): content for run_id, content in (await runs.first_asked(db, mine)).items()}

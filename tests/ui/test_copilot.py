@@ -47,6 +47,22 @@ async def test_a_streamed_answer_rendered_as_escaped_markdown(user: User, ai_on,
     assert "href" not in html and "evil.example" not in html and "site" in html
 
 
+async def test_an_earlier_answer_reads_the_same_after_a_reload(user: User, ai_on, fake_provider, make_user, log_in):
+    sam = await make_user("user")
+    fake_provider.script(Turn.text("Fish & chips for 2 < 3 people <b>now</b>"))
+    await open_copilot(user, sam, log_in)
+    ask(user, "Lunch?")
+    await user.should_see(marker="copilot-answer", retries=WAIT)
+    streamed = user.find(marker="copilot-answer").elements.pop().props["innerHTML"]
+
+    await user.open("/app")  # the drawer on a new page reads the conversation from the server
+    user.find(marker="copilot-toggle").click()
+
+    await user.should_see(marker="copilot-answer", retries=WAIT)
+    reread = user.find(marker="copilot-answer").elements.pop().props["innerHTML"]
+    assert reread == streamed and "&amp;amp;" not in reread and "&lt;b&gt;now" in reread  # escaped once, not twice
+
+
 async def test_approve_a_change_and_see_it_everywhere(
     user: User, ai_on, fake_provider, make_user, make_order, log_in, db
 ):
