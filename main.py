@@ -116,7 +116,7 @@ def _private_storage(settings: Settings) -> None:
     They hold no session (the desk's own cookie does), but nothing of a person's belongs to other users of
     the machine: from here on the desk creates its files 0600 and its directories 0700 (umask 077).
     """
-    os.umask(0o077)
+    os.umask(0o077)  # cli.setup set it already; also here for an app started some other way
     Storage.path = (settings.desk_data_dir / "nicegui").resolve()
     Storage.path.mkdir(parents=True, exist_ok=True)
     for made in (Storage.path, *Storage.path.glob("storage-*")):  # an older desk made them world-readable

@@ -6,6 +6,7 @@
 import argparse
 import asyncio
 import getpass
+import os
 import sys
 from collections.abc import Awaitable, Callable
 from functools import partial
@@ -44,7 +45,12 @@ def parse(argv: list[str] | None = None) -> argparse.Namespace:
 
 
 def setup(args: argparse.Namespace) -> Settings:
-    """Logging, then the settings (a bad value exits with one line per problem), made the process's own."""
+    """Logging, then the settings (a bad value exits with one line per problem), made the process's own.
+
+    Everything a desk command creates (the embedded database, backups, browser storage) is readable by
+    the desk's user alone: files 0600, directories 0700.
+    """
+    os.umask(0o077)
     configure_logging()
     overrides = {key: value for key in ("host", "port") if (value := getattr(args, key, None)) is not None}
     settings = load_settings(**{f"desk_{key}": value for key, value in overrides.items()})

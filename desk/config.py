@@ -64,7 +64,7 @@ class Settings(BaseSettings):
     agent_max_attempts: PositiveInt = 3
     agent_reconcile_after_ms: PositiveInt = 60_000
     agent_triage_mode: Literal["suggest", "auto-apply"] = "suggest"
-    agent_working_hours: str = Field("*", pattern=r"^(\*|([01]\d|2[0-3]):[0-5]\d-([01]\d|2[0-3]):[0-5]\d)$")
+    agent_working_hours: str = Field("*", pattern=r"^(\*|([01][0-9]|2[0-3]):[0-5][0-9]-([01][0-9]|2[0-3]):[0-5][0-9])$")
     agent_concurrency: int = Field(2, ge=1, le=2)
     agent_time_zone: str = "UTC"  # the IANA zone AGENT_WORKING_HOURS is read in (e.g. Europe/Berlin)
 

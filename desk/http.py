@@ -201,7 +201,9 @@ def _api_or(fallback: Handler | None) -> Handler:
             code = _HTTP_CODES.get(error.status_code, ErrorCode.INTERNAL)
             message = "No such endpoint." if error.status_code == 404 else str(error.detail)
             return envelope(code, message, headers=error.headers)
-        log.error("unhandled error on %s %s", request.method, request.url.path, exc_info=error)
+        # the type and where it is raised, never its message: a driver's message may quote a document (SEC-1)
+        where = error.__traceback__.tb_frame.f_code.co_qualname if error.__traceback__ else "?"
+        log.error("unhandled error on %s %s: %s in %s", request.method, request.url.path, type(error).__name__, where)
         return envelope(ErrorCode.INTERNAL, "Something went wrong on our side; it has been logged.")
 
     return handle

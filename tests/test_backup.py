@@ -83,6 +83,8 @@ def test_a_backup_of_a_running_desk_under_writes_restores_into_a_fresh_desk(tmp_
 
     assert saved.returncode == 0, saved.stderr
     assert "Backed up the desk's database" in saved.stdout
+    assert backup.stat().st_mode & 0o777 == 0o600  # password hashes and every order: the desk's user's alone
+    assert (tmp_path / "live" / "mongo").stat().st_mode & 0o777 == 0o700  # so is the live database
     assert any(started < at < ended for at, _ in writer.acked), "no write landed while the backup ran"
     assert refused.returncode != 0 and "the desk is running" in refused.stderr
 

@@ -128,8 +128,8 @@ async def sse(events: AsyncIterator[RunEvent], *, keepalive: float) -> AsyncIter
         try:
             async for event in events:
                 await queue.put(event)
-        except Exception:  # an unexpected failure still ends the stream with an error event
-            log.exception("copilot run failed")
+        except Exception as error:  # an unexpected failure still ends the stream with an error event
+            log.error("copilot run failed (%s)", type(error).__name__)  # the type only: messages may quote text
             await queue.put(
                 Error(code=ErrorCode.INTERNAL, message="Something went wrong on our side; it has been logged.")
             )
