@@ -24,8 +24,8 @@ router = APIRouter(prefix="/api/v1/auth", tags=["auth"])
 # Until the composition root installs them: every app that serves the API (and so the pages) imports this module.
 
 NOT_A_SESSION = (
-    "Logging out ends a browser session. To stop using this token, revoke it: DELETE /api/v1/auth/tokens/{id} "
-    "(GET /api/v1/auth/tokens lists the ids)."
+    "Logging out ends a browser session. To stop using this token, revoke it on your profile page, "
+    "or with DELETE /api/v1/auth/tokens/{id} from a browser session."
 )
 
 

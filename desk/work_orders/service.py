@@ -11,7 +11,7 @@ from pymongo.asynchronous.database import AsyncDatabase
 from desk.actors import Actor, Role
 from desk.audit import service as audit
 from desk.errors import Conflict, DeskError, Forbidden, NotFound, NothingToChange, ValidationFailed
-from desk.schema import MAX_LIMIT, OffsetPage, now, parse_object_id
+from desk.schema import OffsetPage, now, parse_object_id
 from desk.users import repository as users_repo
 from desk.work_orders import counters
 from desk.work_orders import repository as repo
@@ -29,6 +29,7 @@ from desk.work_orders.models import (
 )
 
 TRACKED = (*EDITABLE, "ownerId")
+EVERYONE = 100_000  # owner_choices reads every person (an upper bound, not a page size)
 
 
 def _require_person(actor: Actor) -> None:
@@ -84,10 +85,11 @@ async def owner_choices(*, db: AsyncDatabase, actor: Actor) -> tuple[dict[str, s
     """Names by id of everyone (to show and filter by), and of those the actor may give an order to.
 
     Admins give to anyone who can work, people only to themselves, viewers to nobody; both in
-    alphabetical order. (The first MAX_LIMIT people, newest first, are plenty for one desk.)
+    alphabetical order. Everyone is read: a desk's people number in the hundreds, not the millions.
     """
     _require_person(actor)
-    people = sorted(await users_repo.page(db, offset=0, limit=MAX_LIMIT), key=lambda p: p["name"].casefold())
+    everyone, _ = await users_repo.page_by_name(db, {}, offset=0, limit=EVERYONE)
+    people = sorted(everyone, key=lambda p: p["name"].casefold())
     names = {str(p["_id"]): p["name"] for p in people}
     if actor.is_admin:
         return names, {str(p["_id"]): p["name"] for p in people if can_work(p)}

@@ -291,6 +291,26 @@ async def test_a_worker_paused_past_its_lease_stores_no_second_suggestion(
     assert await db["agent_runs"].count_documents({"status": "aborted", "errorCode": "lease_lost"}) == 1
 
 
+async def test_a_call_cut_off_because_its_lease_was_lost_is_still_paid(
+    db, make_user, make_order, fake_provider, triage_settings, provider
+):
+    await make_order(await make_user())
+    settings = tuned(triage_settings, agent_lease_ms=300)  # the pass looks at its lease every 0.1 s
+    event = await outbox.claim(db, owner="slow", lease=timedelta(milliseconds=300))
+    fake_provider.script(proposal("high").with_delay(3))
+    cut_off = asyncio.create_task(worker_jobs._process(db, settings, provider, event))
+    await fake_provider.wait_for_request()
+    # another worker takes the event mid-call (as when this one was paused past its lease): a new fence
+    await db["outbox_events"].update_one({"_id": event["_id"]}, {"$inc": {"fence": 1}, "$set": {"leaseOwner": "b"}})
+
+    await asyncio.wait_for(cut_off, 2)  # cut off at the pass's next look, not at the model's answer
+
+    run = await db["agent_runs"].find_one({})
+    assert (run["status"], run["errorCode"]) == ("aborted", "lease_lost")
+    assert run["inputTokens"] > 0  # what was sent, estimated
+    assert await budget.spent(db, f"agent:triage:{run['startedAt'].date().isoformat()}") > 0
+
+
 async def test_a_suggestion_stored_by_a_pass_that_died_before_applying_it_is_applied_once_by_the_next(
     db, make_user, make_order, fake_provider, burst, triage_settings, provider
 ):

@@ -2,7 +2,8 @@
 
 from bson import ObjectId
 
-from desk.work_orders import changes
+from desk.work_orders import changes, service
+from tests.helpers import actor
 
 
 async def test_a_user_files_an_unassigned_order_and_a_colleague_takes_it_from_the_queue(make_user, client_for, db):
@@ -96,3 +97,19 @@ async def test_a_comment_moves_no_version_and_reaches_the_change_feed(make_user,
     assert (change["workOrderId"], change["kind"]) == (order.id, "commented")
     assert sam["id"] in change["owners"]
     assert (await db["work_orders"].find_one({}))["version"] == 1
+
+
+async def test_an_admin_can_give_an_order_to_anyone_who_can_work_however_many_people_the_desk_has(db, make_user):
+    boss = await make_user("admin")
+    first_hired = await make_user("user")  # the oldest account: it must not fall off the end of a page
+    crowd = [
+        {"email": f"p{i}@example.com", "name": f"Person {i:03}", "role": "user", "active": True, "aiEnabled": True}
+        for i in range(120)
+    ]
+    await db["users"].insert_many(crowd)  # many people, stored as they are (no password needed to be chosen)
+
+    names, assignable = await service.owner_choices(db=db, actor=actor(boss))
+
+    assert first_hired["id"] in assignable and len(assignable) == 122
+    assert list(assignable.values()) == sorted(assignable.values(), key=str.casefold)  # alphabetical
+    assert len(names) == 122

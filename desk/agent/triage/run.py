@@ -31,7 +31,7 @@ from desk.actors import SYSTEM_TRIAGE
 from desk.agent import budget, policy, runs
 from desk.agent.events import RunStatus, ToolOutcome
 from desk.agent.pipeline import ToolAnswer
-from desk.agent.provider import AIUnavailable, Completed, Provider, ToolCallRequest
+from desk.agent.provider import CHARS_PER_TOKEN, AIUnavailable, Completed, Provider, ToolCallRequest, Usage
 from desk.agent.record import RunRecord
 from desk.agent.state import together
 from desk.agent.tools import REGISTRY
@@ -138,7 +138,8 @@ class _Pass:
         except AIUnavailable as failure:
             await self.meter.charge_for_later(failure.usage)  # a call made is a call paid (spec §4.7)
             return await self._end("error", Outcome("retry", self.run_id, error=f"provider_{failure.kind}"))
-        except _LeaseLost:
+        except _LeaseLost:  # the call was cut off, not unmade: billed as estimated from what was sent (spec §4.7)
+            await self.meter.charge_for_later(Usage(len(json.dumps(messages)) // CHARS_PER_TOKEN, 0))
             return await self._end("aborted", Outcome("lost", self.run_id), code="lease_lost")
         latency = time.monotonic() - started
         # the ledger now (`agent:triage` and `global`), the run with its end
