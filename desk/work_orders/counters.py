@@ -31,6 +31,11 @@ def handed_key(requester: str, status: str | None = None, priority: str | None =
     return f"wo:r={requester}:s={status or ANY}:p={priority or ANY}"
 
 
+def queued_key(requester: str, status: str | None = None, priority: str | None = None) -> str:
+    """Orders `requester` asked for that wait in the queue (nobody works on them yet)."""
+    return f"wo:q={requester}:s={status or ANY}:p={priority or ANY}"
+
+
 def owner_key(doc: Doc) -> str:
     return str(doc["ownerId"]) if doc.get("ownerId") else QUEUE
 
@@ -51,6 +56,9 @@ def contributions(doc: Doc | None) -> Counter:
     if owners[0] not in (QUEUE, requester):
         for status, priority in product(statuses, priorities):
             found[handed_key(requester, status, priority)] += 1
+    if owners[0] == QUEUE:
+        for status, priority in product(statuses, priorities):
+            found[queued_key(requester, status, priority)] += 1
     found[day_key("opened", doc["createdAt"])] += 1
     if doc.get("closedAt"):
         found[day_key("closed", doc["closedAt"])] += 1

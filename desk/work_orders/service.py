@@ -210,7 +210,7 @@ def _scope(actor: Actor, owner: ObjectId | str | None, *, mine: bool):
     """The filter that keeps a list to what the actor may see, and the counters whose sum is its total."""
     me = actor.id
     if mine and owner is None:
-        keys = [partial(counters.total_key, me), partial(counters.handed_key, me)]
+        keys = [partial(counters.total_key, me), partial(counters.handed_key, me), partial(counters.queued_key, me)]
         return repo.requested_or_owned(ObjectId(me)), keys
     if owner is not None or sees_all(actor):  # an owner filter is within a person's scope (checked above)
         return {}, [partial(counters.total_key, str(owner) if owner else None)]

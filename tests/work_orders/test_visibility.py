@@ -114,6 +114,7 @@ async def test_a_user_lists_what_they_asked_for_work_on_and_the_queue_with_right
     assert await titles(sam, ownerId=sam["id"]) == {"Sam's own", "Given to Sam"}
     assert await titles(sam, mine=True) == {"Sam's own", "Asked by Sam", "Given to Sam"}  # the copilot's "own"
     assert await titles(priya) == {"Queued by Priya", "Priya's own", "Asked by Sam"}
+    assert await titles(priya, mine=True) == {"Queued by Priya", "Priya's own", "Asked by Sam"}  # her queued ask too
     assert await titles(admin, ownerId="none") == {"Queued by Priya"}
     assert len(await titles(admin)) == 5
     with pytest.raises(Forbidden):
