@@ -393,6 +393,19 @@ async def triage_read(*, db: AsyncDatabase, actor: Actor, order_id: str) -> Tria
     return TriageTarget(order=WorkOrderRead.model_validate(doc), ai_allowed=allowed)
 
 
+async def triage_backlog(
+    *, db: AsyncDatabase, actor: Actor, created_by: datetime, after: tuple[datetime, ObjectId] | None, limit: int
+) -> list[dict[str, Any]]:
+    """Orders created by `created_by`, oldest first, after the mark `after` (the reconcile pass's walk)."""
+    _require_triage(actor)
+    query: dict[str, Any] = {"createdAt": {"$lte": created_by}}
+    if after is not None:
+        at, order_id = after
+        later = {"$or": [{"createdAt": {"$gt": at}}, {"createdAt": at, "_id": {"$gt": order_id}}]}
+        query = {"$and": [query, later]}
+    return await repo.page(db, query, sort="createdAt", offset=0, limit=limit)
+
+
 async def ai_allowed_for(db: AsyncDatabase, doc: dict[str, Any]) -> bool:
     """SEC-8 for an order: its requester (whose words go to the model) and its owner, if any, both allow AI."""
     people = {doc.get("requesterId") or doc.get("ownerId"), doc.get("ownerId")} - {None}

@@ -21,6 +21,7 @@ from typing import Any
 from bson import ObjectId
 from pymongo.asynchronous.database import AsyncDatabase
 
+from desk.actors import SYSTEM_TRIAGE
 from desk.agent import budget, policy
 from desk.agent.provider import Provider
 from desk.agent.triage import repository as triage_repo
@@ -28,7 +29,7 @@ from desk.agent.triage.run import Outcome, triage
 from desk.config import Settings
 from desk.outbox import repository as outbox
 from desk.schema import now
-from desk.work_orders import repository as work_orders_repo
+from desk.work_orders import service as work_orders
 
 log = logging.getLogger("desk.triage")
 BACKOFF_BASE_SECONDS = 2.0  # the first retry waits 1-2 s, then 2-4 s, 4-8 s ... (full jitter on the upper half)
@@ -184,16 +185,10 @@ async def reconcile(db: AsyncDatabase, settings: Settings) -> int:
     emitted = 0
     while True:
         mark = await outbox.reconciled_until(db)
-        query: dict[str, Any] = {"createdAt": {"$lte": cutoff}}
-        if mark is not None:
-            after = {
-                "$or": [
-                    {"createdAt": {"$gt": mark["createdAt"]}},
-                    {"createdAt": mark["createdAt"], "_id": {"$gt": mark["orderId"]}},
-                ]
-            }
-            query = {"$and": [query, after]}
-        orders = await work_orders_repo.page(db, query, sort="createdAt", offset=0, limit=RECONCILE_BATCH)
+        after = (mark["createdAt"], mark["orderId"]) if mark is not None else None
+        orders = await work_orders.triage_backlog(
+            db=db, actor=SYSTEM_TRIAGE, created_by=cutoff, after=after, limit=RECONCILE_BATCH
+        )
         if not orders:
             return emitted
         ids: list[ObjectId] = [order["_id"] for order in orders]
