@@ -183,6 +183,20 @@ async def test_the_requester_and_the_owner_may_decide_and_a_viewer_only_reads(
     assert by_requester.status_code == 200 and by_requester.json()["decision"] == "dismissed"
 
 
+async def test_a_person_who_turned_ai_off_is_shown_no_suggestions_on_their_orders(
+    make_user, make_order, client_for, fake_provider, burst
+):
+    owner, order = await triaged_order(make_user, make_order, fake_provider, burst)
+    client = await client_for(owner)
+    assert len((await client.get(f"/api/v1/work-orders/{order.id}/triage")).json()) == 1
+
+    assert (await client.patch("/api/v1/auth/me", json={"aiEnabled": False})).status_code == 200
+
+    assert (await client.get(f"/api/v1/work-orders/{order.id}/triage")).json() == []
+    admin = await client_for(await make_user("admin"))
+    assert len((await admin.get(f"/api/v1/work-orders/{order.id}/triage")).json()) == 1  # the desk keeps it
+
+
 async def test_someone_else_cannot_see_or_decide_an_orders_suggestions(
     make_user, make_order, client_for, fake_provider, burst
 ):

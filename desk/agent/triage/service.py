@@ -26,6 +26,7 @@ from desk.errors import Conflict, Forbidden, NotFound
 from desk.outbox import repository as outbox
 from desk.outbox.models import OutboxEventRead
 from desk.schema import OffsetPage, now, parse_object_id
+from desk.users import service as users_service
 from desk.work_orders import service as work_orders
 from desk.work_orders.models import CLOSED, WorkOrderUpdate
 
@@ -123,8 +124,13 @@ async def set_enabled(*, db: AsyncDatabase, settings: Settings, actor: Actor, en
 
 
 async def suggestions(*, db: AsyncDatabase, actor: Actor, order_id: str) -> list[TriageSuggestionRead]:
-    """An order's suggestions, newest first, for whoever may read the order."""
+    """An order's suggestions, newest first, for whoever may read the order; none for a person who turned
+    AI off and asked for or works on it (none are made for them; older ones are not shown either)."""
     order = await work_orders.get_or_raise(db=db, actor=actor, order_id=order_id)
+    if actor.id in (order.requester_id, order.owner_id):
+        person = await users_service.get_user(db=db, actor=actor, user_id=actor.id)
+        if person is not None and not person.ai_enabled:
+            return []
     return [TriageSuggestionRead.model_validate(doc) for doc in await repo.for_order(db, ObjectId(order.id))]
 
 
