@@ -67,12 +67,16 @@ class MetricsBoard:
         async def changed() -> None:
             self.problem.set_text("")
             try:
-                self.query = MetricsQuery.model_validate(
+                query = MetricsQuery.model_validate(
                     {"ownerId": owner.value, "since": since.value or None, "until": until.value or None}
                 )
             except ValueError:
+                query = None
+            # the API answers a backwards range with no days; a person picking days is told why instead
+            if query is None or (query.since and query.until and query.until < query.since):
                 self.problem.set_text("Pick a start day on or before the end day.")
                 return
+            self.query = query
             await self.on_changes([])
 
         for element in (owner, since, until):
