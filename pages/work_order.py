@@ -101,6 +101,13 @@ class WorkOrderView:
     async def show(self) -> None:
         """Draw the summary, the form values and the timeline from `loaded`."""
         order = self.loaded
+        if self.editable:
+            # Before any await: the page is served at the build's first await (the frame's timer waits for
+            # the socket), so a person may already be typing; values set after an await would overwrite that.
+            for field in EDITABLE:
+                self.inputs[field].value = getattr(order, field)
+                self.inputs[field].error = None
+            self._track()  # an input already showing the saved value fires no change: forget the edit here
         self.summary.clear()
         with self.summary:
             ui.label(order.title).classes("text-2xl font-semibold break-all").mark("detail-title")
@@ -110,12 +117,7 @@ class WorkOrderView:
                 status_chip(order.status)
                 await assignment(self.visit, self.actor, order, on_changed=self._assigned)
                 ui.label(f"Created {when(order.created_at)} · version {order.version}").classes("text-sm text-grey-7")
-        if self.editable:
-            for field in EDITABLE:
-                self.inputs[field].value = getattr(order, field)
-                self.inputs[field].error = None
-            self._track()  # an input already showing the saved value fires no change: forget the edit here
-        else:
+        if not self.editable:
             self.read_only.clear()
             with self.read_only:
                 ui.label(order.description or "No description.").classes("whitespace-pre-wrap break-all")

@@ -1,5 +1,7 @@
 """The work-order page: edit, status, delete, timeline, and two people saving the same order."""
 
+import asyncio
+
 from bson import ObjectId
 from nicegui.testing import User
 
@@ -171,6 +173,32 @@ async def test_the_timeline_marks_agent_entries(user: User, make_user, make_orde
     await user.should_see("Triage agent")
     await user.should_see("Sam Rivera")
     assert len(user.find(marker="agent-badge").elements) == 2
+
+
+async def test_typing_as_soon_as_the_form_shows_is_kept_and_saved(
+    user: User, make_user, make_order, log_in, db, monkeypatch
+):
+    admin, sam = await make_user("admin"), await make_user("user")
+    order = await make_order(sam, "Heating not working")
+    owner_choices = service.owner_choices
+
+    async def slow_owner_choices(**kwargs):  # a desk with many people: the owner list reads while the page draws
+        await asyncio.sleep(0.5)
+        return await owner_choices(**kwargs)
+
+    monkeypatch.setattr(service, "owner_choices", slow_owner_choices)
+    await log_in(user, admin)
+    await user.open(f"/app/work-orders/{order.id}")  # served as soon as the form exists; the rest streams in
+
+    user.find(marker="edit-title").clear().type("Heating fixed?")
+    await user.should_see(marker="timeline", retries=WAIT)  # the page has finished drawing
+    user.find(marker="save").click()
+
+    await user.should_see("Saved.", retries=WAIT)
+    await user.should_see("version 2")
+    assert user.find(marker="edit-title").elements.pop().value == "Heating fixed?"
+    stored = await db["work_orders"].find_one({"_id": ObjectId(order.id)})
+    assert (stored["title"], stored["version"]) == ("Heating fixed?", 2)
 
 
 async def open_order(user: User, order_id: str) -> None:
