@@ -23,8 +23,9 @@ async def open_session(*, db: AsyncDatabase, settings: Settings, actor: Actor) -
     if current is not None and not await runs.archive_session(db, current["_id"]):
         raise ApprovalPending("Your last conversation is still running or waiting for your approval.")
     created = await runs.insert_session(db, user["_id"])
-    if created is None:  # a concurrent request opened one first
-        raise Conflict("Another conversation was just started; use that one.")
+    if created is None:  # a concurrent request opened one first: the same answer as a failed archive above,
+        # which is what a loser of that race usually meets first (clients see one code for "not now")
+        raise ApprovalPending("Another conversation was just started; use that one.")
     return CopilotSessionRead.model_validate(created)
 
 
