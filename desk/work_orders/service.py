@@ -1,9 +1,8 @@
 """Work-order rules: who may see and change what, optimistic versions, and the activity timeline."""
 
-import logging
 from datetime import UTC, datetime, time, timedelta
 from functools import partial
-from typing import Any, NamedTuple
+from typing import Any
 
 from bson import ObjectId
 from pymongo.asynchronous.database import AsyncDatabase
@@ -18,7 +17,6 @@ from desk.work_orders import repository as repo
 from desk.work_orders.models import (
     CLOSED,
     EDITABLE,
-    PRIORITIES,
     ActivityRead,
     CommentCreate,
     CommentRead,
@@ -138,7 +136,7 @@ async def create(*, db: AsyncDatabase, actor: Actor, data: WorkOrderCreate, run_
             "closedAt": None,
         },
     )
-    await _record(db, actor, doc["_id"], "created", before=None, after=_tracked(doc), run_id=run_id)
+    await record_activity(db, actor, doc["_id"], "created", before=None, after=_tracked(doc), run_id=run_id)
     return WorkOrderRead.model_validate(doc)
 
 
@@ -250,7 +248,7 @@ async def update(
     old, new = _tracked(before), _tracked(after)
     changed = [key for key in TRACKED if old[key] != new[key]]
     before_fields, after_fields = {k: old[k] for k in changed}, {k: new[k] for k in changed}
-    await _record(db, actor, before["_id"], "updated", before=before_fields, after=after_fields, run_id=run_id)
+    await record_activity(db, actor, before["_id"], "updated", before=before_fields, after=after_fields, run_id=run_id)
     return WorkOrderRead.model_validate(after)
 
 
@@ -261,7 +259,7 @@ async def delete(*, db: AsyncDatabase, actor: Actor, order_id: str, version: int
     gone = await repo.delete(db, before["_id"], version)
     if gone is None:
         raise await _lost_race(db, before["_id"])
-    await _record(db, actor, before["_id"], "deleted", before=_tracked(before), after=None, run_id=run_id)
+    await record_activity(db, actor, before["_id"], "deleted", before=_tracked(before), after=None, run_id=run_id)
     # The order as it was, for the desk-wide audit log (its own timeline goes with it from every screen).
     kept = {"order": WorkOrderRead.model_validate(gone).model_dump(mode="json", by_alias=True), "runId": run_id}
     await audit.record(db=db, actor=actor, action="work_order_deleted", subject_id=before["_id"], details=kept)
@@ -350,7 +348,9 @@ def _tracked(doc: dict[str, Any]) -> dict[str, Any]:
     return {key: str(doc[key]) if key == "ownerId" and doc[key] else doc[key] for key in TRACKED}
 
 
-async def _record(db, actor: Actor, order_id: ObjectId, action: str, *, before, after, run_id: str | None) -> None:
+async def record_activity(
+    db, actor: Actor, order_id: ObjectId, action: str, *, before, after, run_id: str | None
+) -> None:
     await repo.append_activity(
         db,
         {
@@ -366,90 +366,8 @@ async def _record(db, actor: Actor, order_id: ObjectId, action: str, *, before, 
     )
 
 
-# --- the triage agent's door (SEC-6): one read and one write, for the System Actor with `triage` only ---
-
-TRIAGE_FIELDS = frozenset({"priority"})  # what triage_patch can ever change, whatever a policy allows
-_log = logging.getLogger(__name__)
-
-
-class TriageTarget(NamedTuple):
-    order: WorkOrderRead
-    ai_allowed: bool  # its requester and its owner (if any) have AI on (SEC-8)
-
-
-def _require_triage(actor: Actor) -> None:
-    if actor.kind != "system" or actor.capability != "triage":
-        raise Forbidden("Only the triage agent may do this.")
-
-
-async def triage_read(*, db: AsyncDatabase, actor: Actor, order_id: str) -> TriageTarget | None:
-    """The order as the triage agent reads it, and whether its person allows AI; None when it is gone."""
-    _require_triage(actor)
-    oid = parse_object_id(order_id)
-    doc = await repo.get(db, oid) if oid else None
-    if doc is None:
-        return None
-    allowed = await ai_allowed_for(db, doc)
-    return TriageTarget(order=WorkOrderRead.model_validate(doc), ai_allowed=allowed)
-
-
-async def triage_backlog(
-    *, db: AsyncDatabase, actor: Actor, created_by: datetime, after: tuple[datetime, ObjectId] | None, limit: int
-) -> list[dict[str, Any]]:
-    """Orders created by `created_by`, oldest first, after the mark `after` (the reconcile pass's walk)."""
-    _require_triage(actor)
-    query: dict[str, Any] = {"createdAt": {"$lte": created_by}}
-    if after is not None:
-        at, order_id = after
-        later = {"$or": [{"createdAt": {"$gt": at}}, {"createdAt": at, "_id": {"$gt": order_id}}]}
-        query = {"$and": [query, later]}
-    return await repo.page(db, query, sort="createdAt", offset=0, limit=limit)
-
-
-async def ai_allowed_for(db: AsyncDatabase, doc: dict[str, Any]) -> bool:
-    """SEC-8 for an order: its requester (whose words go to the model) and its owner, if any, both allow AI."""
-    people = {doc.get("requesterId") or doc.get("ownerId"), doc.get("ownerId")} - {None}
-    for person_id in people:
-        person = await users_repo.get(db, person_id)
-        if person is not None and not person.get("aiEnabled", True):
-            return False
-    return True
-
-
 async def by_ids(*, db: AsyncDatabase, actor: Actor, order_ids: list[ObjectId]) -> dict[ObjectId, WorkOrderRead]:
     """Those of these orders the actor may see, by id (the attention list, for admins)."""
     _require_person(actor)
     docs = await repo.page(db, {"_id": {"$in": order_ids}}, sort="createdAt", offset=0, limit=max(1, len(order_ids)))
     return {doc["_id"]: WorkOrderRead.model_validate(doc) for doc in docs if _visible(actor, doc)}
-
-
-async def triage_patch(
-    *, db: AsyncDatabase, actor: Actor, order_id: str, changes: dict[str, Any], allowed: frozenset[str], run_id: str
-) -> WorkOrderRead | None:
-    """The one write the triage agent reaches: only allowed fields, on a fresh read, at its version.
-
-    A lost race (409) reads again and tries once more; after a second one the change is logged and
-    dropped (None), as is a change to an order that is gone or closed. Never deletes; never touches
-    owner, status, title or description.
-    """
-    _require_triage(actor)
-    permitted = TRIAGE_FIELDS & allowed
-    if not changes or set(changes) - permitted:
-        raise Forbidden("The triage agent may change only: " + ", ".join(sorted(permitted)) + ".")
-    if changes.get("priority") not in PRIORITIES:
-        raise ValidationFailed("Not a priority.", details={"field": "priority"})
-    oid = parse_object_id(order_id)
-    for _ in range(2):
-        before = await repo.get(db, oid) if oid else None
-        if before is None or before["status"] in CLOSED:
-            return None
-        fields = {key: value for key, value in changes.items() if before.get(key) != value}
-        if not fields:
-            return WorkOrderRead.model_validate(before)
-        after = await repo.update(db, before, fields, at=now())
-        if after is not None:
-            old, new = {k: before[k] for k in fields}, {k: after[k] for k in fields}
-            await _record(db, actor, before["_id"], "updated", before=old, after=new, run_id=run_id)
-            return WorkOrderRead.model_validate(after)
-    _log.warning("triage change dropped: the work order changed under it twice (run %s)", run_id)
-    return None

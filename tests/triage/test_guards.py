@@ -13,6 +13,7 @@ from desk.agent import budget, policy
 from desk.agent.triage import prompt, worker_jobs
 from desk.errors import Forbidden
 from desk.work_orders import service as work_orders
+from desk.work_orders import triage as triage_door
 from desk.work_orders.models import WorkOrderUpdate
 from tests.agent.test_tools import check_snapshot
 from tests.fake_provider import Turn
@@ -82,15 +83,15 @@ async def test_the_system_actor_reaches_no_general_write_and_triage_patch_only_t
         {"priority": "high", "description": "y"},
     ):
         with pytest.raises(Forbidden):
-            await work_orders.triage_patch(
+            await triage_door.triage_patch(
                 db=db, actor=SYSTEM_TRIAGE, order_id=order.id, changes=changes, allowed=allowed, run_id="r"
             )
     with pytest.raises(Forbidden):  # a policy that allows nothing
-        await work_orders.triage_patch(
+        await triage_door.triage_patch(
             db=db, actor=SYSTEM_TRIAGE, order_id=order.id, changes={"priority": "high"}, allowed=frozenset(), run_id="r"
         )
     with pytest.raises(Forbidden):  # a person cannot use the agent's door
-        await work_orders.triage_patch(
+        await triage_door.triage_patch(
             db=db, actor=actor(owner), order_id=order.id, changes={"priority": "high"}, allowed=allowed, run_id="r"
         )
 
@@ -104,7 +105,7 @@ async def test_triage_patch_leaves_a_closed_order_alone(db, make_user, make_orde
         db=db, actor=actor(owner), order_id=order.id, data=WorkOrderUpdate(version=1, status="done")
     )
 
-    changed = await work_orders.triage_patch(
+    changed = await triage_door.triage_patch(
         db=db,
         actor=SYSTEM_TRIAGE,
         order_id=order.id,

@@ -14,6 +14,7 @@ from bson import ObjectId
 from desk.actors import SYSTEM_TRIAGE
 from desk.work_orders import repository as repo
 from desk.work_orders import service as work_orders
+from desk.work_orders import triage as triage_door
 from desk.work_orders.models import WorkOrderUpdate
 from tests.helpers import actor
 
@@ -46,7 +47,7 @@ def racing(monkeypatch, db):
 
 
 async def patch(db, order_id: str, run_id: str):
-    return await work_orders.triage_patch(
+    return await triage_door.triage_patch(
         db=db,
         actor=SYSTEM_TRIAGE,
         order_id=order_id,

@@ -10,6 +10,7 @@ from bson import ObjectId
 from desk.actors import SYSTEM_TRIAGE
 from desk.errors import Conflict, Forbidden, NotFound
 from desk.work_orders import service
+from desk.work_orders import triage as triage_door
 from desk.work_orders.models import CommentCreate, WorkOrderCreate, WorkOrderQuery, WorkOrderUpdate
 from tests.helpers import actor
 
@@ -156,7 +157,7 @@ async def test_the_ai_opt_out_covers_the_requester_and_the_owner(make_user, chan
     await service.update(db=db, actor=actor(admin), order_id=order.id, data=update)
 
     async def allowed() -> bool:
-        return (await service.triage_read(db=db, actor=SYSTEM_TRIAGE, order_id=order.id)).ai_allowed
+        return (await triage_door.triage_read(db=db, actor=SYSTEM_TRIAGE, order_id=order.id)).ai_allowed
 
     assert await allowed()
     await change_user(priya, aiEnabled=False)  # the owner

@@ -41,7 +41,7 @@ from desk.agent.triage import repository as repo
 from desk.agent.triage.models import TriageProposal
 from desk.config import Settings
 from desk.logs import tag
-from desk.work_orders import service as work_orders
+from desk.work_orders import triage as work_orders
 from desk.work_orders.models import PRIORITIES
 
 log = logging.getLogger(__name__)

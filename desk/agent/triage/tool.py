@@ -1,7 +1,7 @@
 """The triage agent's one tool, `triage_propose`, as the registry holds it (mode "triage", the System Actor's only).
 
 The tool changes nothing by itself: its validated arguments are the proposal, which the pass stores
-as a suggestion and applies, if the policy says so, only through `work_orders.service.triage_patch`.
+as a suggestion and applies, if the policy says so, only through `work_orders.triage.triage_patch`.
 """
 
 from desk.agent.tools.registry import Tool, ToolContext, ToolOutput

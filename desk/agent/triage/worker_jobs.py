@@ -29,7 +29,7 @@ from desk.agent.triage.run import Outcome, triage
 from desk.config import Settings
 from desk.outbox import repository as outbox
 from desk.schema import now
-from desk.work_orders import service as work_orders
+from desk.work_orders import triage as work_orders
 
 log = logging.getLogger("desk.triage")
 BACKOFF_BASE_SECONDS = 2.0  # the first retry waits 1-2 s, then 2-4 s, 4-8 s ... (full jitter on the upper half)

@@ -1,0 +1,100 @@
+"""The triage agent's door to work orders (SEC-6): for the System Actor with `triage` only.
+
+One read (`triage_read`, and the reconcile pass's walk, `triage_backlog`) and one write,
+`triage_patch`, which can change nothing but the fields a policy allows. Every other service entry
+refuses a System Actor (desk/work_orders/service.py).
+"""
+
+import logging
+from datetime import datetime
+from typing import Any, NamedTuple
+
+from bson import ObjectId
+from pymongo.asynchronous.database import AsyncDatabase
+
+from desk.actors import Actor
+from desk.errors import Forbidden, ValidationFailed
+from desk.schema import now, parse_object_id
+from desk.users import repository as users_repo
+from desk.work_orders import repository as repo
+from desk.work_orders import service
+from desk.work_orders.models import CLOSED, PRIORITIES, WorkOrderRead
+
+TRIAGE_FIELDS = frozenset({"priority"})  # what triage_patch can ever change, whatever a policy allows
+_log = logging.getLogger(__name__)
+
+
+class TriageTarget(NamedTuple):
+    order: WorkOrderRead
+    ai_allowed: bool  # its requester and its owner (if any) have AI on (SEC-8)
+
+
+def _require_triage(actor: Actor) -> None:
+    if actor.kind != "system" or actor.capability != "triage":
+        raise Forbidden("Only the triage agent may do this.")
+
+
+async def triage_read(*, db: AsyncDatabase, actor: Actor, order_id: str) -> TriageTarget | None:
+    """The order as the triage agent reads it, and whether its person allows AI; None when it is gone."""
+    _require_triage(actor)
+    oid = parse_object_id(order_id)
+    doc = await repo.get(db, oid) if oid else None
+    if doc is None:
+        return None
+    allowed = await ai_allowed_for(db, doc)
+    return TriageTarget(order=WorkOrderRead.model_validate(doc), ai_allowed=allowed)
+
+
+async def triage_backlog(
+    *, db: AsyncDatabase, actor: Actor, created_by: datetime, after: tuple[datetime, ObjectId] | None, limit: int
+) -> list[dict[str, Any]]:
+    """Orders created by `created_by`, oldest first, after the mark `after` (the reconcile pass's walk)."""
+    _require_triage(actor)
+    query: dict[str, Any] = {"createdAt": {"$lte": created_by}}
+    if after is not None:
+        at, order_id = after
+        later = {"$or": [{"createdAt": {"$gt": at}}, {"createdAt": at, "_id": {"$gt": order_id}}]}
+        query = {"$and": [query, later]}
+    return await repo.page(db, query, sort="createdAt", offset=0, limit=limit)
+
+
+async def ai_allowed_for(db: AsyncDatabase, doc: dict[str, Any]) -> bool:
+    """SEC-8 for an order: its requester (whose words go to the model) and its owner, if any, both allow AI."""
+    people = {doc.get("requesterId") or doc.get("ownerId"), doc.get("ownerId")} - {None}
+    for person_id in people:
+        person = await users_repo.get(db, person_id)
+        if person is not None and not person.get("aiEnabled", True):
+            return False
+    return True
+
+
+async def triage_patch(
+    *, db: AsyncDatabase, actor: Actor, order_id: str, changes: dict[str, Any], allowed: frozenset[str], run_id: str
+) -> WorkOrderRead | None:
+    """The one write the triage agent reaches: only allowed fields, on a fresh read, at its version.
+
+    A lost race (409) reads again and tries once more; after a second one the change is logged and
+    dropped (None), as is a change to an order that is gone or closed. Never deletes; never touches
+    owner, status, title or description.
+    """
+    _require_triage(actor)
+    permitted = TRIAGE_FIELDS & allowed
+    if not changes or set(changes) - permitted:
+        raise Forbidden("The triage agent may change only: " + ", ".join(sorted(permitted)) + ".")
+    if changes.get("priority") not in PRIORITIES:
+        raise ValidationFailed("Not a priority.", details={"field": "priority"})
+    oid = parse_object_id(order_id)
+    for _ in range(2):
+        before = await repo.get(db, oid) if oid else None
+        if before is None or before["status"] in CLOSED:
+            return None
+        fields = {key: value for key, value in changes.items() if before.get(key) != value}
+        if not fields:
+            return WorkOrderRead.model_validate(before)
+        after = await repo.update(db, before, fields, at=now())
+        if after is not None:
+            old, new = {k: before[k] for k in fields}, {k: after[k] for k in fields}
+            await service.record_activity(db, actor, before["_id"], "updated", before=old, after=new, run_id=run_id)
+            return WorkOrderRead.model_validate(after)
+    _log.warning("triage change dropped: the work order changed under it twice (run %s)", run_id)
+    return None
