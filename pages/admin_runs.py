@@ -23,7 +23,7 @@ from desk.agent.triage.models import RunQuery
 from desk.config import get_settings
 from desk.db.client import get_db
 from desk.errors import DeskError, NotFound
-from desk.schema import MAX_OFFSET, PageQuery
+from desk.schema import MAX_OFFSET
 from desk.users import service as users_service
 from pages.admin_agents import PATH as AGENTS
 from pages.admin_agents import agents_tabs, ai_off_notice
@@ -55,8 +55,8 @@ async def admin_runs_page(request: Request):
             return
         agents_tabs(PATH)
         await switch_banner(actor)
-        people = await users_service.list_users(db=get_db(), actor=actor, page=PageQuery(offset=0, limit=100))
-        await RunsScreen(visit, {p.id: p.name for p in people.items}).build()
+        people = await users_service.everyone(db=get_db())  # the person filter offers all, not the first page
+        await RunsScreen(visit, {str(p["_id"]): p["name"] for p in people}).build()
 
 
 @router.page(PATH + "/{run_id}")

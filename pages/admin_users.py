@@ -11,6 +11,7 @@ from components.fields import clear_problems, sentence, show_problems
 from components.forbidden import forbidden
 from components.formats import ago, when
 from components.frame import frame
+from components.tokens import token_row
 from desk.auth import service as auth_service
 from desk.auth.models import TokenRead
 from desk.db.client import get_db
@@ -286,19 +287,7 @@ class TokensDialog:
             if not tokens:
                 ui.label(f"{self.person.name} has no API tokens.").classes("text-grey-7 break-all").mark("no-tokens")
             for token in tokens:
-                self._row(token)
-
-    def _row(self, token: TokenRead) -> None:
-        with ui.row().classes("w-full items-center gap-3 py-1 border-b").mark(f"token-row token:{token.id}"):
-            ui.label(token.name).classes("grow break-all font-medium").mark("token-row-name")
-            ui.label(f"{token.prefix}…").classes("font-mono text-xs text-grey-7")
-            ui.label(f"Created {when(token.created_at)}").classes("text-sm text-grey-8")
-            if token.last_used_at:
-                used = ui.label(f"Last used {ago(token.last_used_at)}").tooltip(when(token.last_used_at))
-            else:
-                used = ui.label("Never used")
-            used.classes("text-sm text-grey-8 w-36").mark("token-used")
-            ui.button("Revoke", on_click=lambda: self.revoke(token)).props("flat dense color=negative").mark("revoke")
+                token_row(token, revoke=self.revoke)
 
     async def revoke(self, token: TokenRead) -> None:
         question = (f"Revoke {self.person.name}'s token?", token.name, "Programs using it stop working at once.")

@@ -9,8 +9,8 @@ from pydantic import ValidationError
 from components import session
 from components.confirm import confirm
 from components.fields import clear_problems, show_problems
-from components.formats import ago, when
 from components.frame import frame
+from components.tokens import token_row
 from desk.auth import service as auth_service
 from desk.auth.models import PasswordChange, TokenCreate, TokenCreated, TokenRead
 from desk.db.client import get_db
@@ -132,19 +132,7 @@ class TokensCard:
             if not tokens:
                 ui.label("You have no API tokens.").classes("text-grey-7").mark("no-tokens")
             for token in tokens:
-                self._row(token)
-
-    def _row(self, token: TokenRead) -> None:
-        with ui.row().classes("w-full items-center gap-3 py-1 border-b").mark(f"token-row token:{token.id}"):
-            ui.label(token.name).classes("grow break-all font-medium").mark("token-row-name")
-            ui.label(f"{token.prefix}…").classes("font-mono text-xs text-grey-7")
-            ui.label(f"Created {when(token.created_at)}").classes("text-sm text-grey-8")
-            if token.last_used_at:
-                used = ui.label(f"Last used {ago(token.last_used_at)}").tooltip(when(token.last_used_at))
-            else:
-                used = ui.label("Never used")
-            used.classes("text-sm text-grey-8 w-36").mark("token-used")
-            ui.button("Revoke", on_click=lambda: self.revoke(token)).props("flat dense color=negative").mark("revoke")
+                token_row(token, revoke=self.revoke)
 
     async def create(self) -> None:
         clear_problems({"name": self.name}, self.problem)

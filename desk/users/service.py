@@ -84,6 +84,15 @@ async def get_user_or_raise(*, db: AsyncDatabase, actor: Actor, user_id: str) ->
     return user
 
 
+EVERYONE = 100_000  # an upper bound, not a page: a desk's people number in the hundreds
+
+
+async def everyone(*, db: AsyncDatabase) -> list[dict]:
+    """Every person, by name (pickers and filters that must offer all of them, not a page)."""
+    people, _ = await repo.page_by_name(db, {}, offset=0, limit=EVERYONE)
+    return people
+
+
 async def display_names(*, db: AsyncDatabase, user_ids: set[str]) -> dict[str, str]:
     """Names to show beside owner and actor ids (ids that are not users are left out)."""
     oids = [oid for oid in map(parse_object_id, user_ids) if oid]

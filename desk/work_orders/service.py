@@ -12,6 +12,7 @@ from desk.audit import service as audit
 from desk.errors import Conflict, DeskError, Forbidden, NotFound, NothingToChange, ValidationFailed
 from desk.schema import OffsetPage, now, parse_object_id
 from desk.users import repository as users_repo
+from desk.users import service as users_service
 from desk.work_orders import counters
 from desk.work_orders import repository as repo
 from desk.work_orders.models import (
@@ -27,7 +28,6 @@ from desk.work_orders.models import (
 )
 
 TRACKED = (*EDITABLE, "ownerId")
-EVERYONE = 100_000  # owner_choices reads every person (an upper bound, not a page size)
 
 
 def _require_person(actor: Actor) -> None:
@@ -86,8 +86,7 @@ async def owner_choices(*, db: AsyncDatabase, actor: Actor) -> tuple[dict[str, s
     alphabetical order. Everyone is read: a desk's people number in the hundreds, not the millions.
     """
     _require_person(actor)
-    everyone, _ = await users_repo.page_by_name(db, {}, offset=0, limit=EVERYONE)
-    people = sorted(everyone, key=lambda p: p["name"].casefold())
+    people = sorted(await users_service.everyone(db=db), key=lambda p: p["name"].casefold())
     names = {str(p["_id"]): p["name"] for p in people}
     if actor.is_admin:
         return names, {str(p["_id"]): p["name"] for p in people if can_work(p)}
