@@ -15,7 +15,7 @@ from desk.schema import now
 from desk.work_orders import service as work_orders
 from desk.work_orders.models import WorkOrderUpdate
 from tests.fake_provider import Turn
-from tests.helpers import actor, reconfigure
+from tests.helpers import actor, reconfigure, until
 from tests.triage.conftest import proposal
 from tests.ui.conftest import WAIT
 
@@ -212,9 +212,11 @@ async def test_the_metrics_page_charts_triage_volume_acceptance_and_spend(
     await log_in(user, ada, landing="/app/admin/metrics")
     await user.should_see(marker="triage-chart", retries=WAIT)
     (chart,) = user.find(kind=ui.echart, marker="triage-chart").elements
+    (spend,) = user.find(kind=ui.echart, marker="spend-chart").elements
+    # the charts are drawn first and filled by the page's read: wait for the figures, as a person would
+    await until(lambda: all(s["data"] for c in (chart, spend) for s in c.options["series"]), what="the charts' data")
     today = {series["name"]: series["data"][-1] for series in chart.options["series"]}
     assert today == {"Suggested": 2, "Accepted": 1, "Dismissed": 1, "Acceptance %": 50}
-    (spend,) = user.find(kind=ui.echart, marker="spend-chart").elements
     spent = {series["name"]: series["data"][-1] for series in spend.options["series"]}
     assert spent["Triage agent"] >= 0.5 and spent["Whole desk"] >= 0.5
     assert set(spent) == {"Triage agent", "Whole desk"}  # copilot turns are billed to people and the desk
