@@ -4,15 +4,24 @@ A term is a word (case, accents and punctuation inside it folded: "Wi-Fi" is "wi
 parts "wi" and "fi") or, for search as people type, one of a word's first PREFIX_LETTERS letters
 with a "*" ("kit*" for "kitchen"). The last word of a search matches as a prefix; the others whole.
 
-A search of one word reads a page of postings through the (term, createdAt) index, so its cost
-does not grow with the desk, on the embedded engine (whose array indexes cannot serve
-`{terms: w}`) and on a real MongoDB alike; a prefix of up to PREFIX_LETTERS letters is one term
-too. A longer prefix reads the postings of the words it begins, sorted by the server, at most
-SCAN of them (few words share four letters, so their postings are few next to a short prefix's).
-Postings carry the list filters and sort keys, so a search is filtered and sorted without
-touching the work orders until the page is known.
+A search of one word walks postings through an index in the list's order and stops at the page,
+so its cost does not grow with the desk (on the embedded engine, whose array indexes cannot serve
+`{terms: w}`, and on a real MongoDB alike):
+
+- a prefix of up to PREFIX_LETTERS letters is one term; a longer one is the few words it begins,
+  found by seeking the term index word by word (at most WORDS of them; beyond that the postings of
+  the range are read, at most SCAN, and sorted by the server);
+- a person who sees only part of the desk searches it as disjoint parts (what they work on, the
+  queue, what they asked for that someone else works on), each an index range of its own: one
+  filter with an `$or` would read every posting of a common word to find theirs;
+- each (term, part) walk gives its first `offset + limit` postings, merged here; each count stops
+  after CAP + 1 and, for disjoint parts of one term, they add up exactly.
+
+Postings carry the list filters and sort keys, so a search is filtered and sorted without touching
+the work orders until the page is known.
 """
 
+import asyncio
 import logging
 import re
 import time
@@ -30,7 +39,8 @@ PART = re.compile(r"\w+")
 PREFIX_LETTERS = 3  # prefixes this short (or shorter) are terms of their own: one index walk each
 MAX_TERMS = 500  # distinct words indexed per work order (a 5,000-character description has fewer)
 CAP = 1000  # matches counted before a search says "1,000+"
-SCAN = 5000  # postings read per word when intersecting several words, or for a longer prefix
+SCAN = 5000  # postings read per word when intersecting several words, or for a prefix of many words
+WORDS = 4  # words a longer prefix is searched as one by one, each an index walk; more: its range is read
 POSTED = ("ownerId", "requesterId", "status", "priority", "priorityRank", "titleKey", "createdAt", "updatedAt")
 FORMAT = 2  # of the postings; a desk whose postings are older rebuilds them once at start-up
 log = logging.getLogger(__name__)
@@ -44,6 +54,9 @@ async def ensure_indexes(db: AsyncDatabase) -> None:
     await _postings(db).create_index([("term", ASCENDING), ("createdAt", DESCENDING)], name="term_created")
     await _postings(db).create_index(
         [("term", ASCENDING), ("ownerId", ASCENDING), ("createdAt", DESCENDING)], name="term_owner_created"
+    )
+    await _postings(db).create_index(
+        [("term", ASCENDING), ("requesterId", ASCENDING), ("createdAt", DESCENDING)], name="term_requester_created"
     )
     await _rebuild_if_older(db)
 
@@ -136,28 +149,102 @@ async def _rebuild_if_older(db: AsyncDatabase, *, batch: int = 500) -> None:
 
 
 async def search(
-    db: AsyncDatabase, q: str, filters: Doc, sort: list[tuple[str, int]], *, offset: int, limit: int
+    db: AsyncDatabase,
+    q: str,
+    filters: Doc,
+    sort: list[tuple[str, int]],
+    *,
+    offset: int,
+    limit: int,
+    parts: list[Doc] | None = None,
 ) -> tuple[list[ObjectId], int, bool]:
-    """Ids of one page of work orders matching every word of `q` (the last as a prefix), the count and if exact."""
+    """Ids of one page of work orders matching every word of `q` (the last as a prefix), the count and if exact.
+
+    `filters` are plain field conditions; `parts` the disjoint slices of the desk the searcher sees
+    (none: all of it).
+    """
     wanted = _query_words(q)
     if not wanted:
         return [], 0, True
     sort = [("orderId" if key == "_id" else key, direction) for key, direction in sort]
     *whole, last = wanted
-    if not whole and len(last) <= PREFIX_LETTERS:
-        query = _where({"term": last + "*"}, filters)
-        page = await _postings(db).find(query, {"orderId": 1}).sort(sort).skip(offset).limit(limit).to_list()
-        # Counted by the server, which stops after CAP + 1 matches and, for term and owner, reads the index only.
-        counted = await _postings(db).count_documents(query, limit=CAP + 1)
-        return [p["orderId"] for p in page], min(counted, CAP), counted <= CAP
-    matches, complete = await _intersect(db, whole, last, filters, sort)
+    terms = [last + "*"] if len(last) <= PREFIX_LETTERS else await _words_beginning(db, last)
+    if not whole and terms is not None:
+        queries = [[{"term": term, **filters, **part} for part in parts or [{}]] for term in terms]
+        return await _walks(db, queries, sort, offset, limit)
+    matches, complete = await _intersect(db, whole, last, within(filters, parts or []), sort)
     return matches[offset : offset + limit], min(len(matches), CAP), complete and len(matches) <= CAP
 
 
-def _where(term: Doc, filters: Doc) -> Doc:
-    """The term and the list filters; an `$or` (who sees what) goes under `$and`, where the embedded
-    engine keeps the term condition (beside top-level `$or` its find dropped it)."""
-    return {"$and": [term, filters]} if "$or" in filters else term | filters
+async def _words_beginning(db: AsyncDatabase, prefix: str) -> list[str] | None:
+    """The indexed words that begin with `prefix`, one index seek each; None when there are more than WORDS."""
+    found: list[str] = []
+    end = _after(prefix)
+    while len(found) <= WORDS:
+        bound = {"$gt": found[-1], "$lt": end} if found else {"$gte": prefix, "$lt": end}
+        posting = await _postings(db).find_one({"term": bound}, {"term": 1}, sort=[("term", ASCENDING)])
+        if posting is None:
+            return found
+        found.append(posting["term"])
+    return None
+
+
+async def _walks(
+    db: AsyncDatabase, queries: list[list[Doc]], sort: list[tuple[str, int]], offset: int, limit: int
+) -> tuple[list[ObjectId], int, bool]:
+    """One page over index walks (each query's first offset + limit postings, merged) and the count.
+
+    `queries`: per word, the disjoint parts of the desk to search it in.
+    """
+    flat = [query for word in queries for query in word]
+    shown = {"orderId": 1, **{key: 1 for key, _ in sort}}
+    postings = _postings(db)
+    pages, counts = await asyncio.gather(
+        asyncio.gather(*(postings.find(q, shown).sort(sort).limit(offset + limit).to_list() for q in flat)),
+        asyncio.gather(*(postings.count_documents(q, limit=CAP + 1) for q in flat)),
+    )
+    ids = list(dict.fromkeys(p["orderId"] for p in _in_order([p for page in pages for p in page], sort)))
+    total, exact = sum(counts), all(counted <= CAP for counted in counts)
+    if len(queries) > 1:  # an order with two of the words is one order
+        total, exact = await _distinct(db, flat, counts)
+    return ids[offset : offset + limit], min(total, CAP), exact and total <= CAP
+
+
+async def _distinct(db: AsyncDatabase, queries: list[Doc], counts: list[int]) -> tuple[int, bool]:
+    """How many orders the walks of several words hold between them: read when at most CAP postings match."""
+    if sum(counts) > CAP:  # at least as many as the largest walk: the count says "+"
+        return max(counts), False
+    found = await asyncio.gather(*(_postings(db).find(q, {"orderId": 1}).to_list() for q in queries))
+    return len({p["orderId"] for postings in found for p in postings}), True
+
+
+def _in_order(postings: list[Doc], sort: list[tuple[str, int]]) -> list[Doc]:
+    """Postings in the list's order, as the server sorts them (a missing value first when ascending)."""
+    for key, direction in reversed(sort):  # stable sorts, the least significant key first
+        postings.sort(key=lambda p, k=key: (p.get(k) is not None, p.get(k)), reverse=direction < 0)
+    return postings
+
+
+def _after(prefix: str) -> str:
+    """The first string after every string that begins with `prefix`."""
+    return prefix[:-1] + chr(ord(prefix[-1]) + 1)
+
+
+def within(filter_: Doc, parts: list[Doc]) -> Doc:
+    """`filter_` kept to the disjoint parts (none: no limit), as one filter with an `$or`.
+
+    The `$or` leaves out the `$nin`s that only keep the parts apart: it matches the same orders, and
+    the embedded engine drops an `{f: None}` branch beside a `$nin` one. It goes under `$and`, so it
+    merges into other filters by key: beside a top-level `$or`, that engine dropped the other fields.
+    """
+    if not parts:
+        return filter_
+    either = [{key: value for key, value in part.items() if not _excludes(value)} for part in parts]
+    return {**filter_, "$and": [{"$or": either}]}
+
+
+def _excludes(condition: Any) -> bool:
+    return isinstance(condition, dict) and "$nin" in condition
 
 
 def _query_words(q: str) -> list[str]:
@@ -182,7 +269,7 @@ async def _whole(db: AsyncDatabase, term: str, filters: Doc, sort) -> tuple[list
     ids = [
         p["orderId"]
         for p in await _postings(db)
-        .find(_where({"term": term}, filters), {"orderId": 1})
+        .find(_with_term({"term": term}, filters), {"orderId": 1})
         .sort(sort)
         .limit(SCAN)
         .to_list()
@@ -194,8 +281,11 @@ async def _prefixed(db: AsyncDatabase, prefix: str, filters: Doc, sort) -> tuple
     """Orders with a word starting with `prefix`, in `sort` order (at most SCAN postings read)."""
     if len(prefix) <= PREFIX_LETTERS:
         return await _whole(db, prefix + "*", filters, sort)
-    after = prefix[:-1] + chr(ord(prefix[-1]) + 1)
     # Sorted by the server: the first SCAN are the right ones; its cost grows with the words' postings.
-    query = _where({"term": {"$gte": prefix, "$lt": after}}, filters)
+    query = _with_term({"term": {"$gte": prefix, "$lt": _after(prefix)}}, filters)
     found = await _postings(db).find(query, {"orderId": 1}).sort(sort).limit(SCAN).to_list()
     return list(dict.fromkeys(p["orderId"] for p in found)), len(found) < SCAN
+
+
+def _with_term(term: Doc, filters: Doc) -> Doc:
+    return {"$and": [term, filters]} if "$and" in filters else term | filters

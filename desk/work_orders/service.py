@@ -168,19 +168,20 @@ async def list_orders(
     _require_person(actor)
     owner = _list_owner(actor, query.owner_id, mine=mine)
     filter_ = repo.filters(owner_id=owner, status=query.status, priority=query.priority)
-    scope, total_keys = _scope(actor, owner, mine=mine)
-    filter_ |= scope
+    parts, total_keys = _scope(actor, owner, mine=mine)
     if query.opened:  # one UTC day: counted by the server up to the cap, as a search is
         start = datetime.combine(query.opened, time(), tzinfo=UTC)
         filter_["createdAt"] = {"$gte": start, "$lt": start + timedelta(days=1)}
     if query.q:
         docs, total, exact = await repo.search_page(
-            db, query.q, filter_, sort=query.sort, offset=query.offset, limit=query.limit
+            db, query.q, filter_, parts, sort=query.sort, offset=query.offset, limit=query.limit
         )
     elif query.opened:
+        filter_ = repo.within(filter_, parts)
         docs = await repo.page(db, filter_, sort=query.sort, offset=query.offset, limit=query.limit)
         total, exact = await repo.count(db, filter_)
     else:
+        filter_ = repo.within(filter_, parts)
         docs = await repo.page(db, filter_, sort=query.sort, offset=query.offset, limit=query.limit)
         # Disjoint counters, summed: the total costs one read whatever the desk's size.
         keys = [key(status, query.priority) for key in total_keys for status in query.status or [None]]
@@ -203,14 +204,15 @@ def _list_owner(actor: Actor, requested: str | None, *, mine: bool) -> ObjectId 
     return oid
 
 
-def _scope(actor: Actor, owner: ObjectId | str | None, *, mine: bool):
-    """The filter that keeps a list to what the actor may see, and the counters whose sum is its total."""
+def _scope(actor: Actor, owner: ObjectId | str | None, *, mine: bool) -> tuple[list[dict[str, Any]], list]:
+    """The disjoint parts of the desk a list may show the actor (none: no limit), and the counters whose sum is
+    its total."""
     me = actor.id
     if mine and owner is None:
         keys = [partial(counters.total_key, me), partial(counters.handed_key, me), partial(counters.queued_key, me)]
         return repo.requested_or_owned(ObjectId(me)), keys
     if owner is not None or sees_all(actor):  # an owner filter is within a person's scope (checked above)
-        return {}, [partial(counters.total_key, str(owner) if owner else None)]
+        return [], [partial(counters.total_key, str(owner) if owner else None)]
     keys = [partial(counters.total_key, me), partial(counters.total_key, counters.QUEUE)]
     keys.append(partial(counters.handed_key, me))
     return repo.seen_by(ObjectId(me)), keys

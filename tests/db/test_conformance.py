@@ -18,6 +18,9 @@ launcher's workarounds (desk/db/embedded/patches/) in place; application code mu
   matches nothing (a `{"$regex": "...", "$options": "i"}` document works).
 - TTL indexes purge only when the collection is read, at most once a minute per collection (MongoDB
   purges in the background once a minute, so expired documents may linger there as well).
+- `{f: {"$ne": None, "$nin": [...]}}` lets a document that lacks `f` through; a `$nin` branch of an `$or`
+  makes it drop an `{f: None}` branch beside it; and `count_documents` over `{f: {"$ne": v}}` beside
+  other keys can count other documents than find returns. `{f: {"$nin": [v, None]}}` is right.
 - `$lookup` is right only as a join on the foreign `_id` after a `$match` (and a `$limit`); any
   other form drops the joined documents' `_id` (and reads the whole foreign collection).
 Slow there, though right: filters no index serves, among them equality on a field that holds
@@ -456,6 +459,29 @@ async def test_find_on_an_array_field_with_a_multikey_index(db: AsyncDatabase, l
     both = await coll.find({"terms": {"$all": ["leak", "tap"]}}).sort("createdAt", DESCENDING).to_list()
     assert [doc["_id"] for doc in both] == [3, 0]
     assert await coll.count_documents({"terms": {"$in": ["door", "kitchen"]}}) == 2
+
+
+async def test_not_in_a_list_with_null_beside_other_keys(db: AsyncDatabase) -> None:
+    """How the desk keeps the parts of what a person sees apart (work_orders/repository.py): `$nin` with and
+    without null, found and counted alike, and a missing field counts as null."""
+    coll = db["conformance_nin"]
+    await coll.create_index([("term", ASCENDING), ("requesterId", ASCENDING)])
+    me, other = ObjectId(), ObjectId()
+    await coll.insert_many(
+        [
+            {"n": 1, "term": "a", "requesterId": me, "ownerId": me},
+            {"n": 2, "term": "a", "requesterId": me, "ownerId": None},
+            {"n": 3, "term": "a", "requesterId": me, "ownerId": other},
+            {"n": 4, "term": "a", "requesterId": me},
+            {"n": 5, "term": "a", "requesterId": other, "ownerId": other},
+        ]
+    )
+
+    for owner, expected in (({"$nin": [me, None]}, [3]), ({"$nin": [me]}, [2, 3, 4]), ({"$nin": [None]}, [1, 3])):
+        found = {"term": "a", "requesterId": me, "ownerId": owner}
+        assert sorted(doc["n"] for doc in await coll.find(found).to_list()) == expected, owner
+        assert await coll.count_documents(found) == len(expected), owner
+        assert await coll.count_documents(found, limit=1001) == len(expected), owner
 
 
 async def test_unique_index_rejects_duplicates(db: AsyncDatabase) -> None:
