@@ -76,8 +76,8 @@ class WorkOrderView:
         """Put back an edit this browser kept (the session ended while the person typed), and say so."""
         await self.client.connected()
         kept = await self.draft.restore()
-        if not kept or self.gone or self.client.is_deleted:
-            return
+        if not kept or self.gone or self.client.is_deleted or self.edits():
+            return  # nothing kept, or the person began typing while the browser answered: their new text wins
         with self.client:
             allowed = {"priority": PRIORITY_LABELS, "status": STATUS_LABELS}
             for field in EDITABLE:

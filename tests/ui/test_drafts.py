@@ -1,9 +1,11 @@
 """No lost typing: an edit is kept in the browser while unsaved, restored after a new login, saved with Ctrl+S."""
 
+import asyncio
 import json
 import re
 
 from bson import ObjectId
+from nicegui import background_tasks
 from nicegui.testing import User
 
 from desk.auth import service as auth_service
@@ -87,6 +89,31 @@ async def test_a_restored_edit_can_be_discarded(user: User, make_user, make_orde
     await user.should_not_see(marker="draft-restored", retries=WAIT)
     assert user.find(marker="edit-title").elements.pop().value == "Leaking tap"
     await until(lambda: storage == {}, what="the discarded edit forgotten", within=15)
+
+
+async def test_typing_while_the_kept_edit_is_read_back_is_not_overwritten(user: User, make_user, make_order, log_in):
+    sam = await make_user("user")
+    order = await make_order(sam, "Leaking tap")
+    storage = browser_storage(user)
+    key = f"desk-draft:{order.id}"
+    storage[key] = json.dumps({"version": 1, "edits": {"title": "An old kept edit"}})
+    asked = []
+
+    def typed_meanwhile(match: re.Match) -> str | None:  # the person types before the browser's answer arrives
+        user.find(marker="edit-title").clear().type("Typed just now")
+        asked.append(True)
+        return storage.get(json.loads(match[1]))
+
+    user.javascript_rules[re.compile(r'localStorage\.getItem\(("[^"]*")\)')] = typed_meanwhile
+    await log_in(user, sam)
+    await user.open(f"/app/work-orders/{order.id}")
+    await until(lambda: asked, what="the kept edit asked for", within=15)
+    restoring = [t for t in background_tasks.running_tasks if t.get_name() == "restore a kept edit"]
+    await asyncio.gather(*restoring)
+
+    assert user.find(marker="edit-title").elements.pop().value == "Typed just now"
+    await user.should_not_see(marker="draft-restored")
+    await until(lambda: "Typed just now" in storage.get(key, ""), what="the new edit kept instead", within=15)
 
 
 async def test_ctrl_s_saves_and_save_comes_before_delete(user: User, make_user, make_order, log_in, db):
