@@ -1,4 +1,5 @@
-"""Who asked for a work order and who works on it: "Assign to me" on a queued order, an admin's owner field."""
+"""Who asked for a work order and who works on it: "Assign to me" on a queued order, "Back to the queue" for its
+owner, and an admin's owner field (which offers the queue too)."""
 
 from collections.abc import Awaitable, Callable
 
@@ -11,6 +12,7 @@ from desk.db.client import get_db
 from desk.errors import DeskError
 from desk.users import service as users_service
 from desk.work_orders import service
+from desk.work_orders.counters import QUEUE
 from desk.work_orders.models import WorkOrderRead, WorkOrderUpdate
 
 Changed = Callable[[WorkOrderRead], Awaitable[None]]
@@ -27,17 +29,24 @@ async def assignment(visit: session.Visit, actor: Actor, order: WorkOrderRead, *
         _, assignable = await service.owner_choices(db=get_db(), actor=actor)
         if order.owner_id and order.owner_id not in assignable:  # someone deactivated since keeps their orders
             assignable[order.owner_id] = names.get(order.owner_id, "someone")
-        owner = ui.select(assignable, value=order.owner_id, label="Owner").props("dense").classes("w-56")
-        owner.props('placeholder="Unassigned"' if order.owner_id is None else "").mark("owner-select")
+        choices = {**assignable, QUEUE: "Unassigned (queue)"}  # as the new-order dialog offers it
+        owner = ui.select(choices, value=order.owner_id or QUEUE, label="Owner").props("dense").classes("w-56")
+        owner.mark("owner-select")
 
         async def reassign(event) -> None:
-            if event.value and event.value != order.owner_id:
-                await _reassign(visit, order, event.value, on_changed)
+            if event.value and event.value != (order.owner_id or QUEUE):
+                await _reassign(visit, order, None if event.value == QUEUE else event.value, on_changed)
 
         owner.on_value_change(reassign)
     else:
         shown = names.get(order.owner_id, "someone") if order.owner_id else "Unassigned"
         ui.label(f"Owner: {shown}").classes("text-sm text-grey-8").mark("owner")
+        if service.can_release(actor, order):
+
+            async def release() -> None:
+                await _reassign(visit, order, None, on_changed)
+
+            ui.button("Back to the queue", icon="undo", on_click=release).props("dense outline").mark("release")
     if service.can_take(actor, order):
 
         async def assign_to_me() -> None:
@@ -47,7 +56,8 @@ async def assignment(visit: session.Visit, actor: Actor, order: WorkOrderRead, *
         ui.button("Assign to me", icon="pan_tool", on_click=assign_to_me).props("dense outline").mark("assign-to-me")
 
 
-async def _reassign(visit: session.Visit, order: WorkOrderRead, owner_id: str, on_changed: Changed) -> None:
+async def _reassign(visit: session.Visit, order: WorkOrderRead, owner_id: str | None, on_changed: Changed) -> None:
+    """Give the order to `owner_id`, or put it back in the queue (None)."""
     person = await visit.actor()
     data = WorkOrderUpdate(version=order.version, ownerId=owner_id)
     try:
@@ -56,5 +66,5 @@ async def _reassign(visit: session.Visit, order: WorkOrderRead, owner_id: str, o
         ui.notify(error.message, type="warning")
         await on_changed(order)  # draw the owner as it is
         return
-    ui.notify("Reassigned.", type="positive")
+    ui.notify("Reassigned." if owner_id else "Back in the queue.", type="positive")
     await on_changed(moved)

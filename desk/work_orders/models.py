@@ -57,11 +57,16 @@ class WorkOrderUpdate(ApiModel):
     description: Keep[Description] = None
     priority: Keep[Priority] = None
     status: Keep[Status] = None
-    owner_id: Keep[ObjectIdStr] = None  # your own id takes an order from the queue; admins give to anyone who can work
+    # Your own id takes an order from the queue; admins give it to anyone who can work. Null puts it back in
+    # the queue: its owner, or an admin.
+    owner_id: ObjectIdStr | None = None
 
     def changes(self) -> dict[str, object]:
-        """The fields to change, as stored (camelCase), without `version`."""
-        return self.model_dump(exclude_none=True, by_alias=True, exclude={"version"})
+        """The fields to change, as stored (camelCase), without `version`; `ownerId` null when it was sent null."""
+        found = self.model_dump(exclude_none=True, by_alias=True, exclude={"version"})
+        if "owner_id" in self.model_fields_set and self.owner_id is None:
+            found["ownerId"] = None
+        return found
 
 
 class WorkOrderRead(ReadModel):

@@ -69,6 +69,11 @@ def concerns(actor: Actor, change: dict[str, Any]) -> bool:
     return sees_all(actor) or actor.id in change["owners"] or counters.QUEUE in change["owners"]
 
 
+def can_release(actor: Actor, order: WorkOrderRead) -> bool:
+    """Whether the actor may put this order back in the queue: its owner, or an admin."""
+    return actor.can_write and order.owner_id is not None and (actor.is_admin or order.owner_id == actor.id)
+
+
 def list_scope(actor: Actor) -> str:
     """Actors with the same scope see the same list for the same filters: admins and viewers alike, others alone."""
     return "all" if sees_all(actor) else actor.id
@@ -229,10 +234,14 @@ async def update(
     if not fields:
         raise NothingToChange()
     if "ownerId" in fields:  # only a new owner is checked: someone deactivated since keeps their orders
-        if data.owner_id == (str(before["ownerId"]) if before.get("ownerId") else None):
+        owner = str(before["ownerId"]) if before.get("ownerId") else None
+        if data.owner_id == owner:
             fields["ownerId"] = before["ownerId"]
         elif taking:
             fields["ownerId"] = ObjectId(actor.id)
+        elif data.owner_id is None:  # back to the queue
+            if not (actor.is_admin or owner == actor.id):
+                raise Forbidden("Only its owner or an admin can put a work order back in the queue.")
         elif actor.is_admin:
             fields["ownerId"] = await _owner_id(db, actor, data.owner_id, refused="")
         else:  # taking it from a colleague is reassigning

@@ -98,8 +98,8 @@ async def test_an_admin_reassigns_from_the_order_page_to_people_who_can_work_in_
     await open_order(user, order.id)
     (select,) = user.find(marker="owner-select").elements
 
-    offered = list(select.options.values())
-    assert offered == sorted(offered, key=str.casefold)  # alphabetical
+    *offered, queue = list(select.options.values())
+    assert offered == sorted(offered, key=str.casefold) and queue == "Unassigned (queue)"  # alphabetical, then nobody
     assert {"Dana Admin", "Priya Shah", "Sam Rivera"} <= set(offered) and "Vic Viewer" not in offered  # no viewer
     assert vic["id"] not in select.options
     select.set_value(priya["id"])
@@ -108,6 +108,35 @@ async def test_an_admin_reassigns_from_the_order_page_to_people_who_can_work_in_
     await user.should_see("Owner: Sam Rivera → Priya Shah", retries=WAIT)
     stored = await db["work_orders"].find_one({})
     assert (stored["ownerId"], stored["requesterId"]) == (ObjectId(priya["id"]), ObjectId(sam["id"]))
+
+
+async def test_its_owner_puts_an_order_back_in_the_queue(user: User, make_user, make_order, log_in, db):
+    sam = await make_user("user", name="Sam Rivera")
+    order = await make_order(sam, "Broken chair")
+    await log_in(user, sam)
+    await open_order(user, order.id)
+
+    user.find(marker="release").click()
+    await user.should_see("Back in the queue.", retries=WAIT)
+    await user.should_see("Owner: Sam Rivera → Unassigned", retries=WAIT)  # on the timeline
+    await user.should_see(marker="assign-to-me")  # anyone who can work may take it again
+    await user.should_not_see(marker="release")
+    assert (await db["work_orders"].find_one({}))["ownerId"] is None
+
+
+async def test_an_admin_puts_an_order_back_in_the_queue_from_the_owner_field(
+    user: User, make_user, make_order, log_in, db
+):
+    sam, admin = await make_user("user", name="Sam Rivera"), await make_user("admin", name="Dana Admin")
+    order = await make_order(sam, "Broken chair")
+    await log_in(user, admin)
+    await open_order(user, order.id)
+
+    user.find(marker="owner-select").elements.pop().set_value("none")
+
+    await user.should_see("Back in the queue.", retries=WAIT)
+    await user.should_see("Owner: Sam Rivera → Unassigned", retries=WAIT)
+    assert (await db["work_orders"].find_one({}))["ownerId"] is None
 
 
 async def test_comments_are_added_shown_as_text_and_appear_live(user: User, make_user, make_order, log_in, db):

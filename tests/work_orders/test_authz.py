@@ -7,6 +7,7 @@ from desk.actors import SYSTEM_TRIAGE
 from desk.errors import Forbidden
 from desk.work_orders import service
 from desk.work_orders.models import WorkOrderCreate, WorkOrderQuery, WorkOrderUpdate
+from tests.helpers import actor
 
 
 @pytest.mark.parametrize(
@@ -40,6 +41,35 @@ async def test_only_admins_reassign_an_order(make_user, client_for, make_order, 
 
     assert response.status_code == 403
     assert (await db["work_orders"].find_one({}))["ownerId"] == ObjectId(sam["id"])
+
+
+@pytest.mark.parametrize(
+    ("who", "expected"),
+    [("owner", 200), ("admin", 200), ("requester", 403), ("colleague", 404), ("viewer", 403)],
+)
+async def test_its_owner_or_an_admin_puts_an_order_back_in_the_queue(
+    who, expected, make_user, change_user, client_for, make_order, db
+):
+    """`ownerId: null`: the queue. Giving an order up is its owner's; taking it from someone, an admin's."""
+    requester, owner, admin = await make_user("user"), await make_user("user"), await make_user("admin")
+    order = await make_order(requester, ownerId=None)
+    await service.update(
+        db=db, actor=actor(admin), order_id=order.id, data=WorkOrderUpdate(version=1, ownerId=owner["id"])
+    )
+    person = {"owner": owner, "admin": admin, "requester": requester}.get(who) or await make_user("user")
+    if who == "viewer":
+        person = await change_user(person, role="viewer")
+
+    response = await (await client_for(person)).patch(
+        f"/api/v1/work-orders/{order.id}", json={"version": 2, "ownerId": None}
+    )
+
+    assert response.status_code == expected, response.text
+    stored = await db["work_orders"].find_one({})
+    assert stored["ownerId"] == (None if expected == 200 else ObjectId(owner["id"]))
+    if expected == 200:
+        queue = (await (await client_for(await make_user("user"))).get("/api/v1/work-orders?ownerId=none")).json()
+        assert ([o["id"] for o in queue["items"]], queue["total"]) == ([order.id], 1)  # in everyone's queue now
 
 
 async def test_the_system_actor_is_refused_on_every_general_path(make_user, make_order, db):
