@@ -89,7 +89,7 @@ def filters(*, owner_id: ObjectId | str | None, status: str | list[str] | None, 
 
 # What a person sees, as disjoint parts: a search walks each part's postings on an index range of its own
 # (search.py), and their counts add up. `{"$nin": [me, None]}` rather than `{"$ne": None, "$nin": [me]}`: the
-# embedded engine lets a missing field through the second (tests/db/test_embedded_engine.py).
+# embedded engine lets a missing field through the second (tests/db/test_conformance.py).
 
 
 def seen_by(person: ObjectId) -> list[Doc]:
