@@ -54,11 +54,23 @@ async def ensure_indexes(db: AsyncDatabase) -> None:
     await search.ensure_indexes(db)
     await _backfill_title_keys(db)
     await _backfill_requesters(db)
+    await _backfill_handed(db)
 
 
 def _derived(doc: Doc) -> Doc:
-    """Fields kept only for sorting: priority in its natural order, titles as a person reads them."""
-    return {"priorityRank": PRIORITIES.index(doc["priority"]), "titleKey": title_key(doc["title"])}
+    """Fields kept only for sorting and finding: priority in its natural order, titles as a person reads them,
+    and who handed the order to someone else (see `seen_by`)."""
+    return {
+        "priorityRank": PRIORITIES.index(doc["priority"]),
+        "titleKey": title_key(doc["title"]),
+        "handedBy": handed_by(doc),
+    }
+
+
+def handed_by(doc: Doc) -> ObjectId | None:
+    """The requester, when someone else (not the queue) works on the order; else None."""
+    requester, owner = doc.get("requesterId"), doc.get("ownerId")
+    return requester if owner is not None and requester is not None and owner != requester else None
 
 
 def title_key(title: str) -> str:
@@ -87,19 +99,19 @@ def filters(*, owner_id: ObjectId | str | None, status: str | list[str] | None, 
     return found
 
 
-# What a person sees, as disjoint parts: a search walks each part's postings on an index range of its own
-# (search.py), and their counts add up. `{"$nin": [me, None]}` rather than `{"$ne": None, "$nin": [me]}`: the
-# embedded engine lets a missing field through the second (tests/db/test_conformance.py).
+# What a person sees, as disjoint parts with an index range each: a search walks each part's postings on
+# its own (search.py), and their counts add up. `handedBy` makes the third part one key: an `$or` or a `$nin`
+# over requester and owner would read every order the person asked for, most of which they work on.
 
 
 def seen_by(person: ObjectId) -> list[Doc]:
     """What a person (not an admin or viewer) sees: what they work on, the queue, what they asked of others."""
-    return [{"ownerId": person}, {"ownerId": None}, {"requesterId": person, "ownerId": {"$nin": [person, None]}}]
+    return [{"ownerId": person}, {"ownerId": None}, {"handedBy": person}]
 
 
 def requested_or_owned(person: ObjectId) -> list[Doc]:
-    """A person's own work orders: those they work on, and those they asked for that they do not work on."""
-    return [{"ownerId": person}, {"requesterId": person, "ownerId": {"$nin": [person]}}]
+    """A person's own work orders: what they work on, what they asked of others, what they asked of the queue."""
+    return [{"ownerId": person}, {"handedBy": person}, {"requesterId": person, "ownerId": None}]
 
 
 within = search.within  # a list's filter kept to the parts: one definition, for lists and searches alike
@@ -114,7 +126,7 @@ def parties(*docs: Doc | None) -> set[str]:
     return found
 
 
-READ_FIELDS = {"priorityRank": 0, "titleKey": 0}
+READ_FIELDS = {"priorityRank": 0, "titleKey": 0, "handedBy": 0}
 NO_TITLE_KEY = {"titleKey": {"$exists": False}}
 NO_REQUESTER = {"requesterId": {"$exists": False}}
 
@@ -252,3 +264,34 @@ async def _backfill_requesters(db: AsyncDatabase, *, batch: int = 1000) -> None:
         done += len(docs)
     if done:
         log.info("Gave %d work orders their requester in %.1f s", done, time.monotonic() - started)
+
+
+async def _backfill_handed(db: AsyncDatabase, *, batch: int = 500) -> None:
+    """Give orders stored before `handedBy` existed theirs, postings too; once per desk (a mark in search_meta).
+
+    Only orders someone else works on get a value: on the others a missing `handedBy` reads as None.
+    One pass over every order's requester and owner (4 s at 100,000 orders on the embedded engine, where
+    paging by `_id` scanned the collection for every page), then those orders a batch at a time.
+    Idempotent, so two processes starting at once both write the same values.
+    """
+    if await db["search_meta"].find_one({"_id": "handedBy"}):
+        return
+    started = time.monotonic()
+    handed = {
+        doc["_id"]: by async for doc in _orders(db).find({}, {"requesterId": 1, "ownerId": 1}) if (by := handed_by(doc))
+    }
+    ids = list(handed)
+    for start in range(0, len(ids), batch):
+        docs = (
+            await _orders(db)
+            .find({"_id": {"$in": ids[start : start + batch]}}, {"title": 1, "description": 1})
+            .to_list()
+        )
+        marked = [{**doc, "handedBy": handed[doc["_id"]]} for doc in docs]
+        await search.stamp(db, marked, "handedBy")  # postings first: a crash in between leaves the order to redo
+        await _orders(db).bulk_write(
+            [UpdateOne({"_id": d["_id"]}, {"$set": {"handedBy": d["handedBy"]}}) for d in marked]
+        )
+    await db["search_meta"].update_one({"_id": "handedBy"}, {"$set": {"done": True}}, upsert=True)
+    if handed:
+        log.info("Marked %d work orders as handed to someone else in %.1f s", len(handed), time.monotonic() - started)

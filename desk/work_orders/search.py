@@ -12,8 +12,8 @@ so its cost does not grow with the desk (on the embedded engine, whose array ind
   found by seeking the term index word by word (at most WORDS of them; beyond that the postings of
   the range are read, at most SCAN, and sorted by the server);
 - a person who sees only part of the desk searches it as disjoint parts (what they work on, the
-  queue, what they asked for that someone else works on), each an index range of its own: one
-  filter with an `$or` would read every posting of a common word to find theirs;
+  queue, what they asked for that someone else works on: `handedBy`), each an index range of its
+  own: one filter with an `$or` would read every posting of a common word to find theirs;
 - each (term, part) walk gives its first `offset + limit` postings, merged here; each count stops
   after CAP + 1 and, for disjoint parts of one term, they add up exactly.
 
@@ -41,7 +41,17 @@ MAX_TERMS = 500  # distinct words indexed per work order (a 5,000-character desc
 CAP = 1000  # matches counted before a search says "1,000+"
 SCAN = 5000  # postings read per word when intersecting several words, or for a prefix of many words
 WORDS = 4  # words a longer prefix is searched as one by one, each an index walk; more: its range is read
-POSTED = ("ownerId", "requesterId", "status", "priority", "priorityRank", "titleKey", "createdAt", "updatedAt")
+POSTED = (
+    "ownerId",
+    "requesterId",
+    "handedBy",
+    "status",
+    "priority",
+    "priorityRank",
+    "titleKey",
+    "createdAt",
+    "updatedAt",
+)
 FORMAT = 2  # of the postings; a desk whose postings are older rebuilds them once at start-up
 log = logging.getLogger(__name__)
 
@@ -56,7 +66,7 @@ async def ensure_indexes(db: AsyncDatabase) -> None:
         [("term", ASCENDING), ("ownerId", ASCENDING), ("createdAt", DESCENDING)], name="term_owner_created"
     )
     await _postings(db).create_index(
-        [("term", ASCENDING), ("requesterId", ASCENDING), ("createdAt", DESCENDING)], name="term_requester_created"
+        [("term", ASCENDING), ("handedBy", ASCENDING), ("createdAt", DESCENDING)], name="term_handed_created"
     )
     await _rebuild_if_older(db)
 
@@ -111,10 +121,15 @@ async def _insert(db: AsyncDatabase, orders: list[Doc]) -> None:
 
 async def stamp_title_keys(db: AsyncDatabase, orders: list[Doc]) -> None:
     """Copy each order's `titleKey` onto its postings, which carried the plain title before."""
+    await stamp(db, orders, "titleKey", unset="title")
+
+
+async def stamp(db: AsyncDatabase, orders: list[Doc], key: str, *, unset: str | None = None) -> None:
+    """Copy each order's `key` onto its postings (a field added after they were written), dropping `unset`."""
     ops = [
         UpdateMany(
             {"_id": {"$in": [f"{order['_id']}:{term}" for term in _terms(order)]}},
-            {"$set": {"titleKey": order["titleKey"]}, "$unset": {"title": ""}},
+            {"$set": {key: order[key]}} | ({"$unset": {unset: ""}} if unset else {}),
         )
         for order in orders
     ]
@@ -231,20 +246,10 @@ def _after(prefix: str) -> str:
 
 
 def within(filter_: Doc, parts: list[Doc]) -> Doc:
-    """`filter_` kept to the disjoint parts (none: no limit), as one filter with an `$or`.
-
-    The `$or` leaves out the `$nin`s that only keep the parts apart: it matches the same orders, and
-    the embedded engine drops an `{f: None}` branch beside a `$nin` one. It goes under `$and`, so it
-    merges into other filters by key: beside a top-level `$or`, that engine dropped the other fields.
-    """
-    if not parts:
-        return filter_
-    either = [{key: value for key, value in part.items() if not _excludes(value)} for part in parts]
-    return {**filter_, "$and": [{"$or": either}]}
-
-
-def _excludes(condition: Any) -> bool:
-    return isinstance(condition, dict) and "$nin" in condition
+    """`filter_` kept to the disjoint parts (none: no limit), as one filter with an `$or`. The `$or` goes under
+    `$and`, so it merges into other filters by key: beside a top-level `$or`, the embedded engine dropped the
+    other fields."""
+    return {**filter_, "$and": [{"$or": parts}]} if parts else filter_
 
 
 def _query_words(q: str) -> list[str]:

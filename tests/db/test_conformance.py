@@ -462,8 +462,7 @@ async def test_find_on_an_array_field_with_a_multikey_index(db: AsyncDatabase, l
 
 
 async def test_not_in_a_list_with_null_beside_other_keys(db: AsyncDatabase) -> None:
-    """How the desk keeps the parts of what a person sees apart (work_orders/repository.py): `$nin` with and
-    without null, found and counted alike, and a missing field counts as null."""
+    """`$nin` with and without null beside other keys, found and counted alike; a missing field counts as null."""
     coll = db["conformance_nin"]
     await coll.create_index([("term", ASCENDING), ("requesterId", ASCENDING)])
     me, other = ObjectId(), ObjectId()

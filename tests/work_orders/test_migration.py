@@ -1,4 +1,5 @@
-"""Start-up on a desk from before requesters: every order gets its owner as requester, once, whoever starts."""
+"""Start-up on a desk from before requesters (every order gets its owner as requester) and before `handedBy` (an
+order someone else works on is marked with its requester, postings too): once, whoever starts."""
 
 import asyncio
 
@@ -67,3 +68,23 @@ async def test_an_old_order_reassigned_after_the_migration_stays_with_its_reques
     for params in ({}, {"q": "tap"}):  # the list and the search (postings) both still show it to Sam
         page = (await client.get("/api/v1/work-orders", params=params)).json()
         assert [o["id"] for o in page["items"]] == [str(order_id)] and page["total"] == 1
+
+
+async def test_orders_handed_on_before_handed_by_existed_are_marked_once_and_found_by_their_requester(
+    make_user, client_for, db
+):
+    sam, priya = await make_user("user"), await make_user("user")
+    (handed, own) = await _orders_in_todays_shape(db, [priya, sam], 2)
+    await db["work_orders"].update_many({}, {"$set": {"requesterId": ObjectId(sam["id"])}})  # Sam asked for both
+    await db["work_orders"].update_many({}, {"$unset": {"handedBy": ""}})
+    await db["search_postings"].update_many({}, {"$unset": {"handedBy": ""}})
+    await db["search_meta"].delete_one({"_id": "handedBy"})  # as the desk was before the change
+
+    await asyncio.gather(ensure_indexes(db), ensure_indexes(db))  # two processes starting together
+
+    orders = {doc["_id"]: doc for doc in await db["work_orders"].find().to_list()}
+    assert orders[handed].get("handedBy") == ObjectId(sam["id"]) and orders[own].get("handedBy") is None
+    postings = await db["search_postings"].find({"orderId": handed}).to_list()
+    assert postings and {p.get("handedBy") for p in postings} == {ObjectId(sam["id"])}
+    found = (await (await client_for(sam)).get("/api/v1/work-orders", params={"q": "tap"})).json()
+    assert (found["total"], {o["id"] for o in found["items"]}) == (2, {str(handed), str(own)})
