@@ -1,6 +1,6 @@
 """Metrics for one owner and a range of days, through the API an admin calls."""
 
-from datetime import timedelta
+from datetime import UTC, datetime, time, timedelta
 
 from bson import ObjectId
 
@@ -12,7 +12,10 @@ from tests.metrics.test_service import _order
 async def test_one_owners_figures_and_a_range_of_days(make_user, client_for, db):
     admin, sam, priya = await make_user("admin"), await make_user("user"), await make_user("user")
     sams, priyas = ObjectId(sam["id"]), ObjectId(priya["id"])
-    await orders_repo.insert(db, _order(sams, status="done", created_days_ago=40, closed_hours_later=6))
+    forty = (now() - timedelta(days=40)).date()
+    morning = datetime.combine(forty, time(6), tzinfo=UTC)  # opened and closed that day, whatever the hour now
+    opened_and_closed = {"createdAt": morning, "updatedAt": morning, "closedAt": morning + timedelta(hours=6)}
+    await orders_repo.insert(db, _order(sams, status="done") | opened_and_closed)
     await orders_repo.insert(db, _order(sams, priority="urgent", created_days_ago=2))
     await orders_repo.insert(db, _order(priyas, status="done", created_days_ago=1, closed_hours_later=2))
     client = await client_for(admin)
@@ -22,7 +25,6 @@ async def test_one_owners_figures_and_a_range_of_days(make_user, client_for, db)
     assert mine["meanHoursToDone"] == 6.0
     assert len(mine["perDay"]) == 30 and sum(d["opened"] for d in mine["perDay"]) == 1  # the 40-day-old is outside
 
-    forty = (now() - timedelta(days=40)).date()
     params = {"ownerId": sam["id"], "since": (forty - timedelta(days=1)).isoformat(), "until": forty.isoformat()}
     ranged = (await client.get("/api/v1/admin/metrics", params=params)).json()
     assert [(d["day"], d["opened"], d["closed"]) for d in ranged["perDay"]][-1] == (forty.isoformat(), 1, 1)
