@@ -22,10 +22,12 @@ from components import live
 from desk import cli, observability
 from desk.app import FirstAdmin, ensure_first_admin, ensure_indexes, install_api
 from desk.config import Settings, get_settings
+from desk.db import backup
 from desk.db.client import use_database
 from desk.db.lifecycle import DatabaseUnavailable, database_server, open_database
 from desk.security_headers import SecurityHeaders
 from desk.seed import seed_demo
+from desk.work_orders import counters
 from pages import ROUTERS
 
 API_PATHS = ("/api/", "/healthz", "/readyz", "/metrics")
@@ -75,6 +77,9 @@ def _start_up(settings: Settings, uri: str, *, demo: bool) -> None:
         db = await stack.enter_async_context(open_database(settings, uri))
         use_database(db)
         await ensure_indexes(db)
+        if backup.restored(settings):
+            await counters.rebuild(db)
+            backup.recounted(settings)
         first = await ensure_first_admin(db, settings)
         if demo:
             print(await seed_demo(db, only_if_empty=True), flush=True)

@@ -5,8 +5,10 @@ import threading
 import time
 
 import httpx
+from pymongo import MongoClient
 
 from bench.harness import desk_command, desk_env, desk_running
+from desk.db.embedded import EmbeddedMongo
 
 ADMIN = {"DESK_ADMIN_EMAIL": "ops@example.com", "DESK_ADMIN_PASSWORD": "a sturdy passphrase"}
 CSRF = {"X-Desk-CSRF": "1"}
@@ -104,6 +106,24 @@ def test_a_backup_of_a_running_desk_under_writes_restores_into_a_fresh_desk(tmp_
     # insert and its timeline entry (the two are separate writes) may not, and its create was not answered yet
     done_before = {oid for at, oid in writer.acked if at < started}
     assert all([a["action"] for a in activity[oid]][-1:] == ["created"] for oid in done_before)
+
+
+def test_the_first_start_after_a_restore_counts_the_orders_again(tmp_path):
+    """A backup is one moment, which can fall between an order's insert and its counters' (separate writes)."""
+    with desk_running(tmp_path / "live", **ADMIN) as live, _api(live.url) as api:
+        for n in range(3):
+            assert api.post("/api/v1/work-orders", json={"title": f"Order {n}"}).status_code == 201
+    with EmbeddedMongo(tmp_path / "live" / "mongo") as uri, MongoClient(uri) as client:  # caught mid-write, as it were
+        client["desk"]["counters"].update_many({"_id": {"$ne": "changes:seq"}}, {"$inc": {"n": -1}})
+    backup = tmp_path / "caught.db"
+    assert _desk("backup", str(backup), DESK_DATA_DIR=str(tmp_path / "live")).returncode == 0
+    assert _desk("restore", str(backup), DESK_DATA_DIR=str(tmp_path / "fresh")).returncode == 0
+
+    with desk_running(tmp_path / "fresh") as fresh, _api(fresh.url) as api:
+        orders, total = _all(api, "/api/v1/work-orders")
+
+    assert (len(orders), total) == (3, 3)
+    assert not (tmp_path / "fresh" / "mongo" / "restored").exists()  # recounted once: later starts need not
 
 
 def test_restore_needs_a_backup_and_backup_a_new_file(tmp_path):

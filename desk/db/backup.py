@@ -17,6 +17,7 @@ from pathlib import Path
 from desk.config import Settings
 from desk.db.embedded import PID_NAME
 
+RESTORED = "restored"  # beside the database files: the next start recounts (see `restored`)
 ON_MONGODB = "MONGODB_URI is set: back up and restore that MongoDB with mongodump and mongorestore (docs/operations.md)"
 
 
@@ -69,9 +70,24 @@ def restore(*, settings: Settings, source: Path) -> str:
             for stale in (Path(f"{target}-wal"), Path(f"{target}-shm")):  # the old database's, not the backup's
                 stale.unlink(missing_ok=True)
             os.replace(partial, target)
+            (target.parent / RESTORED).touch()
         finally:
             partial.unlink(missing_ok=True)
     return f"Restored the desk's database from {source} ({_size(target)}) into {target}."
+
+
+def restored(settings: Settings) -> bool:
+    """Whether the embedded database was restored since the desk last counted its orders.
+
+    A backup is the database as of one moment, which can fall between the separate writes of one
+    change (an order, then its counters): the first start after a restore recounts, as after a crash.
+    """
+    return settings.mongodb_uri is None and (database_file(settings).parent / RESTORED).exists()
+
+
+def recounted(settings: Settings) -> None:
+    """The restored database has been recounted: later starts need not."""
+    (database_file(settings).parent / RESTORED).unlink(missing_ok=True)
 
 
 def embedded_pid(settings: Settings) -> int | None:
