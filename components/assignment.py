@@ -63,8 +63,8 @@ async def _reassign(visit: session.Visit, order: WorkOrderRead, owner_id: str | 
     try:
         moved = await service.update(db=get_db(), actor=person, order_id=order.id, data=data)
     except DeskError as error:
-        ui.notify(error.message, type="warning")
+        visit.tell(error.message, type="warning")
         await on_changed(order)  # draw the owner as it is
         return
-    ui.notify("Reassigned." if owner_id else "Back in the queue.", type="positive")
+    visit.tell("Reassigned." if owner_id else "Back in the queue.", type="positive")
     await on_changed(moved)

@@ -28,9 +28,9 @@ async def take(visit: session.Visit, order: WorkOrderRead) -> WorkOrderRead | No
     try:
         taken = await service.update(db=get_db(), actor=person, order_id=order.id, data=data)
     except DeskError as error:
-        ui.notify(error.message, type="warning")
+        visit.tell(error.message, type="warning")
         return None
-    ui.notify(f"“{taken.title}” is yours now.", type="positive")
+    visit.tell(f"“{taken.title}” is yours now.", type="positive")
     return taken
 
 

@@ -11,6 +11,7 @@ a session that ended, or a role that changed, closes the page on the server (see
 import asyncio
 import re
 from dataclasses import dataclass, field
+from typing import Any
 from urllib.parse import quote
 from uuid import uuid4
 
@@ -98,6 +99,13 @@ class Visit:
         if str(user["_id"]) != self.user_id or user["role"] != self.role:
             return None, self.path  # the same page again, built for the role they have now
         return user, self.path
+
+    def tell(self, message: str, **kwargs: Any) -> None:
+        """A notification on this page, even when the element whose handler says it is gone: a live redraw
+        may replace it (the order's summary, a suggestion card) while the handler's write was being saved."""
+        if not self.gone:
+            with self.client:
+                ui.notify(message, **kwargs)
 
     def close(self, target: str) -> None:
         """Send the browser to `target`, and stop serving this page whatever the browser does with that."""

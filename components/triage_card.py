@@ -122,16 +122,16 @@ class TriageCard:
             if current is not None:  # the order moved on: the page says what changed and lets the person choose
                 self.on_conflict(WorkOrderRead.model_validate(current), {"priority": suggestion.suggested_priority})
             else:
-                ui.notify(conflict.message, type="warning")
+                self.visit.tell(conflict.message, type="warning")
             await self.show()
             return
         except DeskError as error:
-            ui.notify(error.message, type="negative")
+            self.visit.tell(error.message, type="negative")
             return
         if accept:
-            ui.notify(f"Priority set to {PRIORITY_LABELS[suggestion.suggested_priority]}.", type="positive")
+            self.visit.tell(f"Priority set to {PRIORITY_LABELS[suggestion.suggested_priority]}.", type="positive")
         else:
-            ui.notify("Suggestion dismissed.")
+            self.visit.tell("Suggestion dismissed.")
         await self.show()
 
     async def on_changes(self, batch: list[dict]) -> None:

@@ -1,7 +1,12 @@
 """The team desk on screen: the queue, "Assign to me", the requester, an admin's owner field, comments, viewers."""
 
+import gc
+import weakref
+
 from bson import ObjectId
+from nicegui import context
 from nicegui.testing import User
+from nicegui.testing.user_notify import UserNotify
 
 from desk.work_orders import service
 from desk.work_orders.models import CommentCreate, WorkOrderCreate, WorkOrderUpdate
@@ -122,6 +127,37 @@ async def test_its_owner_puts_an_order_back_in_the_queue(user: User, make_user, 
     await user.should_see(marker="assign-to-me")  # anyone who can work may take it again
     await user.should_not_see(marker="release")
     assert (await db["work_orders"].find_one({}))["ownerId"] is None
+
+
+async def test_giving_an_order_back_is_confirmed_even_when_a_live_redraw_replaced_the_button(
+    user: User, make_user, make_order, log_in, monkeypatch
+):
+    sam = await make_user("user", name="Sam Rivera")
+    order = await make_order(sam, "Broken chair")
+    await log_in(user, sam)
+    await open_order(user, order.id)
+    row = weakref.ref(user.find(marker="release").elements.pop().parent_slot.parent)  # the handler runs in its slot
+    saved = service.update
+
+    async def saved_while_the_page_redraws(**kwargs):
+        moved = await saved(**kwargs)
+        # the page's live feed sees the change and redraws the summary, the clicked button's row with it
+        await until(lambda: row() is None or row().is_deleted, what="the order's summary drawn anew")
+        gc.collect()  # and the row is gone for good, as it soon is in a running desk
+        return moved
+
+    monkeypatch.setattr(service, "update", saved_while_the_page_redraws)
+    told = UserNotify.__call__
+
+    def told_as_in_a_running_desk(self, message: str, **kwargs) -> None:
+        context.client  # noqa: B018 - the real ui.notify reads it first: it raises when the handler's slot is gone
+        told(self, message, **kwargs)
+
+    monkeypatch.setattr(UserNotify, "__call__", told_as_in_a_running_desk)
+    user.find(marker="release").click()
+
+    await user.should_see("Back in the queue.", retries=WAIT)
+    await user.should_see("Owner: Unassigned", retries=WAIT)
 
 
 async def test_an_admin_puts_an_order_back_in_the_queue_from_the_owner_field(
