@@ -350,9 +350,9 @@ class AgentsScreen:
         try:
             await triage.retry_event(db=get_db(), actor=await self.visit.actor(), event_id=event_id)
         except DeskError as error:
-            ui.notify(error.message, type="negative")
+            self.visit.tell(error.message, type="negative")  # the list may have been redrawn meanwhile: see `tell`
         else:
-            ui.notify("Back in the queue.", type="positive")
+            self.visit.tell("Back in the queue.", type="positive")
         await self._show_health_and_audit()
 
 
