@@ -12,6 +12,7 @@ from nicegui import ui
 
 from components import session
 from components.copilot import Copilot, ai_off_reason
+from components.forbidden import forbidden
 
 SESSION_CHECK_SECONDS = 3.0
 COPILOT_PAGE = "/app/copilot"  # the conversation's own page: no second panel in a drawer there
@@ -54,6 +55,20 @@ def frame(title: str, user: dict, *, path: str) -> Iterator[session.Visit]:
     ui.timer(SESSION_CHECK_SECONDS, visit.check)
     with ui.column().classes("w-full max-w-6xl mx-auto p-4 gap-4"):
         yield visit
+
+
+@contextmanager
+def admin_frame(title: str, user: dict, *, path: str) -> Iterator[session.Visit | None]:
+    """`frame` for an admin page: its visit, or None for anyone else, who is shown a refusal instead.
+
+    The one place an admin screen says no: a page's body runs only when this yields a visit.
+    """
+    with frame(title, user, path=path) as visit:
+        if session.actor_of(user).is_admin:
+            yield visit
+        else:
+            forbidden()
+            yield None
 
 
 def _copilot_drawer(visit: session.Visit) -> Callable[[], None]:

@@ -17,9 +17,8 @@ from components import live, session
 from components.chips import PRIORITY_LABELS, priority_chip
 from components.confirm import confirm
 from components.fields import clear_problems, show_problems
-from components.forbidden import forbidden
 from components.formats import ago, when
-from components.frame import frame
+from components.frame import admin_frame
 from desk.actors import Actor
 from desk.agent import policy
 from desk.agent.triage import service as triage
@@ -58,9 +57,8 @@ async def admin_agents_page(request: Request):
     if user is None:
         return session.to_login(request)
     actor = session.actor_of(user)
-    with frame("Agents", user, path=PATH) as visit:
-        if not actor.is_admin:
-            forbidden()
+    with admin_frame("Agents", user, path=PATH) as visit:
+        if visit is None:
             return
         agents_tabs(PATH)
         if not get_settings().ai_enabled:

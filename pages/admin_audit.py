@@ -4,9 +4,8 @@ from fastapi import Request
 from nicegui import APIRouter, ui
 
 from components import session
-from components.forbidden import forbidden
 from components.formats import when
-from components.frame import frame
+from components.frame import admin_frame
 from desk.audit import service as audit_service
 from desk.audit.models import AuditQuery, AuditRead
 from desk.db.client import get_db
@@ -30,9 +29,8 @@ async def admin_audit_page(request: Request):
     user = await session.current_user()
     if user is None:
         return session.to_login(request)
-    with frame("Audit log", user, path="/app/admin/audit") as visit:
-        if not session.actor_of(user).is_admin:
-            forbidden()
+    with admin_frame("Audit log", user, path="/app/admin/audit") as visit:
+        if visit is None:
             return
         await AuditScreen(visit).build()
 

@@ -12,8 +12,7 @@ from nicegui import APIRouter, ui
 
 from components import agent_charts, live, session
 from components.chips import PRIORITY_LABELS, STATUS_LABELS
-from components.forbidden import forbidden
-from components.frame import frame
+from components.frame import admin_frame
 from desk.actors import Actor
 from desk.agent.triage import service as triage_service
 from desk.config import get_settings
@@ -36,9 +35,8 @@ async def admin_metrics_page(request: Request):
     if user is None:
         return session.to_login(request)
     actor = session.actor_of(user)
-    with frame("Metrics", user, path="/app/admin/metrics") as visit:
-        if not actor.is_admin:
-            forbidden()
+    with admin_frame("Metrics", user, path="/app/admin/metrics") as visit:
+        if visit is None:
             return
         board = MetricsBoard(visit)
         owners, _ = await orders_service.owner_choices(db=get_db(), actor=actor)

@@ -13,9 +13,8 @@ from nicegui import APIRouter, ui
 
 from components import session
 from components.chips import PRIORITY_LABELS
-from components.forbidden import forbidden
 from components.formats import when
-from components.frame import frame
+from components.frame import admin_frame
 from desk.agent import policy
 from desk.agent.models import AgentRunDetail, AgentRunRead, AgentToolCallRead
 from desk.agent.triage import service as triage
@@ -49,9 +48,8 @@ async def admin_runs_page(request: Request):
     if user is None:
         return session.to_login(request)
     actor = session.actor_of(user)
-    with frame("Agent runs", user, path=PATH) as visit:
-        if not actor.is_admin:
-            forbidden()
+    with admin_frame("Agent runs", user, path=PATH) as visit:
+        if visit is None:
             return
         agents_tabs(PATH)
         await switch_banner(actor)
@@ -65,9 +63,8 @@ async def admin_run_page(request: Request, run_id: str):
     if user is None:
         return session.to_login(request)
     actor = session.actor_of(user)
-    with frame("Agent run", user, path=PATH) as _visit:
-        if not actor.is_admin:
-            forbidden()
+    with admin_frame("Agent run", user, path=PATH) as visit:
+        if visit is None:
             return
         ui.link("← All runs", PATH).classes("text-sm")
         try:

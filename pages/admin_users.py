@@ -8,9 +8,8 @@ from pydantic import ValidationError
 from components import session
 from components.confirm import confirm
 from components.fields import clear_problems, sentence, show_problems
-from components.forbidden import forbidden
 from components.formats import ago, when
-from components.frame import frame
+from components.frame import admin_frame
 from components.tokens import token_row
 from desk.auth import service as auth_service
 from desk.auth.models import TokenRead
@@ -31,9 +30,8 @@ async def admin_users_page(request: Request):
     user = await session.current_user()
     if user is None:
         return session.to_login(request)
-    with frame("Users", user, path="/app/admin/users") as visit:
-        if not session.actor_of(user).is_admin:
-            forbidden()
+    with admin_frame("Users", user, path="/app/admin/users") as visit:
+        if visit is None:
             return
         screen = UsersScreen(visit)
         screen.new_user_form()
