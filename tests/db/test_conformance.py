@@ -461,28 +461,6 @@ async def test_find_on_an_array_field_with_a_multikey_index(db: AsyncDatabase, l
     assert await coll.count_documents({"terms": {"$in": ["door", "kitchen"]}}) == 2
 
 
-async def test_not_in_a_list_with_null_beside_other_keys(db: AsyncDatabase) -> None:
-    """`$nin` with and without null beside other keys, found and counted alike; a missing field counts as null."""
-    coll = db["conformance_nin"]
-    await coll.create_index([("term", ASCENDING), ("requesterId", ASCENDING)])
-    me, other = ObjectId(), ObjectId()
-    await coll.insert_many(
-        [
-            {"n": 1, "term": "a", "requesterId": me, "ownerId": me},
-            {"n": 2, "term": "a", "requesterId": me, "ownerId": None},
-            {"n": 3, "term": "a", "requesterId": me, "ownerId": other},
-            {"n": 4, "term": "a", "requesterId": me},
-            {"n": 5, "term": "a", "requesterId": other, "ownerId": other},
-        ]
-    )
-
-    for owner, expected in (({"$nin": [me, None]}, [3]), ({"$nin": [me]}, [2, 3, 4]), ({"$nin": [None]}, [1, 3])):
-        found = {"term": "a", "requesterId": me, "ownerId": owner}
-        assert sorted(doc["n"] for doc in await coll.find(found).to_list()) == expected, owner
-        assert await coll.count_documents(found) == len(expected), owner
-        assert await coll.count_documents(found, limit=1001) == len(expected), owner
-
-
 async def test_unique_index_rejects_duplicates(db: AsyncDatabase) -> None:
     coll = db["unique_users"]
     await coll.create_index("email", unique=True)
