@@ -34,7 +34,8 @@ def apply() -> None:  # pragma: no cover - runs in the child
     python_update = UpdateOperationsMixin._perform_python_update
 
     def update_with_paths(self, doc_id, update_spec, original_doc, *args, **kwargs):
-        doc = deepcopy(original_doc)
+        # neosqlite's own update works on a deep copy: ours copies only when a dotted path changes it first
+        doc = original_doc
         rest: dict[str, dict] = {}
         for op, fields in update_spec.items():
             if op == "$currentDate":
@@ -46,6 +47,8 @@ def apply() -> None:  # pragma: no cover - runs in the child
                 continue
             for path, value in fields.items():
                 if op in _TOP_LEVEL_ONLY and "." in path and "$" not in path:
+                    if doc is original_doc:
+                        doc = deepcopy(original_doc)
                     parent, leaf = _parent(doc, path, create=op not in _NO_CREATE)
                     if parent is not None:
                         updated, _ = python_update(self, 0, {op: {leaf: value}}, parent)  # 0: nothing written
