@@ -178,7 +178,12 @@ class CopilotTurn:
             status = "budget_exceeded" if refusal.code == ErrorCode.AI_BUDGET_EXCEEDED else "error"
             raise RunEnded(status, refusal, refusal.code.value)
         text, completed, billed = "", None, False
-        keeper = asyncio.create_task(self._keep_lease(), name=f"copilot-lease-{self.run_id}")
+        # The lease keeper starts only once a third of a lease has passed: most calls end long before.
+        keepers: list[asyncio.Task] = []
+        timer = asyncio.get_running_loop().call_later(
+            self.record.lease.total_seconds() / 3,
+            lambda: keepers.append(asyncio.create_task(self._keep_lease(), name=f"copilot-lease-{self.run_id}")),
+        )
         try:
             async with contextlib.aclosing(self.provider.stream(messages, tools)) as stream:
                 while (chunk := await self._next(stream)) is not None:  # leaving early closes the upstream call
@@ -196,7 +201,9 @@ class CopilotTurn:
             billed = True
             await self._failed(failure)
         finally:  # every call bills (spec §4.7), before anything else can end the run
-            keeper.cancel()
+            timer.cancel()
+            for keeper in keepers:
+                keeper.cancel()
             if completed is not None:  # the ledger now; the run with its next write
                 await self.meter.charge_for_later(completed.usage)  # shielded
             elif not billed:  # cut short: estimated
@@ -249,13 +256,13 @@ class CopilotTurn:
         the sweeper) is interrupted.
         """
         try:
-            while True:
-                await asyncio.sleep(self.record.lease.total_seconds() / 3)
+            while True:  # started a third of a lease into the call
                 if not await self.record.recorded():
                     return  # the step ends the run for that itself (`RunRecord.require`)
                 if not await self.record.renew():
                     self.interrupt()
                     return
+                await asyncio.sleep(self.record.lease.total_seconds() / 3)
         except Exception as error:  # nobody awaits this task: say it here (the type only, as everywhere)
             log.warning("could not keep a copilot run's lease (%s)", type(error).__name__)
 
