@@ -12,7 +12,7 @@ import contextlib
 import json
 import logging
 import time
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable, Coroutine
 from datetime import timedelta
 from typing import Any, NoReturn
 
@@ -179,11 +179,7 @@ class CopilotTurn:
             raise RunEnded(status, refusal, refusal.code.value)
         text, completed, billed = "", None, False
         # The lease keeper starts only once a third of a lease has passed: most calls end long before.
-        keepers: list[asyncio.Task] = []
-        timer = asyncio.get_running_loop().call_later(
-            self.record.lease.total_seconds() / 3,
-            lambda: keepers.append(asyncio.create_task(self._keep_lease(), name=f"copilot-lease-{self.run_id}")),
-        )
+        stop_keeper = _later(self.record.lease.total_seconds() / 3, self._keep_lease, f"copilot-lease-{self.run_id}")
         try:
             async with contextlib.aclosing(self.provider.stream(messages, tools)) as stream:
                 while (chunk := await self._next(stream)) is not None:  # leaving early closes the upstream call
@@ -201,9 +197,7 @@ class CopilotTurn:
             billed = True
             await self._failed(failure)
         finally:  # every call bills (spec §4.7), before anything else can end the run
-            timer.cancel()
-            for keeper in keepers:
-                keeper.cancel()
+            stop_keeper()
             if completed is not None:  # the ledger now; the run with its next write
                 await self.meter.charge_for_later(completed.usage)  # shielded
             elif not billed:  # cut short: estimated
@@ -381,3 +375,18 @@ def _assistant_message(text: str, calls: list[ToolCallRequest]) -> dict:
             {"id": c.id, "type": "function", "function": {"name": c.name, "arguments": c.arguments}} for c in calls
         ],
     }
+
+
+def _later(seconds: float, start: Callable[[], Coroutine[Any, Any, None]], name: str) -> Callable[[], None]:
+    """`start()` as a task once `seconds` have passed; returns what stops it, timer or task (a timer costs less)."""
+    started: list[asyncio.Task] = []
+    timer = asyncio.get_running_loop().call_later(
+        seconds, lambda: started.append(asyncio.create_task(start(), name=name))
+    )
+
+    def stop() -> None:
+        timer.cancel()
+        for task in started:
+            task.cancel()
+
+    return stop
