@@ -139,7 +139,7 @@ def test(args: list[str]) -> None:
     ensure_chromium()
     compile_sources()
     # Two processes (pytest-xdist), each with its own embedded database: the suite is mostly waiting on a
-    # single-threaded database server, so two servers halve it (16 minutes to 8 on 2 cores). A test file
+    # single-threaded database server, so two come near halving it (16 min to under 10 on 2 cores). A test file
     # stays in one process, so a file's shared desk or browser starts once. `-n 0` runs in one process.
     pytest = [BIN / "pytest", "-n", "2", "--dist", "loadfile", "--cov=desk", "--cov-report=term-missing:skip-covered"]
     # Extra arguments mean a partial run (a folder, -x, -k ...), which cannot meet the coverage bar.

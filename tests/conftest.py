@@ -1,4 +1,4 @@
-"""Session fixtures: one MongoDB for the whole run (MONGODB_URI, else the embedded server)."""
+"""Session fixtures: one MongoDB for each test process (MONGODB_URI, else an embedded server of its own)."""
 
 import contextlib
 import os
@@ -24,14 +24,14 @@ from desk.users.models import UserAdminUpdate, UserCreate
 from desk.work_orders import service as work_orders_service
 from desk.work_orders.models import WorkOrderCreate, WorkOrderRead
 from tests.fake_provider import fake_provider  # noqa: F401 - the fixture, for every test directory
-from tests.helpers import PASSWORD, actor
+from tests.helpers import PASSWORD, actor, per_process
 
-TEST_DB = "desk_test"
+TEST_DB = per_process("desk_test")
 
 
 @pytest.fixture(scope="session")
 def mongo_uri(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
-    """MONGODB_URI when set (a real MongoDB), else an embedded server started once for the run."""
+    """MONGODB_URI when set (a real MongoDB), else an embedded server started once for this test process."""
     if uri := os.environ.get("MONGODB_URI"):
         yield uri
         return

@@ -1,6 +1,7 @@
 """Small helpers shared by tests (fixtures live in conftest.py)."""
 
 import asyncio
+import os
 import time
 from collections.abc import Callable
 
@@ -11,6 +12,13 @@ from desk.actors import Actor, Role
 from desk.config import Settings, use_settings
 
 PASSWORD = "correct horse battery staple"
+
+
+def per_process(name: str) -> str:
+    """A database name of this test process's own. dev.py runs the suite in two (pytest-xdist): each
+    starts its own embedded server, but on a shared MONGODB_URI the two must not empty each other's."""
+    worker = os.environ.get("PYTEST_XDIST_WORKER")
+    return f"{name}_{worker}" if worker else name
 
 
 def actor(user: dict) -> Actor:

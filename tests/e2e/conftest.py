@@ -26,9 +26,9 @@ from desk.work_orders import service as work_orders_service
 from desk.work_orders.models import WorkOrderCreate, WorkOrderRead
 from tests.e2e.browser import Browser, Screenshots
 from tests.fake_provider import _shared_fake
-from tests.helpers import PASSWORD, actor
+from tests.helpers import PASSWORD, actor, per_process
 
-E2E_DB = "desk_e2e"
+E2E_DB = per_process("desk_e2e")
 ROOT = Path(__file__).resolve().parents[2]
 SCREENSHOTS = ROOT / "screenshots"
 CHROMIUM, CHROMEDRIVER = Path("/usr/bin/chromium"), Path("/usr/bin/chromedriver")

@@ -20,10 +20,10 @@ from desk.users.models import UserAdminUpdate
 from tests.e2e.browser import Browser
 from tests.e2e.conftest import ADMIN_EMAIL, ADMIN_PASSWORD
 from tests.fake_provider import _shared_fake
-from tests.helpers import actor, until
+from tests.helpers import actor, per_process, until
 from tests.triage.conftest import proposal
 
-TRIAGE_DB = "desk_e2e_triage"
+TRIAGE_DB = per_process("desk_e2e_triage")
 POLL_MS = "200"
 
 
