@@ -106,7 +106,7 @@ async def _check_password(*, db: AsyncDatabase, email: str, password: str, ip: s
         await users_repo.clear_failed_logins(db, user["_id"])
     await users_repo.record_login(db, user["_id"], at=moment)  # shown to admins as "last login"
     events.record("login_succeeded", actor_id=user["_id"], subject_id=user["_id"], address=ip)
-    return user
+    return {**user, "lastLoginAt": moment}  # the login's answer shows this login, as GET /auth/me then does
 
 
 async def _count_failure(*, db: AsyncDatabase, user_id: ObjectId, moment: datetime, ip: str) -> None:

@@ -27,6 +27,9 @@ async def test_login_sets_an_http_only_lax_cookie_and_me_answers(make_user, anon
     assert "HttpOnly" in cookie and "SameSite=lax" in cookie and "Path=/" in cookie
     me = await anonymous.get("/api/v1/auth/me")
     assert me.json()["id"] == sam["id"]
+    # the answer is the person as the login left them: this login is their last one, as /me says
+    assert response.json()["lastLoginAt"] is not None
+    assert response.json()["lastLoginAt"] == me.json()["lastLoginAt"]
 
 
 async def test_only_the_hash_of_the_session_is_stored(make_user, anonymous, db):
