@@ -31,6 +31,7 @@ from desk.work_orders import counters
 from pages import ROUTERS, not_found
 
 API_PATHS = ("/api/", "/healthz", "/readyz", "/metrics")
+ROOT_PAGE = not_found.unknown_address  # ui.run's root page: NiceGUI draws it for any address no page answers
 _BUILD_PAGES = app.build_middleware_stack  # NiceGUI's own; mount() runs once per UI test: wrap it, never a wrapper
 
 
@@ -96,7 +97,7 @@ def _start_up(settings: Settings, uri: str, *, demo: bool) -> None:
 def _run(settings: Settings) -> None:
     _private_storage(settings)
     ui.run(
-        not_found.unknown_address,  # the root page: NiceGUI draws it for any address no page answers
+        ROOT_PAGE,
         host=settings.desk_host,
         port=settings.desk_port,
         title="Work Order Desk",

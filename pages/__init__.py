@@ -1,4 +1,4 @@
-"""The desk's screens; each module holds one NiceGUI router."""
+"""The desk's screens; each module holds one NiceGUI router (not_found: the root page main.py gives ui.run)."""
 
 from pages import (
     admin_agents,
@@ -8,7 +8,6 @@ from pages import (
     admin_users,
     copilot,
     login,
-    not_found,
     profile,
     work_order,
     work_orders,
@@ -25,5 +24,4 @@ ROUTERS = [
     profile.router,
     copilot.router,
     admin_audit.router,
-    not_found.router,  # last: it answers every /app/… address no screen above answers
 ]

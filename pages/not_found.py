@@ -1,22 +1,15 @@
-"""Any address no screen answers: a 404 inside the desk's frame, with a way back.
+"""Any address no screen answers (`/app/…`, `/work-orders`, a typo, an old bookmark): a 404 inside the
+desk's frame, with a way back.
 
-`/app/…` has a route of its own, included last (pages/__init__.py), so every real screen's route is
-matched first. Any other address (`/work-orders`, a typo, an old bookmark) reaches NiceGUI's 404
-handler, which draws the root page given to `ui.run` (main.py): the same page, not NiceGUI's bare error.
+It is the root page given to `ui.run` (main.py), which NiceGUI's 404 handler draws for every address
+no route answers; the API keeps its own JSON 404, and NiceGUI's own routes are matched first.
 """
 
 from fastapi import Request
-from nicegui import APIRouter, ui
+from nicegui import ui
 
 from components import session
 from components.frame import frame
-
-router = APIRouter()
-
-
-@router.page("/app/{rest:path}")
-async def not_found_page(request: Request, rest: str):
-    return await unknown_address(request)
 
 
 async def unknown_address(request: Request):
@@ -29,4 +22,3 @@ async def unknown_address(request: Request):
         ui.label("There is no page at this address.").classes("text-xl font-semibold").mark("not-found")
         ui.label("The link may be old, or mistyped.").classes("text-grey-7")
         ui.link("← Back to the work orders", "/app").mark("back")
-    return None

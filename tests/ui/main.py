@@ -2,8 +2,7 @@
 
 from nicegui import app, ui
 
-from main import mount
-from pages import not_found
+from main import ROOT_PAGE, mount
 
 # NiceGUI's reset between tests keeps FastAPI's lifespan, which every include_router wraps once
 # more: without this, the wrapping nests deeper each test until Python's recursion limit.
@@ -11,4 +10,4 @@ if not hasattr(app, "pristine_lifespan"):
     app.pristine_lifespan = app.router.lifespan_context
 app.router.lifespan_context = app.pristine_lifespan
 mount()
-ui.run(not_found.unknown_address, storage_secret="the user fixture's storage secret")
+ui.run(ROOT_PAGE, storage_secret="the user fixture's storage secret")
