@@ -104,9 +104,10 @@ async def _check_password(*, db: AsyncDatabase, email: str, password: str, ip: s
         raise Forbidden(_locked_message(locked_until), details={"lockedUntil": locked_until.isoformat()})
     if user.get("failedLoginCount") or locked_until:
         await users_repo.clear_failed_logins(db, user["_id"])
-    await users_repo.record_login(db, user["_id"], at=moment)  # shown to admins as "last login"
+    # shown to admins as "last login"; the login answers with the user as stored now, this login included
+    user = await users_repo.record_login(db, user["_id"], at=moment) or user
     events.record("login_succeeded", actor_id=user["_id"], subject_id=user["_id"], address=ip)
-    return {**user, "lastLoginAt": moment}  # the login's answer shows this login, as GET /auth/me then does
+    return user
 
 
 async def _count_failure(*, db: AsyncDatabase, user_id: ObjectId, moment: datetime, ip: str) -> None:

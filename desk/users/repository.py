@@ -71,8 +71,11 @@ async def page_by_name(db: AsyncDatabase, filter_: Doc, *, offset: int, limit: i
     return await cursor.to_list(), await _users(db).count_documents(filter_)
 
 
-async def record_login(db: AsyncDatabase, user_id: ObjectId, *, at: datetime) -> None:
-    await _users(db).update_one({"_id": user_id}, {"$set": {"lastLoginAt": at}})
+async def record_login(db: AsyncDatabase, user_id: ObjectId, *, at: datetime) -> Doc | None:
+    """Note the login; the user as it is now (None: no such user)."""
+    return await _users(db).find_one_and_update(
+        {"_id": user_id}, {"$set": {"lastLoginAt": at}}, return_document=ReturnDocument.AFTER
+    )
 
 
 async def update(db: AsyncDatabase, user_id: ObjectId, fields: Doc) -> Doc | None:
