@@ -119,7 +119,6 @@ def ensure_chromium() -> None:
 
 def run(args: list[str]) -> None:
     setup(set())
-    compile_sources()
     desk = BIN / "desk"
     if not desk.exists():
         fail(f"{desk} is missing; is [project.scripts] desk in pyproject.toml?")

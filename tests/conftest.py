@@ -1,6 +1,5 @@
 """Session fixtures: one MongoDB for each test process (MONGODB_URI, else an embedded server of its own)."""
 
-import contextlib
 import os
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
 
@@ -35,25 +34,20 @@ def mongo_uri(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     if uri := os.environ.get("MONGODB_URI"):
         yield uri
         return
-    with contextlib.ExitStack() as stack:
-        with _unmeasured():  # the server only: the desk's own child processes are measured
-            uri = stack.enter_context(EmbeddedMongo(tmp_path_factory.mktemp("mongo")))
-        yield uri
-
-
-@contextlib.contextmanager
-def _unmeasured() -> Iterator[None]:
-    """Start the database server without coverage (pytest-cov measures every child process it can).
-
-    Its own code runs unmeasured anyway (`pragma: no cover`: it runs in the child), and tracing the
-    engine under every command the suite sends made the database-heavy tests about 7 % slower.
-    """
-    config = os.environ.pop("COVERAGE_PROCESS_CONFIG", None)
+    # Started without coverage, which measures every child process it can: the server's code runs
+    # unmeasured anyway (`pragma: no cover`), and tracing the engine under every command the suite
+    # sends made the database-heavy tests about 7 % slower. The desk's own child processes stay measured.
+    measured = os.environ.pop("COVERAGE_PROCESS_CONFIG", None)
+    server = EmbeddedMongo(tmp_path_factory.mktemp("mongo"))
     try:
-        yield
+        uri = server.start()
     finally:
-        if config is not None:
-            os.environ["COVERAGE_PROCESS_CONFIG"] = config
+        if measured is not None:
+            os.environ["COVERAGE_PROCESS_CONFIG"] = measured
+    try:
+        yield uri
+    finally:
+        server.stop()
 
 
 @pytest.fixture(scope="session")
