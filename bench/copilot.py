@@ -4,14 +4,19 @@ A fake OpenAI-compatible provider on loopback, in its own process, answers at on
 token is measured straight from the fake, and through `POST /api/v1/ai/sessions/:id/messages` of a
 real `desk run` (auth, checks, run bookkeeping, the SSE stream), for sequential turns and for
 concurrent streams (one per user: a person has one stream at a time), with the same lean client
-(`Stream`) on both paths. Run by hand, never in CI:
+(`Stream`) on both paths. Beside each desk turn, the same person takes a turn on the floor app with
+the turn's writes (bench/floor_app.py: the stack with no desk on it), paired with the same direct
+call, so the desk's addition is also read against the floor's of the same minutes: the last line
+of each run gives the two targets of issue 14 (sequential added p50 within 1 ms of the floor's; at
+10 concurrent streams, added p95 within 1.25 x the floor's). Run by hand, never in CI:
 
     .venv/bin/python -m bench.copilot [--turns 200] [--concurrent 10] [--rounds 20] [--repeat 1] [--via-nginx]
 
 With --via-nginx, a second `desk run` (DESK_RUN_WORKER=false) joins the first on the same database and
 Debian's nginx runs deploy/nginx.conf in front of both (bench/nginx.py); each round then times the one
 process without nginx and nginx with its two processes side by side, and what nginx itself adds: a turn
-routed through it to the first process, paired with the same person's direct turn to that process.
+routed through it to the first process, paired with the same person's direct turn to that process
+(the floor then stays out).
 
 Both paths read every answer to its end, so both keep their connection to the fake alive, as
 the desk's provider client does. Load averages are printed with each run: the machine is shared.
@@ -24,17 +29,16 @@ import functools
 import json
 import os
 import secrets
-import socket
 import subprocess
-import sys
 import tempfile
 import time
-from collections.abc import Awaitable, Callable, Iterator
+from collections.abc import Awaitable, Callable
 from pathlib import Path
 
 import httpx
 
-from bench.harness import desk_running, free_port
+from bench.floor_app import floor_running, seed
+from bench.harness import desk_running, free_port, running, serve
 from bench.nginx import Nginx, nginx_running
 from desk.db.embedded import EmbeddedMongo
 
@@ -69,20 +73,6 @@ def serve_fake(port: int) -> subprocess.Popen:
     wait on the bench's own work (measured: within the noise, but nothing the desk should pay for).
     """
     return serve("bench.copilot:fake_provider", port)
-
-
-def serve(app: str, port: int, env: dict[str, str] | None = None) -> subprocess.Popen:
-    """The ASGI `app` (module:name) under uvicorn in its own process, once it accepts connections."""
-    command = ["-m", "uvicorn", app, "--host", "127.0.0.1", "--port", str(port), "--log-level", "warning"]
-    server = subprocess.Popen([sys.executable, *command], env=env)  # noqa: S603 - our own module
-    deadline = time.monotonic() + 30
-    while time.monotonic() < deadline:
-        with socket.socket() as sock:
-            if sock.connect_ex(("127.0.0.1", port)) == 0:
-                return server
-        time.sleep(0.05)
-    server.kill()
-    raise RuntimeError(f"{app} did not start")
 
 
 class Stream:
@@ -149,12 +139,16 @@ def percentile(values: list[float], q: float) -> float:
     return ordered[min(len(ordered) - 1, round(q * (len(ordered) - 1)))]
 
 
-def report(title: str, direct: list[float], desk: list[float]) -> tuple[float, float]:
-    added = [d - f for d, f in zip(desk, direct, strict=True)]
+async def ttft_floor(stream: Stream, person: int) -> float:
+    return await stream.first(f"/turns/{person}", {"content": "Anything open?"}, b"event: token")
+
+
+def report(title: str, direct: list[float], turns: list[float]) -> tuple[float, float]:
+    added = [d - f for d, f in zip(turns, direct, strict=True)]
     p50, p95 = percentile(added, 0.5) * 1000, percentile(added, 0.95) * 1000
     print(
-        f"{title:<28} n={len(desk):>4}  fake p50 {percentile(direct, 0.5) * 1000:6.1f} ms  "
-        f"desk p50 {percentile(desk, 0.5) * 1000:6.1f} ms  p95 {percentile(desk, 0.95) * 1000:6.1f} ms  "
+        f"{title:<28} n={len(turns):>4}  fake p50 {percentile(direct, 0.5) * 1000:6.1f} ms  "
+        f"turn p50 {percentile(turns, 0.5) * 1000:6.1f} ms  p95 {percentile(turns, 0.95) * 1000:6.1f} ms  "
         f"added p50 {p50:5.1f} ms  p95 {p95:5.1f} ms"
     )
     return p50, p95
@@ -217,6 +211,7 @@ async def measure(
     repeat: int,
     pids: dict[str, int],
     nginx: Nginx | None = None,
+    floor_url: str | None = None,
 ) -> None:
     tokens = await login_tokens(base, concurrent)
     clients = [httpx.AsyncClient(base_url=base, headers={"Authorization": f"Bearer {t}"}, timeout=60) for t in tokens]
@@ -225,8 +220,10 @@ async def measure(
     people = [functools.partial(ttft_desk, d, s) for d, s in zip(desks, sessions, strict=True)]
     fakes = [Stream(fake_url) for _ in tokens]
     proxied: list[Stream] = []
+    floors = [Stream(floor_url) for _ in tokens] if floor_url else []
     if nginx is None:
-        await compare(fakes, people, turns=turns, rounds=rounds, repeat=repeat, pids=pids)
+        beside = [functools.partial(ttft_floor, stream, person) for person, stream in enumerate(floors)]
+        await compare(fakes, people, turns=turns, rounds=rounds, repeat=repeat, pids=pids, floors=beside)
     else:
         # person i goes to upstream i mod 2, the first to the process `base` is, so pairs compare
         port = httpx.URL(base).port
@@ -248,7 +245,7 @@ async def measure(
             print(f"    GET /api/v1/auth/me   {await floor_paired(clients[0], front, '/api/v1/auth/me')}")
     for client in clients:
         await client.aclose()
-    for stream in desks + fakes + proxied:
+    for stream in desks + fakes + proxied + floors:
         await stream.close()
 
 
@@ -260,35 +257,57 @@ async def compare(
     rounds: int,
     repeat: int,
     pids: dict[str, int],
+    floors: list[Callable[[], Awaitable[float]]] | None = None,
 ) -> None:
     """Time to first token straight from the fake and through `people` (one turn each), sequential and concurrent.
 
     `fakes[i]` is person i's own connection to the fake; the added time pairs each person's turn with
-    their direct call of the same round.
+    their direct call of the same round. `floors[i]`, when given, is person i's turn on the floor
+    app (bench/floor_app.py), taken beside their turn on the desk and paired with the same direct
+    call: the machine's speed drifts by half within an hour here, and a drift moves both alike, so
+    the desk's figures are read against the floor's of the same minutes.
     """
-    for _ in range(10):  # warm up both paths
+    floors = floors or []
+    for _ in range(10):  # warm up every path
         await ttft_direct(fakes[0])
         await people[0]()
+        if floors:
+            await floors[0]()
     for attempt in range(1, repeat + 1):
         print(f"\nrun {attempt} of {repeat}, load average before: {load()}")
-        direct, desk = [], []
+        direct, desk, floor = [], [], []
         before = cpu(pids)
         for _ in range(turns):
             direct.append(await ttft_direct(fakes[0]))
             desk.append(await people[0]())
+            if floors:
+                floor.append(await floors[0]())
         sequential = report("sequential", direct, desk)
+        if floors:
+            sequential_floor = report("  floor, beside it", direct, floor)
         print(f"{'':28} CPU per turn (desk turn and fake call): {per_turn(before, cpu(pids), turns)}")
-        direct, desk = [], []
+        direct, desk, floor = [], [], []
         before = cpu(pids)
-        for _ in range(rounds):
+        for round_ in range(rounds):
             direct += await asyncio.gather(*(ttft_direct(f) for f in fakes))
-            desk += await asyncio.gather(*(turn() for turn in people))
+            # the desk's and the floor's rounds alternate which goes first, so neither always follows the other
+            for side in (people, floors) if round_ % 2 == 0 else (floors, people):
+                took = await asyncio.gather(*(turn() for turn in side))
+                (desk if side is people else floor).extend(took)
         loaded = report(f"{len(people)} concurrent streams", direct, desk)
+        if floors:
+            loaded_floor = report("  floor, beside it", direct, floor)
         print(f"{'':28} CPU per turn (desk turn and fake call): {per_turn(before, cpu(pids), rounds * len(people))}")
         print(
             f"targets: added p50 <= 5 ms ({sequential[0]:.1f}), p95 <= 15 ms sequential ({sequential[1]:.1f}), "
             f"p95 <= 30 ms at {len(people)} concurrent ({loaded[1]:.1f}); load average after: {load()}"
         )
+        if floors:
+            print(
+                f"against the floor with the turn's writes, same run: sequential added p50 "
+                f"{sequential[0] - sequential_floor[0]:+.1f} ms (target <= +1 ms); at {len(people)} concurrent, "
+                f"added p95 {loaded[1] / loaded_floor[1]:.2f} x (target <= 1.25 x)"
+            )
 
 
 async def compare_via_nginx(
@@ -399,8 +418,14 @@ def main() -> None:
         contextlib.ExitStack() as more,
     ):
         pids = {"desk": desk.process.pid, "database": database.pid, "fake": fake.pid, "bench": os.getpid()}
-        nginx = None
-        if args.via_nginx:
+        nginx, floor_url = None, None
+        if not args.via_nginx:  # the floor with the turn's writes, on a database of its own, beside the desk
+            floor_database = EmbeddedMongo(Path(tmp) / "floor-mongo")
+            floor_uri = more.enter_context(floor_database)
+            seed(floor_uri, args.concurrent)
+            floor_url, floor_pid = more.enter_context(floor_running(floor_uri, fake_url, writes=True))
+            pids |= {"floor": floor_pid, "floor database": floor_database.pid}
+        else:
             other = more.enter_context(
                 desk_running(Path(tmp) / "web2", MONGODB_URI=uri, DESK_RUN_WORKER="false", **settings)
             )
@@ -416,17 +441,9 @@ def main() -> None:
                 repeat=args.repeat,
                 pids=pids,
                 nginx=nginx,
+                floor_url=floor_url,
             )
         )
-
-
-@contextlib.contextmanager
-def running(process: subprocess.Popen) -> Iterator[subprocess.Popen]:
-    try:
-        yield process
-    finally:
-        process.terminate()
-        process.wait(timeout=30)
 
 
 if __name__ == "__main__":

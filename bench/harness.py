@@ -1,5 +1,8 @@
 """The real desk as its own process: start `desk run` on a free port, wait until it serves, stop it.
 
+Also any other ASGI app under uvicorn in its own process (`serve`, `running`): the benches' fake
+provider and the copilot's floor.
+
 The benches (bench/api.py, bench/ui.py, bench/copilot.py) and the tests that need the whole process
 (tests/test_cli.py, tests/e2e/conftest.py) all start the desk this one way. It lives in bench/, not
 tests/, because the dependency may only point one way: a bench is run by hand without pytest and must
@@ -38,6 +41,30 @@ class Desk:
     process: subprocess.Popen
     out: Path  # what it prints for a person (stdout)
     log: Path  # its log lines (stderr)
+
+
+def serve(app: str, port: int, env: dict[str, str] | None = None) -> subprocess.Popen:
+    """The ASGI `app` (module:name) under uvicorn in its own process, once it accepts connections."""
+    command = ["-m", "uvicorn", app, "--host", "127.0.0.1", "--port", str(port), "--log-level", "warning"]
+    server = subprocess.Popen([sys.executable, *command], env=env)  # noqa: S603 - our own module
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline:
+        with socket.socket() as sock:
+            if sock.connect_ex(("127.0.0.1", port)) == 0:
+                return server
+        time.sleep(0.05)
+    server.kill()
+    raise RuntimeError(f"{app} did not start")
+
+
+@contextmanager
+def running(process: subprocess.Popen) -> Iterator[subprocess.Popen]:
+    """`process` (from `serve`) until the block ends; then terminated."""
+    try:
+        yield process
+    finally:
+        process.terminate()
+        process.wait(timeout=30)
 
 
 def free_port() -> int:

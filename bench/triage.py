@@ -40,8 +40,7 @@ from bson import ObjectId
 from pymongo import ASCENDING, AsyncMongoClient, ReturnDocument, UpdateOne
 from pymongo.asynchronous.database import AsyncDatabase
 
-from bench.copilot import running, serve
-from bench.harness import free_port
+from bench.harness import free_port, running, serve
 from bench.workers import Workers, worker_settings, workers
 from desk.actors import Actor, Role
 from desk.agent import policy
