@@ -4,11 +4,13 @@ import asyncio
 import contextlib
 import json
 import logging
+import time
 from collections.abc import AsyncIterator
 from typing import Annotated
 
 from fastapi import APIRouter, Depends, Header, Request
-from fastapi.responses import StreamingResponse
+from fastapi.responses import Response
+from starlette.types import Receive, Scope, Send
 
 from desk.agent import approvals, sessions
 from desk.agent.client import provider_dependency
@@ -62,7 +64,7 @@ async def send_message(
     actor: CurrentActor,
     provider: Annotated[Provider, Depends(provider_dependency)],
     idempotency_key: Annotated[str | None, Header(max_length=200)] = None,
-) -> StreamingResponse:
+) -> Response:
     """Ask the copilot; the answer streams as SSE events. Refusals before the stream are the JSON envelope."""
     settings = get_settings()
     turn = await begin(
@@ -76,9 +78,7 @@ async def send_message(
         idempotency_key=idempotency_key,
         user=user,  # read by authentication for this very request: AI access is checked without reading it again
     )
-    stream = sse(turn.events(), keepalive=settings.ai_sse_keepalive_ms / 1000)
-    headers = {"Cache-Control": "no-cache", "X-Accel-Buffering": "no"}
-    return StreamingResponse(stream, media_type="text/event-stream", headers=headers)
+    return EventStream(turn.events(), keepalive=settings.ai_sse_keepalive_ms / 1000)
 
 
 @router.post(
@@ -115,53 +115,76 @@ def encode(event: RunEvent) -> str:
     return f"event: {event.kind}\ndata: {json.dumps(event.model_dump(mode='json'), ensure_ascii=False)}\n\n"
 
 
-async def sse(events: AsyncIterator[RunEvent], *, keepalive: float) -> AsyncIterator[str]:
-    """Frames for `events`, with a `ping` whenever nothing else was sent for `keepalive` seconds.
+class EventStream(Response):
+    """The run's events as SSE, each frame written as the run yields it; a `ping` after `keepalive` quiet seconds.
 
-    The run is pumped by its own task so a quiet stretch (a slow model, a pending approval) can be
-    filled with pings; when the client goes away, cancelling that task aborts the run. Events that
-    are already waiting are sent in one write: each write passes the whole middleware stack.
+    The run goes on in a task of its own, which writes its frames itself: nothing stands between a
+    token and the wire. (A queue did, and when the model's chunks came in a burst the first token
+    waited in it until the run next waited for something, after its whole answer.) The request's own
+    task meanwhile watches the client and the clock: when the client leaves, the run is cancelled and
+    records `aborted`; when nothing was written for `keepalive` seconds, it writes a ping.
     """
-    queue: asyncio.Queue[RunEvent | None] = asyncio.Queue()
 
-    async def pump() -> None:
+    media_type = "text/event-stream"
+
+    def __init__(self, events: AsyncIterator[RunEvent], *, keepalive: float) -> None:
+        # not Response.__init__: a body-less response would be announced as `content-length: 0`
+        self.status_code, self.background = 200, None
+        self.init_headers({"Cache-Control": "no-cache", "X-Accel-Buffering": "no"})
+        self.events, self.keepalive = events, keepalive
+        self.written = time.monotonic()  # when the last frame went out
+        self.writing = asyncio.Lock()  # the run's frames and the pings: one whole frame at a time
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        await send({"type": "http.response.start", "status": self.status_code, "headers": self.raw_headers})
+        run = asyncio.create_task(self._run(send))
+        leaving = asyncio.ensure_future(_client_leaves(receive))
         try:
-            async for event in events:
-                await queue.put(event)
+            while not run.done():
+                quiet = time.monotonic() - self.written
+                if quiet >= self.keepalive:
+                    await self._write(send, encode(Ping()))
+                    continue
+                await asyncio.wait((run, leaving), timeout=self.keepalive - quiet, return_when=asyncio.FIRST_COMPLETED)
+                if leaving.done():
+                    return  # nobody to answer: `finally` stops the run
+        finally:
+            leaving.cancel()
+            await _wind_down(run)
+        await send({"type": "http.response.body", "body": b"", "more_body": False})
+
+    async def _run(self, send: Send) -> None:
+        try:
+            async for event in self.events:
+                await self._write(send, encode(event))
         except Exception as error:  # an unexpected failure still ends the stream with an error event
             log.error("copilot run failed (%s)", type(error).__name__)  # the type only: messages may quote text
-            await queue.put(
-                Error(code=ErrorCode.INTERNAL, message="Something went wrong on our side; it has been logged.")
-            )
-        finally:
-            await queue.put(None)
+            await self._write(send, encode(Error(code=ErrorCode.INTERNAL, message=FAILED)))
 
-    task = asyncio.create_task(pump())
-    try:
-        while True:
-            try:
-                async with asyncio.timeout(keepalive):
-                    event = await queue.get()
-            except TimeoutError:
-                yield encode(Ping())
-                continue
-            frames = []
-            while event is not None:  # events already waiting go out in one write: nothing waits, fewer sends
-                frames.append(encode(event))
-                if queue.empty():
-                    break
-                event = queue.get_nowait()
-            if frames:
-                yield "".join(frames)
-            if event is None:
-                break
-    finally:
-        if not task.done():
-            task.cancel()
-        # Shielded: when the client left, this generator is cancelled again and again by the server's
-        # cancel scope, and awaiting the task directly would forward each cancel into the run's clean-up
-        # (closing the upstream call, recording `aborted`, releasing the session) and cut it short.
-        _winding_down.add(task)
-        task.add_done_callback(_winding_down.discard)
-        with contextlib.suppress(asyncio.CancelledError, Exception):
-            await asyncio.shield(task)
+    async def _write(self, send: Send, frame: str) -> None:
+        async with self.writing:
+            await send({"type": "http.response.body", "body": frame.encode(), "more_body": True})
+        self.written = time.monotonic()
+
+
+FAILED = "Something went wrong on our side; it has been logged."
+
+
+async def _client_leaves(receive: Receive) -> None:
+    while (await receive())["type"] != "http.disconnect":
+        pass
+
+
+async def _wind_down(run: asyncio.Task) -> None:
+    """Stop `run` if it still goes on, and let its clean-up finish whatever happens to the caller meanwhile.
+
+    Shielded: when the server cancels the request (shutting down), it may do so again and again, and
+    awaiting the task directly would forward each cancel into the run's clean-up (closing the upstream
+    call, recording `aborted`, releasing the session) and cut it short.
+    """
+    if not run.done():
+        run.cancel()
+    _winding_down.add(run)
+    run.add_done_callback(_winding_down.discard)
+    with contextlib.suppress(asyncio.CancelledError, Exception):
+        await asyncio.shield(run)

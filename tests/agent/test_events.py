@@ -1,11 +1,12 @@
 """The copilot's event stream as a client reads it: the documented contract, and the SSE encoding."""
 
+import asyncio
 import logging
 import re
 from collections.abc import AsyncIterator
 from pathlib import Path
 
-from desk.agent.api import sse
+from desk.agent.api import EventStream
 from desk.agent.events import EVENT_KINDS, MessageDone, RunEvent, Token, ToolCallStart
 from desk.errors import ErrorCode
 from tests.agent.test_api import EVENTS, frames
@@ -55,8 +56,20 @@ async def _events(*items: RunEvent | Exception) -> AsyncIterator[RunEvent]:
         yield item
 
 
-async def _written(events: AsyncIterator[RunEvent]) -> list[str]:
-    return [chunk async for chunk in sse(events, keepalive=5)]
+async def _written(events: AsyncIterator[RunEvent], written: list[str] | None = None) -> list[str]:
+    """What the stream writes for `events`, one item per write, to a client that stays to the end."""
+    written = [] if written is None else written
+
+    async def receive() -> dict:
+        await asyncio.Event().wait()  # the client never leaves
+        return {"type": "http.disconnect"}
+
+    async def send(message: dict) -> None:
+        if message["type"] == "http.response.body" and message["body"]:
+            written.append(message["body"].decode())
+
+    await EventStream(events, keepalive=5)({"type": "http"}, receive, send)
+    return written
 
 
 async def test_a_run_that_breaks_ends_its_stream_with_an_error_event_and_a_log_line(caplog):
@@ -74,11 +87,19 @@ async def test_a_run_that_breaks_ends_its_stream_with_an_error_event_and_a_log_l
     assert "ledger" not in caplog.text
 
 
-async def test_events_already_waiting_go_out_in_one_write():
-    written = await _written(_events(Token(text="a"), Token(text="b"), Token(text="c")))
+async def test_each_event_is_on_the_wire_before_the_run_goes_on():
+    written: list[str] = []
+    seen_by_the_run: list[list[str]] = []
 
-    assert len(written) == 1  # each write passes the whole middleware stack
-    assert [e.text for e in frames(written[0])] == ["a", "b", "c"]
+    async def run() -> AsyncIterator[RunEvent]:
+        for text in ("a", "b", "c"):  # a burst: the run has the next chunk at once, and waits for nothing
+            yield Token(text=text)
+            seen_by_the_run.append([e.text for e in frames("".join(written))])
+
+    await _written(run(), written)
+
+    # the person sees the first token while the run goes on with its answer, not after it
+    assert seen_by_the_run == [["a"], ["a", "b"], ["a", "b", "c"]]
 
 
 async def test_event_fields_are_camel_case_on_the_wire_like_every_json_the_desk_sends():
