@@ -61,7 +61,10 @@ def install_api(app: FastAPI) -> None:
     installed here too, so every app that serves the API has them.
     """
     agent_hooks.install()
-    routers = (health, auth_router, work_orders_router, users_router, metrics_router, ai_router, triage_router)
+    # FastAPI tries the routers in this order, every route of each, on every request: the copilot's
+    # stream first (its first token waits on it: sixth, it took 0.2 ms to find), then the work orders.
+    # The docs keep their own order (api_docs.SECTIONS).
+    routers = (ai_router, work_orders_router, health, auth_router, users_router, metrics_router, triage_router)
     routers += (audit_router,)
     for router in (*routers, observability.router):
         app.include_router(router, dependencies=[Depends(one_value_each)])
