@@ -175,12 +175,12 @@ class Provider:
                 async for raw in body:
                     if time.monotonic() > deadline:
                         raise _Failure("deadline")
-                    for data in lines.feed(raw):
-                        if data == "[DONE]":
-                            turn.done = True
-                            break
-                        if text := turn.feed(_parse(data)):
-                            yield TextDelta(text)
+                    # What came in one read is one delta: a burst of chunks goes out as one frame, at once.
+                    text, failure = turn.read(lines.feed(raw))
+                    if text:
+                        yield TextDelta(text)
+                    if failure is not None:
+                        raise failure
                     if turn.done:
                         await _read_to_end(body, lines)
                         break
@@ -312,6 +312,22 @@ class _Turn:
     reported: Usage | None = None
     finish_reason: str | None = None
     done: bool = False
+
+    def read(self, payloads: list[str]) -> tuple[str, _Failure | None]:
+        """Fold in one read's `data:` payloads (up to [DONE]); their text, and the failure that cut them short.
+
+        The text before a bad payload is returned with the failure: it is the answer's, and was streamed.
+        """
+        text = ""
+        for data in payloads:
+            if data == "[DONE]":
+                self.done = True
+                break
+            try:
+                text += self.feed(_parse(data))
+            except _Failure as failure:
+                return text, failure
+        return text, None
 
     def feed(self, chunk: _Chunk) -> str:
         """Fold one chunk in and return its text."""

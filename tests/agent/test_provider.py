@@ -100,7 +100,10 @@ def tool_piece(index: int, *, id: str | None = None, name: str | None = None, ar
 
 
 async def test_text_streams_as_several_deltas_then_one_completed(fake_provider: FakeProvider, provider: Provider):
-    fake_provider.script(Turn.text("Hello! You have three open work orders.", chunks=3, usage=(120, 30)))
+    # a moment between the chunks: each arrives in a read of its own, as a model writing its answer sends it
+    fake_provider.script(
+        Turn.text("Hello! You have three open work orders.", chunks=3, usage=(120, 30)).with_delay(0.02)
+    )
 
     events = await run(provider)
 
@@ -110,6 +113,30 @@ async def test_text_streams_as_several_deltas_then_one_completed(fake_provider: 
     assert "".join(delta.text for delta in deltas) == "Hello! You have three open work orders."
     assert completed == Completed(tool_calls=[], usage=Usage(120, 30), finish_reason="stop")
     assert fake_provider.client_disconnects == 0
+
+
+async def test_chunks_that_arrive_in_one_read_are_one_delta(fake_provider: FakeProvider, provider: Provider):
+    burst = Turn.text("Hello! You have three open work orders.", chunks=3, usage=(120, 30))
+    fake_provider.script(Turn(frames=(b"".join(burst.frames),)))  # a proxy that buffers sends them so
+
+    *deltas, completed = await run(provider)
+
+    # one frame to the person, not three: each costs a write through every layer, and none is held back
+    assert [delta.text for delta in deltas] == ["Hello! You have three open work orders."]
+    assert completed == Completed(tool_calls=[], usage=Usage(120, 30), finish_reason="stop")
+
+
+async def test_text_before_a_bad_chunk_in_the_same_read_is_still_streamed(
+    fake_provider: FakeProvider, provider: Provider
+):
+    fake_provider.script(Turn(frames=(b"".join(Turn.malformed("Let me look").frames),)))
+
+    deltas = []
+    with pytest.raises(AIUnavailable):
+        async for event in provider.stream([{"role": "user", "content": "hi"}], []):
+            deltas.append(event)
+
+    assert [delta.text for delta in deltas] == ["Let me look"]
 
 
 @pytest.mark.parametrize("interleaved", [False, True], ids=["one-after-another", "interleaved"])
