@@ -171,8 +171,9 @@ FAILED = "Something went wrong on our side; it has been logged."
 
 
 async def _client_leaves(receive: Receive) -> None:
-    while (await receive())["type"] != "http.disconnect":
-        pass
+    with contextlib.suppress(Exception):  # a server that cannot tell us any more: the client is as good as gone
+        while (await receive())["type"] != "http.disconnect":
+            pass
 
 
 async def _wind_down(run: asyncio.Task) -> None:
