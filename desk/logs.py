@@ -7,10 +7,13 @@ found together, and tasks started meanwhile inherit the ids.
 
 import json
 import logging
+import os
 import re
 import sys
+import traceback
 from contextvars import ContextVar, Token
 from datetime import UTC, datetime
+from pathlib import Path
 
 # Values that must never reach a log, whatever message carries them (SEC-1).
 _SECRET_PATTERNS = [
@@ -48,6 +51,22 @@ def redact(text: str) -> str:
     for value in _CONFIGURED:  # after the patterns: a secret that is also a key word must not hide its value
         text = text.replace(value, "[REDACTED]")
     return text
+
+
+def failure(error: BaseException) -> str:
+    """What a log line may say of `error`: its type and where it was raised, never its message.
+
+    A message may quote a stored document or a person's words (SEC-1); a place is code. The place is
+    the innermost frame, and when that is not the desk's own code, the innermost frame that is (the
+    desk's call that led there).
+    """
+    frames = list(traceback.walk_tb(error.__traceback__))
+    if not frames:
+        return type(error).__name__
+    ours = [(frame, line) for frame, line in frames if f"{os.sep}desk{os.sep}" in frame.f_code.co_filename]
+    places = [frames[-1]] + ([ours[-1]] if ours and ours[-1] != frames[-1] else [])
+    where = ", from ".join(f"{Path(f.f_code.co_filename).name}:{line} in {f.f_code.co_name}" for f, line in places)
+    return f"{type(error).__name__} at {where}"
 
 
 def tag(**ids: str) -> Token:

@@ -19,7 +19,7 @@ from desk.agent.sweeper import sweep
 from desk.agent.triage.worker_jobs import reconcile_job, triage_poll
 from desk.config import Settings, load_settings
 from desk.db.lifecycle import open_database
-from desk.logs import configure_logging, never_log
+from desk.logs import configure_logging, failure, never_log
 
 log = logging.getLogger("desk.worker")
 
@@ -156,14 +156,14 @@ class _Runner:
                 task.cancel()
                 raise
         except Exception as error:  # the type only: a driver's message may quote a document (SEC-1)
-            log.error("worker job %s failed (%s)", job.name, type(error).__name__)
+            log.error("worker job %s failed (%s)", job.name, failure(error))
 
     async def drain(self) -> None:
         """Wait for the runs still in progress; a failure cut off from its job is logged here."""
         names = dict(self.running)
         for task, failed in zip(names, await asyncio.gather(*names, return_exceptions=True), strict=True):
             if isinstance(failed, Exception):
-                log.error("worker job %s failed (%s)", names[task], type(failed).__name__)
+                log.error("worker job %s failed (%s)", names[task], failure(failed))
 
 
 async def _exit_with_parent(parent: int, stop: asyncio.Event) -> None:

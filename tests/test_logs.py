@@ -3,9 +3,10 @@
 import asyncio
 import json
 import logging
+import re
 
 from desk.config import Settings
-from desk.logs import JsonFormatter, RedactingFilter, never_log, redact, tag, untag
+from desk.logs import JsonFormatter, RedactingFilter, failure, never_log, redact, tag, untag
 from tests.fake_provider import Turn
 
 SECRETS = [
@@ -131,3 +132,16 @@ async def _async_lines(logger_name: str, capsys, write) -> list[dict]:
     finally:
         logger.removeHandler(handler)
     return [json.loads(line) for line in capsys.readouterr().err.splitlines()]
+
+
+def test_a_failure_is_told_by_its_type_and_place_never_by_its_message():
+    def read_order() -> None:
+        raise TypeError("Leaking tap in the kitchen, call 555-0100")  # a message may quote a document
+
+    try:
+        read_order()
+    except TypeError as error:
+        said = failure(error)
+
+    assert re.fullmatch(r"TypeError at test_logs\.py:\d+ in read_order", said)
+    assert failure(TypeError("never raised")) == "TypeError"
