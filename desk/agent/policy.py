@@ -48,13 +48,15 @@ def seed(settings: Settings) -> Doc:
 
 
 async def current(db: AsyncDatabase, settings: Settings) -> Doc:
-    """The stored config, seeded on first read (every process may race to seed; one insert wins)."""
-    found = await db["agent_config"].find_one({"_id": AGENT})
-    if found is not None:
-        return found
-    with contextlib.suppress(DuplicateKeyError):
-        await db["agent_config"].insert_one(seed(settings))
-    return await db["agent_config"].find_one({"_id": AGENT})
+    """The stored config, seeded on first read (every process may race to seed; one insert wins).
+
+    Read again until there is one: gone between the seeding and the read (a restore, a test emptying
+    the database under a running worker), it was once returned as None, and the worker's poll failed.
+    """
+    while (found := await db["agent_config"].find_one({"_id": AGENT})) is None:
+        with contextlib.suppress(DuplicateKeyError):
+            await db["agent_config"].insert_one(seed(settings))
+    return found
 
 
 async def get_config(*, db: AsyncDatabase, settings: Settings, actor: Actor) -> AgentConfigRead:
