@@ -15,6 +15,7 @@ from nicegui import Client, background_tasks, ui
 from pymongo.errors import PyMongoError
 
 from desk.db.client import get_db
+from desk.logs import failure
 from desk.work_orders import changes
 
 log = logging.getLogger(__name__)
@@ -63,7 +64,7 @@ async def _poll() -> None:
         try:
             batch = await changes.since(db, seq)
         except PyMongoError as error:
-            log.warning("live feed: cannot read changes (%s); retrying", type(error).__name__)
+            log.warning("live feed: cannot read changes (%s); retrying", failure(error))
             continue
         if not batch:
             continue
@@ -74,8 +75,8 @@ async def _poll() -> None:
                 continue
             try:
                 result = listener(batch)
-            except Exception as failure:  # the type only: a message may quote an order's text (SEC-1)
-                log.error("live feed: a listener failed (%s)", type(failure).__name__)
+            except Exception as error:  # never the message: it may quote an order's text (SEC-1)
+                log.error("live feed: a listener failed (%s)", failure(error))
                 continue
             if inspect.isawaitable(result):
                 background_tasks.create(result, name="live-update")

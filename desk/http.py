@@ -17,6 +17,7 @@ from desk.auth import service as auth_service
 from desk.config import get_settings
 from desk.db.client import get_db
 from desk.errors import STATUS, DeskError, ErrorCode, ErrorEnvelope, Forbidden, Unauthorized, ValidationFailed
+from desk.logs import failure
 from desk.problems import problems
 
 log = logging.getLogger(__name__)
@@ -202,8 +203,7 @@ def _api_or(fallback: Handler | None) -> Handler:
             message = "No such endpoint." if error.status_code == 404 else str(error.detail)
             return envelope(code, message, headers=error.headers)
         # the type and where it is raised, never its message: a driver's message may quote a document (SEC-1)
-        where = error.__traceback__.tb_frame.f_code.co_qualname if error.__traceback__ else "?"
-        log.error("unhandled error on %s %s: %s in %s", request.method, request.url.path, type(error).__name__, where)
+        log.error("unhandled error on %s %s: %s", request.method, request.url.path, failure(error))
         return envelope(ErrorCode.INTERNAL, "Something went wrong on our side; it has been logged.")
 
     return handle

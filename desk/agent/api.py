@@ -29,6 +29,7 @@ from desk.agent.start import begin
 from desk.config import get_settings
 from desk.errors import ErrorCode
 from desk.http import AUTHED, CurrentActor, CurrentUser, Db, errors
+from desk.logs import failure
 
 log = logging.getLogger(__name__)
 router = APIRouter(prefix="/api/v1/ai", tags=["ai"])
@@ -158,7 +159,7 @@ class EventStream(Response):
             async for event in self.events:
                 await self._write(send, encode(event))
         except Exception as error:  # an unexpected failure still ends the stream with an error event
-            log.error("copilot run failed (%s)", type(error).__name__)  # the type only: messages may quote text
+            log.error("copilot run failed (%s)", failure(error))  # never the message: it may quote text
             await self._write(send, encode(Error(code=ErrorCode.INTERNAL, message=FAILED)))
 
     async def _write(self, send: Send, frame: str) -> None:

@@ -11,6 +11,8 @@ import weakref
 from collections.abc import Iterator
 from typing import Protocol
 
+from desk import logs
+
 log = logging.getLogger(__name__)
 INTERRUPTED = "Stopped: this conversation was ended elsewhere (you signed out, or your access changed)."
 
@@ -76,12 +78,12 @@ def decided(tool_call_id: str) -> None:
 
 
 def keep(task: asyncio.Task, *, failure: str, expected: tuple[type[BaseException], ...] = ()) -> asyncio.Task:
-    """Hold `task` until it is done, and log its failure (the type only: a message may quote a person's words)."""
+    """Hold `task` until it is done, and log its failure (`logs.failure`: never the message, which may quote words)."""
 
     def done(finished: asyncio.Task) -> None:
         _background.discard(finished)
         if not finished.cancelled() and (error := finished.exception()) is not None and not isinstance(error, expected):
-            log.error("%s (%s)", failure, type(error).__name__)
+            log.error("%s (%s)", failure, logs.failure(error))
 
     _background.add(task)
     task.add_done_callback(done)

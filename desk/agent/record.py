@@ -24,6 +24,7 @@ from desk.agent.history import WINDOW, Message, kept
 from desk.agent.pipeline import ToolAnswer
 from desk.agent.provider import ToolCallRequest
 from desk.agent.state import RunEnded, not_stored
+from desk.logs import failure
 
 log = logging.getLogger(__name__)
 LEASE = timedelta(seconds=60)  # a running run's lease; the sweeper ends a run whose lease ran out
@@ -124,7 +125,7 @@ class RunRecord:
             stored_at = await runs.add_message(self.db, {**message, "content": content, **extra})
         except (PyMongoError, InvalidDocument) as error:
             # the type only: a driver's message may quote the document, and with it the person's words (SEC-1)
-            log.error("could not store a %s message (%s)", self.run["agentName"], type(error).__name__)
+            log.error("could not store a %s message (%s)", self.run["agentName"], failure(error))
             raise not_stored() from None
         self.unsure = False
         self.last_message = message_id

@@ -41,7 +41,7 @@ from desk.agent.tools import REGISTRY
 from desk.agent.tools.registry import ToolContext
 from desk.config import Settings
 from desk.errors import ErrorCode
-from desk.logs import tag
+from desk.logs import failure, tag
 from desk.users import service as users_service
 
 log = logging.getLogger(__name__)
@@ -258,7 +258,7 @@ class CopilotTurn:
                     return
                 await asyncio.sleep(self.record.lease.total_seconds() / 3)
         except Exception as error:  # nobody awaits this task: say it here (the type only, as everywhere)
-            log.warning("could not keep a copilot run's lease (%s)", type(error).__name__)
+            log.warning("could not keep a copilot run's lease (%s)", failure(error))
 
     # --- one step's tool calls -------------------------------------------------------------
 

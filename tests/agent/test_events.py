@@ -83,7 +83,10 @@ async def test_a_run_that_breaks_ends_its_stream_with_an_error_event_and_a_log_l
     assert events[1].message == "Something went wrong on our side; it has been logged."
     assert "ledger" not in "".join(written)  # the details are for the log, not for the client
     failed = [r.getMessage() for r in caplog.records if r.getMessage().startswith("copilot run failed")]
-    assert failed == ["copilot run failed (RuntimeError)"]  # the type only: a message may quote a person's words
+    # the type and the place only: a message may quote a person's words
+    assert len(failed) == 1 and re.fullmatch(
+        r"copilot run failed \(RuntimeError at test_events\.py:\d+ in _events, from api\.py:\d+ in _run\)", failed[0]
+    )
     assert "ledger" not in caplog.text
 
 

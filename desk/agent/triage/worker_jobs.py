@@ -27,6 +27,7 @@ from desk.agent.provider import Provider
 from desk.agent.triage import repository as triage_repo
 from desk.agent.triage.run import Outcome, triage
 from desk.config import Settings
+from desk.logs import failure
 from desk.outbox import repository as outbox
 from desk.schema import now
 from desk.work_orders import triage as work_orders
@@ -146,7 +147,7 @@ async def _process(db: AsyncDatabase, settings: Settings, provider: Provider, ev
             event_id=event["_id"],
         )
     except Exception as error:  # a database hiccup or a bug: a failed attempt, retried like any other
-        log.error("triage pass failed (%s)", type(error).__name__)  # the type only: messages may quote text
+        log.error("triage pass failed (%s)", failure(error))  # never the message: it may quote text
         outcome = Outcome("retry", error="internal")
     await _settle(db, settings, event, outcome)
 
