@@ -38,7 +38,7 @@ from pathlib import Path
 import httpx
 
 from bench.floor_app import floor_running, seed
-from bench.harness import desk_running, free_port, running, serve
+from bench.harness import desk_running, free_port, read_body, running, serve
 from bench.nginx import Nginx, nginx_running
 from desk.db.embedded import EmbeddedMongo
 
@@ -50,8 +50,7 @@ async def fake_provider(scope, receive, send) -> None:
     """Streams a short answer; the first token leaves as soon as the request is read."""
     if scope["type"] != "http":
         return
-    while (await receive()).get("more_body"):
-        pass
+    await read_body(receive)
     await send({"type": "http.response.start", "status": 200, "headers": [(b"content-type", b"text/event-stream")]})
     for index, text in enumerate(CHUNKS):
         chunk = {"choices": [{"index": 0, "delta": {"content": text}, "finish_reason": None}]}
@@ -285,7 +284,7 @@ async def compare(
         sequential = report("sequential", direct, desk)
         if floors:
             sequential_floor = report("  floor, beside it", direct, floor)
-        print(f"{'':28} CPU per turn (desk turn and fake call): {per_turn(before, cpu(pids), turns)}")
+        print(f"{'':28} CPU per turn, each process: {per_turn(before, cpu(pids), turns)}")
         direct, desk, floor = [], [], []
         before = cpu(pids)
         for round_ in range(rounds):
@@ -297,7 +296,7 @@ async def compare(
         loaded = report(f"{len(people)} concurrent streams", direct, desk)
         if floors:
             loaded_floor = report("  floor, beside it", direct, floor)
-        print(f"{'':28} CPU per turn (desk turn and fake call): {per_turn(before, cpu(pids), rounds * len(people))}")
+        print(f"{'':28} CPU per turn, each process: {per_turn(before, cpu(pids), rounds * len(people))}")
         print(
             f"targets: added p50 <= 5 ms ({sequential[0]:.1f}), p95 <= 15 ms sequential ({sequential[1]:.1f}), "
             f"p95 <= 30 ms at {len(people)} concurrent ({loaded[1]:.1f}); load average after: {load()}"

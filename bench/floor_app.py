@@ -23,7 +23,7 @@ import httpx
 from bson import ObjectId
 from pymongo import AsyncMongoClient, MongoClient, ReturnDocument, UpdateOne
 
-from bench.harness import free_port, running, serve
+from bench.harness import free_port, read_body, running, serve
 from desk.actors import Actor, Role
 from desk.agent.prompt import SYSTEM_PROMPT
 from desk.agent.tools import REGISTRY
@@ -111,12 +111,7 @@ async def floor_app(scope, receive, send) -> None:
             await send({"type": "lifespan.startup.complete"})
         await send({"type": "lifespan.shutdown.complete"})
         return
-    body = b""
-    while True:
-        message = await receive()
-        body += message.get("body", b"")
-        if not message.get("more_body"):
-            break
+    body = await read_body(receive)
     assert _floor is not None
     await _floor.turn(int(scope["path"].rsplit("/", 1)[1]), json.loads(body)["content"], send)
 

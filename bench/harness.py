@@ -1,6 +1,6 @@
 """The real desk as its own process: start `desk run` on a free port, wait until it serves, stop it.
 
-Also any other ASGI app under uvicorn in its own process (`serve`, `running`): the benches' fake
+Also any other ASGI app under uvicorn in its own process (`serve`, `running`, and `read_body` for the app's request): the benches' fake
 provider and the copilot's floor.
 
 The benches (bench/api.py, bench/ui.py, bench/copilot.py) and the tests that need the whole process
@@ -22,6 +22,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import httpx
+from starlette.types import Receive
 
 READY_SECONDS = 60.0
 STOP_SECONDS = 30.0
@@ -65,6 +66,16 @@ def running(process: subprocess.Popen) -> Iterator[subprocess.Popen]:
     finally:
         process.terminate()
         process.wait(timeout=30)
+
+
+async def read_body(receive: Receive) -> bytes:
+    """The whole body of an ASGI request, for the apps `serve` runs (and the tests' fake provider)."""
+    body = b""
+    while True:
+        message = await receive()
+        body += message.get("body", b"")
+        if not message.get("more_body"):
+            return body
 
 
 def free_port() -> int:

@@ -40,7 +40,7 @@ from bson import ObjectId
 from pymongo import ASCENDING, AsyncMongoClient, ReturnDocument, UpdateOne
 from pymongo.asynchronous.database import AsyncDatabase
 
-from bench.harness import free_port, running, serve
+from bench.harness import free_port, read_body, running, serve
 from bench.workers import Workers, worker_settings, workers
 from desk.actors import Actor, Role
 from desk.agent import policy
@@ -100,8 +100,7 @@ async def fake_provider(scope, receive, send) -> None:
     """One `triage_propose` call, after TRIAGE_FAKE_DELAY seconds."""
     if scope["type"] != "http":
         return
-    while (await receive()).get("more_body"):
-        pass
+    await read_body(receive)
     if delay := float(os.environ.get("TRIAGE_FAKE_DELAY", "0")):
         await asyncio.sleep(delay)
     await send({"type": "http.response.start", "status": 200, "headers": [(b"content-type", b"text/event-stream")]})

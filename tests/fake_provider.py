@@ -39,6 +39,8 @@ from typing import Any
 import pytest
 import uvicorn
 
+from bench.harness import read_body
+
 # Planted in error bodies: it must never reach an error message or a log line.
 FAKE_SECRET = "provider-body-secret-5b1e"
 ToolCall = tuple[str, dict[str, Any] | str] | tuple[str, dict[str, Any] | str, str]  # (name, args[, id])
@@ -179,12 +181,7 @@ class FakeProvider:
     async def __call__(self, scope: dict, receive: Any, send: Any) -> None:
         """The ASGI app, run on the server's thread."""
         generation = self._generation
-        body = b""
-        while True:
-            message = await receive()
-            body += message.get("body", b"")
-            if not message.get("more_body"):
-                break
+        body = await read_body(receive)
         self.requests.append(json.loads(body) if body else None)
         self.headers.append({name.decode().lower(): value.decode() for name, value in scope["headers"]})
         self.peers.append(tuple(scope["client"]))
