@@ -1,7 +1,7 @@
 """The real desk as its own process: start `desk run` on a free port, wait until it serves, stop it.
 
-Also any other ASGI app under uvicorn in its own process (`serve`, `running`, and `read_body` for the app's request): the benches' fake
-provider and the copilot's floor.
+Also any other ASGI app under uvicorn in its own process (`serve`, `running`, and `read_body` for
+its requests): the benches' fake provider and the copilot's floor.
 
 The benches (bench/api.py, bench/ui.py, bench/copilot.py) and the tests that need the whole process
 (tests/test_cli.py, tests/e2e/conftest.py) all start the desk this one way. It lives in bench/, not
