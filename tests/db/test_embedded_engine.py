@@ -200,3 +200,42 @@ def test_comparing_id_with_an_object_id_seeks_instead_of_scanning(engine, orders
     # A range on the _id column, not every document read and compared in Python.
     assert count_cost < read_all / 5
     assert update_cost < read_all / 5
+
+
+def test_the_collection_names_follow_every_change_to_the_schema(tmp_path) -> None:
+    patch_engine()
+    ours, another = neosqlite.Connection(tmp_path / "desk.db"), neosqlite.Connection(tmp_path / "desk.db")
+    try:
+        for n in range(24):  # as many collections as the desk has
+            ours[f"c{n}"].insert_one({"n": n})
+        listed, first_cost = steps(ours, ours.list_collection_names)
+        again, unchanged_cost = steps(ours, ours.list_collection_names)
+        another["added"].insert_one({"n": 1})  # another connection changes the schema
+        with_added = ours.list_collection_names()
+        another.drop_collection("c0")
+        without_c0 = ours.list_collection_names()
+        with_added.append("not a collection")  # a caller's list is its own
+    finally:
+        ours.close()
+        another.close()
+
+    assert sorted(listed) == sorted(again) == sorted(f"c{n}" for n in range(24))
+    assert sorted(with_added) == sorted([*listed, "added", "not a collection"])
+    assert sorted(without_c0) == sorted([*(name for name in listed if name != "c0"), "added"])
+    # Unchanged, the schema is not read again: one look at its version number.
+    assert unchanged_cost * 5 < first_cost
+
+
+def test_an_update_leaves_the_document_it_read_untouched(engine) -> None:
+    orders = engine["orders"]
+    orders.insert_one({"_id": 1, "tags": ["a"], "counts": {"a": 1}, "at": START})
+    plain = {"$push": {"tags": "b"}}  # neosqlite's own update
+    dotted = {"$inc": {"counts.a": 1}}  # python_updates' path, on its parent sub-document
+
+    before_plain = orders.find_one_and_update({"_id": 1}, plain)
+    before_dotted = orders.find_one_and_update({"_id": 1}, dotted)
+
+    # As it was, as MongoDB answers by default
+    assert before_plain == {"_id": 1, "tags": ["a"], "counts": {"a": 1}, "at": START}
+    assert before_dotted == {"_id": 1, "tags": ["a", "b"], "counts": {"a": 1}, "at": START}
+    assert orders.find_one({"_id": 1}) == {"_id": 1, "tags": ["a", "b"], "counts": {"a": 2}, "at": START}

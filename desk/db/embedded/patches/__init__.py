@@ -1,5 +1,7 @@
 """neosqlite's bugs, fixed in the server child before nx-27017 serves: one module per patch.
 
+Two of them are costs rather than bugs, paid on every command (table_names, document_copies).
+
 Each module says what goes wrong without it and which tests pin it (tests/db/test_conformance.py
 over the wire, tests/db/test_embedded_engine.py for the work SQLite does). They replace neosqlite
 internals, hence the exact nx-27017 pin in pyproject.toml. Application code never bends its
@@ -21,11 +23,13 @@ def patch_engine() -> None:  # pragma: no cover - runs in the child (and in test
     from desk.db.embedded.patches import (  # noqa: PLC0415 - neosqlite loads only where the engine runs
         aggregation,
         compound_id_index,
+        document_copies,
         object_id_refs,
         projection,
         python_updates,
         scalar_equality,
         sql_filters,
+        table_names,
         ttl,
     )
 
@@ -39,3 +43,5 @@ def patch_engine() -> None:  # pragma: no cover - runs in the child (and in test
     aggregation.apply()
     ttl.apply()
     projection.apply()
+    table_names.apply()
+    document_copies.apply()

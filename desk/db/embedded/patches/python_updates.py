@@ -12,11 +12,12 @@ dotted_paths forms), test_sort_by_date_desc_with_limit_on_a_compound_index,
 test_aggregation_over_dates, test_a_current_date_is_found_by_the_date_it_reads_back.
 """
 
-from copy import deepcopy
 from datetime import UTC, datetime
 
 from neosqlite.collection.query_helper._sql_updates import SqlUpdatesMixin
 from neosqlite.collection.query_helper.update_operations import UpdateOperationsMixin
+
+from desk.db.embedded.patches.document_copies import copy_document
 
 # Operators whose Python implementation in neosqlite only knows top-level field names.
 _TOP_LEVEL_ONLY = frozenset(
@@ -48,7 +49,7 @@ def apply() -> None:  # pragma: no cover - runs in the child
             for path, value in fields.items():
                 if op in _TOP_LEVEL_ONLY and "." in path and "$" not in path:
                     if doc is original_doc:
-                        doc = deepcopy(original_doc)
+                        doc = copy_document(original_doc)
                     parent, leaf = _parent(doc, path, create=op not in _NO_CREATE)
                     if parent is not None:
                         updated, _ = python_update(self, 0, {op: {leaf: value}}, parent)  # 0: nothing written

@@ -1,0 +1,30 @@
+"""The list of collections is read from SQLite's schema only when the schema has changed.
+
+nx-27017 asks neosqlite for every collection's name before each insert and each find (does the
+table exist?), and neosqlite answers by reading every table's name from sqlite_master and filtering
+them in Python: 40 µs on the desk's 24 collections, four times in each copilot turn. SQLite counts
+every change to the schema (`PRAGMA schema_version`, a read of the file's header: 5 µs), so the
+names are read again only when that count moved, whichever connection changed it.
+
+Pinned by test_embedded_engine.py: test_the_collection_names_follow_every_change_to_the_schema;
+test_conformance.py covers creating, dropping and re-creating collections over the wire.
+"""
+
+from neosqlite.connection import Connection
+
+_SCHEMA_VERSION = "PRAGMA schema_version"
+_KEPT = "_desk_collection_names"  # on each connection: (schema version, names)
+
+
+def apply() -> None:  # pragma: no cover - runs in the child
+    """`Connection.list_collection_names` answers from memory while the schema is unchanged."""
+    read_names = Connection.list_collection_names
+
+    def list_collection_names(self: Connection) -> list[str]:
+        version = self.db.execute(_SCHEMA_VERSION).fetchone()[0]
+        known: tuple[int, list[str]] | None = vars(self).get(_KEPT)  # getattr: a missing name is a collection
+        if known is None or known[0] != version:
+            known = vars(self)[_KEPT] = (version, read_names(self))
+        return list(known[1])  # a copy: a caller may change its list
+
+    Connection.list_collection_names = list_collection_names  # type: ignore[method-assign]
