@@ -5,7 +5,8 @@ uvicorn in its own process (`bench.harness.serve`), for each turn POST /turns/{p
 
 - one aggregate to find the person behind the bearer token;
 - three commands side by side: claim the conversation, count the start, read the shared spend;
-- one streamed httpx call to the fake provider, with the desk's system prompt and tools;
+- one streamed httpx call to the fake provider, with the desk's system prompt and tools and the same
+  conversation the desk sends: the person's newest 50 messages, kept in memory as the desk keeps them;
 - the first token out as an SSE frame;
 - with FLOOR_WRITES=1, also what the desk stores for a turn: the run and the person's message after
   the first token, then the answer, the ledger's three `$inc`s and the run's end.
@@ -25,6 +26,7 @@ from pymongo import AsyncMongoClient, MongoClient, ReturnDocument, UpdateOne
 
 from bench.harness import free_port, read_body, running, serve
 from desk.actors import Actor, Role
+from desk.agent.history import WINDOW
 from desk.agent.prompt import SYSTEM_PROMPT
 from desk.agent.tools import REGISTRY
 from desk.schema import now
@@ -39,6 +41,7 @@ class Floor:
         self.db = AsyncMongoClient(os.environ["MONGODB_URI"])["floor"]
         self.http = httpx.AsyncClient(base_url=os.environ["FLOOR_FAKE_URL"], timeout=10, follow_redirects=False)
         self.writes = os.environ["FLOOR_WRITES"] == "1"
+        self.conversations: dict[int, list[dict]] = {}
 
     async def turn(self, person: int, content: str, send) -> None:
         db = self.db
@@ -62,11 +65,14 @@ class Floor:
             db["spend"].find({"_id": {"$in": ["agent", "global"]}}).to_list(),
         )
         await send({"type": "http.response.start", "status": 200, "headers": [(b"content-type", b"text/event-stream")]})
+        conversation = self.conversations.setdefault(person, [])
+        conversation.append({"role": "user", "content": content})
+        del conversation[:-WINDOW]
         body = {
             "model": "m",
             "stream": True,
             "max_tokens": 1024,
-            "messages": [{"role": "system", "content": SYSTEM_PROMPT}, {"role": "user", "content": content}],
+            "messages": [{"role": "system", "content": SYSTEM_PROMPT}, *conversation],
             "tools": TOOLS,
         }
         records: asyncio.Task | None = None
@@ -82,6 +88,7 @@ class Floor:
                         await send({"type": "http.response.body", "body": frame.encode(), "more_body": True})
                         if records is None and self.writes:
                             records = asyncio.create_task(self.record(run_id, person, content))
+        conversation.append({"role": "assistant", "content": answer})
         if records is not None:
             await records
             await db["messages"].insert_one({"runId": run_id, "role": "assistant", "content": answer})
