@@ -76,6 +76,7 @@ class CopilotTurn:
         self.staging = Staging(self.record, self.state, ttl, self._person_now, lambda: self.interrupted)
         self.finished = False
         self.fresh = True  # `begin` has just checked AI access and budget: the first call needs no second look
+        self.opening_tokens = 0  # the size of the conversation the first call sends (set by `_history`)
         self.driver: asyncio.Task | None = None  # the task reading our events (`interrupt` may cancel it)
         self.calling = False  # the reader is waiting inside us for the model's next chunk
         self.interrupted = False
@@ -328,7 +329,7 @@ class CopilotTurn:
             raise RunEnded("aborted")
         if self.fresh:
             self.fresh = False
-            return self._context_too_long(messages)
+            return self._too_long(self.opening_tokens)  # `_history` sized these messages a moment ago
         leased, person, within_budget = await asyncio.gather(
             self.record.renew(),
             self._person_now(),
@@ -346,10 +347,10 @@ class CopilotTurn:
             return Error(code=ErrorCode.AI_BUDGET_EXCEEDED, message=within_budget.message)
         if isinstance(within_budget, BaseException):
             raise within_budget
-        return self._context_too_long(messages)
+        return self._too_long(_tokens(messages))
 
-    def _context_too_long(self, messages: list[dict]) -> Error | None:
-        if _tokens(messages) > self.settings.ai_max_context_tokens:
+    def _too_long(self, tokens: int) -> Error | None:
+        if tokens > self.settings.ai_max_context_tokens:
             return Error(code=ErrorCode.AI_BUDGET_EXCEEDED, message="This conversation is too long; start a new one.")
         return None
 
@@ -358,8 +359,11 @@ class CopilotTurn:
         window = await self.record.conversation()
         turns = [{"role": role, "content": content} for role, content, _ in window[-WINDOW:] if content]
         messages = [{"role": "system", "content": SYSTEM_PROMPT}, *turns]
-        while len(messages) > 2 and _tokens(messages) > self.settings.ai_max_context_tokens * 3 // 4:
+        size = _tokens(messages)  # a JSON encoding of the whole conversation: done once per size
+        while len(messages) > 2 and size > self.settings.ai_max_context_tokens * 3 // 4:
             del messages[1]
+            size = _tokens(messages)
+        self.opening_tokens = size
         return messages
 
 
