@@ -6,8 +6,8 @@ nx-27017 keeps one SQLite file per logical database (`<db>.db`), next to our log
 
 - `launcher`: `EmbeddedMongo`, which starts `python -m desk.db.embedded` and waits for it;
 - `server`: that child (`__main__` runs it): signals, orphaning, commands on the event loop;
-- `patches/`: one module per neosqlite bug fixed, each naming the test that pins it;
-  `patch_engine()` applies them all.
+- `patches/`: one module per neosqlite bug fixed (and two per-command costs cut), each naming
+  the test that pins it; `patch_engine()` applies them all.
 
 Gaps that remain are listed at the top of tests/db/test_conformance.py.
 """
