@@ -6,7 +6,7 @@ stores for a turn ("and the turn's writes"). The clients, the fake and the pairi
 a direct call are bench/copilot.py's, so the figures compare; bench/copilot.py also runs the second
 one turn by turn beside the desk, for the ratios. Run by hand, never in CI:
 
-    .venv/bin/python -m bench.copilot_floor [--turns 200] [--concurrent 10] [--rounds 20] [--repeat 1]
+    .venv/bin/python -m bench.copilot_floor [--turns 200] [--concurrent 10] [--rounds 100] [--repeat 1]
 """
 
 import asyncio
