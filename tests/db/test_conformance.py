@@ -502,6 +502,21 @@ async def test_ttl_index_can_be_created(db: AsyncDatabase) -> None:
     assert ttl[0]["expireAfterSeconds"] == 0
 
 
+async def test_a_dropped_collection_reads_empty_and_takes_writes_again(db: AsyncDatabase) -> None:
+    coll = db["dropped_between"]
+    await coll.insert_one({"n": 1})
+    await db.drop_collection("dropped_between")
+
+    gone = await coll.find().to_list()
+    names_after_drop = await db.list_collection_names()
+    await coll.insert_one({"n": 2})
+
+    assert gone == []
+    assert "dropped_between" not in names_after_drop
+    assert [doc["n"] for doc in await coll.find().to_list()] == [2]
+    assert "dropped_between" in await db.list_collection_names()
+
+
 async def test_conditional_find_one_and_update_has_exactly_one_winner(db: AsyncDatabase) -> None:
     coll = db["race_find_one_and_update"]
     await coll.insert_one({"_id": "wo", "version": 1, "title": "start"})

@@ -7,7 +7,7 @@ every change to the schema (`PRAGMA schema_version`, a read of the file's header
 names are read again only when that count moved, whichever connection changed it.
 
 Pinned by test_embedded_engine.py: test_the_collection_names_follow_every_change_to_the_schema;
-test_conformance.py covers creating, dropping and re-creating collections over the wire.
+test_conformance.py: test_a_dropped_collection_reads_empty_and_takes_writes_again (over the wire).
 """
 
 from neosqlite.connection import Connection
