@@ -202,6 +202,8 @@ async def test_open_session_is_403_when_the_desk_has_ai_off(settings, client_for
     refused(await client.post(f"{AI}/sessions"), 403, ErrorCode.FORBIDDEN)
     # no provider is configured either: the message route must still say "off", not "unavailable"
     refused(await client.post(f"{AI}/sessions/{'a' * 24}/messages", json={"content": "hi"}), 403, ErrorCode.FORBIDDEN)
+    # and it says so before it looks at the message: the whole feature is off, whatever is sent
+    refused(await client.post(f"{AI}/sessions/{'a' * 24}/messages", json={"content": ""}), 403, ErrorCode.FORBIDDEN)
     assert await db["copilot_sessions"].count_documents({}) == 0
 
 
