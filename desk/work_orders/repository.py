@@ -1,7 +1,9 @@
 """The `work_orders` and `activity` collections; the only place that touches them.
 
 Every write here also moves the counters (desk/work_orders/counters.py) and appends to the
-change feed (desk/work_orders/changes.py), so no caller can forget either.
+change feed (desk/work_orders/changes.py), so no caller can forget either. A write's timeline entry
+(`activity`, made by the service) is stored before the change goes out: a screen told of the
+change reads the order's timeline at once, and must find the entry there.
 """
 
 import logging
@@ -131,10 +133,11 @@ NO_TITLE_KEY = {"titleKey": {"$exists": False}}
 NO_REQUESTER = {"requesterId": {"$exists": False}}
 
 
-async def insert(db: AsyncDatabase, doc: Doc) -> Doc:
-    """Store a new work order."""
+async def insert(db: AsyncDatabase, doc: Doc, *, activity: Doc | None = None) -> Doc:
+    """Store a new work order (and its timeline's first entry, when given)."""
     stored = {**doc, **_derived(doc)}
     stored["_id"] = (await _orders(db).insert_one(stored)).inserted_id
+    await _timeline(db, stored["_id"], activity)
     await counters.apply(db, None, stored)
     await search.reindex(db, stored["_id"], None, stored)
     await changes.record(db, stored["_id"], "created", parties(stored))
@@ -180,7 +183,9 @@ async def search_page(db: AsyncDatabase, q: str, filter_: Doc, parts: list[Doc],
     return [found[oid] for oid in ids if oid in found], total, exact
 
 
-async def update(db: AsyncDatabase, before: Doc, fields: Doc, *, at: datetime) -> Doc | None:
+async def update(
+    db: AsyncDatabase, before: Doc, fields: Doc, *, at: datetime, activity: Doc | None = None
+) -> Doc | None:
     """Apply `fields` only if the stored version is still `before`'s; None when someone else saved first."""
     merged = {**before, **fields}
     after = await _orders(db).find_one_and_update(
@@ -190,16 +195,18 @@ async def update(db: AsyncDatabase, before: Doc, fields: Doc, *, at: datetime) -
         return_document=ReturnDocument.AFTER,
     )
     if after is not None:
+        await _timeline(db, after["_id"], activity)
         await counters.apply(db, before, after)
         await search.reindex(db, after["_id"], before, {**after, **_derived(after)})
         await changes.record(db, after["_id"], "updated", parties(before, after))
     return after
 
 
-async def delete(db: AsyncDatabase, order_id: ObjectId, version: int) -> Doc | None:
+async def delete(db: AsyncDatabase, order_id: ObjectId, version: int, *, activity: Doc | None = None) -> Doc | None:
     """Delete only at `version`; returns what was deleted, None when the version moved on."""
     gone = await _orders(db).find_one_and_delete({"_id": order_id, "version": version}, projection=READ_FIELDS)
     if gone is not None:
+        await _timeline(db, order_id, activity)
         await counters.apply(db, gone, None)
         await search.reindex(db, order_id, gone, None)
         await changes.record(db, order_id, "deleted", parties(gone))
@@ -207,7 +214,13 @@ async def delete(db: AsyncDatabase, order_id: ObjectId, version: int) -> Doc | N
 
 
 async def append_activity(db: AsyncDatabase, entry: Doc) -> None:
+    """An entry as it is (the demo's history, written with its own times)."""
     await db["activity"].insert_one(entry)
+
+
+async def _timeline(db: AsyncDatabase, order_id: ObjectId, entry: Doc | None) -> None:
+    if entry is not None:
+        await append_activity(db, {**entry, "workOrderId": order_id})
 
 
 async def activity(db: AsyncDatabase, order_id: ObjectId, *, limit: int = 200, action: str | None = None) -> list[Doc]:

@@ -125,22 +125,20 @@ async def create(*, db: AsyncDatabase, actor: Actor, data: WorkOrderCreate, run_
     refused = "Only admins can give a work order to someone else."
     owner = None if queued else await _owner_id(db, actor, data.owner_id, refused=refused)
     moment = now()
-    doc = await repo.insert(
-        db,
-        {
-            "title": data.title,
-            "description": data.description,
-            "priority": data.priority,
-            "status": "pending",
-            "requesterId": ObjectId(actor.id),
-            "ownerId": owner,
-            "version": 1,
-            "createdAt": moment,
-            "updatedAt": moment,
-            "closedAt": None,
-        },
-    )
-    await record_activity(db, actor, doc["_id"], "created", before=None, after=_tracked(doc), run_id=run_id)
+    new = {
+        "title": data.title,
+        "description": data.description,
+        "priority": data.priority,
+        "status": "pending",
+        "requesterId": ObjectId(actor.id),
+        "ownerId": owner,
+        "version": 1,
+        "createdAt": moment,
+        "updatedAt": moment,
+        "closedAt": None,
+    }
+    created = timeline_entry(actor, "created", before=None, after=_tracked(new), run_id=run_id)
+    doc = await repo.insert(db, new, activity=created)
     return WorkOrderRead.model_validate(doc)
 
 
@@ -252,13 +250,13 @@ async def update(
         return WorkOrderRead.model_validate(before)
     if "status" in fields:
         fields["closedAt"] = now() if fields["status"] in CLOSED else None
-    after = await repo.update(db, before, fields, at=now())
-    if after is None:
-        raise await _lost_race(db, before["_id"])
-    old, new = _tracked(before), _tracked(after)
+    old, new = _tracked(before), _tracked({**before, **fields})
     changed = [key for key in TRACKED if old[key] != new[key]]
     before_fields, after_fields = {k: old[k] for k in changed}, {k: new[k] for k in changed}
-    await record_activity(db, actor, before["_id"], "updated", before=before_fields, after=after_fields, run_id=run_id)
+    updated = timeline_entry(actor, "updated", before=before_fields, after=after_fields, run_id=run_id)
+    after = await repo.update(db, before, fields, at=now(), activity=updated)
+    if after is None:
+        raise await _lost_race(db, before["_id"])
     return WorkOrderRead.model_validate(after)
 
 
@@ -266,10 +264,10 @@ async def delete(*, db: AsyncDatabase, actor: Actor, order_id: str, version: int
     """Delete at the version the person saw; Conflict (and nothing deleted) when it moved on."""
     before = await _get_writable(db, actor, order_id)
     _check_version(before, version)
-    gone = await repo.delete(db, before["_id"], version)
+    deleted = timeline_entry(actor, "deleted", before=_tracked(before), after=None, run_id=run_id)
+    gone = await repo.delete(db, before["_id"], version, activity=deleted)
     if gone is None:
         raise await _lost_race(db, before["_id"])
-    await record_activity(db, actor, before["_id"], "deleted", before=_tracked(before), after=None, run_id=run_id)
     # The order as it was, for the desk-wide audit log (its own timeline goes with it from every screen).
     kept = {"order": WorkOrderRead.model_validate(gone).model_dump(mode="json", by_alias=True), "runId": run_id}
     await audit.record(db=db, actor=actor, action="work_order_deleted", subject_id=before["_id"], details=kept)
@@ -358,22 +356,17 @@ def _tracked(doc: dict[str, Any]) -> dict[str, Any]:
     return {key: str(doc[key]) if key == "ownerId" and doc[key] else doc[key] for key in TRACKED}
 
 
-async def record_activity(
-    db, actor: Actor, order_id: ObjectId, action: str, *, before, after, run_id: str | None
-) -> None:
-    await repo.append_activity(
-        db,
-        {
-            "workOrderId": order_id,
-            "actorId": actor.id,
-            "actorKind": actor.kind,
-            "action": action,
-            "before": before,
-            "after": after,
-            "runId": run_id,
-            "at": now(),
-        },
-    )
+def timeline_entry(actor: Actor, action: str, *, before, after, run_id: str | None) -> dict[str, Any]:
+    """What a write puts on its order's timeline; the repository stores it with the write (and its order's id)."""
+    return {
+        "actorId": actor.id,
+        "actorKind": actor.kind,
+        "action": action,
+        "before": before,
+        "after": after,
+        "runId": run_id,
+        "at": now(),
+    }
 
 
 async def by_ids(*, db: AsyncDatabase, actor: Actor, order_ids: list[ObjectId]) -> dict[ObjectId, WorkOrderRead]:

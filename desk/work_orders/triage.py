@@ -91,10 +91,10 @@ async def triage_patch(
         fields = {key: value for key, value in changes.items() if before.get(key) != value}
         if not fields:
             return WorkOrderRead.model_validate(before)
-        after = await repo.update(db, before, fields, at=now())
+        old = {key: before[key] for key in fields}
+        updated = service.timeline_entry(actor, "updated", before=old, after=dict(fields), run_id=run_id)
+        after = await repo.update(db, before, fields, at=now(), activity=updated)
         if after is not None:
-            old, new = {k: before[k] for k in fields}, {k: after[k] for k in fields}
-            await service.record_activity(db, actor, before["_id"], "updated", before=old, after=new, run_id=run_id)
             return WorkOrderRead.model_validate(after)
     _log.warning("triage change dropped: the work order changed under it twice (run %s)", run_id)
     return None
