@@ -8,7 +8,24 @@ internals, hence the exact nx-27017 pin in pyproject.toml. Application code neve
 queries around the engine.
 """
 
+from collections.abc import Callable
+from typing import Any
+
 TTL_MONITOR_SECONDS = 60  # how often MongoDB's TTL monitor deletes expired documents; ttl.py keeps its beat
+
+
+def until_schema_changes(holder: Any, name: str, sqlite: Any, read: Callable[[], Any]) -> Any:
+    """`read()`, kept on `holder` as `name` until SQLite's schema version moves (any connection's change).
+
+    `PRAGMA schema_version` reads the file's header (about 5 µs). Kept in `vars(holder)`: neosqlite's
+    connection and collection answer any unknown attribute with a collection.
+    """
+    version = sqlite.execute("PRAGMA schema_version").fetchone()[0]
+    kept = vars(holder).get(name)
+    if kept is None or kept[0] != version:
+        kept = vars(holder)[name] = (version, read())
+    return kept[1]
+
 
 _patched = False
 

@@ -16,6 +16,8 @@ test_queries_on_object_id_references (indexed). test_equality_still_matches_arra
 pins that the array test stays where an array is, with and without an `_id` in the filter.
 """
 
+from functools import partial
+
 from bson import ObjectId as BsonObjectId
 from neosqlite.collection.json_path_utils import parse_json_path
 from neosqlite.collection.query_engine import QueryEngine
@@ -24,6 +26,7 @@ from neosqlite.collection.sql_translator_unified import SQLTranslator
 from neosqlite.objectid import ObjectId
 from neosqlite.sql_utils import quote_table_name
 
+from desk.db.embedded.patches import until_schema_changes
 from desk.db.embedded.patches.object_id_refs import stored_object_id
 
 
@@ -99,12 +102,8 @@ def _array_free(collection, equal: dict[str, object]) -> set[str]:  # pragma: no
 
 def _index_keys(collection) -> list[list[str]]:  # pragma: no cover - runs in the child
     """The key fields of each index, read again only when the schema changed."""
-    version = collection.db.execute("PRAGMA schema_version").fetchone()[0]
-    cached = collection.__dict__.get("_desk_index_keys")
-    if cached is None or cached[0] != version:
-        cached = (version, collection.list_indexes(as_keys=True))
-        collection._desk_index_keys = cached
-    return cached[1]
+    keys = partial(collection.list_indexes, as_keys=True)
+    return until_schema_changes(collection, "_desk_index_keys", collection.db, keys)
 
 
 def _stored_scalar(value: object) -> object:  # pragma: no cover - runs in the child

@@ -10,10 +10,11 @@ Pinned by test_embedded_engine.py: test_the_collection_names_follow_every_change
 test_conformance.py: test_a_dropped_collection_reads_empty_and_takes_writes_again (over the wire).
 """
 
+from functools import partial
+
 from neosqlite.connection import Connection
 
-_SCHEMA_VERSION = "PRAGMA schema_version"
-_KEPT = "_desk_collection_names"  # on each connection: (schema version, names)
+from desk.db.embedded.patches import until_schema_changes
 
 
 def apply() -> None:  # pragma: no cover - runs in the child
@@ -21,10 +22,7 @@ def apply() -> None:  # pragma: no cover - runs in the child
     read_names = Connection.list_collection_names
 
     def list_collection_names(self: Connection) -> list[str]:
-        version = self.db.execute(_SCHEMA_VERSION).fetchone()[0]
-        known: tuple[int, list[str]] | None = vars(self).get(_KEPT)  # getattr: a missing name is a collection
-        if known is None or known[0] != version:
-            known = vars(self)[_KEPT] = (version, read_names(self))
-        return list(known[1])  # a copy: a caller may change its list
+        names = until_schema_changes(self, "_desk_collection_names", self.db, partial(read_names, self))
+        return list(names)  # a copy: a caller may change its list
 
     Connection.list_collection_names = list_collection_names  # type: ignore[method-assign]
