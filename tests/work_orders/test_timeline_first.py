@@ -3,13 +3,15 @@
 Open screens learn of a change from the change feed and then read the order and its timeline
 (components/live.py). When the feed entry was written first, a screen could read the timeline in
 between and show the order changed without the line saying so ("Priority: Medium → High"), until
-the next change. The order of the writes is watched at the driver, on every path that writes both.
+the next change. Here a second client reads the timeline, as a screen would, at the very moment the
+feed entry is sent, on every path that writes both.
 """
 
 from collections.abc import Awaitable, Callable
 
 import pytest
-from pymongo import AsyncMongoClient, monitoring
+from bson import ObjectId
+from pymongo import AsyncMongoClient, MongoClient, monitoring
 from pymongo.asynchronous.database import AsyncDatabase
 
 from desk.actors import SYSTEM_TRIAGE
@@ -20,13 +22,17 @@ from tests.conftest import TEST_DB
 from tests.helpers import actor
 
 
-class Inserts(monitoring.CommandListener):
-    def __init__(self) -> None:
-        self.into: list[str] = []
+class TimelineWhenTold(monitoring.CommandListener):
+    """When a change goes out on the feed, the actions on its order's timeline as a screen would read them."""
+
+    def __init__(self, screen: MongoClient) -> None:
+        self.screen = screen[TEST_DB]
+        self.seen: list[list[str]] = []
 
     def started(self, event: monitoring.CommandStartedEvent) -> None:
-        if event.command_name == "insert":
-            self.into.append(event.command["insert"])
+        if event.command_name == "insert" and event.command["insert"] == "changes":
+            order_id = ObjectId(event.command["documents"][0]["workOrderId"])
+            self.seen.append([entry["action"] for entry in self.screen["activity"].find({"workOrderId": order_id})])
 
     def succeeded(self, event: monitoring.CommandSucceededEvent) -> None:
         pass
@@ -60,18 +66,22 @@ def comment(person, order_id):
     return lambda db: work_orders.add_comment(db=db, actor=actor(person), order_id=order_id, data=data)
 
 
-@pytest.mark.parametrize("write", [create, update, triage, delete, comment])
-async def test_the_timeline_entry_is_stored_before_open_screens_are_told(
-    mongo_uri, make_user, make_order, write: Callable[..., Callable[[AsyncDatabase], Awaitable[object]]]
+@pytest.mark.parametrize(
+    ("write", "action"),
+    [(create, "created"), (update, "updated"), (triage, "updated"), (delete, "deleted"), (comment, "commented")],
+)
+async def test_a_screen_told_of_a_change_finds_its_line_on_the_timeline(
+    mongo_uri, make_user, make_order, write: Callable[..., Callable[[AsyncDatabase], Awaitable[object]]], action: str
 ):
     sam = await make_user()
     order = await make_order(sam, "Back door will not lock")
-    inserts = Inserts()
-    client = AsyncMongoClient(mongo_uri, tz_aware=True, event_listeners=[inserts])
-    try:
-        await write(sam, order.id)(client[TEST_DB])
-    finally:
-        await client.close()
+    with MongoClient(mongo_uri, tz_aware=True) as screen:
+        told = TimelineWhenTold(screen)
+        client = AsyncMongoClient(mongo_uri, tz_aware=True, event_listeners=[told])
+        try:
+            await write(sam, order.id)(client[TEST_DB])
+        finally:
+            await client.close()
 
-    assert "activity" in inserts.into and "changes" in inserts.into, inserts.into
-    assert inserts.into.index("activity") < inserts.into.index("changes"), inserts.into
+    (timeline,) = told.seen  # the change went out once
+    assert action in timeline
