@@ -6,6 +6,7 @@ UI (an import-linter contract checks it); the UI imports `desk/`. NiceGUI's modu
 keeps its `main.py` the same way.
 """
 
+import gc
 import os
 import secrets
 import subprocess
@@ -87,6 +88,7 @@ def _start_up(settings: Settings, uri: str, *, demo: bool) -> None:
         if settings.desk_run_worker:
             stack.callback(_start_worker(uri))
         _welcome(settings, first)
+        gc.freeze()  # what start-up built lives as long as the process: the collector stops walking it
 
     @app.on_shutdown
     async def stop() -> None:
