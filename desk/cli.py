@@ -101,7 +101,7 @@ def _admin_password(settings: Settings) -> str:
 async def _create_admin(db: AsyncDatabase, *, email: str, name: str, password: str) -> None:
     try:
         data = UserCreate(email=email, name=name, role="admin", password=password)
-        user = await users_service.register(db=db, data=data)
+        user = await users_service.register(db=db, data=data, via="desk create-admin")
     except DeskError as error:
         raise SystemExit(f"desk: {error.message}") from None
     except ValueError as error:

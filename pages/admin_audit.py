@@ -1,5 +1,7 @@
 """/app/admin/audit: the desk-wide audit log for admins, newest first, filtered by what happened."""
 
+from typing import assert_never
+
 from fastapi import Request
 from nicegui import APIRouter, ui
 
@@ -16,9 +18,13 @@ router = APIRouter()
 PAGE_SIZE = 25
 ACTIONS = {
     "work_order_deleted": "Work order deleted",
+    "user_created": "Person added",
+    "user_details_changed": "Name or email changed",
     "role_changed": "Role changed",
     "activation_changed": "Activation changed",
     "password_reset": "Password reset",
+    "account_unlocked": "Account unlocked",
+    "token_created": "API token created",
     "token_revoked": "API token revoked",
     "tokens_revoked": "All API tokens revoked",
 }
@@ -83,17 +89,36 @@ def _entry(entry: AuditRead, names: dict[str, str]) -> None:
         ui.label(_what(entry, names)).classes("text-sm grow break-all")
 
 
-def _what(entry: AuditRead, names: dict[str, str]) -> str:
+def _what(entry: AuditRead, names: dict[str, str]) -> str:  # noqa: PLR0911 - one return per kind of entry
     """The entry's facts in words (plain text: a deleted order's title is shown, never rendered)."""
     details = entry.details
-    subject = names.get(entry.subject_id or "", details.get("name") or entry.subject_id or "")
-    order = details.get("order", {})
-    words = {
-        "work_order_deleted": f"“{order.get('title', '')}” ({order.get('status', '')}, version {order.get('version')})",
-        "role_changed": f"{subject}: {details.get('before')} → {details.get('after')}",
-        "activation_changed": f"{subject}: {'activated' if details.get('active') else 'deactivated'}",
-        "password_reset": subject,
-        "token_revoked": f"a token of {subject}",
-        "tokens_revoked": f"{details.get('count', 0)} tokens of {subject}",
-    }
-    return words[entry.action]
+    person = names.get(entry.subject_id or "") or entry.subject_id or ""  # a person since removed: their id
+    match entry.action:
+        case "work_order_deleted":
+            order = details.get("order", {})
+            return f"“{order.get('title', '')}” ({order.get('status', '')}, version {order.get('version')})"
+        case "user_created":
+            added = names.get(entry.subject_id or "", details.get("name"))  # named as they are now, or were then
+            door = f", with {details['via']}" if details.get("via") else ""
+            return f"{added} <{details.get('email')}>, {details.get('role')}{door}"
+        case "user_details_changed":
+            return f"{person}: {_changed(details)}"
+        case "role_changed":
+            return f"{person}: {details.get('before')} → {details.get('after')}"
+        case "activation_changed":
+            return f"{person}: {'activated' if details.get('active') else 'deactivated'}"
+        case "password_reset" | "account_unlocked":
+            return person
+        case "token_created" | "token_revoked":
+            token = f"“{details['name']}” ({details.get('prefix', '')}…)" if details.get("name") else "a token"
+            return f"{token} of {person}"
+        case "tokens_revoked":
+            return f"{details.get('count', 0)} tokens of {person}"
+        case unknown:
+            assert_never(unknown)
+
+
+def _changed(details: dict) -> str:
+    """Each field that changed, from what to what: "email a@x → b@x, name Sam → Samuel"."""
+    before, after = details.get("before") or {}, details.get("after") or {}
+    return ", ".join(f"{key} {before.get(key, '')} → {value}" for key, value in after.items())

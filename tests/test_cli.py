@@ -27,6 +27,10 @@ def test_create_admin_and_seed_on_the_embedded_database(tmp_path):
     assert made.returncode == 0 and "Created admin ops@example.com" in made.stdout
     assert again.returncode != 0 and "already exists" in again.stderr
     assert seeded.returncode == 0 and "Added 200 demo work orders" in seeded.stdout
+    with EmbeddedMongo(tmp_path / "mongo") as uri, MongoClient(uri) as client:
+        (entry,) = client["desk"]["audit_log"].find({}, {"_id": 0, "at": 0, "subjectId": 0})  # not the demo people
+    details = {"name": "Admin", "email": "ops@example.com", "role": "admin", "via": "desk create-admin"}
+    assert entry == {"action": "user_created", "actorId": None, "actorKind": "system", "details": details}
 
 
 def test_a_bad_setting_stops_the_command_with_a_readable_line(tmp_path):

@@ -9,9 +9,13 @@ from desk.schema import IdStr, PageQuery, ReadModel
 
 Action = Literal[
     "work_order_deleted",
+    "user_created",
+    "user_details_changed",
     "role_changed",
     "activation_changed",
     "password_reset",
+    "account_unlocked",
+    "token_created",
     "token_revoked",
     "tokens_revoked",
 ]

@@ -210,6 +210,7 @@ async def create_token(*, db: AsyncDatabase, actor: Actor, name: str) -> TokenCr
         },
     )
     events.record("token_created", actor_id=actor.id, subject_id=actor.id, tokenId=doc["_id"])
+    await audit.record(db=db, actor=actor, action="token_created", subject_id=actor.id, details=_named(doc))
     return TokenCreated.model_validate({**doc, "secret": secret})
 
 
@@ -221,10 +222,11 @@ async def list_tokens(*, db: AsyncDatabase, actor: Actor) -> list[TokenRead]:
 async def revoke_token(*, db: AsyncDatabase, actor: Actor, token_id: str) -> None:
     """Delete one of the actor's own tokens; someone else's is NotFound."""
     oid = parse_object_id(token_id)
-    if oid is None or not await repo.delete_token(db, oid, ObjectId(actor.id)):
+    gone = await repo.delete_token(db, oid, ObjectId(actor.id)) if oid else None
+    if gone is None:
         raise NotFound("No such API token.")
     events.record("token_revoked", actor_id=actor.id, subject_id=actor.id, tokenId=oid)
-    await audit.record(db=db, actor=actor, action="token_revoked", subject_id=actor.id, details={"tokenId": str(oid)})
+    await audit.record(db=db, actor=actor, action="token_revoked", subject_id=actor.id, details=_named(gone))
 
 
 async def revoke_all_tokens(*, db: AsyncDatabase, actor: Actor, user_id: ObjectId) -> None:
@@ -244,10 +246,16 @@ async def revoke_token_of(*, db: AsyncDatabase, actor: Actor, user_id: str, toke
     """An admin deletes one of anyone's tokens; NotFound when that person has no such token."""
     owner = await _token_owner(db=db, actor=actor, user_id=user_id)
     oid = parse_object_id(token_id)
-    if oid is None or not await repo.delete_token(db, oid, owner):
+    gone = await repo.delete_token(db, oid, owner) if oid else None
+    if gone is None:
         raise NotFound("No such API token.")
     events.record("token_revoked", actor_id=actor.id, subject_id=owner, tokenId=oid)
-    await audit.record(db=db, actor=actor, action="token_revoked", subject_id=owner, details={"tokenId": str(oid)})
+    await audit.record(db=db, actor=actor, action="token_revoked", subject_id=owner, details=_named(gone))
+
+
+def _named(token: dict) -> dict[str, str]:
+    """A token as the audit log names it: its id, its name and the prefix its owner sees (never a secret)."""
+    return {"tokenId": str(token["_id"]), "name": token.get("name", ""), "prefix": token.get("prefix", "")}
 
 
 async def _token_owner(*, db: AsyncDatabase, actor: Actor, user_id: str) -> ObjectId:

@@ -33,8 +33,14 @@ async def create_user(*, db: AsyncDatabase, actor: Actor, data: UserCreate) -> U
     return await register(db=db, data=data, actor=actor)
 
 
-async def register(*, db: AsyncDatabase, data: UserCreate, actor: Actor | None = None) -> UserRead:
-    """Store a new user after the password policy; used by admins, the first-admin set-up and the seed (no actor)."""
+async def register(
+    *, db: AsyncDatabase, data: UserCreate, actor: Actor | None = None, via: str | None = None
+) -> UserRead:
+    """Store a new user after the password policy; used by admins, the first-admin set-up and the seed (no actor).
+
+    The audit log keeps who was added by an admin (`actor`) or through a door named by `via` (the
+    console's `desk create-admin`); the desk's own first admin and its demo people are not entries.
+    """
     passwords.check_policy(data.password)
     moment = now()
     doc = {
@@ -54,6 +60,9 @@ async def register(*, db: AsyncDatabase, data: UserCreate, actor: Actor | None =
     except DuplicateKeyError:
         raise Conflict("A user with that email already exists.", details={"field": "email"}) from None
     events.record("user_created", actor_id=actor.id if actor else None, subject_id=made.id, role=made.role)
+    if actor is not None or via is not None:
+        details = {"name": made.name, "email": made.email, "role": made.role} | ({"via": via} if via else {})
+        await audit.record(db=db, actor=actor, action="user_created", subject_id=made.id, details=details)
     return made
 
 
@@ -145,6 +154,7 @@ async def unlock_user(*, db: AsyncDatabase, actor: Actor, user_id: str) -> UserR
     if doc is None:
         raise NotFound("No such user.")
     events.record("account_unlocked", actor_id=actor.id, subject_id=oid)
+    await audit.record(db=db, actor=actor, action="account_unlocked", subject_id=oid, details={"name": doc["name"]})
     return UserRead.model_validate(doc)
 
 
@@ -161,8 +171,16 @@ def _record_changes(actor: Actor, before: UserRead, changes: dict[str, object]) 
 
 
 async def _audit_changes(db: AsyncDatabase, actor: Actor, before: UserRead, changes: dict[str, object]) -> None:
-    """The same changes in the desk-wide audit log, which admins read (kept a year)."""
+    """An admin's change in the desk-wide audit log, which admins read (kept a year).
+
+    Name and email too, beside the security events: the email is what a person logs in with, so who
+    changed it, and from what, stays on record.
+    """
     who = {"name": before.name}
+    if edited := [key for key in ("name", "email") if key in changes]:
+        old, new = {key: getattr(before, key) for key in edited}, {key: str(changes[key]) for key in edited}
+        details = who | {"before": old, "after": new}
+        await audit.record(db=db, actor=actor, action="user_details_changed", subject_id=before.id, details=details)
     if "role" in changes:
         details = who | {"before": before.role, "after": changes["role"]}
         await audit.record(db=db, actor=actor, action="role_changed", subject_id=before.id, details=details)

@@ -1,6 +1,8 @@
-"""The desk-wide audit log: deletions, people's role/activation/password changes and token revocations, admins only."""
+"""The desk-wide audit log, admins only: deletions, what admins did to people, API tokens made and revoked."""
 
 from datetime import timedelta
+
+from bson import ObjectId
 
 from desk.audit import repository
 from desk.schema import now
@@ -39,12 +41,47 @@ async def test_role_activation_password_reset_and_token_revocations_are_logged(m
 
     entries = await _log(admins)
     actions = [e["action"] for e in entries]
-    assert actions == ["password_reset", "tokens_revoked", "activation_changed", "role_changed", "token_revoked"]
+    assert actions == [
+        "password_reset",
+        "tokens_revoked",
+        "activation_changed",
+        "role_changed",
+        "token_revoked",
+        "token_created",
+    ]
     assert entries[3]["details"] | {"name": None} == {"name": None, "before": "user", "after": "viewer"}
     assert {e["subjectId"] for e in entries} == {sam["id"]} and entries[4]["actorId"] == sam["id"]
+    named = {"tokenId": token["id"], "name": "script", "prefix": token["prefix"]}
+    assert entries[4]["details"] == entries[5]["details"] == named  # which token, as its owner sees it
     assert NEW_PASSWORD not in str(entries) and token["secret"] not in str(entries)
     only = await _log(admins, action="role_changed")
     assert [e["action"] for e in only] == ["role_changed"]
+
+
+async def test_a_person_added_renamed_given_a_new_email_and_unlocked_by_an_admin_is_logged(make_user, client_for, db):
+    admin = await make_user("admin")
+    admins = await client_for(admin)
+    person = {"email": "new.hire@example.com", "name": "New Hire", "role": "admin", "password": NEW_PASSWORD}
+    made = (await admins.post("/api/v1/admin/users", json=person)).json()
+    users = f"/api/v1/admin/users/{made['id']}"
+    await admins.patch(users, json={"name": "Nia Hire", "email": "nia.hire@example.com"})
+    await admins.patch(users, json={"name": "Nia Hire", "email": "nia.hire@example.com"})  # nothing new: no entry
+    await db["users"].update_one({"_id": ObjectId(made["id"])}, {"$set": {"lockedUntil": now() + timedelta(minutes=9)}})
+    await admins.post(f"{users}/unlock")
+
+    unlocked, edited, added = await _log(admins)
+    assert {e["actorId"] for e in (unlocked, edited, added)} == {admin["id"]}
+    assert {e["subjectId"] for e in (unlocked, edited, added)} == {made["id"]}
+    assert added["action"] == "user_created"
+    assert added["details"] == {"name": "New Hire", "email": "new.hire@example.com", "role": "admin"}
+    assert edited["action"] == "user_details_changed"
+    assert edited["details"] == {
+        "name": "New Hire",
+        "before": {"name": "New Hire", "email": "new.hire@example.com"},
+        "after": {"name": "Nia Hire", "email": "nia.hire@example.com"},
+    }
+    assert unlocked["action"] == "account_unlocked" and unlocked["details"] == {"name": "Nia Hire"}
+    assert NEW_PASSWORD not in str([unlocked, edited, added])
 
 
 async def test_only_admins_read_it_and_nobody_can_change_it(make_user, client_for, make_order):

@@ -2,9 +2,11 @@
 
 from nicegui.testing import User
 
+from desk.auth import service as auth_service
 from desk.users import service as users_service
-from desk.users.models import UserAdminUpdate
+from desk.users.models import UserAdminUpdate, UserCreate
 from desk.work_orders import service
+from tests.conftest import PASSWORD
 from tests.helpers import actor
 
 XSS_TITLE = "<img src=x onerror=alert(1)>"
@@ -29,6 +31,30 @@ async def test_an_admin_reads_deletions_and_changes_in_words(user: User, make_us
     user.find("Role changed").click()
     await user.should_see("1 entry")
     await user.should_not_see("Work order deleted")
+
+
+async def test_people_and_tokens_read_in_words(user: User, make_user, log_in, db):
+    admin, sam = await make_user("admin", name="Dana Admin"), await make_user("user", name="Sam Rivera")
+    dana = actor(admin)
+    hire = UserCreate(email="new.hire@example.com", name="New Hire", role="viewer", password=PASSWORD)
+    made = await users_service.create_user(db=db, actor=dana, data=hire)
+    await users_service.update_user(db=db, actor=dana, user_id=made.id, data=UserAdminUpdate(email="nia@example.com"))
+    token = await auth_service.create_token(db=db, actor=actor(sam), name="<b>nightly</b>")
+    ops = UserCreate(email="ops@example.com", name="Ops", role="admin", password=PASSWORD)
+    await users_service.register(db=db, data=ops, via="desk create-admin")
+    await log_in(user, admin)
+
+    await user.open("/app/admin/audit")
+
+    await user.should_see("4 entries")
+    await user.should_see("Ops <ops@example.com>, admin, with desk create-admin")
+    await user.should_see("by the desk")
+    await user.should_see("Person added")
+    await user.should_see("New Hire <new.hire@example.com>, viewer")
+    await user.should_see("Name or email changed")
+    await user.should_see("New Hire: email new.hire@example.com → nia@example.com")
+    await user.should_see("API token created")
+    await user.should_see(f"“<b>nightly</b>” ({token.prefix}…) of Sam Rivera")  # its name as typed, never rendered
 
 
 async def test_people_who_are_not_admins_are_refused(user: User, make_user, log_in):
