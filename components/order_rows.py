@@ -37,16 +37,19 @@ async def take(visit: session.Visit, order: WorkOrderRead) -> WorkOrderRead | No
 class _Row:
     def __init__(self, order: WorkOrderRead, owners: dict[str, str] | None, time_field: str, on_take: Take | None):
         self.order = order
-        row_classes = "w-full items-center gap-3 px-3 py-2 border-b hover:bg-grey-1 no-wrap"  # the title wraps
+        # One line on a wide screen, the title wrapping inside it; below md (a phone) the title takes a
+        # line of its own above the rest, which would otherwise squeeze it to a letter per line.
+        row_classes = "w-full items-center gap-x-3 gap-y-1 px-3 py-2 border-b hover:bg-grey-1 no-wrap max-md:flex-wrap"
         with ui.row().classes(row_classes).mark("order-row") as row:
             self.element = row
             self.priority = priority_chip(order.priority)
-            self.title = ui.link(order.title, f"/app/work-orders/{order.id}").classes("grow text-base min-w-0")
+            title_classes = "grow text-base min-w-0 max-md:basis-full max-md:order-first"
+            self.title = ui.link(order.title, f"/app/work-orders/{order.id}").classes(title_classes)
             self.title.style("overflow-wrap: anywhere")  # a long unbroken title wraps instead of widening the page
             self.title.mark("order-title")
             self.status = status_chip(order.status)
             self.owner = (
-                ui.label().classes("text-sm text-grey-8 w-36 shrink-0").mark("order-owner")
+                ui.label().classes("text-sm text-grey-8 w-36 max-md:w-auto shrink-0").mark("order-owner")
                 if owners is not None
                 else None
             )
@@ -54,7 +57,7 @@ class _Row:
             if on_take is not None:  # shown on queued orders only
                 self.take = ui.button("Assign to me", on_click=lambda: on_take(self.order)).props("flat dense size=sm")
                 self.take.mark("assign-to-me")
-            with ui.label().classes("text-xs text-grey-7 w-24 shrink-0") as self.updated:
+            with ui.label().classes("text-xs text-grey-7 w-24 max-md:w-auto shrink-0") as self.updated:
                 self.updated_tip = ui.tooltip()
         self.show(order, owners, time_field)
 

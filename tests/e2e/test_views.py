@@ -67,3 +67,24 @@ async def test_a_long_unbroken_title_wraps_without_a_horizontal_scrollbar(browse
     page.shoot("long-title-order")
     assert page.run_js(overflow) <= 0
     assert page.driver.title == f"{title} · Work Order Desk"
+
+
+async def test_on_a_phone_the_list_gives_each_title_a_line_of_its_own(browser, make_person, make_order):
+    admin, sam = await make_person("admin", name="Ada Admin"), await make_person(name="Sam Rivera")
+    await make_order(sam, "Heating not working in the loading dock")
+    queued = await make_order(admin, "Leaking tap in the north stairwell", owner_id=None)  # the widest row
+
+    page = browser("sam")
+    page.driver.set_window_size(400, 850)  # a phone held upright (headless Chromium's narrowest is about 500)
+    try:
+        page.log_in(sam)
+        title = page.see(queued.title)
+        page.see("Assign to me")
+        page.shoot("phone-list")
+        overflow = "return document.documentElement.scrollWidth - document.documentElement.clientWidth"
+        assert page.run_js(overflow) <= 0
+        row = title.find_element(By.XPATH, "./ancestor::*[contains(@class, 'nicegui-row')][1]")
+        assert title.size["width"] >= 0.8 * row.size["width"]  # not squeezed beside the chips, the owner and the time
+        assert title.size["height"] <= 2 * 28  # so a line or two, not a word or a letter per line
+    finally:
+        page.driver.set_window_size(1366, 900)
