@@ -15,6 +15,7 @@ approval modal (components/approval.py) shows the server-rendered diff; deciding
 import asyncio
 import contextlib
 import weakref
+from collections.abc import Callable
 from typing import assert_never
 
 from nicegui import background_tasks, ui
@@ -155,9 +156,14 @@ class Copilot:
         self.dialog: ui.dialog | None = None
         self.watching = False
 
-    def build(self) -> None:
+    def build(self, *, on_close: Callable[[], object] | None = None) -> None:
+        """Draw the panel; `on_close` adds a close button (the drawer's: on a phone it covers the whole screen)."""
         with ui.column().classes("w-full h-full gap-2 no-wrap min-h-0").mark("copilot") as self.root:
-            ui.label("Assistant").classes("text-lg font-semibold")
+            with ui.row().classes("w-full items-center justify-between no-wrap"):
+                ui.label("Assistant").classes("text-lg font-semibold")
+                if on_close is not None:
+                    close = ui.button(icon="close", on_click=on_close).props('flat round dense aria-label="Close"')
+                    close.tooltip("Close (Ctrl+K)").mark("copilot-close")
             self.log = ui.column().classes("copilot-log w-full gap-2 grow overflow-auto min-h-0 no-wrap")
             self.log.mark("copilot-log")
             self.thinking = ui.label("Thinking…").classes("text-sm text-grey-7 italic").mark("copilot-thinking")

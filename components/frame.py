@@ -76,9 +76,13 @@ def _copilot_drawer(visit: session.Visit) -> Callable[[], None]:
 
     It shows the person's conversation as the server has it (components/copilot.py), read again on opening.
     """
+    # Never wider than the screen: on a phone a 420 px drawer lost its left edge and hid the backdrop
+    # a tap would close it by, so it also has a close button. (Quasar sets the width on the drawer's
+    # outer element, which `.style` does not reach.)
+    ui.add_css(".q-drawer--mobile { max-width: 100vw; }")
     with ui.right_drawer(value=False).props("width=420 bordered").classes("p-3") as drawer:
         panel = Copilot(visit)
-        panel.build()
+        panel.build(on_close=drawer.hide)
     ui.timer(0, panel.load, once=True)
 
     async def toggle() -> None:

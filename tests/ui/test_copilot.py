@@ -13,7 +13,7 @@ from desk.config import Settings, use_settings
 from desk.work_orders import service
 from desk.work_orders.models import WorkOrderUpdate
 from tests.fake_provider import Turn
-from tests.helpers import actor
+from tests.helpers import actor, until
 from tests.ui.conftest import WAIT
 
 
@@ -45,6 +45,23 @@ async def test_a_streamed_answer_rendered_as_escaped_markdown(user: User, ai_on,
     assert "<strong>2</strong>" in html
     assert "<img" not in html and "&lt;img src=x" in html
     assert "href" not in html and "evil.example" not in html and "site" in html
+
+
+async def test_the_drawer_closes_with_its_own_button_and_the_assistant_page_has_none(
+    user: User, ai_on, make_user, log_in
+):
+    sam = await make_user("user")
+    await open_copilot(user, sam, log_in)
+    with user:
+        (drawer,) = ElementFilter(kind=ui.right_drawer)
+    await until(lambda: drawer.value, what="the drawer to open")
+
+    user.find(marker="copilot-close").click()
+
+    await until(lambda: not drawer.value, what="the drawer to close")
+    await user.open("/app/copilot")  # the page's panel is not a drawer: nothing to close
+    await user.should_see(marker="copilot")
+    await user.should_not_see(marker="copilot-close")
 
 
 async def test_an_earlier_answer_reads_the_same_after_a_reload(user: User, ai_on, fake_provider, make_user, log_in):
