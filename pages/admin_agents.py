@@ -105,7 +105,7 @@ class AgentsScreen:
             ui.label(
                 "The triage agent is turned off. New work orders wait untriaged until it is turned on again."
             ).classes("font-medium")
-        with ui.row().classes("w-full gap-4 items-stretch no-wrap"):
+        with ui.row().classes("w-full gap-4 items-stretch no-wrap max-md:flex-wrap"):  # a phone: one above the other
             self._switch_card()
             self._policy_form()
         ui.label("Needs attention").classes("text-lg font-semibold mt-2")
@@ -122,7 +122,7 @@ class AgentsScreen:
     # --- the kill switch ---
 
     def _switch_card(self) -> None:
-        with ui.card().classes("w-80 gap-3 items-center justify-center").mark("switch-card"):
+        with ui.card().classes("w-80 max-md:w-full gap-3 items-center justify-center").mark("switch-card"):
             ui.label("Triage agent").classes("text-sm text-grey-7")
             self.switch_state = ui.label().classes("text-5xl font-bold").mark("switch-state")
             self.switch_note = ui.label().classes("text-sm text-grey-8 text-center")
@@ -160,7 +160,7 @@ class AgentsScreen:
     def _policy_form(self) -> None:
         config = self.loaded
         zones = sorted(available_timezones())
-        with ui.card().classes("grow gap-2").mark("policy"):
+        with ui.card().classes("grow min-w-0 gap-2").mark("policy"):
             ui.label("Policy").classes("text-lg font-semibold")
             with ui.row().classes("w-full gap-3 items-start"):
                 self.inputs["mode"] = ui.select(MODES, label="Mode", value=config.mode).classes("w-72")

@@ -35,15 +35,15 @@ async def copilot_page(request: Request):
         if off is not None:
             ui.label(off).mark("copilot-page-off")
             return
-        with ui.row().classes("w-full gap-6 items-start no-wrap"):
-            with ui.column().classes("w-[40rem] gap-2"):
+        with ui.row().classes("w-full gap-6 items-start no-wrap max-md:flex-wrap"):  # a phone: the runs below
+            with ui.column().classes("w-[40rem] max-w-full gap-2"):
                 with ui.card().classes("w-full h-[calc(100vh-12rem)] min-h-[24rem]"):
                     panel = Copilot(visit)
                     panel.build()
                 ui.button("New conversation", icon="add", on_click=lambda: _new(visit, panel)).props("outline").mark(
                     "copilot-new"
                 )
-            with ui.column().classes("grow gap-2"):
+            with ui.column().classes("grow min-w-0 gap-2"):
                 ui.label("Your runs").classes("text-lg font-semibold")
                 runs_list = ui.column().classes("w-full gap-0")
 

@@ -88,3 +88,40 @@ async def test_on_a_phone_the_list_gives_each_title_a_line_of_its_own(browser, m
         assert title.size["height"] <= 2 * 28  # so a line or two, not a word or a letter per line
     finally:
         page.driver.set_window_size(1366, 900)
+
+
+async def test_on_a_phone_no_screen_scrolls_sideways_or_squeezes_a_column(
+    browser, make_person, make_order, fake_provider
+):
+    ada = await make_person("admin", name="Ada Admin")
+    order = await make_order(ada, "Leaking tap in the kitchen", description="Cold tap drips all day.")
+    page = browser("ada")
+    page.driver.set_window_size(400, 850)
+    overflow = "return document.documentElement.scrollWidth - document.documentElement.clientWidth"
+    try:
+        page.log_in(ada)
+        screens = {
+            "/app/admin/users": "Add a person",
+            "/app/admin/agents": "Policy",
+            "/app/admin/agents/runs": "No runs match these filters.",
+            "/app/admin/audit": "Nothing logged yet.",
+            "/app/admin/metrics": "Work orders",
+            "/app/profile": "Change password",
+            f"/app/work-orders/{order.id}": "Requested by Ada Admin",
+            "/app/copilot": "Your runs",
+        }
+        wide = {}
+        for path, text in screens.items():
+            page.open(path)
+            page.see_containing(text)
+            page.shoot(path.rsplit("/", 1)[-1])
+            wide[path] = page.run_js(overflow)
+        assert wide == dict.fromkeys(screens, 0)
+        assert page.see("Your runs").size["height"] < 40  # on a line of its own, not a word per line beside the chat
+        page.open("/app/admin/agents")
+        switch, policy = page.see("Triage agent"), page.see("Policy")
+        switch_card = switch.find_element(By.XPATH, "./ancestor::*[contains(@class, 'q-card')][1]")
+        policy_card = policy.find_element(By.XPATH, "./ancestor::*[contains(@class, 'q-card')][1]")
+        assert switch_card.size["width"] == policy_card.size["width"]  # one above the other, each the screen's width
+    finally:
+        page.driver.set_window_size(1366, 900)
