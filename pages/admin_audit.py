@@ -92,15 +92,15 @@ def _entry(entry: AuditRead, names: dict[str, str]) -> None:
 def _what(entry: AuditRead, names: dict[str, str]) -> str:  # noqa: PLR0911 - one return per kind of entry
     """The entry's facts in words (plain text: a deleted order's title is shown, never rendered)."""
     details = entry.details
-    person = names.get(entry.subject_id or "") or entry.subject_id or ""  # a person since removed: their id
+    known = names.get(entry.subject_id or "")
+    person = known or details.get("name") or entry.subject_id or ""  # one since removed: as named when written
     match entry.action:
         case "work_order_deleted":
             order = details.get("order", {})
             return f"“{order.get('title', '')}” ({order.get('status', '')}, version {order.get('version')})"
         case "user_created":
-            added = names.get(entry.subject_id or "", details.get("name"))  # named as they are now, or were then
             door = f", with {details['via']}" if details.get("via") else ""
-            return f"{added} <{details.get('email')}>, {details.get('role')}{door}"
+            return f"{person} <{details.get('email')}>, {details.get('role')}{door}"
         case "user_details_changed":
             return f"{person}: {_changed(details)}"
         case "role_changed":
@@ -111,7 +111,7 @@ def _what(entry: AuditRead, names: dict[str, str]) -> str:  # noqa: PLR0911 - on
             return person
         case "token_created" | "token_revoked":
             token = f"“{details['name']}” ({details.get('prefix', '')}…)" if details.get("name") else "a token"
-            return f"{token} of {person}"
+            return f"{token} of {known or entry.subject_id}"  # `name` is the token's here
         case "tokens_revoked":
             return f"{details.get('count', 0)} tokens of {person}"
         case unknown:
