@@ -27,7 +27,7 @@ from desk.auth.api import router as auth_router
 from desk.config import Settings
 from desk.db.client import get_db, ping
 from desk.errors import Conflict, DeskError
-from desk.http import install_error_handlers, one_value_each
+from desk.http import BodyLimit, install_error_handlers, one_value_each
 from desk.metrics.api import router as metrics_router
 from desk.outbox import repository as outbox_repo
 from desk.users import repository as users_repo
@@ -69,6 +69,7 @@ def install_api(app: FastAPI) -> None:
     for router in (*routers, observability.router):
         app.include_router(router, dependencies=[Depends(one_value_each)])
     install_error_handlers(app)
+    app.add_middleware(BodyLimit)
     app.add_middleware(CompressedButTheCopilot)
     app.add_middleware(observability.Measured)  # outermost: it times everything, compression included
     install_docs(app)

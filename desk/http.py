@@ -11,6 +11,7 @@ from pydantic import BaseModel
 from pymongo.asynchronous.database import AsyncDatabase
 from starlette.exceptions import HTTPException as StarletteHTTPException
 from starlette.routing import Match
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from desk.actors import Actor
 from desk.auth import service as auth_service
@@ -147,11 +148,14 @@ def errors(*codes: ErrorCode) -> dict[int | str, dict[str, Any]]:
 AUTHED = (ErrorCode.UNAUTHORIZED, ErrorCode.FORBIDDEN)
 
 
-def envelope(code: ErrorCode, message: str, details: Any = None, headers: dict[str, str] | None = None) -> JSONResponse:
+def envelope(
+    code: ErrorCode, message: str, details: Any = None, headers: dict[str, str] | None = None, status: int | None = None
+) -> JSONResponse:
+    """The error envelope, with the code's status unless `status` says otherwise (413 for a body too large)."""
     body = {"code": code.value, "message": message}
     if details is not None:
         body["details"] = details
-    return JSONResponse({"error": body}, status_code=STATUS[code], headers=headers)
+    return JSONResponse({"error": body}, status_code=status or STATUS[code], headers=headers)
 
 
 async def _desk_error(_: Request, error: Exception) -> Response:
@@ -175,7 +179,6 @@ _HTTP_CODES = {
     404: ErrorCode.NOT_FOUND,
     405: ErrorCode.METHOD_NOT_ALLOWED,
     409: ErrorCode.CONFLICT,
-    413: ErrorCode.VALIDATION_ERROR,
     429: ErrorCode.RATE_LIMITED,
 }
 
@@ -199,6 +202,8 @@ def _api_or(fallback: Handler | None) -> Handler:
         if isinstance(error, StarletteHTTPException):
             if error.status_code == 405:
                 return _method_not_allowed(request)
+            if error.status_code == 413:
+                return envelope(ErrorCode.VALIDATION_ERROR, TOO_LARGE, status=413)
             code = _HTTP_CODES.get(error.status_code, ErrorCode.INTERNAL)
             message = "No such endpoint." if error.status_code == 404 else str(error.detail)
             return envelope(code, message, headers=error.headers)
@@ -230,3 +235,46 @@ async def _client_left(request: Request) -> bool:
         return await request.is_disconnected()
     except RuntimeError:  # the handler of last resort gets a Request that cannot receive (ServerErrorMiddleware)
         return False
+
+
+MAX_BODY_BYTES = 1024 * 1024  # nginx's `client_max_body_size 1m` (deploy/nginx.conf), for a desk served without it
+TOO_LARGE = f"The request body is over {MAX_BODY_BYTES // 1024} KiB; nothing was saved."
+
+
+class _TooLarge(StarletteHTTPException):
+    """An HTTPException, so FastAPI lets it through a body read (any other error there becomes a 400)."""
+
+    def __init__(self) -> None:
+        super().__init__(status_code=413)
+
+
+class BodyLimit:
+    """Refuse a request body over MAX_BODY_BYTES with a 413 in the envelope before more of it is held in memory.
+
+    By its Content-Length before anything is read; a body sent without one as soon as it goes over.
+    (Starlette's own limit answers in plain text and reads the body again to see if the client left.)
+    """
+
+    def __init__(self, app: ASGIApp) -> None:
+        self.app = app
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        declared = next((value for name, value in scope["headers"] if name == b"content-length"), b"")
+        if declared.isdigit() and int(declared) > MAX_BODY_BYTES:
+            await envelope(ErrorCode.VALIDATION_ERROR, TOO_LARGE, status=413)(scope, receive, send)
+            return
+        arrived = 0
+
+        async def counted() -> Message:
+            nonlocal arrived
+            message = await receive()
+            if arrived <= MAX_BODY_BYTES:  # refused once: a later look (has the client left?) gets its message
+                arrived += len(message.get("body", b""))
+                if arrived > MAX_BODY_BYTES:
+                    raise _TooLarge
+            return message
+
+        await self.app(scope, counted, send)

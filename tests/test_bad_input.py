@@ -85,6 +85,27 @@ async def test_malformed_json_is_a_validation_error(make_user, client_for, db):
     assert await db["work_orders"].count_documents({}) == 0
 
 
+async def test_a_body_over_one_mebibyte_is_refused_413_as_it_arrives(make_user, client_for, db):
+    client = await client_for(await make_user("user"))
+    huge = b'{"title": "' + b"a" * (1024 * 1024) + b'"}'
+
+    async def streamed():  # no Content-Length: the limit counts what arrives
+        for start in range(0, len(huge), 64 * 1024):
+            yield huge[start : start + 64 * 1024]
+
+    told = await client.post(ORDERS, content=huge, headers={"Content-Type": "application/json"})
+    sent = await client.post(ORDERS, content=streamed(), headers={"Content-Type": "application/json"})
+
+    for response in (told, sent):
+        assert response.status_code == 413
+        assert response.json() == {
+            "error": {"code": "VALIDATION_ERROR", "message": "The request body is over 1024 KiB; nothing was saved."}
+        }
+    assert await db["work_orders"].count_documents({}) == 0
+    just_under = {"title": "Leaking tap", "description": "x" * 5000}  # the biggest order there is still goes in
+    assert (await client.post(ORDERS, json=just_under)).status_code == 201
+
+
 async def test_malformed_json_names_the_body_not_a_character_position(make_user, client_for):
     client = await client_for(await make_user("user"))
 
