@@ -252,7 +252,8 @@ class BodyLimit:
     """Refuse a request body over MAX_BODY_BYTES with a 413 in the envelope before more of it is held in memory.
 
     By its Content-Length before anything is read; a body sent without one as soon as it goes over.
-    (Starlette's own limit answers in plain text and reads the body again to see if the client left.)
+    (Starlette's own limit answers in plain text, and trips a second time when our error handler
+    looks whether the client left.)
     """
 
     def __init__(self, app: ASGIApp) -> None:
