@@ -19,6 +19,7 @@ from selenium.webdriver.support.ui import WebDriverWait
 
 # Long enough for password hashing and a page load on two busy cores; the live-update checks pass their own 5 s.
 WAIT = 10.0
+PHONE = (400, 850)
 T = TypeVar("T")
 
 
@@ -88,6 +89,16 @@ class Browser:
 
     def run_js(self, script: str) -> object:
         return self.driver.execute_script(script)
+
+    def hold_as_phone(self) -> None:
+        """Make the window a phone's, held upright (the browser is its usual size again for the next test)."""
+        self.driver.set_window_size(*PHONE)
+
+    def sideways_scroll(self) -> int:
+        """How far the page scrolls sideways, in pixels (0: it fits the window)."""
+        return self.driver.execute_script(
+            "return document.documentElement.scrollWidth - document.documentElement.clientWidth"
+        )
 
     def alert_open(self) -> bool:
         try:

@@ -32,6 +32,7 @@ E2E_DB = per_process("desk_e2e")
 ROOT = Path(__file__).resolve().parents[2]
 SCREENSHOTS = ROOT / "screenshots"
 CHROMIUM, CHROMEDRIVER = Path("/usr/bin/chromium"), Path("/usr/bin/chromedriver")
+WINDOW = (1366, 900)  # every browser's size when it is handed to a test (a test may make it a phone's)
 CHROME_ARGS = (
     "--headless=new",
     "--no-sandbox",
@@ -42,7 +43,7 @@ CHROME_ARGS = (
     "--disable-background-networking",
     "--disable-component-update",
     "--disable-sync",
-    "--window-size=1366,900",
+    f"--window-size={WINDOW[0]},{WINDOW[1]}",
 )
 PEOPLE_AT_ONCE = 2
 ADMIN_EMAIL, ADMIN_PASSWORD = "first.admin@example.com", "first admin passphrase 2026"
@@ -204,7 +205,7 @@ class Chromes:
         return self._start()
 
     def give_back(self, driver: Chrome, origin: str) -> None:
-        """Leave `origin` in a new window (its own session storage), forget every cookie and stored value."""
+        """Leave `origin` in a new window of the usual size (its own session storage); forget cookies and storage."""
         try:
             used = driver.window_handles
             driver.switch_to.new_window("window")
@@ -212,6 +213,7 @@ class Chromes:
                 driver.switch_to.window(handle)
                 driver.close()
             driver.switch_to.window(driver.window_handles[0])
+            driver.set_window_size(*WINDOW)
             driver.execute_cdp_cmd("Network.clearBrowserCookies", {})
             driver.execute_cdp_cmd("Storage.clearDataForOrigin", {"origin": origin, "storageTypes": "all"})
         except WebDriverException:

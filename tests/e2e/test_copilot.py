@@ -278,25 +278,22 @@ async def test_on_a_phone_the_drawer_fits_the_screen_and_closes(browser, make_pe
     order = await make_order(person, "Leaking tap in the kitchen")
     fake_provider.script(Turn.text(f"“{order.title}” is pending."))
     robin = browser("robin")
-    robin.driver.set_window_size(400, 850)  # a phone held upright
-    try:
-        robin.log_in(person)
-        robin.press("Assistant")
-        robin.wait_until(
-            lambda: robin.driver.switch_to.active_element.get_attribute("placeholder") == "Ask about your work orders…",
-            "the assistant's input to take the focus",
-        )
-        robin.driver.switch_to.active_element.send_keys("Anything open?")
-        robin.press("Send")
-        robin.see("“Leaking tap in the kitchen” is pending.")
-        robin.shoot("phone-drawer")
-        edges = "var r = document.querySelector('.q-drawer').getBoundingClientRect(); return [r.left, r.right]"
-        assert robin.run_js(edges) == [0, robin.run_js("return window.innerWidth")]  # its left edge on the screen
+    robin.hold_as_phone()
+    robin.log_in(person)
+    robin.press("Assistant")
+    robin.wait_until(
+        lambda: robin.driver.switch_to.active_element.get_attribute("placeholder") == "Ask about your work orders…",
+        "the assistant's input to take the focus",
+    )
+    robin.driver.switch_to.active_element.send_keys("Anything open?")
+    robin.press("Send")
+    robin.see("“Leaking tap in the kitchen” is pending.")
+    robin.shoot("phone-drawer")
+    edges = "var r = document.querySelector('.q-drawer').getBoundingClientRect(); return [r.left, r.right]"
+    assert robin.run_js(edges) == [0, robin.run_js("return window.innerWidth")]  # its left edge on the screen
 
-        robin.driver.find_element(By.XPATH, "//button[@aria-label='Close']").click()
+    robin.driver.find_element(By.XPATH, "//button[@aria-label='Close']").click()
 
-        robin.wait_until(lambda: not robin.driver.find_element(By.XPATH, INPUT).is_displayed(), "the drawer to close")
-        robin.see("Leaking tap in the kitchen")
-        robin.shoot("phone-drawer-closed")
-    finally:
-        robin.driver.set_window_size(1366, 900)
+    robin.wait_until(lambda: not robin.driver.find_element(By.XPATH, INPUT).is_displayed(), "the drawer to close")
+    robin.see("Leaking tap in the kitchen")
+    robin.shoot("phone-drawer-closed")

@@ -59,13 +59,12 @@ async def test_a_long_unbroken_title_wraps_without_a_horizontal_scrollbar(browse
     page.log_in(sam)
     page.see(title)
     page.shoot("long-title-list")
-    overflow = "return document.documentElement.scrollWidth - document.documentElement.clientWidth"
-    assert page.run_js(overflow) <= 0
+    assert page.sideways_scroll() <= 0
 
     page.open(f"/app/work-orders/{order.id}")
     page.see_containing("version 1")
     page.shoot("long-title-order")
-    assert page.run_js(overflow) <= 0
+    assert page.sideways_scroll() <= 0
     assert page.driver.title == f"{title} · Work Order Desk"
 
 
@@ -75,53 +74,43 @@ async def test_on_a_phone_the_list_gives_each_title_a_line_of_its_own(browser, m
     queued = await make_order(admin, "Leaking tap in the north stairwell", owner_id=None)  # the widest row
 
     page = browser("sam")
-    page.driver.set_window_size(400, 850)  # a phone held upright (headless Chromium's narrowest is about 500)
-    try:
-        page.log_in(sam)
-        title = page.see(queued.title)
-        page.see("Assign to me")
-        page.shoot("phone-list")
-        overflow = "return document.documentElement.scrollWidth - document.documentElement.clientWidth"
-        assert page.run_js(overflow) <= 0
-        row = title.find_element(By.XPATH, "./ancestor::*[contains(@class, 'nicegui-row')][1]")
-        assert title.size["width"] >= 0.8 * row.size["width"]  # not squeezed beside the chips, the owner and the time
-        assert title.size["height"] <= 2 * 28  # so a line or two, not a word or a letter per line
-    finally:
-        page.driver.set_window_size(1366, 900)
+    page.hold_as_phone()
+    page.log_in(sam)
+    title = page.see(queued.title)
+    page.see("Assign to me")
+    page.shoot("phone-list")
+    assert page.sideways_scroll() <= 0
+    row = title.find_element(By.XPATH, "./ancestor::*[contains(@class, 'nicegui-row')][1]")
+    assert title.size["width"] >= 0.8 * row.size["width"]  # not squeezed beside the chips, the owner and the time
+    assert title.size["height"] <= 2 * 28  # so a line or two, not a word or a letter per line
 
 
-async def test_on_a_phone_no_screen_scrolls_sideways_or_squeezes_a_column(
-    browser, make_person, make_order, fake_provider
-):
+async def test_on_a_phone_no_screen_scrolls_sideways_or_squeezes_a_column(browser, make_person, make_order):
     ada = await make_person("admin", name="Ada Admin")
     order = await make_order(ada, "Leaking tap in the kitchen", description="Cold tap drips all day.")
     page = browser("ada")
-    page.driver.set_window_size(400, 850)
-    overflow = "return document.documentElement.scrollWidth - document.documentElement.clientWidth"
-    try:
-        page.log_in(ada)
-        screens = {
-            "/app/admin/users": "Add a person",
-            "/app/admin/agents": "Policy",
-            "/app/admin/agents/runs": "No runs match these filters.",
-            "/app/admin/audit": "Nothing logged yet.",
-            "/app/admin/metrics": "Work orders",
-            "/app/profile": "Change password",
-            f"/app/work-orders/{order.id}": "Requested by Ada Admin",
-            "/app/copilot": "Your runs",
-        }
-        wide = {}
-        for path, text in screens.items():
-            page.open(path)
-            page.see_containing(text)
-            page.shoot(path.rsplit("/", 1)[-1])
-            wide[path] = page.run_js(overflow)
-        assert wide == dict.fromkeys(screens, 0)
-        assert page.see("Your runs").size["height"] < 40  # on a line of its own, not a word per line beside the chat
-        page.open("/app/admin/agents")
-        switch, policy = page.see("Triage agent"), page.see("Policy")
-        switch_card = switch.find_element(By.XPATH, "./ancestor::*[contains(@class, 'q-card')][1]")
-        policy_card = policy.find_element(By.XPATH, "./ancestor::*[contains(@class, 'q-card')][1]")
-        assert switch_card.size["width"] == policy_card.size["width"]  # one above the other, each the screen's width
-    finally:
-        page.driver.set_window_size(1366, 900)
+    page.hold_as_phone()
+    page.log_in(ada)
+    screens = {
+        "/app/admin/users": "Add a person",
+        "/app/admin/agents": "Policy",
+        "/app/admin/agents/runs": "No runs match these filters.",
+        "/app/admin/audit": "Nothing logged yet.",
+        "/app/admin/metrics": "Work orders",
+        "/app/profile": "Change password",
+        f"/app/work-orders/{order.id}": "Requested by Ada Admin",
+        "/app/copilot": "Your runs",
+    }
+    wide = {}
+    for path, text in screens.items():
+        page.open(path)
+        page.see_containing(text)
+        page.shoot(path.rsplit("/", 1)[-1])
+        wide[path] = page.sideways_scroll()
+    assert wide == dict.fromkeys(screens, 0)
+    assert page.see("Your runs").size["height"] < 40  # on a line of its own, not a word per line beside the chat
+    page.open("/app/admin/agents")
+    switch, policy = page.see("Triage agent"), page.see("Policy")
+    switch_card = switch.find_element(By.XPATH, "./ancestor::*[contains(@class, 'q-card')][1]")
+    policy_card = policy.find_element(By.XPATH, "./ancestor::*[contains(@class, 'q-card')][1]")
+    assert switch_card.size["width"] == policy_card.size["width"]  # one above the other, each the screen's width

@@ -6,8 +6,7 @@ from desk.auth import service as auth_service
 from desk.users import service as users_service
 from desk.users.models import UserAdminUpdate, UserCreate
 from desk.work_orders import service
-from tests.conftest import PASSWORD
-from tests.helpers import actor
+from tests.helpers import PASSWORD, actor
 
 XSS_TITLE = "<img src=x onerror=alert(1)>"
 
