@@ -80,6 +80,7 @@ def comment_box(on_add: Callable[[str], Awaitable[str | None]]) -> None:
     """A field to add a comment; `on_add` saves the text and returns a problem to show, or None."""
     with ui.row().classes("w-full items-start gap-2"):
         text = ui.textarea(placeholder="Add a comment").props("autogrow counter maxlength=2000 dense outlined")
+        text.props('aria-label="Add a comment"')  # its name for screen readers: a placeholder is no label
         text.classes("grow").mark("comment-text")
 
         async def add() -> None:

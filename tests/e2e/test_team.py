@@ -1,5 +1,5 @@
-"""A team at work in real browsers: an order filed to the queue, taken by a colleague, reassigned by the admin,
-with every open screen following along."""
+"""A team at work in real browsers: an order filed to the queue, taken by a colleague, reassigned and commented on
+by the admin, with every open screen following along."""
 
 from desk.work_orders import service
 from tests.e2e.browser import Browser
@@ -55,6 +55,12 @@ async def test_an_unassigned_order_is_taken_from_the_queue_then_reassigned(brows
     sam.see("Owner: Lee Chen", timeout=LIVE)
     sam.see("Owner: Priya Shah → Lee Chen", timeout=LIVE)
     sam.shoot("requester-sees-reassignment")
+
+    dana.fill("Add a comment", "Lee has the <b>spare</b> chair.")  # found by its name, as a screen reader would
+    dana.press("Comment")
+    sam.see("Lee has the <b>spare</b> chair.", timeout=LIVE)  # on the requester's open page, as typed
+    sam.see("Dana Okafor")
+    sam.shoot("comment-arrives")
     priya.do_not_see("Wobbly chair in room 214", timeout=LIVE)  # no longer hers, nor in the queue
     priya.shoot("gone-from-priya")
 
