@@ -50,7 +50,7 @@ def _password_card(visit: session.Visit, *, on_tokens_revoked: Callable[[], Awai
         revoke = ui.checkbox("Also revoke all my API tokens (programs using them stop working)").mark("revoke-tokens")
         problem = ui.label().classes("text-negative text-sm").mark("password-problem")
         # The model's and the service's field names, each beside the input it is about.
-        inputs = {"current_password": current, "currentPassword": current, "new_password": new, "password": new}
+        inputs = {"current_password": current, "currentPassword": current, "new_password": new, "newPassword": new}
         inputs["repeat"] = repeat
 
         async def change() -> None:

@@ -25,16 +25,15 @@ def _common_passwords() -> frozenset[str]:
     return frozenset(line.strip().lower() for line in text.splitlines() if line.strip() and not line.startswith("#"))
 
 
-def check_policy(password: str) -> None:
-    """Raise ValidationFailed when the password is too short, too long or among the most common ones."""
+def check_policy(password: str, *, field: str = "password") -> None:
+    """Raise ValidationFailed, naming `field` (the request's name for it), when the password is too short, too long
+    or among the most common ones."""
     if len(password) < MIN_LENGTH:
-        raise ValidationFailed(
-            f"The password must have at least {MIN_LENGTH} characters.", details={"field": "password"}
-        )
+        raise ValidationFailed(f"The password must have at least {MIN_LENGTH} characters.", details={"field": field})
     if len(password) > MAX_LENGTH:
-        raise ValidationFailed(f"The password may have at most {MAX_LENGTH} characters.", details={"field": "password"})
+        raise ValidationFailed(f"The password may have at most {MAX_LENGTH} characters.", details={"field": field})
     if password.lower() in _common_passwords():
-        raise ValidationFailed("That password is too common; choose another.", details={"field": "password"})
+        raise ValidationFailed("That password is too common; choose another.", details={"field": field})
 
 
 def json_schema() -> dict[str, object]:

@@ -238,7 +238,7 @@ async def change_own_password(
         events.record("password_change_failed", actor_id=actor.id, subject_id=actor.id, reason="wrong_password")
         # 403, not 400: the request is valid (no schema can know the password); the person did not prove who they are
         raise Forbidden("The current password is not right.", details={"field": "currentPassword"})
-    passwords.check_policy(new)
+    passwords.check_policy(new, field="newPassword")
     await repo.update(db, doc["_id"], {"passwordHash": await passwords.hash_password(new), "updatedAt": now()})
     await auth_service.end_sessions(db=db, user_id=doc["_id"], keep_secret=keep_session)
     events.record("password_changed", actor_id=actor.id, subject_id=actor.id, tokensRevoked=revoke_tokens)

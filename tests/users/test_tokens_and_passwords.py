@@ -98,3 +98,15 @@ async def test_the_current_password_check_is_rate_limited_per_account(make_user,
     assert right.status_code == 429 and right.json()["error"]["code"] == "RATE_LIMITED"
     assert 1 <= int(right.headers["Retry-After"]) <= 60
     assert other.status_code == 204  # another account is not held up
+
+
+async def test_a_new_password_the_policy_refuses_is_named_as_the_field_it_came_in(make_user, client_for, anonymous):
+    sam = await make_user("user")
+    sams = await client_for(sam)
+
+    refused = await sams.post("/api/v1/auth/password", json={"currentPassword": PASSWORD, "newPassword": "short"})
+
+    assert refused.status_code == 400
+    assert [problem["field"] for problem in refused.json()["error"]["details"]["fields"]] == ["newPassword"]
+    login = {"email": sam["email"], "password": PASSWORD}
+    assert (await anonymous.post("/api/v1/auth/login", json=login)).status_code == 200  # nothing changed
