@@ -101,7 +101,7 @@ async def _check_password(*, db: AsyncDatabase, email: str, password: str, ip: s
         raise Forbidden(DEACTIVATED)
     if locked:
         events.record("login_failed", actor_id=None, subject_id=user["_id"], reason="locked", address=ip)
-        raise Forbidden(_locked_message(locked_until), details={"lockedUntil": locked_until.isoformat()})
+        raise Forbidden(_locked_message(locked_until), details={"lockedUntil": locked_until})
     if user.get("failedLoginCount") or locked_until:
         await users_repo.clear_failed_logins(db, user["_id"])
     # shown to admins as "last login"; the login answers with the user as stored now, this login included

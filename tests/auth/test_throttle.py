@@ -39,6 +39,7 @@ async def test_a_locked_account_is_told_so_and_until_when_after_its_right_passwo
     assert f"until {until.astimezone(UTC):%H:%M} UTC" in error["message"]
     assert "ask an admin to unlock it" in error["message"]
     assert datetime.fromisoformat(error["details"]["lockedUntil"]) == until
+    assert error["details"]["lockedUntil"].endswith("Z")  # written as every other time the API sends
     assert "desk_session" not in right.headers.get("set-cookie", "")
     # the wrong guess during the lock did not lengthen it
     assert (await db["users"].find_one({"_id": ObjectId(sam["id"])}))["lockedUntil"] == until
