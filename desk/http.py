@@ -163,13 +163,30 @@ async def _desk_error(_: Request, error: Exception) -> Response:
     return JSONResponse(error.envelope(), status_code=error.status, headers=error.headers)
 
 
-async def _validation_error(_: Request, error: Exception) -> Response:
+NOT_JSON = "The request body is not valid JSON."
+# FastAPI's own 400 when a JSON body cannot be read at all (not UTF-8, nested too deep): told as any malformed JSON
+UNREADABLE_BODY = "There was an error parsing the body"
+
+
+async def _validation_error(request: Request, error: Exception) -> Response:
     assert isinstance(error, RequestValidationError)
     found = problems(error.errors())
     if any(item["type"] == "json_invalid" for item in error.errors()):
-        return envelope(ErrorCode.VALIDATION_ERROR, "The request body is not valid JSON.", {"fields": found})
+        return envelope(ErrorCode.VALIDATION_ERROR, NOT_JSON, {"fields": found})
+    if _sent_as_other_than_json(request) and any(item["loc"][:1] == ("body",) for item in error.errors()):
+        # FastAPI reads only a JSON body as JSON: any other was refused as "must be a JSON object", which it may be
+        wrong_type = {"field": "body", "message": "must be sent as application/json", "type": "content_type"}
+        message = "Send the request body as JSON, with Content-Type: application/json."
+        return envelope(ErrorCode.VALIDATION_ERROR, message, {"fields": [wrong_type]})
     summary = "; ".join(f"{p['field']}: {p['message']}" if p["field"] else p["message"] for p in found[:3])
     return envelope(ErrorCode.VALIDATION_ERROR, f"The request is not valid: {summary}.", {"fields": found})
+
+
+def _sent_as_other_than_json(request: Request) -> bool:
+    """The request names a content type, and it is not JSON (application/json or application/*+json)."""
+    kind = request.headers.get("content-type", "").split(";")[0].strip().lower()
+    json = kind == "application/json" or (kind.startswith("application/") and kind.endswith("+json"))
+    return bool(kind) and not json
 
 
 _HTTP_CODES = {
@@ -200,18 +217,26 @@ def _api_or(fallback: Handler | None) -> Handler:
         if not request.url.path.startswith(API_PREFIX) and fallback is not None:
             return await fallback(request, error)
         if isinstance(error, StarletteHTTPException):
-            if error.status_code == 405:
-                return _method_not_allowed(request)
-            if error.status_code == 413:
-                return envelope(ErrorCode.VALIDATION_ERROR, TOO_LARGE, status=413)
-            code = _HTTP_CODES.get(error.status_code, ErrorCode.INTERNAL)
-            message = "No such endpoint." if error.status_code == 404 else str(error.detail)
-            return envelope(code, message, headers=error.headers)
+            return _http_error(request, error)
         # the type and where it is raised, never its message: a driver's message may quote a document (SEC-1)
         log.error("unhandled error on %s %s: %s", request.method, request.url.path, failure(error))
         return envelope(ErrorCode.INTERNAL, "Something went wrong on our side; it has been logged.")
 
     return handle
+
+
+def _http_error(request: Request, error: StarletteHTTPException) -> Response:
+    """Starlette's and FastAPI's own HTTP errors, in the envelope."""
+    if error.status_code == 405:
+        return _method_not_allowed(request)
+    if error.status_code == 413:
+        return envelope(ErrorCode.VALIDATION_ERROR, TOO_LARGE, status=413)
+    if error.status_code == 400 and error.detail == UNREADABLE_BODY:
+        unreadable = {"field": "body", "message": "not valid JSON", "type": "json_invalid"}
+        return envelope(ErrorCode.VALIDATION_ERROR, NOT_JSON, {"fields": [unreadable]})
+    code = _HTTP_CODES.get(error.status_code, ErrorCode.INTERNAL)
+    message = "No such endpoint." if error.status_code == 404 else str(error.detail)
+    return envelope(code, message, headers=error.headers)
 
 
 def _method_not_allowed(request: Request) -> Response:

@@ -2,9 +2,11 @@
 
 import re
 from collections.abc import Callable
-from typing import Any
+from typing import Any, get_args
 
-from desk.schema import OBJECT_ID_PATTERN, WHEN
+from pydantic_core.core_schema import ErrorType
+
+from desk.schema import DAY, OBJECT_ID_PATTERN, WHEN
 
 
 def problems(items: list[dict[str, Any]]) -> list[dict[str, str]]:
@@ -40,8 +42,13 @@ def message(item: dict[str, Any]) -> str:
     context = item.get("ctx") or {}
     words = _MESSAGES.get(item["type"])
     if words is None:
+        if item["type"] in _PYDANTICS_OWN:
+            return "is not valid"  # a check of pydantic's with no words of ours yet: never its "Input should be ..."
         return str(item["msg"]).removeprefix("Value error, ")  # our own validators speak for themselves
     return words(context) if callable(words) else words
+
+
+_PYDANTICS_OWN = frozenset(get_args(ErrorType))
 
 
 def _too_short(context: dict[str, Any]) -> str:
@@ -63,6 +70,7 @@ _MESSAGES: dict[str, str | Callable[[dict[str, Any]], str]] = {
     "dict_type": "must be a JSON object",
     "list_type": "must be a list",
     "string_type": "must be text",
+    "string_unicode": "must be text (Unicode)",
     "int_type": "must be a whole number",
     "int_parsing": "must be a whole number",
     "int_from_float": "must be a whole number",
@@ -86,4 +94,8 @@ _MESSAGES: dict[str, str | Callable[[dict[str, Any]], str]] = {
     "datetime_parsing": WHEN,
     "datetime_from_date_parsing": WHEN,
     "timezone_aware": WHEN,
+    "date_type": DAY,
+    "date_parsing": DAY,
+    "date_from_datetime_parsing": DAY,
+    "date_from_datetime_inexact": DAY,
 }

@@ -88,9 +88,12 @@ FULL_DATE = re.compile(r"^[0-9]{4}-[0-9]{2}-[0-9]{2}$")
 Timestamp = Annotated[datetime, BeforeValidator(_rfc3339)]
 
 
+DAY = "must be a day such as 2026-01-31"
+
+
 def _full_date(value: object) -> object:
     if isinstance(value, str) and not FULL_DATE.match(value):
-        raise PydanticCustomError("date_format", "must be a day such as 2026-01-31")
+        raise PydanticCustomError("date_format", DAY)
     return value
 
 

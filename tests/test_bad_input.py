@@ -117,6 +117,47 @@ async def test_malformed_json_names_the_body_not_a_character_position(make_user,
     assert [(p["field"], p["message"]) for p in error["details"]["fields"]] == [("body", "not valid JSON")]
 
 
+@pytest.mark.parametrize(
+    "body",
+    [b'{"title": "\xff"}', b"[" * 100_000 + b"]" * 100_000],
+    ids=["not UTF-8", "nested 100,000 deep"],
+)
+async def test_a_body_json_cannot_read_is_told_so_like_any_malformed_json(body, make_user, client_for, db):
+    client = await client_for(await make_user("user"))
+
+    response = await client.post(ORDERS, content=body, headers={"Content-Type": "application/json"})
+
+    assert response.status_code == 400
+    error = response.json()["error"]
+    assert error["message"] == "The request body is not valid JSON."
+    assert [(p["field"], p["message"]) for p in error["details"]["fields"]] == [("body", "not valid JSON")]
+    assert await db["work_orders"].count_documents({}) == 0
+
+
+async def test_a_body_sent_as_another_type_than_json_is_told_to_send_json(make_user, client_for, db):
+    client = await client_for(await make_user("user"))
+
+    response = await client.post(ORDERS, content=b'{"title": "Leaking tap"}', headers={"Content-Type": "text/plain"})
+
+    assert response.status_code == 400
+    error = response.json()["error"]
+    assert error["message"] == "Send the request body as JSON, with Content-Type: application/json."
+    assert [p["field"] for p in error["details"]["fields"]] == ["body"]
+    assert await db["work_orders"].count_documents({}) == 0
+
+
+async def test_text_that_is_not_unicode_is_refused_in_the_desks_words(make_user, client_for):
+    client = await client_for(await make_user("user"))
+
+    lone_surrogate = b'{"title": "\\ud800 tap"}'  # JSON's escape for half of a UTF-16 pair: no character at all
+    response = await client.post(ORDERS, content=lone_surrogate, headers={"Content-Type": "application/json"})
+
+    assert response.status_code == 400
+    assert response.json()["error"]["details"]["fields"] == [
+        {"field": "title", "message": "must be text (Unicode)", "type": "string_unicode"}
+    ]
+
+
 async def test_a_json_list_instead_of_an_object(make_user, client_for):
     client = await client_for(await make_user("user"))
     response = await client.post(ORDERS, json=["title", "x"])
@@ -477,7 +518,7 @@ async def test_a_whole_number_sent_with_a_point_is_a_whole_number(make_user, cli
     assert whole.json()["version"] == 2
 
 
-@pytest.mark.parametrize("value", ["0", "1700000000", "2026-1-5", "2026-01-31T00:00:00Z"])
+@pytest.mark.parametrize("value", ["0", "1700000000", "2026-1-5", "2026-01-31T00:00:00Z", "2026-13-01", "2026-02-30"])
 async def test_a_day_in_a_query_is_yyyy_mm_dd_not_a_number(value, make_user, client_for):
     # found by the fuzzer: opened=0 was read as a timestamp (1970-01-01), though the schema says a date
     client = await client_for(await make_user("admin"))
