@@ -68,6 +68,7 @@ def install_api(app: FastAPI) -> None:
     routers += (audit_router,)
     for router in (*routers, observability.router):
         app.include_router(router, dependencies=[Depends(one_value_each)])
+    app.router.redirect_slashes = False  # Starlette's bare 307 went to http:// whatever the scheme; a 404 says why
     install_error_handlers(app)
     app.add_middleware(BodyLimit)
     app.add_middleware(CompressedButTheCopilot)

@@ -234,9 +234,16 @@ def _http_error(request: Request, error: StarletteHTTPException) -> Response:
     if error.status_code == 400 and error.detail == UNREADABLE_BODY:
         unreadable = {"field": "body", "message": "not valid JSON", "type": "json_invalid"}
         return envelope(ErrorCode.VALIDATION_ERROR, NOT_JSON, {"fields": [unreadable]})
-    code = _HTTP_CODES.get(error.status_code, ErrorCode.INTERNAL)
-    message = "No such endpoint." if error.status_code == 404 else str(error.detail)
-    return envelope(code, message, headers=error.headers)
+    if error.status_code == 404:
+        return envelope(ErrorCode.NOT_FOUND, _no_such_endpoint(request))
+    return envelope(_HTTP_CODES.get(error.status_code, ErrorCode.INTERNAL), str(error.detail), headers=error.headers)
+
+
+def _no_such_endpoint(request: Request) -> str:
+    path = request.url.path
+    if path.endswith("/") and (plain := path.rstrip("/")) and _routes(request, path=plain):
+        return f"No such endpoint; did you mean {plain} (no slash at the end)?"
+    return "No such endpoint."
 
 
 def _method_not_allowed(request: Request) -> Response:
@@ -252,6 +259,12 @@ METHODS = ("GET", "POST", "PUT", "PATCH", "DELETE")
 def _routed(request: Request, method: str) -> bool:
     scope = {**request.scope, "method": method}
     return any(route.matches(scope)[0] is Match.FULL for route in request.app.router.routes)
+
+
+def _routes(request: Request, *, path: str) -> bool:
+    """Whether some route takes `path`, by any method."""
+    scope = {**request.scope, "path": path}
+    return any(route.matches(scope)[0] is not Match.NONE for route in request.app.router.routes)
 
 
 async def _client_left(request: Request) -> bool:

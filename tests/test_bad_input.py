@@ -235,6 +235,22 @@ async def test_unknown_api_paths_and_methods_answer_in_the_envelope(anonymous):
     assert wrong_method.headers["Allow"] == "GET, POST"
 
 
+async def test_an_address_with_a_trailing_slash_is_a_404_that_names_the_right_one(make_user, client_for, db):
+    # was a bare 307 to http://…, whatever the scheme the desk is served on, with no envelope
+    client = await client_for(await make_user("user"))
+
+    listed = await client.get(f"{ORDERS}/")
+    created = await client.post(f"{ORDERS}/", json={"title": "Leaking tap"})
+
+    for response in (listed, created):
+        assert response.status_code == 404
+        assert response.json()["error"] == {
+            "code": "NOT_FOUND",
+            "message": f"No such endpoint; did you mean {ORDERS} (no slash at the end)?",
+        }
+    assert await db["work_orders"].count_documents({}) == 0
+
+
 @pytest.mark.parametrize(
     ("method", "path", "allowed"),
     [
