@@ -27,7 +27,7 @@ from desk.auth.api import router as auth_router
 from desk.config import Settings
 from desk.db.client import get_db, ping
 from desk.errors import Conflict, DeskError
-from desk.http import BodyLimit, install_error_handlers, one_value_each
+from desk.http import BodyLimit, install_error_handlers, query_as_declared
 from desk.metrics.api import router as metrics_router
 from desk.outbox import repository as outbox_repo
 from desk.users import repository as users_repo
@@ -67,7 +67,7 @@ def install_api(app: FastAPI) -> None:
     routers = (ai_router, work_orders_router, health, auth_router, users_router, metrics_router, triage_router)
     routers += (audit_router,)
     for router in (*routers, observability.router):
-        app.include_router(router, dependencies=[Depends(one_value_each)])
+        app.include_router(router, dependencies=[Depends(query_as_declared)])
     app.router.redirect_slashes = False  # Starlette's bare 307 went to http:// whatever the scheme; a 404 says why
     install_error_handlers(app)
     app.add_middleware(BodyLimit)

@@ -104,31 +104,46 @@ async def session_actor(request: Request, actor: CurrentActor) -> Actor:
 SessionActor = Annotated[Actor, Depends(session_actor)]
 
 
-async def one_value_each(request: Request) -> None:
-    """A query parameter given twice where one value is expected is a 400, not "the last one wins"."""
+async def query_as_declared(request: Request) -> None:
+    """The query names only parameters the route takes, each once unless it is a list: anything else is a 400.
+
+    Unknown names are refused on every route alike (a list's query model refused them, an order's
+    page took anything), and a value given twice is not "the last one wins".
+    """
     params = request.query_params
-    repeated = sorted({key for key in params if len(params.getlist(key)) > 1})
     route = request.scope.get("route")
-    if not repeated or route is None:
+    if not params or route is None:
         return
-    twice = [name for name in repeated if name not in _repeatable(route.dependant)]
+    declared, repeatable = _query_names(route.dependant)
+    if unknown := sorted(set(params) - declared):
+        found = [{"field": name, "message": "unknown field", "type": "extra_forbidden"} for name in unknown]
+        summary = "; ".join(f"{name}: unknown field" for name in unknown[:3])
+        raise ValidationFailed(f"The request is not valid: {summary}.", details={"fields": found})
+    twice = sorted(key for key in set(params) if len(params.getlist(key)) > 1 and key not in repeatable)
     if twice:
         found = [{"field": name, "message": "given more than once", "type": "repeated"} for name in twice]
         raise ValidationFailed(f"Give {', '.join(twice)} once, not more.", details={"fields": found})
 
 
-def _repeatable(dependant: Any) -> set[str]:
-    """The query parameters of a route that are lists (a query model's list fields included)."""
+def _query_names(dependant: Any) -> tuple[set[str], set[str]]:
+    """The query parameters a route takes (a query model's fields included), and those of them that are lists."""
     names: set[str] = set()
+    lists: set[str] = set()
     for param in dependant.query_params:
         annotation = param.field_info.annotation
         if isinstance(annotation, type) and issubclass(annotation, BaseModel):
-            names |= {info.alias or name for name, info in annotation.model_fields.items() if _is_list(info.annotation)}
-        elif _is_list(annotation):
+            fields = {info.alias or name: info for name, info in annotation.model_fields.items()}
+            names |= set(fields)
+            lists |= {name for name, info in fields.items() if _is_list(info.annotation)}
+        else:
             names.add(param.alias)
+            if _is_list(annotation):
+                lists.add(param.alias)
     for sub in dependant.dependencies:
-        names |= _repeatable(sub)
-    return names
+        more, more_lists = _query_names(sub)
+        names |= more
+        lists |= more_lists
+    return names, lists
 
 
 def _is_list(annotation: Any) -> bool:

@@ -521,6 +521,31 @@ async def test_a_query_parameter_given_twice_is_a_clear_400_not_the_last_one_win
     assert error["details"]["fields"] == [{"field": field, "message": "given more than once", "type": "repeated"}]
 
 
+@pytest.mark.parametrize(
+    "path",
+    [
+        ORDERS,
+        f"{ORDERS}/{{order_id}}",
+        f"{ORDERS}/{{order_id}}/activity",
+        f"{ORDERS}/{{order_id}}/comments",
+        "/api/v1/auth/me",
+        "/api/v1/admin/users",
+    ],
+)
+async def test_a_query_parameter_no_endpoint_takes_is_refused_everywhere_alike(path, make_user, client_for, make_order):
+    # lists refused ?stauts=done while an order, its timeline or /auth/me silently took anything
+    dana = await make_user("admin")
+    client = await client_for(dana)
+    order = await make_order(dana)
+
+    response = await client.get(path.format(order_id=order.id), params={"stauts": "done"})
+
+    assert response.status_code == 400
+    error = response.json()["error"]
+    assert error["message"] == "The request is not valid: stauts: unknown field."
+    assert error["details"]["fields"] == [{"field": "stauts", "message": "unknown field", "type": "extra_forbidden"}]
+
+
 async def test_a_whole_number_sent_with_a_point_is_a_whole_number(make_user, client_for, make_order):
     # found by the fuzzer: JSON Schema's integer takes 1.0, the strict model did not; 1.5 stays refused
     sam = await make_user("user")
