@@ -17,9 +17,18 @@ from components.triage_card import triage_card
 from desk.actors import Actor
 from desk.db.client import get_db
 from desk.errors import Conflict, DeskError, NotFound
+from desk.schema import MAX_OFFSET
 from desk.users import service as users_service
 from desk.work_orders import service
-from desk.work_orders.models import EDITABLE, CommentCreate, WorkOrderRead, WorkOrderUpdate
+from desk.work_orders.models import (
+    EDITABLE,
+    TIMELINE_PAGE,
+    ActivityRead,
+    CommentCreate,
+    TimelineQuery,
+    WorkOrderRead,
+    WorkOrderUpdate,
+)
 
 router = APIRouter()
 
@@ -53,6 +62,7 @@ class WorkOrderView:
         self.told: int | None = None  # the newer version the person has already been told about
         # the form (and its draft) only for those who may change this order; the page reloads if that changes
         self.editable = service.can_change(actor, order)
+        self.history_pages = 1  # pages of the timeline on screen: "Show older entries" adds one
 
     async def build(self) -> None:
         self.summary = ui.column().classes("w-full gap-1")
@@ -124,16 +134,35 @@ class WorkOrderView:
         await self._show_history()
 
     async def _show_history(self) -> None:
-        self.history.clear()
-        try:
-            entries = await service.activity(db=get_db(), actor=self.actor, order_id=self.loaded.id)
-        except NotFound:
-            entries = []
+        entries, older = await self._history()
         names = await users_service.display_names(
             db=get_db(), user_ids={e.actor_id for e in entries} | {str(v) for e in entries for v in _owner_values(e)}
         )
+        self.history.clear()  # only now, after the reads: a live change drawing meanwhile must not draw it twice
         with self.history:
             timeline(entries, names)
+            if older:
+                ui.button("Show older entries", on_click=self._show_older).props("flat").mark("timeline-older")
+
+    async def _history(self) -> tuple[list[ActivityRead], bool]:
+        """The timeline's pages on screen, newest first, and whether older entries are left."""
+        entries: list[ActivityRead] = []
+        try:
+            for number in range(self.history_pages):
+                page = TimelineQuery(offset=number * TIMELINE_PAGE)
+                read = await service.activity(db=get_db(), actor=self.actor, order_id=self.loaded.id, page=page)
+                entries += read
+                if len(read) < TIMELINE_PAGE or len(entries) >= MAX_OFFSET:
+                    return entries, False
+            after = TimelineQuery(offset=len(entries), limit=1)
+            older = await service.activity(db=get_db(), actor=self.actor, order_id=self.loaded.id, page=after)
+        except NotFound:
+            return [], False
+        return entries, bool(older)
+
+    async def _show_older(self) -> None:
+        self.history_pages += 1
+        await self._show_history()
 
     def _form(self) -> None:
         order = self.loaded  # values set here, before any await, so the form is never shown empty

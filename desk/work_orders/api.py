@@ -12,6 +12,7 @@ from desk.work_orders.models import (
     ActivityRead,
     CommentCreate,
     CommentRead,
+    TimelineQuery,
     Version,
     WorkOrderCreate,
     WorkOrderQuery,
@@ -60,15 +61,20 @@ async def delete(order_id: str, version: Annotated[Version, Query()], db: Db, ac
 
 
 @router.get("/{order_id}/activity", response_model=list[ActivityRead], responses=errors(*MISSING))
-async def activity(order_id: str, db: Db, actor: CurrentActor) -> list[ActivityRead]:
-    """The timeline: who changed what, and when; newest first."""
-    return await service.activity(db=db, actor=actor, order_id=order_id)
+async def activity(
+    order_id: str, db: Db, actor: CurrentActor, page: Annotated[TimelineQuery, Query()]
+) -> list[ActivityRead]:
+    """The timeline: who changed what, and when; newest first, `limit` entries (200 unless asked) from `offset`.
+    Page back by raising `offset` until fewer than `limit` come back."""
+    return await service.activity(db=db, actor=actor, order_id=order_id, page=page)
 
 
 @router.get("/{order_id}/comments", response_model=list[CommentRead], responses=errors(*MISSING))
-async def comments(order_id: str, db: Db, actor: CurrentActor) -> list[CommentRead]:
-    """The comments on the order's timeline, newest first (plain text)."""
-    return await service.comments(db=db, actor=actor, order_id=order_id)
+async def comments(
+    order_id: str, db: Db, actor: CurrentActor, page: Annotated[TimelineQuery, Query()]
+) -> list[CommentRead]:
+    """The comments on the order's timeline (plain text), paged as the timeline is."""
+    return await service.comments(db=db, actor=actor, order_id=order_id, page=page)
 
 
 @router.post("/{order_id}/comments", status_code=201, response_model=CommentRead, responses=errors(*MISSING))

@@ -99,6 +99,18 @@ OwnerFilter = Annotated[
 Sort = Literal["-createdAt", "createdAt", "-updatedAt", "updatedAt", "-priority", "priority", "title", "-title"]
 
 
+TIMELINE_PAGE = 200  # a timeline's entries per read: more than any order gathers in a normal life
+
+
+class TimelineQuery(BaseModel):
+    """A page of a timeline, newest first: page back by raising `offset` until fewer than `limit` come back."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    offset: int = Field(0, ge=0, le=MAX_OFFSET)
+    limit: int = Field(TIMELINE_PAGE, ge=1, le=TIMELINE_PAGE)
+
+
 class WorkOrderQuery(BaseModel):
     """List filters from the query string."""
 

@@ -223,10 +223,12 @@ async def _timeline(db: AsyncDatabase, order_id: ObjectId, entry: Doc | None) ->
         await append_activity(db, {**entry, "workOrderId": order_id})
 
 
-async def activity(db: AsyncDatabase, order_id: ObjectId, *, limit: int = 200, action: str | None = None) -> list[Doc]:
+async def activity(
+    db: AsyncDatabase, order_id: ObjectId, *, offset: int = 0, limit: int = 200, action: str | None = None
+) -> list[Doc]:
     query = {"workOrderId": order_id} | ({"action": action} if action else {})
     cursor = db["activity"].find(query).sort([("at", DESCENDING), ("_id", DESCENDING)])
-    return await cursor.limit(limit).to_list()
+    return await cursor.skip(offset).limit(limit).to_list()
 
 
 async def comment(db: AsyncDatabase, order: Doc, entry: Doc) -> Doc:

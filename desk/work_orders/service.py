@@ -21,6 +21,7 @@ from desk.work_orders.models import (
     ActivityRead,
     CommentCreate,
     CommentRead,
+    TimelineQuery,
     WorkOrderCreate,
     WorkOrderQuery,
     WorkOrderRead,
@@ -273,20 +274,28 @@ async def delete(*, db: AsyncDatabase, actor: Actor, order_id: str, version: int
     await audit.record(db=db, actor=actor, action="work_order_deleted", subject_id=before["_id"], details=kept)
 
 
-async def activity(*, db: AsyncDatabase, actor: Actor, order_id: str) -> list[ActivityRead]:
-    """The timeline of a work order the actor may see, newest first: changes and comments."""
+async def activity(
+    *, db: AsyncDatabase, actor: Actor, order_id: str, page: TimelineQuery | None = None
+) -> list[ActivityRead]:
+    """A page of the timeline of a work order the actor may see, newest first: changes and comments."""
     doc = await _get_visible(db, actor, order_id)
     if doc is None:
         raise NotFound("No such work order.")
-    return [ActivityRead.model_validate(entry) for entry in await repo.activity(db, doc["_id"])]
+    page = page or TimelineQuery()
+    entries = await repo.activity(db, doc["_id"], offset=page.offset, limit=page.limit)
+    return [ActivityRead.model_validate(entry) for entry in entries]
 
 
-async def comments(*, db: AsyncDatabase, actor: Actor, order_id: str) -> list[CommentRead]:
-    """The comments on a work order the actor may see, newest first."""
+async def comments(
+    *, db: AsyncDatabase, actor: Actor, order_id: str, page: TimelineQuery | None = None
+) -> list[CommentRead]:
+    """A page of the comments on a work order the actor may see, newest first."""
     doc = await _get_visible(db, actor, order_id)
     if doc is None:
         raise NotFound("No such work order.")
-    return [CommentRead.model_validate(entry) for entry in await repo.activity(db, doc["_id"], action="commented")]
+    page = page or TimelineQuery()
+    entries = await repo.activity(db, doc["_id"], offset=page.offset, limit=page.limit, action="commented")
+    return [CommentRead.model_validate(entry) for entry in entries]
 
 
 async def add_comment(*, db: AsyncDatabase, actor: Actor, order_id: str, data: CommentCreate) -> CommentRead:

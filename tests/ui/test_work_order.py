@@ -7,7 +7,7 @@ from nicegui.testing import User
 
 from desk.actors import SYSTEM_TRIAGE
 from desk.work_orders import repository, service
-from desk.work_orders.models import WorkOrderUpdate
+from desk.work_orders.models import CommentCreate, WorkOrderUpdate
 from tests.helpers import actor
 from tests.ui.conftest import WAIT
 
@@ -173,6 +173,27 @@ async def test_the_timeline_marks_agent_entries(user: User, make_user, make_orde
     await user.should_see("Triage agent")
     await user.should_see("Sam Rivera")
     assert len(user.find(marker="agent-badge").elements) == 2
+
+
+async def test_a_long_timeline_shows_its_newest_entries_and_the_older_on_request(
+    user: User, make_user, make_order, log_in, db
+):
+    sam = await make_user("user")
+    order = await make_order(sam, "Heating not working")
+    for n in range(205):
+        await service.add_comment(db=db, actor=actor(sam), order_id=order.id, data=CommentCreate(text=f"note {n:03}"))
+    await log_in(user, sam)
+    await open_order(user, order.id)
+
+    await user.should_see("note 204")
+    await user.should_not_see("note 004")
+    await user.should_not_see("created this work order")
+    user.find("Show older entries").click()
+
+    await user.should_see("note 000", retries=WAIT)
+    await user.should_see("created this work order")
+    await user.should_not_see("Show older entries")
+    assert len(user.find(marker="timeline-entry").elements) == 206
 
 
 async def test_typing_as_soon_as_the_form_shows_is_kept_and_saved(

@@ -3,6 +3,7 @@
 from bson import ObjectId
 
 from desk.work_orders import changes, service
+from desk.work_orders.models import CommentCreate
 from tests.helpers import actor
 
 
@@ -113,3 +114,27 @@ async def test_an_admin_can_give_an_order_to_anyone_who_can_work_however_many_pe
     assert first_hired["id"] in assignable and len(assignable) == 122
     assert list(assignable.values()) == sorted(assignable.values(), key=str.casefold)  # alphabetical
     assert len(names) == 122
+
+
+async def test_a_long_timeline_is_read_page_by_page_newest_first(make_user, client_for, make_order, db):
+    # it stopped at its newest 200 entries: the rest, its "created" entry too, could not be read at all
+    sam = await make_user("user")
+    order = await make_order(sam)
+    for n in range(205):
+        await service.add_comment(db=db, actor=actor(sam), order_id=order.id, data=CommentCreate(text=f"note {n}"))
+    client = await client_for(sam)
+    timeline, comments = f"/api/v1/work-orders/{order.id}/activity", f"/api/v1/work-orders/{order.id}/comments"
+
+    first = (await client.get(timeline)).json()
+    rest = (await client.get(timeline, params={"offset": 200})).json()
+    some = (await client.get(timeline, params={"offset": 3, "limit": 2})).json()
+    older_comments = (await client.get(comments, params={"offset": 200})).json()
+    too_many = await client.get(timeline, params={"limit": 201})
+
+    assert len(first) == 200 and first[0]["text"] == "note 204"
+    assert [e.get("text") for e in rest] == ["note 4", "note 3", "note 2", "note 1", "note 0", None]
+    assert rest[-1]["action"] == "created"
+    assert [e["text"] for e in some] == ["note 201", "note 200"]
+    assert [c["text"] for c in older_comments] == ["note 4", "note 3", "note 2", "note 1", "note 0"]
+    assert too_many.status_code == 400
+    assert too_many.json()["error"]["details"]["fields"][0]["field"] == "limit"
