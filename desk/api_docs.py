@@ -17,8 +17,8 @@ from desk.http import CSRF_HEADER, session_cookie_name
 
 DOCS = "/api/docs"
 ASSETS = f"{DOCS}/assets"
-# Operations anyone may call: logging in, and the probes of a load balancer.
-OPEN = {("/api/v1/auth/login", "post"), ("/healthz", "get"), ("/readyz", "get")}
+# Operations anyone may call: logging in (with the CSRF header alone), and the probes of a load balancer.
+OPEN = {("/api/v1/auth/login", "post"): [{"csrfHeader": []}], ("/healthz", "get"): None, ("/readyz", "get"): None}
 # The docs' sections (the routes' tags) in reading order, whatever order the routes are matched in.
 SECTIONS = ("health", "auth", "work orders", "admin", "ai", "agents")
 
@@ -50,8 +50,8 @@ def _schema(app: FastAPI) -> dict[str, Any]:
             for method, operation in operations.items():
                 # FastAPI documents a 422 on every route with input; the desk answers those as 400 in the envelope.
                 operation.get("responses", {}).pop("422", None)
-                if (path, method) not in OPEN:
-                    operation["security"] = SIGNED_IN
+                if (security := OPEN.get((path, method), SIGNED_IN)) is not None:
+                    operation["security"] = security
         app.openapi_schema = schema
     return app.openapi_schema
 
