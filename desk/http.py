@@ -200,8 +200,8 @@ async def _validation_error(request: Request, error: Exception) -> Response:
 def _sent_as_other_than_json(request: Request) -> bool:
     """The request names a content type, and it is not JSON (application/json or application/*+json)."""
     kind = request.headers.get("content-type", "").split(";")[0].strip().lower()
-    json = kind == "application/json" or (kind.startswith("application/") and kind.endswith("+json"))
-    return bool(kind) and not json
+    is_json = kind == "application/json" or (kind.startswith("application/") and kind.endswith("+json"))
+    return bool(kind) and not is_json
 
 
 _HTTP_CODES = {

@@ -224,8 +224,9 @@ async def _timeline(db: AsyncDatabase, order_id: ObjectId, entry: Doc | None) ->
 
 
 async def activity(
-    db: AsyncDatabase, order_id: ObjectId, *, offset: int = 0, limit: int = 200, action: str | None = None
+    db: AsyncDatabase, order_id: ObjectId, *, offset: int, limit: int, action: str | None = None
 ) -> list[Doc]:
+    """A page of an order's timeline (or of one kind of its entries), newest first."""
     query = {"workOrderId": order_id} | ({"action": action} if action else {})
     cursor = db["activity"].find(query).sort([("at", DESCENDING), ("_id", DESCENDING)])
     return await cursor.skip(offset).limit(limit).to_list()
