@@ -13,18 +13,23 @@ from typing import Any
 from nicegui import background_tasks, ui
 
 KEY = "desk-draft:"
-# Static: asks before the page is left while the desk marked it dirty (no user text in it).
-GUARD = """<script>
-window.addEventListener('beforeunload', (event) => {
-  if (window.deskDirty) { event.preventDefault(); event.returnValue = ''; }
-});
-document.addEventListener('keydown', (event) => {
-  if ((event.ctrlKey || event.metaKey) && event.key.toLowerCase() === 's') {
-    event.preventDefault();  // not the browser's "save page"
-    emitEvent('desksave');
-  }
-});
-</script>"""
+# Static (no user text in it): asks before the page is left while the desk marked it dirty, and
+# sends Ctrl+S / Cmd+S to the page. Run, not added to <head>: the page may be sent already (the
+# frame waits for the socket), and a <script> inserted after that is never run by the browser.
+GUARD = """
+if (!window.deskGuard) {
+  window.deskGuard = true;
+  window.addEventListener('beforeunload', (event) => {
+    if (window.deskDirty) { event.preventDefault(); event.returnValue = ''; }
+  });
+  document.addEventListener('keydown', (event) => {
+    if ((event.ctrlKey || event.metaKey) && event.key.toLowerCase() === 's') {
+      event.preventDefault();  // not the browser's "save page"
+      emitEvent('desksave');
+    }
+  });
+}
+"""
 READ_SECONDS = 5.0
 
 
@@ -37,7 +42,7 @@ class Draft:
         self.client = ui.context.client
         self.waiting: str | None = None  # the newest code not yet sent
         self.sending = False
-        ui.add_head_html(GUARD)
+        self.client.run_javascript(GUARD)
 
     def track(self, edits: dict[str, Any], version: int) -> None:
         """Keep `edits` in the browser and guard leaving while there are any; none: forget and stop asking."""
