@@ -8,13 +8,14 @@ role that changes closes the page on the server (components/session.py).
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 
-from nicegui import ui
+from nicegui import app, ui
 
 from components import session
 from components.copilot import Copilot, ai_off_reason
 from components.forbidden import forbidden
 
 SESSION_CHECK_SECONDS = 3.0
+NOTICE = "notice"  # in the tab's storage: what the next page of this tab tells the person (notify_next_page)
 COPILOT_PAGE = "/app/copilot"  # the conversation's own page: no second panel in a drawer there
 
 
@@ -53,8 +54,19 @@ def frame(title: str, user: dict, *, path: str) -> Iterator[session.Visit]:
             ui.button("Log out", on_click=lambda: _log_out(visit)).props("flat color=white").mark("logout")
     # Logout in another tab, an admin deactivating or demoting the person, the idle or absolute limit.
     ui.timer(SESSION_CHECK_SECONDS, visit.check)
+    ui.timer(0, _tell_notice, once=True)  # a timer runs once the browser is connected: the tab is known then
     with ui.column().classes("w-full max-w-6xl mx-auto p-4 gap-4"):
         yield visit
+
+
+def notify_next_page(message: str) -> None:
+    """Tell the person `message` on the page this tab opens next (a notification dies with the page it is on)."""
+    app.storage.tab[NOTICE] = message
+
+
+def _tell_notice() -> None:
+    if (message := app.storage.tab.pop(NOTICE, None)) is not None:
+        ui.notify(message, type="positive")
 
 
 @contextmanager

@@ -11,7 +11,7 @@ from components.confirm import confirm
 from components.drafts import Draft
 from components.fields import show_problems
 from components.formats import when
-from components.frame import frame
+from components.frame import frame, notify_next_page
 from components.timeline import comment_box, timeline
 from components.triage_card import triage_card
 from desk.actors import Actor
@@ -326,7 +326,7 @@ class WorkOrderView:
         except DeskError as error:
             ui.notify(error.message, type="negative")
             return
-        ui.notify(f"Deleted “{self.loaded.title}”.", type="positive")
+        notify_next_page(f"Deleted “{self.loaded.title}”.")  # on the list: this page is left at once
         self.draft.forget()
         ui.navigate.to("/app")
 

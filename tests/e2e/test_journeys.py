@@ -1,4 +1,4 @@
-"""Two people on one work order in real browsers: create, edit, collide, resolve, watch it live, log out."""
+"""Work orders in real browsers: two people create, edit, collide, resolve, watch it live, log out; a delete."""
 
 from desk.work_orders import service
 from tests.e2e.browser import Browser
@@ -118,3 +118,21 @@ def _assert_on_login_page(person: Browser, *, back_to: str) -> None:
     person.field("Email")
     person.field("Password")
     person.see("Log in")
+
+
+async def test_deleting_an_order_says_so_on_the_list_it_lands_on(browser, make_person, make_order):
+    # the notification was given on the order's page, which the browser left at once: nobody saw it
+    sam = await make_person(name="Sam Rivera")
+    await make_order(sam, "Order new chairs")
+    page = browser("sam")
+    page.log_in(sam)
+    page.click_link("Order new chairs")
+    page.wait_until(lambda: page.path.startswith("/app/work-orders/"), "the order page")
+
+    page.press("Delete")
+    page.press("Delete")  # in the dialog that asks first
+    page.wait_for_path("/app")
+
+    page.see("Deleted “Order new chairs”.")
+    page.do_not_see("Order new chairs")
+    page.shoot("deleted-and-told")
