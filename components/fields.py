@@ -3,6 +3,7 @@
 from nicegui import ui
 from pydantic import ValidationError
 
+from desk import problems
 from desk.errors import DeskError
 
 
@@ -30,15 +31,16 @@ def show_problems(error: ValidationError | DeskError, inputs: dict[str, ui.eleme
 
 
 def sentence(item: dict) -> str:
-    """A pydantic problem as a sentence a person can act on."""
-    context = item.get("ctx") or {}
-    if item["type"] == "value_error":  # our own validators' words, e.g. "must be an email address"
-        text = str(context.get("error", item["msg"]))
-        return text[:1].upper() + text[1:] + "."
-    limit = context.get("max_length") or context.get("min_length")
-    return {
+    """A pydantic problem as a sentence a person can act on: a form's own words, else the API's as a sentence."""
+    limit = (item.get("ctx") or {}).get("max_length")
+    in_a_form = {
         "string_too_short": "Required.",
         "string_too_long": f"At most {limit} characters.",
         "missing": "Required.",
+        "not_null": "Required.",  # an empty number field: the API's words ("leave the field out") are not a form's
         "literal_error": "Choose one of the options.",
-    }.get(item["type"], item["msg"])
+    }.get(item["type"])
+    if in_a_form is not None:
+        return in_a_form
+    text = problems.message(item)  # never pydantic's "Input should be ..."
+    return text[:1].upper() + text[1:] + "."

@@ -173,7 +173,8 @@ class AgentsScreen:
                 self.inputs["workingHours"] = hours
                 zone = ui.select(zones, label="Time zone", value=config.time_zone, with_input=True).classes("w-64")
                 self.inputs["timeZone"] = zone
-                cap = ui.number("Daily action cap", value=config.daily_action_cap, min=0, max=100_000, step=1)
+                # no min/max: the field would clamp what was typed without a word; the policy's check says why
+                cap = ui.number("Daily action cap", value=config.daily_action_cap, step=1)
                 cap.props('hint="automatic changes per day"').classes("w-48")
                 self.inputs["dailyActionCap"] = cap
             for field, element in self.inputs.items():

@@ -2,6 +2,7 @@
 
 from datetime import timedelta
 
+import pytest
 from bson import ObjectId
 from nicegui import ui
 from nicegui.testing import User
@@ -15,7 +16,7 @@ from desk.schema import now
 from desk.work_orders import service as work_orders
 from desk.work_orders.models import WorkOrderUpdate
 from tests.fake_provider import Turn
-from tests.helpers import actor, reconfigure, until
+from tests.helpers import actor, error_of, reconfigure, until
 from tests.triage.conftest import proposal
 from tests.ui.conftest import WAIT
 
@@ -103,6 +104,36 @@ async def test_the_policy_is_validated_saved_and_audited(user: User, make_user, 
     await user.should_see("Ada Lovelace changed the policy", retries=WAIT)
     await user.should_see("Working hours: * → 08:00-18:00")
     await user.should_see("Mode: Suggest only (people decide) → Apply the priority automatically")
+
+
+@pytest.mark.parametrize(
+    ("typed", "told"),
+    [
+        ("100001", "May be at most 100000."),
+        ("-5", "Must be at least 0."),
+        ("12.5", "Must be a whole number."),
+        ("", "Required."),
+    ],
+)
+async def test_a_daily_cap_out_of_bounds_is_refused_in_words_and_left_as_typed(
+    typed, told, user: User, make_user, log_in, db, ai_settings
+):
+    # the field clamped what was typed on its way out (100001 became 100000) and said nothing;
+    # an empty one said "must not be null; leave the field out", 12.5 pydantic's "Input should be ..."
+    ada = await make_user("admin")
+    await log_in(user, ada, landing=PAGE)
+    await user.should_see(marker="policy")
+
+    field = user.find(marker="policy-dailyActionCap").clear()
+    if typed:
+        field.type(typed)
+    user.find(marker="policy-save").click()
+
+    await user.should_see(told)
+    assert error_of(user, "policy-dailyActionCap") == told
+    (cap,) = user.find(marker="policy-dailyActionCap").elements
+    assert (cap.props.get("min"), cap.props.get("max")) == (None, None)  # nothing clamps what was typed
+    assert (await config(db))["version"] == 1
 
 
 async def test_a_stale_save_is_refused_and_overwrites_nothing(user: User, make_user, log_in, db, ai_settings):
