@@ -23,5 +23,9 @@ def to_safe_markdown(text: str) -> str:
     return html.escape(text, quote=False)
 
 
+# code-friendly: `_` and `__` are no emphasis (`*`, `**` still are): a model names tools and fields in snake_case.
+EXTRAS = ["fenced-code-blocks", "tables", "code-friendly"]
+
+
 def safe_markdown(text: str = "") -> ui.markdown:
-    return ui.markdown(to_safe_markdown(text), extras=["fenced-code-blocks", "tables"])
+    return ui.markdown(to_safe_markdown(text), extras=EXTRAS)

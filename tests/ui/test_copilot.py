@@ -34,7 +34,12 @@ def ask(user: User, text: str) -> None:
 
 async def test_a_streamed_answer_rendered_as_escaped_markdown(user: User, ai_on, fake_provider, make_user, log_in):
     sam = await make_user("user")
-    fake_provider.script(Turn.text("You have **2** orders <img src=x onerror=alert(1)> [site](https://evil.example)"))
+    fake_provider.script(
+        Turn.text(
+            "You have **2** orders, *soon* 3 <img src=x onerror=alert(1)> [site](https://evil.example)"
+            " (create_work_order and list_my_work_orders)"
+        )
+    )
     await open_copilot(user, sam, log_in)
 
     ask(user, "How many orders do I have?")
@@ -42,7 +47,8 @@ async def test_a_streamed_answer_rendered_as_escaped_markdown(user: User, ai_on,
     await user.should_see(marker="copilot-answer", retries=WAIT)
     answer = user.find(marker="copilot-answer").elements.pop()
     html = answer.props["innerHTML"]
-    assert "<strong>2</strong>" in html
+    assert "<strong>2</strong>" in html and "<em>soon</em>" in html
+    assert "create_work_order and list_my_work_orders" in html  # a name's underscores are no emphasis
     assert "<img" not in html and "&lt;img src=x" in html
     assert "href" not in html and "evil.example" not in html and "site" in html
 
