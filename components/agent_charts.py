@@ -6,14 +6,18 @@ from desk.agent.triage.service import TriageDay
 
 SCOPES = {"agent:triage": "Triage agent", "global": "Whole desk"}  # copilot turns are billed to people and global
 SCOPE_HEX = {"agent:triage": "#8e24aa", "global": "#616161"}
+# Every chart: its title on the first line at the left, the legend on a line of its own below it, the plot under both.
+TITLE = {"left": 8, "top": 4, "textStyle": {"fontSize": 14}}
+LEGEND = {"left": 8, "top": 30}
+GRID_TOP = 72
 
 
 def triage_chart(days: int) -> dict:
     return {
-        "title": {"text": f"Triage per day, last {days} days (UTC)", "textStyle": {"fontSize": 14}},
+        "title": {"text": f"Triage per day, last {days} days (UTC)", **TITLE},
         "tooltip": {"trigger": "axis"},
-        "legend": {"data": ["Suggested", "Accepted", "Dismissed", "Acceptance %"], "right": 16, "top": 24},
-        "grid": {"left": 40, "right": 48, "bottom": 32, "top": 64},
+        "legend": {"data": ["Suggested", "Accepted", "Dismissed", "Acceptance %"], **LEGEND},
+        "grid": {"left": 40, "right": 48, "bottom": 32, "top": GRID_TOP},
         "xAxis": {"type": "category", "data": []},
         "yAxis": [
             {"type": "value", "minInterval": 1},
@@ -37,10 +41,10 @@ def triage_chart(days: int) -> dict:
 
 def spend_chart(days: int) -> dict:
     return {
-        "title": {"text": f"AI spend per day (USD), last {days} days", "textStyle": {"fontSize": 14}},
+        "title": {"text": f"AI spend per day (USD), last {days} days", **TITLE},
         "tooltip": {"trigger": "axis"},
-        "legend": {"data": list(SCOPES.values()), "right": 16, "top": 24},
-        "grid": {"left": 56, "right": 16, "bottom": 32, "top": 64},
+        "legend": {"data": list(SCOPES.values()), **LEGEND},
+        "grid": {"left": 56, "right": 16, "bottom": 32, "top": GRID_TOP},
         "xAxis": {"type": "category", "data": []},
         "yAxis": {"type": "value"},
         "series": [

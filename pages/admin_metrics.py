@@ -11,6 +11,7 @@ from fastapi import Request
 from nicegui import APIRouter, ui
 
 from components import agent_charts, live, session
+from components.agent_charts import GRID_TOP, LEGEND, TITLE
 from components.chips import PRIORITY_LABELS, STATUS_LABELS
 from components.frame import admin_frame
 from desk.actors import Actor
@@ -183,7 +184,7 @@ def duration(hours: float | None) -> str:
 
 def _bars(title: str, labels: dict[str, str]) -> dict:
     return {
-        "title": {"text": title, "textStyle": {"fontSize": 14}},
+        "title": {"text": title, **TITLE},
         "tooltip": {"trigger": "axis"},
         "grid": {"left": 40, "right": 16, "bottom": 32, "top": 48},
         "xAxis": {"type": "category", "data": list(labels.values())},
@@ -203,15 +204,15 @@ def _per_day_chart() -> dict:
     return {
         "title": {
             "text": f"Opened and closed per day (UTC; the last {DAYS} unless days are picked)",
-            "textStyle": {"fontSize": 14},
+            **TITLE,
         },
         "tooltip": {"trigger": "axis"},
-        "legend": {"data": ["Opened", "Closed"], "right": 16},
-        "grid": {"left": 40, "right": 16, "bottom": 32, "top": 56},
+        "legend": {"data": ["Opened", "Closed"], **LEGEND},
+        "grid": {"left": 40, "right": 16, "bottom": 32, "top": GRID_TOP},
         "xAxis": {"type": "category", "data": []},
         "yAxis": {"type": "value", "minInterval": 1},
-        "series": [
-            {"type": "line", "name": "Opened", "data": [], "smooth": True, "itemStyle": {"color": "#1e88e5"}},
-            {"type": "line", "name": "Closed", "data": [], "smooth": True, "itemStyle": {"color": "#388e3c"}},
+        "series": [  # straight lines: a smoothed count dips below 0 between two days
+            {"type": "line", "name": "Opened", "data": [], "itemStyle": {"color": "#1e88e5"}},
+            {"type": "line", "name": "Closed", "data": [], "itemStyle": {"color": "#388e3c"}},
         ],
     }
