@@ -9,7 +9,7 @@ from pydantic import ValidationError
 from components import session
 from components.confirm import confirm
 from components.fields import clear_problems, show_problems
-from components.frame import frame
+from components.frame import frame, notify_next_page
 from components.tokens import token_row
 from desk.auth import service as auth_service
 from desk.auth.models import PasswordChange, TokenCreate, TokenCreated, TokenRead
@@ -18,14 +18,15 @@ from desk.errors import DeskError
 from desk.users import service as users_service
 
 router = APIRouter()
+PATH = "/app/profile"
 
 
-@router.page("/app/profile")
+@router.page(PATH)
 async def profile_page(request: Request):
     user = await session.current_user()
     if user is None:
         return session.to_login(request)
-    with frame("Profile", user, path="/app/profile") as visit:
+    with frame("Profile", user, path=PATH) as visit:
         with ui.column().classes("gap-0"):
             ui.label(user["name"]).classes("text-2xl font-semibold break-all").mark("profile-name")
             ui.label(f"{user['email']} · {user['role']}").classes("text-grey-7 break-all")
@@ -100,7 +101,9 @@ def _ai_card(visit: session.Visit, *, enabled: bool) -> None:
             except DeskError as error:
                 ui.notify(error.message, type="negative")
                 return
-            ui.notify(f"AI assistance is {'on' if value else 'off'} for you.", type="positive")
+            # drawn again, so the header's assistant (and Ctrl+K) comes and goes with the switch
+            notify_next_page(f"AI assistance is {'on' if value else 'off'} for you.")
+            ui.navigate.to(PATH)
 
         switch.on_value_change(lambda e: toggle(e.value))
 

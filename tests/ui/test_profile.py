@@ -180,3 +180,19 @@ async def test_changing_the_password_can_revoke_ones_tokens(user: User, make_use
     await user.should_see("You have no API tokens.", retries=WAIT)
     with pytest.raises(Unauthorized):
         await auth_service.user_for_token(db=db, secret=token.secret)
+
+
+async def test_the_header_follows_ones_own_ai_switch_at_once(user: User, ai_settings, provider, make_user, log_in):
+    # switched off, the header kept its Assistant button (and Ctrl+K an empty drawer) until a reload
+    sam = await make_user("user")
+    await log_in(user, sam, landing=PAGE)
+    await user.should_see(marker="copilot-toggle")
+
+    user.find(marker="own-ai").click()
+    await user.should_see("AI assistance is off for you.", retries=WAIT)
+    await user.should_not_see(marker="copilot-toggle")
+    await user.should_see(marker="copilot-off")
+
+    user.find(marker="own-ai").click()
+    await user.should_see("AI assistance is on for you.", retries=WAIT)
+    await user.should_see(marker="copilot-toggle")
