@@ -8,7 +8,7 @@ from desk.actors import Actor
 from desk.audit import service as audit
 from desk.auth import events, passwords
 from desk.auth import service as auth_service
-from desk.errors import Conflict, Forbidden, NotFound, NothingToChange
+from desk.errors import Conflict, Forbidden, NotFound, NothingToChange, ValidationFailed
 from desk.schema import OffsetPage, PageQuery, now, parse_object_id
 from desk.users import access
 from desk.users import repository as repo
@@ -238,6 +238,9 @@ async def change_own_password(
         events.record("password_change_failed", actor_id=actor.id, subject_id=actor.id, reason="wrong_password")
         # 403, not 400: the request is valid (no schema can know the password); the person did not prove who they are
         raise Forbidden("The current password is not right.", details={"field": "currentPassword"})
+    if new == current:  # a "change" that ends the person's other sessions and changes nothing
+        same = "The new password is your current one; choose another."
+        raise ValidationFailed(same, details={"field": "newPassword"})
     passwords.check_policy(new, field="newPassword")
     await repo.update(db, doc["_id"], {"passwordHash": await passwords.hash_password(new), "updatedAt": now()})
     await auth_service.end_sessions(db=db, user_id=doc["_id"], keep_secret=keep_session)

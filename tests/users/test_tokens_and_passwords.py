@@ -110,3 +110,18 @@ async def test_a_new_password_the_policy_refuses_is_named_as_the_field_it_came_i
     assert [problem["field"] for problem in refused.json()["error"]["details"]["fields"]] == ["newPassword"]
     login = {"email": sam["email"], "password": PASSWORD}
     assert (await anonymous.post("/api/v1/auth/login", json=login)).status_code == 200  # nothing changed
+
+
+async def test_the_new_password_must_differ_from_the_current_one(make_user, client_for, db):
+    # it answered "changed" and logged the person's other sessions out for nothing
+    sam = await make_user("user")
+    sams = await client_for(sam)
+    before = (await db["users"].find_one({"email": sam["email"]}))["passwordHash"]
+
+    same = await sams.post("/api/v1/auth/password", json={"currentPassword": PASSWORD, "newPassword": PASSWORD})
+
+    assert same.status_code == 400
+    error = same.json()["error"]
+    assert error["message"] == "The new password is your current one; choose another."
+    assert [problem["field"] for problem in error["details"]["fields"]] == ["newPassword"]
+    assert (await db["users"].find_one({"email": sam["email"]}))["passwordHash"] == before
