@@ -6,8 +6,8 @@ from nicegui import ui
 from pydantic import ValidationError
 
 from components.chips import PRIORITY_LABELS, STATUS_LABELS
+from components.fields import sentence
 from components.formats import ago, when
-from desk.problems import message
 from desk.work_orders.models import ActivityRead
 
 FIELD_NAMES = {
@@ -76,9 +76,9 @@ def _value(field: str, value: object, names: dict[str, str]) -> str:
     return f"“{text[:120]}…”" if len(text) > 120 else f"“{text}”"
 
 
-def comment_box(on_add: Callable[[str], Awaitable[str | None]]) -> None:
-    """A field to add a comment; `on_add` saves the text and returns a problem to show, or None."""
-    with ui.row().classes("w-full items-start gap-2"):
+def comment_box(on_add: Callable[[str], Awaitable[str | None]]) -> ui.row:
+    """A field to add a comment (the row holding it, to disable); `on_add` saves the text and returns a problem."""
+    with ui.row().classes("w-full items-start gap-2") as box:
         text = ui.textarea(placeholder="Add a comment").props("autogrow counter maxlength=2000 dense outlined")
         text.props('aria-label="Add a comment"')  # its name for screen readers: a placeholder is no label
         text.classes("grow").mark("comment-text")
@@ -87,9 +87,10 @@ def comment_box(on_add: Callable[[str], Awaitable[str | None]]) -> None:
             try:
                 problem = await on_add(text.value or "")
             except ValidationError as error:
-                problem = "; ".join(message(item) for item in error.errors())
+                problem = " ".join(sentence(item) for item in error.errors())
             text.error = problem
             if problem is None:
                 text.value = ""
 
         ui.button("Comment", on_click=add).props("outline").mark("comment-add")
+    return box

@@ -2,6 +2,7 @@
 
 from fastapi import Request
 from nicegui import APIRouter, background_tasks, ui
+from nicegui.elements.mixins.disableable_element import DisableableElement
 from pydantic import ValidationError
 
 from components import live, session
@@ -75,7 +76,7 @@ class WorkOrderView:
         else:
             self.read_only = ui.column().classes("w-full")
         ui.label("Activity").classes("text-lg font-semibold mt-4")
-        comment_box(self._comment)
+        self.comments = comment_box(self._comment)
         self.history = ui.column().classes("w-full")
         await self.show()
         live.on_change(self._on_changes)
@@ -311,6 +312,9 @@ class WorkOrderView:
             ui.label(text).classes("text-negative font-medium").mark("deleted")
         for element in self.inputs.values():
             element.disable()
+        for element in self.comments.descendants():  # nothing left to comment on
+            if isinstance(element, DisableableElement):
+                element.disable()
 
     async def _confirm_delete(self) -> None:
         if not await confirm(

@@ -199,7 +199,7 @@ async def test_a_blank_comment_is_refused_beside_the_field(user: User, make_user
     user.find(marker="comment-add").click()
 
     (field,) = user.find(marker="comment-text").elements
-    await until(lambda: field.error == "must not be empty", what="the problem beside the field")
+    await until(lambda: field.error == "Required.", what="the problem beside the field, in the forms' words")
     assert await db["activity"].count_documents({"action": "commented"}) == 0
 
 

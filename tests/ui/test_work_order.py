@@ -132,6 +132,8 @@ async def test_a_page_left_open_says_when_the_order_is_deleted(user: User, make_
     await service.delete(db=db, actor=actor(sam), order_id=order.id, version=1)
 
     await user.should_see(marker="deleted", retries=WAIT)
+    (text,), (add,) = user.find(marker="comment-text").elements, user.find(marker="comment-add").elements
+    assert not text.enabled and not add.enabled  # nothing left to comment on
 
 
 async def test_someone_elses_order_is_not_found(user: User, make_user, make_order, log_in):
