@@ -132,8 +132,10 @@ class UserRow:
             self.role = ui.select(ROLES, value=person.role).props("dense options-dense").classes("w-32").mark("role")
             self.role.on_value_change(lambda e: self.change("role", e.value))
             self.ai = ui.switch(_ai_text(person.ai_enabled), value=person.ai_enabled).classes("w-28").mark("ai")
+            self.ai.props["aria-label"] = f"AI assistance for {person.name}"  # rows look alike: say whose
             self.ai.on_value_change(lambda e: self.change("ai_enabled", e.value))
             self.active = ui.switch(_active_text(person.active), value=person.active).mark("active")
+            self.active.props["aria-label"] = f"{person.name} can log in"
             self.active.on_value_change(lambda e: self.change("active", e.value))
             self.lock_area = ui.row().classes("items-center gap-1 no-wrap")
             self._show_lock()
@@ -145,6 +147,12 @@ class UserRow:
     async def change(self, field: str, value: object) -> None:
         if getattr(self.shown, field) == value:
             return  # the control was put back to what is stored
+        if field == "active" and not value:  # it logs the person out everywhere: a slip of the hand must not
+            question = f"Deactivate {self.shown.name}? They are logged out everywhere at once."
+            until = "They cannot log in until reactivated."
+            if not await confirm(question, until, action="Deactivate", marker="confirm-deactivate"):
+                self._show_stored()
+                return
         try:
             data = UserAdminUpdate.model_validate({field: value})
             person_id = self.shown.id

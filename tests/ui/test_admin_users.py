@@ -115,6 +115,17 @@ async def test_deactivating_someone_ends_their_open_session(user: User, create_u
 
     with user.scope(marker="user:sam@example.com"):
         user.find(marker="active").click()
+    await user.should_see("Deactivate Sam Rivera? They are logged out everywhere at once.", retries=WAIT)
+    user.find("Cancel").click()  # a slip of the hand changes nothing
+    with user.scope(marker="user:sam@example.com"):
+        await user.should_see("Active", retries=WAIT)
+    assert (await db["users"].find_one({"email": sam["email"]}))["active"] is True
+
+    with user.scope(marker="user:sam@example.com"):
+        user.find(marker="active").click()
+    await user.should_see(marker="confirm-deactivate", retries=WAIT)
+    user.find(marker="confirm-deactivate").click()
+    with user.scope(marker="user:sam@example.com"):
         await user.should_see("Deactivated", retries=WAIT)
     await user.should_see("Sam Rivera is deactivated; their sessions have ended.", retries=WAIT)
     assert (await db["users"].find_one({"email": sam["email"]}))["active"] is False
@@ -163,6 +174,8 @@ async def test_an_admin_cannot_demote_or_deactivate_themselves(user: User, make_
 
     with user.scope(marker=row):
         user.find(marker="active").click()
+    await user.should_see(marker="confirm-deactivate", retries=WAIT)
+    user.find(marker="confirm-deactivate").click()
     await until(lambda: user.notify.messages.count(SELF_GUARD) == 2, what="the second refusal")
     with user.scope(marker=row):
         await user.should_see("Active", retries=WAIT)
