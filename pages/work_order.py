@@ -121,7 +121,7 @@ class WorkOrderView:
             self._track()  # an input already showing the saved value fires no change: forget the edit here
         self.summary.clear()
         with self.summary:
-            ui.label(order.title).classes("text-2xl font-semibold break-all").mark("detail-title")
+            ui.label(order.title).classes("text-2xl font-semibold [overflow-wrap:anywhere]").mark("detail-title")
             ui.page_title(f"{order.title} · Work Order Desk")  # a live rename renames the tab too
             with ui.row().classes("items-center gap-2"):
                 priority_chip(order.priority)
@@ -131,7 +131,7 @@ class WorkOrderView:
         if not self.editable:
             self.read_only.clear()
             with self.read_only:
-                ui.label(order.description or "No description.").classes("whitespace-pre-wrap break-all")
+                ui.label(order.description or "No description.").classes("whitespace-pre-wrap [overflow-wrap:anywhere]")
         await self._show_history()
 
     async def _show_history(self) -> None:
@@ -226,7 +226,7 @@ class WorkOrderView:
             ui.label("Someone else saved this work order first. Nothing of yours was saved yet.").classes("font-medium")
             for field in theirs:
                 before, after = _shown(field, getattr(self.loaded, field)), _shown(field, getattr(current, field))
-                ui.label(f"They changed {field}: {before} → {after}").classes("text-sm break-all")
+                ui.label(f"They changed {field}: {before} → {after}").classes("text-sm [overflow-wrap:anywhere]")
 
             async def reload() -> None:
                 self.actor = await self.visit.actor()
