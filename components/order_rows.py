@@ -54,9 +54,10 @@ class _Row:
                 else None
             )
             self.take = None
-            if on_take is not None:  # shown on queued orders only
-                self.take = ui.button("Assign to me", on_click=lambda: on_take(self.order)).props("flat dense size=sm")
-                self.take.mark("assign-to-me")
+            if on_take is not None:  # shown on queued orders only, in a column every row keeps: the rows line up
+                with ui.element().classes("w-28 max-md:w-auto shrink-0"):
+                    self.take = ui.button("Assign to me", on_click=lambda: on_take(self.order))
+                    self.take.props("flat dense no-wrap size=sm").mark("assign-to-me")
             with ui.label().classes("text-xs text-grey-7 w-24 max-md:w-auto shrink-0") as self.updated:
                 self.updated_tip = ui.tooltip()
         self.show(order, owners, time_field)

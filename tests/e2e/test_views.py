@@ -114,3 +114,18 @@ async def test_on_a_phone_no_screen_scrolls_sideways_or_squeezes_a_column(browse
     switch_card = switch.find_element(By.XPATH, "./ancestor::*[contains(@class, 'q-card')][1]")
     policy_card = policy.find_element(By.XPATH, "./ancestor::*[contains(@class, 'q-card')][1]")
     assert switch_card.size["width"] == policy_card.size["width"]  # one above the other, each the screen's width
+
+
+async def test_rows_with_and_without_assign_to_me_keep_their_columns_in_line(browser, make_person, make_order):
+    # the button came and went with the row, so a queued order's status and owner sat further left
+    sam = await make_person(name="Sam Rivera")
+    await make_order(sam, "Mine, worked on by me")
+    await make_order(sam, "In the queue", owner_id=None)
+
+    page = browser("sam")
+    page.log_in(sam)
+    page.see("Assign to me")
+
+    chips = page.driver.find_elements(By.XPATH, "//*[text()[normalize-space(.)='Pending']]")  # both are pending
+    lefts = [chip.location["x"] for chip in chips if chip.is_displayed()]
+    assert len(lefts) == 2 and lefts[0] == lefts[1], lefts
