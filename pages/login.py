@@ -49,7 +49,7 @@ async def login_page(request: Request, redirect_to: str | None = None, reason: s
         ui.label("Work Order Desk").classes("text-xl font-semibold")
         if reason == session.ENDED:
             ui.label(
-                "Your session ended (you logged out elsewhere, it expired, or an admin changed your account). "
+                "Your session ended (you logged out, it expired, or an admin changed your account). "
                 "Log in again to carry on: unsaved edits are kept in this browser."
             ).classes("text-sm bg-blue-1 p-2 rounded").mark("login-reason")
         email = ui.input("Email").props("autofocus autocomplete=username").classes("w-full").mark("email")
