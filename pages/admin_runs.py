@@ -169,8 +169,9 @@ class RunsScreen:
             status_chip(run.status)
             if run.actor_id:
                 ui.label(self.people.get(run.actor_id, "someone")).classes("w-40 truncate")
-            elif extra and extra.work_order_id:
-                ui.link("its work order", f"/app/work-orders/{extra.work_order_id}").classes("w-40")
+            elif extra and extra.work_order_id:  # a triage run: the order it was about, by its title
+                about = extra.work_order_title or "a deleted order"
+                ui.link(about, f"/app/work-orders/{extra.work_order_id}").classes("w-40 truncate").mark("run-order")
             else:
                 ui.label("—").classes("w-40")
             ui.label(f"{run.input_tokens:,} in · {run.output_tokens:,} out").classes("text-sm text-grey-8 w-40")

@@ -53,7 +53,9 @@ async def test_every_run_listed_and_filtered_by_agent_status_person_and_date(
     assert rows(user) == 3
     await user.should_see("1–3 of 3 runs")
     await user.should_see("Triage agent")
-    await user.should_see("its work order")
+    await user.should_see("Leaking tap")  # the order a triage run was about, by its title
+    (about,) = user.find(marker="run-order").elements
+    assert about.text == "Leaking tap" and about.props["href"].startswith("/app/work-orders/")
 
     user.find(marker="runs-agent").click()
     user.find("Copilot").click()
