@@ -18,7 +18,6 @@ from components.triage_card import triage_card
 from desk.actors import Actor
 from desk.db.client import get_db
 from desk.errors import Conflict, DeskError, NotFound
-from desk.schema import MAX_OFFSET
 from desk.users import service as users_service
 from desk.work_orders import service
 from desk.work_orders.models import (
@@ -26,7 +25,6 @@ from desk.work_orders.models import (
     TIMELINE_PAGE,
     ActivityRead,
     CommentCreate,
-    TimelineQuery,
     WorkOrderRead,
     WorkOrderUpdate,
 )
@@ -121,7 +119,7 @@ class WorkOrderView:
             self._track()  # an input already showing the saved value fires no change: forget the edit here
         self.summary.clear()
         with self.summary:
-            ui.label(order.title).classes("text-2xl font-semibold [overflow-wrap:anywhere]").mark("detail-title")
+            ui.label(order.title).classes("text-2xl font-semibold wrap-anywhere").mark("detail-title")
             ui.page_title(f"{order.title} · Work Order Desk")  # a live rename renames the tab too
             with ui.row().classes("items-center gap-2"):
                 priority_chip(order.priority)
@@ -131,7 +129,7 @@ class WorkOrderView:
         if not self.editable:
             self.read_only.clear()
             with self.read_only:
-                ui.label(order.description or "No description.").classes("whitespace-pre-wrap [overflow-wrap:anywhere]")
+                ui.label(order.description or "No description.").classes("whitespace-pre-wrap wrap-anywhere")
         await self._show_history()
 
     async def _show_history(self) -> None:
@@ -146,20 +144,13 @@ class WorkOrderView:
                 ui.button("Show older entries", on_click=self._show_older).props("flat").mark("timeline-older")
 
     async def _history(self) -> tuple[list[ActivityRead], bool]:
-        """The timeline's pages on screen, newest first, and whether older entries are left."""
-        entries: list[ActivityRead] = []
+        """The entries on screen, newest first, and whether older ones are left (one more is read to know)."""
+        shown = self.history_pages * TIMELINE_PAGE
         try:
-            for number in range(self.history_pages):
-                page = TimelineQuery(offset=number * TIMELINE_PAGE)
-                read = await service.activity(db=get_db(), actor=self.actor, order_id=self.loaded.id, page=page)
-                entries += read
-                if len(read) < TIMELINE_PAGE or len(entries) >= MAX_OFFSET:
-                    return entries, False
-            after = TimelineQuery(offset=len(entries), limit=1)
-            older = await service.activity(db=get_db(), actor=self.actor, order_id=self.loaded.id, page=after)
+            read = await service.activity(db=get_db(), actor=self.actor, order_id=self.loaded.id, limit=shown + 1)
         except NotFound:
             return [], False
-        return entries, bool(older)
+        return read[:shown], len(read) > shown
 
     async def _show_older(self) -> None:
         self.history_pages += 1
@@ -226,7 +217,7 @@ class WorkOrderView:
             ui.label("Someone else saved this work order first. Nothing of yours was saved yet.").classes("font-medium")
             for field in theirs:
                 before, after = _shown(field, getattr(self.loaded, field)), _shown(field, getattr(current, field))
-                ui.label(f"They changed {field}: {before} → {after}").classes("text-sm [overflow-wrap:anywhere]")
+                ui.label(f"They changed {field}: {before} → {after}").classes("text-sm wrap-anywhere")
 
             async def reload() -> None:
                 self.actor = await self.visit.actor()

@@ -66,7 +66,7 @@ async def activity(
 ) -> list[ActivityRead]:
     """The timeline: who changed what, and when; newest first, `limit` entries (200 unless asked) from `offset`.
     Page back by raising `offset` until fewer than `limit` come back."""
-    return await service.activity(db=db, actor=actor, order_id=order_id, page=page)
+    return await service.activity(db=db, actor=actor, order_id=order_id, offset=page.offset, limit=page.limit)
 
 
 @router.get("/{order_id}/comments", response_model=list[CommentRead], responses=errors(*MISSING))
@@ -74,7 +74,7 @@ async def comments(
     order_id: str, db: Db, actor: CurrentActor, page: Annotated[TimelineQuery, Query()]
 ) -> list[CommentRead]:
     """The comments on the order's timeline (plain text), paged as the timeline is."""
-    return await service.comments(db=db, actor=actor, order_id=order_id, page=page)
+    return await service.comments(db=db, actor=actor, order_id=order_id, offset=page.offset, limit=page.limit)
 
 
 @router.post("/{order_id}/comments", status_code=201, response_model=CommentRead, responses=errors(*MISSING))

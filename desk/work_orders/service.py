@@ -18,10 +18,10 @@ from desk.work_orders import repository as repo
 from desk.work_orders.models import (
     CLOSED,
     EDITABLE,
+    TIMELINE_PAGE,
     ActivityRead,
     CommentCreate,
     CommentRead,
-    TimelineQuery,
     WorkOrderCreate,
     WorkOrderQuery,
     WorkOrderRead,
@@ -275,26 +275,24 @@ async def delete(*, db: AsyncDatabase, actor: Actor, order_id: str, version: int
 
 
 async def activity(
-    *, db: AsyncDatabase, actor: Actor, order_id: str, page: TimelineQuery | None = None
+    *, db: AsyncDatabase, actor: Actor, order_id: str, offset: int = 0, limit: int = TIMELINE_PAGE
 ) -> list[ActivityRead]:
-    """A page of the timeline of a work order the actor may see, newest first: changes and comments."""
+    """`limit` entries of the timeline of a work order the actor may see from `offset`, newest first."""
     doc = await _get_visible(db, actor, order_id)
     if doc is None:
         raise NotFound("No such work order.")
-    page = page or TimelineQuery()
-    entries = await repo.activity(db, doc["_id"], offset=page.offset, limit=page.limit)
+    entries = await repo.activity(db, doc["_id"], offset=offset, limit=limit)
     return [ActivityRead.model_validate(entry) for entry in entries]
 
 
 async def comments(
-    *, db: AsyncDatabase, actor: Actor, order_id: str, page: TimelineQuery | None = None
+    *, db: AsyncDatabase, actor: Actor, order_id: str, offset: int = 0, limit: int = TIMELINE_PAGE
 ) -> list[CommentRead]:
-    """A page of the comments on a work order the actor may see, newest first."""
+    """`limit` of the comments on a work order the actor may see from `offset`, newest first."""
     doc = await _get_visible(db, actor, order_id)
     if doc is None:
         raise NotFound("No such work order.")
-    page = page or TimelineQuery()
-    entries = await repo.activity(db, doc["_id"], offset=page.offset, limit=page.limit, action="commented")
+    entries = await repo.activity(db, doc["_id"], offset=offset, limit=limit, action="commented")
     return [CommentRead.model_validate(entry) for entry in entries]
 
 
