@@ -114,7 +114,7 @@ async def query_as_declared(request: Request) -> None:
     route = request.scope.get("route")
     if not params or route is None:
         return
-    declared, repeatable = _query_names(route.dependant)
+    declared, repeatable = _declared_query(route)
     if unknown := sorted(set(params) - declared):
         found = [{"field": name, "message": "unknown field", "type": "extra_forbidden"} for name in unknown]
         summary = "; ".join(f"{name}: unknown field" for name in unknown[:3])
@@ -123,6 +123,16 @@ async def query_as_declared(request: Request) -> None:
     if twice:
         found = [{"field": name, "message": "given more than once", "type": "repeated"} for name in twice]
         raise ValidationFailed(f"Give {', '.join(twice)} once, not more.", details={"fields": found})
+
+
+def _declared_query(route: Any) -> tuple[frozenset[str], frozenset[str]]:
+    """`_query_names` of a route, worked out on its first request and kept on it (routes never change once
+    made; FastAPI's routes cannot be dict keys, they define equality without a hash)."""
+    kept = vars(route).get("desk_query")
+    if kept is None:
+        names, lists = _query_names(route.dependant)
+        kept = route.desk_query = (frozenset(names), frozenset(lists))
+    return kept
 
 
 def _query_names(dependant: Any) -> tuple[set[str], set[str]]:
@@ -256,14 +266,14 @@ def _http_error(request: Request, error: StarletteHTTPException) -> Response:
 
 def _no_such_endpoint(request: Request) -> str:
     path = request.url.path
-    if path.endswith("/") and (plain := path.rstrip("/")) and _routes(request, path=plain):
+    if path.endswith("/") and (plain := path.rstrip("/")) and _best_match(request, path=plain) is not Match.NONE:
         return f"No such endpoint; did you mean {plain} (no slash at the end)?"
     return "No such endpoint."
 
 
 def _method_not_allowed(request: Request) -> Response:
     """405 with every method the path takes in Allow (Starlette names only the first route that matched it)."""
-    allowed = ", ".join(method for method in METHODS if _routed(request, method))
+    allowed = ", ".join(method for method in METHODS if _best_match(request, method=method) is Match.FULL)
     message = f"{request.method} is not a method of this endpoint; it takes {allowed}."
     return envelope(ErrorCode.METHOD_NOT_ALLOWED, message, headers={"Allow": allowed})
 
@@ -271,15 +281,14 @@ def _method_not_allowed(request: Request) -> Response:
 METHODS = ("GET", "POST", "PUT", "PATCH", "DELETE")
 
 
-def _routed(request: Request, method: str) -> bool:
-    scope = {**request.scope, "method": method}
-    return any(route.matches(scope)[0] is Match.FULL for route in request.app.router.routes)
+def _best_match(request: Request, **changes: str) -> Match:
+    """How well the app's routes take this request with `changes` to its scope (another method or path)."""
+    scope = {**request.scope, **changes}
+    return max((route.matches(scope)[0] for route in request.app.router.routes), key=_rank, default=Match.NONE)
 
 
-def _routes(request: Request, *, path: str) -> bool:
-    """Whether some route takes `path`, by any method."""
-    scope = {**request.scope, "path": path}
-    return any(route.matches(scope)[0] is not Match.NONE for route in request.app.router.routes)
+def _rank(match: Match) -> int:
+    return match.value  # NONE 0, PARTIAL 1 (another method), FULL 2
 
 
 async def _client_left(request: Request) -> bool:
