@@ -209,7 +209,7 @@ class Health:
 class RunExtra:
     cost_usd: float
     work_order_id: str | None
-    work_order_title: str | None = None  # None: no order, or it was deleted since
+    work_order_title: str | None  # None: no order, or it was deleted since
 
 
 @dataclass(frozen=True)
@@ -248,16 +248,17 @@ async def run_extras(*, db: AsyncDatabase, actor: Actor, run_ids: list[str]) -> 
     _require_admin(actor)
     oids = [oid for oid in map(parse_object_id, run_ids) if oid]
     docs = await runs.costs(db, oids)
-    order_ids = {str(doc["_id"]): str(doc["workOrderId"]) if doc.get("workOrderId") else None for doc in docs}
-    about = [oid for oid in map(parse_object_id, filter(None, order_ids.values())) if oid]
-    orders = await work_orders.by_ids(db=db, actor=actor, order_ids=about) if about else {}
-    extras = {}
-    for doc in docs:
-        order_id = order_ids[str(doc["_id"])]
-        order = orders.get(parse_object_id(order_id)) if order_id else None
-        title = order.title if order else None
-        extras[str(doc["_id"])] = RunExtra(float(doc.get("costUsd", 0.0)), order_id, title)
-    return extras
+    about = [oid for oid in (parse_object_id(str(doc.get("workOrderId"))) for doc in docs) if oid]
+    orders = await work_orders.by_ids(db=db, actor=actor, order_ids=about) if about else {}  # copilot runs: none
+    titles = {str(oid): order.title for oid, order in orders.items()}
+    return {
+        str(doc["_id"]): RunExtra(
+            cost_usd=float(doc.get("costUsd", 0.0)),
+            work_order_id=str(doc["workOrderId"]) if doc.get("workOrderId") else None,
+            work_order_title=titles.get(str(doc.get("workOrderId"))),
+        )
+        for doc in docs
+    }
 
 
 async def per_day(*, db: AsyncDatabase, actor: Actor, days: int = 30) -> list[TriageDay]:
