@@ -80,7 +80,7 @@ def _value_cell(value: str) -> ui.label:
     """A value as text that wraps anywhere; a long one shortened, with "Show all" to read it whole."""
     short = len(value) > LONG_VALUE
     cell = ui.label(value[:LONG_VALUE] + "…" if short else value)
-    cell.classes("whitespace-pre-wrap [overflow-wrap:anywhere] min-w-0 text-sm")
+    cell.classes("whitespace-pre-wrap wrap-anywhere min-w-0 text-sm")
     if short:
 
         def show_all() -> None:

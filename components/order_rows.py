@@ -44,8 +44,8 @@ class _Row:
             self.element = row
             self.priority = priority_chip(order.priority)
             title_classes = "grow text-base min-w-0 max-md:basis-full max-md:order-first"
-            self.title = ui.link(order.title, f"/app/work-orders/{order.id}").classes(title_classes)
-            self.title.style("overflow-wrap: anywhere")  # a long unbroken title wraps instead of widening the page
+            # wrap-anywhere: a long unbroken title wraps instead of widening the page
+            self.title = ui.link(order.title, f"/app/work-orders/{order.id}").classes(f"{title_classes} wrap-anywhere")
             self.title.mark("order-title")
             self.status = status_chip(order.status)
             self.owner = (

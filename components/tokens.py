@@ -11,7 +11,7 @@ from desk.auth.models import TokenRead
 def token_row(token: TokenRead, *, revoke: Callable[[TokenRead], Awaitable[None]]) -> None:
     """Name, prefix, when made and last used (never the secret), and Revoke."""
     with ui.row().classes("w-full items-center gap-3 py-1 border-b").mark(f"token-row token:{token.id}"):
-        ui.label(token.name).classes("grow [overflow-wrap:anywhere] font-medium").mark("token-row-name")
+        ui.label(token.name).classes("grow wrap-anywhere font-medium").mark("token-row-name")
         ui.label(f"{token.prefix}…").classes("font-mono text-xs text-grey-7")
         ui.label(f"Created {when(token.created_at)}").classes("text-sm text-grey-8")
         if token.last_used_at:

@@ -77,7 +77,7 @@ class TriageCard:
                 ui.badge("Flagged for the dispatcher", color="red-7").mark("triage-flag")
             ui.space()
             ui.label(ago(suggestion.created_at)).classes("text-xs text-grey-7").tooltip(when(suggestion.created_at))
-        ui.label(suggestion.summary).classes("whitespace-pre-wrap [overflow-wrap:anywhere]").mark("triage-summary")
+        ui.label(suggestion.summary).classes("whitespace-pre-wrap wrap-anywhere").mark("triage-summary")
         with ui.row().classes("items-center gap-2"):
             ui.label("Priority set to" if suggestion.applied else "Suggested priority").classes("text-sm")
             priority_chip(suggestion.suggested_priority).mark("triage-priority")

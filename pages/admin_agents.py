@@ -276,10 +276,8 @@ class AgentsScreen:
                     ui.badge("Flagged", color="red-7")
                     priority_chip(item.suggestion.suggested_priority)
                     with ui.column().classes("gap-0 grow min-w-0"):
-                        ui.link(item.order.title, f"/app/work-orders/{item.order.id}").classes(
-                            "[overflow-wrap:anywhere]"
-                        )
-                        ui.label(item.suggestion.summary).classes("text-sm text-grey-8 [overflow-wrap:anywhere]")
+                        ui.link(item.order.title, f"/app/work-orders/{item.order.id}").classes("wrap-anywhere")
+                        ui.label(item.suggestion.summary).classes("text-sm text-grey-8 wrap-anywhere")
                     ui.label(ago(item.suggestion.created_at)).classes("text-xs text-grey-7 w-24").tooltip(
                         when(item.suggestion.created_at)
                     )
@@ -303,7 +301,7 @@ class AgentsScreen:
                         who = names.get(entry.actor_id, "Someone")
                         ui.label(f"{who} {ACTIONS.get(entry.action, entry.action)}").classes("font-medium")
                         for line in _audit_lines(entry.before, entry.after):
-                            ui.label(line).classes("text-sm text-grey-9 [overflow-wrap:anywhere]")
+                            ui.label(line).classes("text-sm text-grey-9 wrap-anywhere")
 
     def _draw_health(self, state: triage.Health) -> None:
         waiting = state.events.get("pending", 0) + state.events.get("processing", 0)
@@ -340,7 +338,7 @@ class AgentsScreen:
                     with ui.row().classes("w-full items-center gap-3 py-1 border-b no-wrap").mark("failed-event"):
                         ui.link("Work order", f"/app/work-orders/{event.payload_ref}")
                         ui.label(f"{event.attempts} attempts · {event.last_error or 'no error kept'}").classes(
-                            "text-sm grow [overflow-wrap:anywhere]"
+                            "text-sm grow wrap-anywhere"
                         )
                         ui.label(ago(event.updated_at or event.created_at)).classes("text-xs text-grey-7")
                         ui.button("Retry", on_click=lambda e=event: self._retry(e.id)).props("outline dense").mark(

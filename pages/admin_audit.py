@@ -86,7 +86,7 @@ def _entry(entry: AuditRead, names: dict[str, str]) -> None:
         ui.label(when(entry.at)).classes("text-xs text-grey-7 w-40 shrink-0")
         ui.label(ACTIONS[entry.action]).classes("font-medium w-48 shrink-0")
         ui.label(f"by {who}").classes("text-sm w-40 shrink-0")
-        ui.label(_what(entry, names)).classes("text-sm grow [overflow-wrap:anywhere]")
+        ui.label(_what(entry, names)).classes("text-sm grow wrap-anywhere")
 
 
 def _what(entry: AuditRead, names: dict[str, str]) -> str:  # noqa: PLR0911 - one return per kind of entry

@@ -176,7 +176,7 @@ class RunsScreen:
                 ui.label("—").classes("w-40")
             ui.label(f"{run.input_tokens:,} in · {run.output_tokens:,} out").classes("text-sm text-grey-8 w-40")
             ui.label(f"${extra.cost_usd:.4f}" if extra else "").classes("text-sm text-grey-8 w-20")
-            ui.label(run.error_code or "").classes("text-sm text-red-8 grow [overflow-wrap:anywhere]")
+            ui.label(run.error_code or "").classes("text-sm text-red-8 grow wrap-anywhere")
 
 
 def status_chip(status: str) -> ui.chip:
@@ -211,9 +211,9 @@ def run_detail(detail: AgentRunDetail, extra: triage.RunExtra | None, names: dic
         for message in detail.messages:
             with ui.card().classes("w-full gap-1 " + ("bg-grey-1" if message.role != "assistant" else "")):
                 ui.label(f"{message.role} · {when(message.created_at)}").classes("text-xs text-grey-7")
-                ui.label(message.content or "(called tools)").classes(
-                    "whitespace-pre-wrap [overflow-wrap:anywhere]"
-                ).mark("message")
+                ui.label(message.content or "(called tools)").classes("whitespace-pre-wrap wrap-anywhere").mark(
+                    "message"
+                )
     ui.label("Tool calls").classes("text-lg font-semibold mt-2")
     with ui.column().classes("w-full gap-2").mark("tool-calls"):
         if not detail.tool_calls:
@@ -231,7 +231,7 @@ def _tool_call(call: AgentToolCallRead) -> None:
                 ui.badge(f"approval: {call.approval.status}", color="purple-6").props("outline")
             ui.label(f"{call.latency_ms} ms").classes("text-xs text-grey-7")
         for line in diff_lines(call):
-            ui.label(line).classes("text-sm [overflow-wrap:anywhere]").mark("tool-diff")
+            ui.label(line).classes("text-sm wrap-anywhere").mark("tool-diff")
         ui.label("Arguments").classes("text-xs text-grey-7")
         _json_text(call.args)
         if call.result is not None:
@@ -242,9 +242,9 @@ def _tool_call(call: AgentToolCallRead) -> None:
 def _json_text(value: object) -> None:
     # A label, not ui.code: ui.code is Markdown inside a fence, and a ``` in the model's text would end the fence.
     text = json.dumps(value, indent=2, ensure_ascii=False, default=str)
-    ui.label(text).classes(
-        "w-full font-mono text-xs whitespace-pre-wrap [overflow-wrap:anywhere] bg-grey-2 p-2 rounded"
-    ).mark("tool-json")
+    ui.label(text).classes("w-full font-mono text-xs whitespace-pre-wrap wrap-anywhere bg-grey-2 p-2 rounded").mark(
+        "tool-json"
+    )
 
 
 def diff_lines(call: AgentToolCallRead) -> list[str]:

@@ -121,10 +121,10 @@ class UserRow:
         self.visit, self.shown = visit, person
         with ui.row().classes("w-full items-center gap-3 px-3 py-1 border-b").mark(f"user-row user:{person.email}"):
             with ui.row().classes("w-48 items-center gap-1 no-wrap"):
-                self.name = ui.label(person.name).classes("[overflow-wrap:anywhere]").mark("user-name")
+                self.name = ui.label(person.name).classes("wrap-anywhere").mark("user-name")
                 if you:
                     ui.label("(you)").classes("text-xs text-grey-7")
-            self.email = ui.label(person.email).classes("w-64 [overflow-wrap:anywhere] text-sm").mark("user-email")
+            self.email = ui.label(person.email).classes("w-64 wrap-anywhere text-sm").mark("user-email")
             login = ago(person.last_login_at) if person.last_login_at else "Never"
             last = ui.label(login).classes("w-28 text-sm text-grey-8").mark("last-login")
             if person.last_login_at:
@@ -215,7 +215,7 @@ class UserRow:
         person = self.shown
         with ui.dialog() as dialog, ui.card().classes("w-[28rem] gap-2").mark("reset-dialog"):
             ui.label("Reset password").classes("text-lg font-semibold")
-            ui.label(f"New password for {person.name} ({person.email})").classes("[overflow-wrap:anywhere]")
+            ui.label(f"New password for {person.name} ({person.email})").classes("wrap-anywhere")
             ui.label(
                 "They are logged out everywhere, their API tokens stop working, and they need this password "
                 "to log in again."
@@ -276,7 +276,7 @@ class TokensDialog:
 
     async def open(self) -> None:
         with ui.dialog() as self.dialog, ui.card().classes("w-[40rem] gap-2").mark("tokens-dialog"):
-            ui.label(f"API tokens of {self.person.name}").classes("text-lg font-semibold [overflow-wrap:anywhere]")
+            ui.label(f"API tokens of {self.person.name}").classes("text-lg font-semibold wrap-anywhere")
             self.list_area = ui.column().classes("w-full gap-0")
             with ui.row().classes("w-full justify-end"):
                 ui.button("Close", on_click=lambda: self.dialog.submit(None)).props("flat").mark("tokens-close")
@@ -291,7 +291,7 @@ class TokensDialog:
         self.list_area.clear()
         with self.list_area:
             if not tokens:
-                ui.label(f"{self.person.name} has no API tokens.").classes("text-grey-7 [overflow-wrap:anywhere]").mark(
+                ui.label(f"{self.person.name} has no API tokens.").classes("text-grey-7 wrap-anywhere").mark(
                     "no-tokens"
                 )
             for token in tokens:

@@ -86,7 +86,7 @@ async def _runs(visit: session.Visit, into: ui.column) -> None:
                     ui.label(STATUS_WORDS.get(run.status, run.status)).classes("w-28 shrink-0")
                     question = asked.get(run.id, "")
                     shown = question if len(question) <= 80 else question[:80] + "…"
-                    ui.label(shown).classes("grow min-w-0 [overflow-wrap:anywhere]").mark("run-asked")
+                    ui.label(shown).classes("grow min-w-0 wrap-anywhere").mark("run-asked")
                     if run.error_code == UNREACHED:
                         used = "Not reached · no cost"
                     else:

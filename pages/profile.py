@@ -28,8 +28,8 @@ async def profile_page(request: Request):
         return session.to_login(request)
     with frame("Profile", user, path=PATH) as visit:
         with ui.column().classes("gap-0"):
-            ui.label(user["name"]).classes("text-2xl font-semibold [overflow-wrap:anywhere]").mark("profile-name")
-            ui.label(f"{user['email']} · {user['role']}").classes("text-grey-7 [overflow-wrap:anywhere]")
+            ui.label(user["name"]).classes("text-2xl font-semibold wrap-anywhere").mark("profile-name")
+            ui.label(f"{user['email']} · {user['role']}").classes("text-grey-7 wrap-anywhere")
         tokens = TokensCard(visit)
         _password_card(visit, on_tokens_revoked=tokens.show)
         _ai_card(visit, enabled=bool(user.get("aiEnabled", True)))
@@ -166,7 +166,7 @@ async def _show_secret_once(created: TokenCreated) -> None:
     """The only time the secret is on screen: the dialog and the secret leave the page when it closes."""
     with ui.dialog().props("persistent") as dialog, ui.card().classes("w-[36rem] gap-2").mark("token-dialog"):
         ui.label("Your new API token").classes("text-lg font-semibold")
-        ui.label(created.name).classes("[overflow-wrap:anywhere] font-medium")
+        ui.label(created.name).classes("wrap-anywhere font-medium")
         ui.label(created.secret).classes("font-mono break-all bg-grey-2 rounded p-2 w-full").mark("token-secret")
         ui.label("Copy it now: you won't see this token again.").classes("text-warning font-medium")
 
