@@ -1,12 +1,14 @@
 """This process's live turns, so a logout stops them at once, and the run tasks nobody awaits.
 
 A turn registers itself here while it may still run; `sessions.abort_runs` ends the person's runs
-in the database and then calls `interrupt`, which reaches the turns of this web process.
+in the database and then calls `interrupt`, which reaches the turns of this web process. A turn on
+its way to its first event is an `Opening` here too: other turns' bookkeeping gives way to it.
 """
 
 import asyncio
 import contextlib
 import logging
+import time
 import weakref
 from collections.abc import Iterator
 from typing import Protocol
@@ -88,3 +90,51 @@ def keep(task: asyncio.Task, *, failure: str, expected: tuple[type[BaseException
     _background.add(task)
     task.add_done_callback(done)
     return task
+
+
+# --- first events first ------------------------------------------------------------------------
+
+GIVE_WAY_SECONDS = 0.05  # the longest a turn gives way to others' first events (and how young theirs must be)
+_OPENING: weakref.WeakSet["Opening"] = weakref.WeakSet()  # this process's turns before their first event
+_giving_way: list[asyncio.Future] = []  # turns waiting in `Opening.out`, woken as each opening ends
+
+
+class Opening:
+    """A turn on its way to its first event (a token, mostly): what a person waits for when they ask.
+
+    After its first event a turn writes its records (the run, the message, the ledger, the answer)
+    while the rest of the answer streams. When several people ask at once, on one event loop and one
+    database, that work would go before the first events of the turns still on their way; so a turn
+    whose first event is out gives way to the others (`out`), for at most `GIVE_WAY_SECONDS`. It does
+    not wait for a turn that began longer ago than that: that one is waiting on its model, and the
+    desk is idle meanwhile. Held by its turn, weakly here: a turn that is never streamed is forgotten.
+    """
+
+    def __init__(self) -> None:
+        self.since = time.monotonic()
+        _OPENING.add(self)
+
+    def done(self) -> None:
+        """Stop holding others up: the first event is out, or the turn ended (or was refused) without one."""
+        if self in _OPENING:
+            _OPENING.discard(self)
+            for waiter in _giving_way:
+                if not waiter.done():
+                    waiter.set_result(None)
+
+    async def out(self) -> None:
+        """The turn's first event is out: the turns still on their way go first (once; later calls return)."""
+        if self not in _OPENING:
+            return
+        self.done()
+        until = time.monotonic() + GIVE_WAY_SECONDS
+        while _OPENING:
+            stop = min(until, max(opening.since for opening in _OPENING) + GIVE_WAY_SECONDS)
+            if stop <= time.monotonic():
+                return
+            waiter = asyncio.get_running_loop().create_future()
+            _giving_way.append(waiter)
+            try:
+                await asyncio.wait((waiter,), timeout=stop - time.monotonic())
+            finally:
+                _giving_way.remove(waiter)

@@ -63,6 +63,7 @@ class CopilotTurn:
         content: str,
         window: list[Message] | None = None,
         admission: budget.Admission | None = None,
+        opening: live.Opening | None = None,
     ):
         """The person's message `content` is stored with the run once the first token is out (`RunRecord.take`)."""
         self.settings, self.provider, self.actor = settings, provider, actor
@@ -80,6 +81,7 @@ class CopilotTurn:
         self.driver: asyncio.Task | None = None  # the task reading our events (`interrupt` may cancel it)
         self.calling = False  # the reader is waiting inside us for the model's next chunk
         self.interrupted = False
+        self.opening = opening or live.Opening()  # `begin` opened it before its checks
         live.register(actor.id, self)
 
     async def recorded(self) -> bool:
@@ -102,6 +104,7 @@ class CopilotTurn:
                 async with contextlib.aclosing(self._loop()) as loop:
                     async for event in loop:
                         yield event
+                        await self.opening.out()  # after the first: other people's first events go first
             except asyncio.CancelledError:
                 if not self._take_back_interrupt():
                     raise
@@ -114,6 +117,7 @@ class CopilotTurn:
             ending = ("error", "internal")
             raise
         finally:
+            self.opening.done()
             live.forget(self.actor.id, self)
             # One task for the whole wind-down: a second cancel (Stop pressed twice, a server's cancel
             # scope) interrupts only our wait for it, never the release that lets the next message in.

@@ -9,7 +9,7 @@ from bson import ObjectId
 from pymongo.asynchronous.database import AsyncDatabase
 
 from desk.actors import Actor
-from desk.agent import budget, history, runs
+from desk.agent import budget, history, live, runs
 from desk.agent.provider import Provider
 from desk.agent.record import LEASE
 from desk.agent.runtime import AGENT, CopilotTurn
@@ -56,6 +56,7 @@ async def begin(
         raise NotFound("No such copilot session.")
     run = runs.new_run(session_id=oid, user_id=user["_id"], mode="copilot", model=settings.ai_model, lease=LEASE)
     key = idempotency_key[:200] if idempotency_key else None
+    opening = live.Opening()  # from here to its first event, other turns' bookkeeping gives way to this one
     session, admission = await asyncio.gather(
         _claim(db, session_id=oid, run=run, key=key),
         budget.admit(db, settings, user_id=actor.id, agent=AGENT, ip=ip),
@@ -63,6 +64,7 @@ async def begin(
     )
     refusals = [outcome for outcome in (session, admission) if isinstance(outcome, BaseException)]
     if refusals:
+        opening.done()
         if not isinstance(session, BaseException):
             await _unclaim(db, session, run, key)
         raise min(refusals, key=_rank)
@@ -77,6 +79,7 @@ async def begin(
         content=content,
         window=history.HISTORIES.current(session),
         admission=admission,
+        opening=opening,
     )
 
 
