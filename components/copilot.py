@@ -200,7 +200,11 @@ class Copilot:
             mine = live.run_id if live else None
             with self.log:
                 for role, text, run_id in found.messages:
-                    if run_id != mine:
+                    if run_id == mine:
+                        continue
+                    if role == "note":
+                        self._note(text)
+                    else:
                         self._message(role, text)
             if live is not None:
                 self._attach(live)

@@ -286,12 +286,11 @@ class CopilotTurn:
             wrote = wrote or answer.staged
             content = answer.content
             messages.append({"role": "tool", "tool_call_id": request.id, "content": content})
-            await self.record.say("tool", content, toolCallId=request.id, name=request.name[:80])
+            name, summary = request.name[:80], answer.summary  # the line the person read: a page opened later shows it
+            await self.record.say("tool", content, toolCallId=request.id, name=name, summary=summary)
             if not answer.staged:  # a staged call is its own record
                 await self.record.tool_call(request, answer, started)
-            yield ToolResult(
-                tool_call_id=str(answer.id), tool=request.name[:80], outcome=answer.outcome, summary=answer.summary
-            )
+            yield ToolResult(tool_call_id=str(answer.id), tool=name, outcome=answer.outcome, summary=summary)
 
     async def _answer(
         self, request: ToolCallRequest, call_id: ObjectId, wrote: bool

@@ -84,7 +84,7 @@ async def abort_runs(*, db: AsyncDatabase, user_id: str) -> None:
 @dataclass(frozen=True)
 class Conversation:
     session_id: str
-    messages: list[tuple[str, str, str]]  # role, text, run id; oldest first
+    messages: list[tuple[str, str, str]]  # role (user, assistant, or note: a tool call's line), text, run id; oldest
     running_run_id: str | None
     waiting: list[ToolApprovalRequired]
 
@@ -96,13 +96,24 @@ async def conversation(*, db: AsyncDatabase, settings: Settings, actor: Actor, l
     stored, found = await asyncio.gather(runs.session_messages(db, oid, limit=limit), runs.get_session(db, oid))
     running = found.get("runningRunId") if found else None
     waiting = await runs.pending_approvals(db, running) if running else []
-    shown = [(m["role"], m["content"], m.get("runId")) for m in stored if m["role"] in ("user", "assistant")]
+    shown = [(_role(m), _text(m), m.get("runId")) for m in stored]
     return Conversation(
         session_id=session.id,
-        messages=[(role, content, str(run_id)) for role, content, run_id in shown if content],
+        messages=[(role, text, str(run_id)) for role, text, run_id in shown if text],
         running_run_id=str(running) if running else None,
         waiting=[_waiting_event(call) for call in waiting if call["approval"]["expiresAt"] > now()],
     )
+
+
+def _role(message: dict) -> str:
+    return "note" if message["role"] == "tool" else message["role"]
+
+
+def _text(message: dict) -> str | None:
+    """What the person read of a stored message: their words, the answer, or a tool call's line (never its result)."""
+    if message["role"] == "tool":
+        return message.get("summary")  # a call stored before summaries were kept shows nothing, as before
+    return message["content"] if message["role"] in ("user", "assistant") else None
 
 
 def _waiting_event(call: dict) -> ToolApprovalRequired:
