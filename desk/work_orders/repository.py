@@ -232,6 +232,13 @@ async def activity(
     return await cursor.skip(offset).limit(limit).to_list()
 
 
+async def left_the_queue_last(db: AsyncDatabase, order_id: ObjectId) -> bool:
+    """Whether the order's newest change of owner took it from the queue (where anyone could see it)."""
+    query = {"workOrderId": order_id, "action": "updated", "after.ownerId": {"$exists": True}}
+    entry = await db["activity"].find_one(query, sort=[("at", DESCENDING), ("_id", DESCENDING)])
+    return entry is not None and entry["before"].get("ownerId") is None and entry["after"]["ownerId"] is not None
+
+
 async def comment(db: AsyncDatabase, order: Doc, entry: Doc) -> Doc:
     """Add a comment to an order's timeline and tell every open screen of the order."""
     entry["_id"] = (await db["activity"].insert_one(entry)).inserted_id

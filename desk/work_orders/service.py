@@ -257,7 +257,7 @@ async def update(
     updated = timeline_entry(actor, "updated", before=before_fields, after=after_fields, run_id=run_id)
     after = await repo.update(db, before, fields, at=now(), activity=updated)
     if after is None:
-        raise await _lost_race(db, before["_id"])
+        raise await _lost_race(db, actor, before["_id"], data.version, taking=taking)
     return WorkOrderRead.model_validate(after)
 
 
@@ -268,7 +268,7 @@ async def delete(*, db: AsyncDatabase, actor: Actor, order_id: str, version: int
     deleted = timeline_entry(actor, "deleted", before=_tracked(before), after=None, run_id=run_id)
     gone = await repo.delete(db, before["_id"], version, activity=deleted)
     if gone is None:
-        raise await _lost_race(db, before["_id"])
+        raise await _lost_race(db, actor, before["_id"], version)
     # The order as it was, for the desk-wide audit log (its own timeline goes with it from every screen).
     kept = {"order": WorkOrderRead.model_validate(gone).model_dump(mode="json", by_alias=True), "runId": run_id}
     await audit.record(db=db, actor=actor, action="work_order_deleted", subject_id=before["_id"], details=kept)
@@ -325,12 +325,18 @@ async def _get_for_update(db: AsyncDatabase, actor: Actor, order_id: str, data: 
     doc = await _get_visible(db, actor, order_id)
     if doc is not None:
         return doc
-    # Two people took the same order from the queue: the one who lost sees it is gone from the queue,
-    # not that it never existed (nothing of the order is shown: it is no longer theirs to see).
-    taken = await repo.get(db, parse_object_id(order_id)) if data.owner_id == actor.id and actor.can_write else None
-    if taken is not None and taken["version"] > data.version:
-        raise Conflict("Someone else took this work order first; it is no longer in the queue.")
+    # Two people took the same order from the queue: the one who lost is told it left the queue, not that it
+    # never existed, and nothing of it is shown (it is no longer theirs to see). An order that was never in the
+    # queue reads as missing whatever is sent: an id alone must not tell that someone's order exists.
+    oid = parse_object_id(order_id)
+    taken = await repo.get(db, oid) if oid is not None and data.owner_id == actor.id and actor.can_write else None
+    if taken is not None and taken["version"] > data.version and await repo.left_the_queue_last(db, oid):
+        raise TakenFirst()
     raise NotFound("No such work order.")
+
+
+class TakenFirst(Conflict):
+    default_message = "Someone else took this work order first; it is no longer in the queue."
 
 
 def _check_writable(actor: Actor, doc: dict[str, Any], *, taking: bool) -> None:
@@ -343,20 +349,33 @@ def _check_writable(actor: Actor, doc: dict[str, Any], *, taking: bool) -> None:
 
 def _check_version(current: dict[str, Any], version: int) -> None:
     if current["version"] != version:
-        raise _conflict(current)
+        raise _conflict(current, version)
 
 
-def _conflict(current: dict[str, Any]) -> Conflict:
+def _conflict(current: dict[str, Any], version: int, *, taking: bool = False) -> Conflict:
+    """The order as it is now, and what happened since `version`, in words true whoever saved (`taking`: a take)."""
+    if version > current["version"]:
+        message = f"This work order is at version {current['version']}; there is no version {version} of it yet."
+    elif taking and current.get("ownerId") is not None:
+        message = TakenFirst.default_message
+    else:
+        message = (
+            f"This work order was saved since the version you have ({version}; it is at {current['version']} now). "
+            "Reload to see what changed, then apply yours again."
+        )
     return Conflict(
-        "Someone else saved this work order first. Reload to see their change, then apply yours again.",
-        details={"current": WorkOrderRead.model_validate(current).model_dump(mode="json", by_alias=True)},
+        message, details={"current": WorkOrderRead.model_validate(current).model_dump(mode="json", by_alias=True)}
     )
 
 
-async def _lost_race(db: AsyncDatabase, order_id: ObjectId) -> DeskError:
-    """Another write landed between our read and our conditional write: say what is there now."""
+async def _lost_race(
+    db: AsyncDatabase, actor: Actor, order_id: ObjectId, version: int, *, taking: bool = False
+) -> DeskError:
+    """Another write landed between our read and our conditional write: say what is there now, if theirs to see."""
     current = await repo.get(db, order_id)
-    return _conflict(current) if current else NotFound("No such work order.")
+    if current is not None and _visible(actor, current):
+        return _conflict(current, version, taking=taking)
+    return TakenFirst() if current is not None and taking else NotFound("No such work order.")
 
 
 def _tracked(doc: dict[str, Any]) -> dict[str, Any]:

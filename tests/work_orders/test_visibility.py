@@ -9,6 +9,7 @@ from bson import ObjectId
 
 from desk.actors import SYSTEM_TRIAGE
 from desk.errors import Conflict, Forbidden, NotFound
+from desk.work_orders import repository as repo
 from desk.work_orders import service
 from desk.work_orders import triage as triage_door
 from desk.work_orders.models import CommentCreate, WorkOrderCreate, WorkOrderQuery, WorkOrderUpdate
@@ -137,6 +138,70 @@ async def test_two_people_taking_the_same_order_one_wins_the_other_is_told(make_
 
     assert lost.value.message == "Someone else took this work order first; it is no longer in the queue."
     assert (await db["work_orders"].find_one({}))["ownerId"] == ObjectId(sam["id"])
+
+
+async def test_losing_a_take_at_the_same_moment_shows_nothing_of_the_order(make_user, db, monkeypatch):
+    sam, priya, lee = await make_user("user"), await make_user("user"), await make_user("user")
+    order = await service.create(
+        db=db, actor=actor(lee), data=WorkOrderCreate.model_validate({"title": "Queued", "ownerId": None})
+    )
+    original = repo.update
+
+    async def sam_saves_first(*args, **kwargs):  # Sam's take lands between Priya's read and her write
+        monkeypatch.setattr(repo, "update", original)
+        await service.update(
+            db=db, actor=actor(sam), order_id=order.id, data=WorkOrderUpdate(version=1, ownerId=sam["id"])
+        )
+        return await original(*args, **kwargs)
+
+    monkeypatch.setattr(repo, "update", sam_saves_first)
+    with pytest.raises(Conflict) as lost:
+        await service.update(
+            db=db, actor=actor(priya), order_id=order.id, data=WorkOrderUpdate(version=1, ownerId=priya["id"])
+        )
+
+    assert lost.value.message == "Someone else took this work order first; it is no longer in the queue."
+    assert lost.value.details is None  # the order is Sam's now: not hers to see
+    assert (await db["work_orders"].find_one({}))["ownerId"] == ObjectId(sam["id"])
+
+
+async def test_an_id_alone_never_tells_that_someones_order_exists(make_user, db):
+    sam, lee = await make_user("user"), await make_user("user")
+    private = await service.create(db=db, actor=actor(sam), data=WorkOrderCreate(title="Sam's own"))
+    for version in (1, 2):
+        await service.update(
+            db=db,
+            actor=actor(sam),
+            order_id=private.id,
+            data=WorkOrderUpdate(version=version, priority="high" if version == 1 else "low"),
+        )
+
+    with pytest.raises(NotFound):  # never in the queue: as missing as a made-up id, at any version sent
+        await service.update(
+            db=db, actor=actor(lee), order_id=private.id, data=WorkOrderUpdate(version=1, ownerId=lee["id"])
+        )
+
+
+async def test_a_conflict_says_what_happened_whoever_saved(make_user, db):
+    sam = await make_user("user")
+    order = await service.create(db=db, actor=actor(sam), data=WorkOrderCreate(title="Leaking tap"))
+    await service.update(db=db, actor=actor(sam), order_id=order.id, data=WorkOrderUpdate(version=1, priority="high"))
+
+    with pytest.raises(Conflict) as retried:  # Sam's own save, sent again after a timeout
+        await service.update(
+            db=db, actor=actor(sam), order_id=order.id, data=WorkOrderUpdate(version=1, priority="high")
+        )
+    with pytest.raises(Conflict) as ahead:
+        await service.update(
+            db=db, actor=actor(sam), order_id=order.id, data=WorkOrderUpdate(version=99, priority="low")
+        )
+
+    assert retried.value.message == (
+        "This work order was saved since the version you have (1; it is at 2 now). "
+        "Reload to see what changed, then apply yours again."
+    )
+    assert ahead.value.message == "This work order is at version 2; there is no version 99 of it yet."
+    assert retried.value.details["current"]["version"] == ahead.value.details["current"]["version"] == 2
 
 
 async def test_a_person_cannot_take_an_order_from_a_colleague(make_user, db):
