@@ -146,7 +146,7 @@ def _text(refused: re.Pattern[str] | None, *, max_length: int, required: bool, l
     checks: list[Any] = [StringConstraints(min_length=1 if required else None, max_length=max_length)]
     if lines:
         checks.append(AfterValidator(_newlines))
-    checks.append(AfterValidator(str.strip))
+    checks.append(AfterValidator(_strip))
     if required:
         checks.append(AfterValidator(_not_blank))
     if refused is not None:
@@ -168,6 +168,16 @@ def _not_blank(value: str) -> str:
 BMP = [chr(code) for code in range(0x10000)]
 # What str.strip() drops: Python's whitespace, some of which are control characters (TAB, LF, U+001C...).
 SPACE = frozenset(char for char in BMP if char.isspace())
+# What shows nothing on its own (a soft hyphen, zero-width spaces and joiners, the BOM, the Hangul fillers): at
+# the edges of a text it goes like whitespace, so a title of nothing else is as empty as one of spaces.
+INVISIBLE = frozenset(
+    "\u00ad\u034f\u115f\u1160\u17b4\u17b5\u180e\u200b\u200c\u200d\u2060\u2061\u2062\u2063\u2064\u3164\ufeff\uffa0"
+)
+BLANK = "".join(sorted(SPACE | INVISIBLE))
+
+
+def _strip(value: str) -> str:
+    return value.strip(BLANK)
 
 
 def without_text_patterns(schema: Any) -> Any:
@@ -190,7 +200,8 @@ def text_pattern(refused: re.Pattern[str] | None, *, required: bool, lines: bool
     empty; in a multi-line text a CR may be sent (it becomes an LF).
     """
     bad = {char for char in BMP if refused and refused.match(char)} - ({"\r"} if lines else set())
-    space, edge = char_class(SPACE), f"[^{char_class(bad | SPACE)}]"
+    blank = SPACE | INVISIBLE
+    space, edge = char_class(blank), f"[^{char_class(bad | blank)}]"
     inner = f"[^{char_class(bad)}]" if bad else "[\\s\\S]"
     middle = f"{edge}(?:{inner}*{edge})?"
     return f"^[{space}]*{middle if required else f'(?:{middle})?'}[{space}]*$"

@@ -18,6 +18,8 @@ async def _snapshot(db) -> list:
     [
         ({"title": ""}, "title"),
         ({"title": "   "}, "title"),
+        ({"title": "\u200b"}, "title"),  # characters that show nothing are as empty as spaces
+        ({"title": "\ufeff \u3164\u2060"}, "title"),
         ({"title": "x" * 201}, "title"),
         ({"title": "ok", "description": "x" * 5001}, "description"),
         ({"title": "ok", "priority": "asap"}, "priority"),
@@ -52,6 +54,7 @@ async def test_invalid_create_bodies(body, field, make_user, client_for, db):
         ({"version": 1.5, "title": "x"}, "version"),
         ({"version": 1, "status": "closed"}, "status"),
         ({"version": 1, "title": ""}, "title"),
+        ({"version": 1, "title": "\u200b\u180e"}, "title"),
         ({"version": 1, "createdAt": "2020-01-01"}, "createdAt"),
         ({"version": 1, "id": "5f0000000000000000000000"}, "id"),
     ],
