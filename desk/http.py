@@ -199,7 +199,8 @@ async def _validation_error(request: Request, error: Exception) -> Response:
     if any(item["type"] == "json_invalid" for item in error.errors()):
         return envelope(ErrorCode.VALIDATION_ERROR, NOT_JSON, {"fields": found})
     if _sent_as_other_than_json(request) and any(item["loc"][:1] == ("body",) for item in error.errors()):
-        # FastAPI reads only a JSON body as JSON: any other was refused as "must be a JSON object", which it may be
+        # FastAPI reads only a body sent as JSON as JSON: any other (or one of no type) was refused as "must be a
+        # JSON object", which it may well be
         wrong_type = {"field": "body", "message": "must be sent as application/json", "type": "content_type"}
         message = "Send the request body as JSON, with Content-Type: application/json."
         return envelope(ErrorCode.VALIDATION_ERROR, message, {"fields": [wrong_type]})
@@ -208,10 +209,9 @@ async def _validation_error(request: Request, error: Exception) -> Response:
 
 
 def _sent_as_other_than_json(request: Request) -> bool:
-    """The request names a content type, and it is not JSON (application/json or application/*+json)."""
+    """The request's body is not sent as JSON (application/json or application/*+json), or names no type at all."""
     kind = request.headers.get("content-type", "").split(";")[0].strip().lower()
-    is_json = kind == "application/json" or (kind.startswith("application/") and kind.endswith("+json"))
-    return bool(kind) and not is_json
+    return not (kind == "application/json" or (kind.startswith("application/") and kind.endswith("+json")))
 
 
 _HTTP_CODES = {

@@ -137,10 +137,11 @@ async def test_a_body_json_cannot_read_is_told_so_like_any_malformed_json(body, 
     assert await db["work_orders"].count_documents({}) == 0
 
 
-async def test_a_body_sent_as_another_type_than_json_is_told_to_send_json(make_user, client_for, db):
+@pytest.mark.parametrize("headers", [{"Content-Type": "text/plain"}, {}], ids=["as text", "of no type"])
+async def test_a_body_sent_as_another_type_than_json_is_told_to_send_json(headers, make_user, client_for, db):
     client = await client_for(await make_user("user"))
 
-    response = await client.post(ORDERS, content=b'{"title": "Leaking tap"}', headers={"Content-Type": "text/plain"})
+    response = await client.post(ORDERS, content=b'{"title": "Leaking tap"}', headers=headers)
 
     assert response.status_code == 400
     error = response.json()["error"]
