@@ -99,7 +99,8 @@ async def record_failed_login(db: AsyncDatabase, user_id: ObjectId, *, lock_unti
 
 
 async def clear_failed_logins(db: AsyncDatabase, user_id: ObjectId) -> Doc | None:
-    """Forget the failed logins and lift the lock; the user as it is now (None: no such user)."""
-    return await _users(db).find_one_and_update(
-        {"_id": user_id}, {"$set": {"failedLoginCount": 0, "lockedUntil": None}}, return_document=ReturnDocument.AFTER
-    )
+    """Forget the failed logins and lift the lock; the user as they were before (None: no such user)."""
+    return await _users(db).find_one_and_update({"_id": user_id}, {"$set": UNLOCKED})
+
+
+UNLOCKED = {"failedLoginCount": 0, "lockedUntil": None}

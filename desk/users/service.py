@@ -150,12 +150,14 @@ async def unlock_user(*, db: AsyncDatabase, actor: Actor, user_id: str) -> UserR
     """An admin lifts a lock left by failed logins, so the person can log in at once."""
     _require_admin(actor)
     oid = parse_object_id(user_id)
-    doc = await repo.clear_failed_logins(db, oid) if oid else None
-    if doc is None:
+    before = await repo.clear_failed_logins(db, oid) if oid else None
+    if before is None:
         raise NotFound("No such user.")
-    events.record("account_unlocked", actor_id=actor.id, subject_id=oid)
-    await audit.record(db=db, actor=actor, action="account_unlocked", subject_id=oid, details={"name": doc["name"]})
-    return UserRead.model_validate(doc)
+    if before.get("lockedUntil") and before["lockedUntil"] > now():  # an unlock that lifted no lock is no event
+        events.record("account_unlocked", actor_id=actor.id, subject_id=oid)
+        details = {"name": before["name"]}
+        await audit.record(db=db, actor=actor, action="account_unlocked", subject_id=oid, details=details)
+    return UserRead.model_validate(before | repo.UNLOCKED)
 
 
 def _record_changes(actor: Actor, before: UserRead, changes: dict[str, object]) -> None:

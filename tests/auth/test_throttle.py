@@ -114,6 +114,11 @@ async def test_admins_see_who_is_locked_and_unlock_them(make_user, client_for, a
 
     assert timedelta(minutes=14) < datetime.fromisoformat(listed["sam@example.com"]["lockedUntil"]) - now()
     assert listed[admin["email"]]["lockedUntil"] is None
+    again = await admins.post(f"/api/v1/admin/users/{sam['id']}/unlock")  # a second click: nothing left to lift
+
     assert refused.status_code == 403
     assert unlocked.status_code == 200 and unlocked.json()["lockedUntil"] is None
+    assert again.status_code == 200 and again.json() == unlocked.json()
     assert (await login(anonymous, "sam@example.com")).status_code == 200
+    audited = await admins.get("/api/v1/admin/audit")
+    assert [entry["action"] for entry in audited.json()["items"]].count("account_unlocked") == 1
