@@ -230,8 +230,10 @@ async def revoke_token(*, db: AsyncDatabase, actor: Actor, token_id: str) -> Non
 
 
 async def revoke_all_tokens(*, db: AsyncDatabase, actor: Actor, user_id: ObjectId) -> None:
-    """Delete every API token of the user (a password reset, or a change that asks for it, closes every way in)."""
+    """Delete every API token of the user (a password reset, a deactivation, or a change that asks for it)."""
     count = await repo.delete_user_tokens(db, user_id)
+    if not count:  # nothing revoked is no event
+        return
     events.record("tokens_revoked", actor_id=actor.id, subject_id=user_id, count=count)
     await audit.record(db=db, actor=actor, action="tokens_revoked", subject_id=user_id, details={"count": count})
 

@@ -109,7 +109,7 @@ async def display_names(*, db: AsyncDatabase, user_ids: set[str]) -> dict[str, s
 
 
 async def update_user(*, db: AsyncDatabase, actor: Actor, user_id: str, data: UserAdminUpdate) -> UserRead:
-    """An admin's change to a person; deactivating ends their sessions, a password reset their API tokens too."""
+    """An admin's change to a person; a deactivation or a password reset ends their sessions and API tokens."""
     _require_admin(actor)
     changes = data.changes()
     if not changes:
@@ -137,7 +137,9 @@ async def update_user(*, db: AsyncDatabase, actor: Actor, user_id: str, data: Us
         raise NotFound("No such user.")
     if data.password is not None or data.active is False:
         await auth_service.end_sessions(db=db, user_id=doc["_id"])
-    if data.password is not None:  # a reset closes every way in: whoever knew the old password may have made tokens
+    # A reset closes every way in (whoever knew the old password may have made tokens), and so does a deactivation:
+    # reactivating someone gives them back their account, not the tokens a script elsewhere may still hold.
+    if data.password is not None or changes.get("active") is False:
         await auth_service.revoke_all_tokens(db=db, actor=actor, user_id=doc["_id"])
     _record_changes(actor, target, changes)
     await _audit_changes(db, actor, target, changes)

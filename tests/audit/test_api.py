@@ -34,25 +34,28 @@ async def test_role_activation_password_reset_and_token_revocations_are_logged(m
     admins, sams = await client_for(admin), await client_for(sam)
     token = (await sams.post("/api/v1/auth/tokens", json={"name": "script"})).json()
     await sams.delete(f"/api/v1/auth/tokens/{token['id']}")
+    await sams.post("/api/v1/auth/tokens", json={"name": "kept"})
     users = f"/api/v1/admin/users/{sam['id']}"
     await admins.patch(users, json={"role": "viewer"})
-    await admins.patch(users, json={"active": False})
-    await admins.patch(users, json={"password": NEW_PASSWORD})
+    await admins.patch(users, json={"active": False})  # revokes the kept token
+    await admins.patch(users, json={"password": NEW_PASSWORD})  # no token left: nothing revoked, no entry for it
 
     entries = await _log(admins)
     actions = [e["action"] for e in entries]
     assert actions == [
         "password_reset",
-        "tokens_revoked",
         "activation_changed",
+        "tokens_revoked",
         "role_changed",
+        "token_created",
         "token_revoked",
         "token_created",
     ]
+    assert entries[2]["details"] == {"count": 1}
     assert entries[3]["details"] | {"name": None} == {"name": None, "before": "user", "after": "viewer"}
-    assert {e["subjectId"] for e in entries} == {sam["id"]} and entries[4]["actorId"] == sam["id"]
+    assert {e["subjectId"] for e in entries} == {sam["id"]} and entries[5]["actorId"] == sam["id"]
     named = {"tokenId": token["id"], "name": "script", "prefix": token["prefix"]}
-    assert entries[4]["details"] == entries[5]["details"] == named  # which token, as its owner sees it
+    assert entries[5]["details"] == entries[6]["details"] == named  # which token, as its owner sees it
     assert NEW_PASSWORD not in str(entries) and token["secret"] not in str(entries)
     only = await _log(admins, action="role_changed")
     assert [e["action"] for e in only] == ["role_changed"]

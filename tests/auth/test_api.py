@@ -208,15 +208,20 @@ async def test_api_tokens_are_shown_once_hashed_at_rest_and_revocable(make_user,
     assert (await anonymous.get("/api/v1/work-orders")).status_code == 401
 
 
-async def test_a_deactivated_persons_token_stops_working_at_once(make_user, client_for, anonymous):
+async def test_a_deactivated_persons_token_stops_working_at_once_and_for_good(make_user, client_for, anonymous):
     admin, sam = await make_user("admin"), await make_user("user")
     secret = (await (await client_for(sam)).post("/api/v1/auth/tokens", json={"name": "script"})).json()["secret"]
     anonymous.headers["Authorization"] = f"Bearer {secret}"
     assert (await anonymous.get("/api/v1/work-orders")).status_code == 200
 
-    await (await client_for(admin)).patch(f"/api/v1/admin/users/{sam['id']}", json={"active": False})
+    admins = await client_for(admin)
+    await admins.patch(f"/api/v1/admin/users/{sam['id']}", json={"active": False})
+    refused = await anonymous.get("/api/v1/work-orders")
+    await admins.patch(f"/api/v1/admin/users/{sam['id']}", json={"active": True})  # back from leave: not the token
 
+    assert refused.status_code == 401
     assert (await anonymous.get("/api/v1/work-orders")).status_code == 401
+    assert (await admins.get(f"/api/v1/admin/users/{sam['id']}/tokens")).json() == []
 
 
 async def test_someone_elses_token_cannot_be_revoked(make_user, client_for):
