@@ -48,6 +48,7 @@ PLAIN_ERRORS = {
     ErrorCode.RATE_LIMITED: "That was a lot of messages in a short time. Wait a minute, then ask again.",
 }
 EXPIRED = "The approval expired, so nothing was changed. Ask again if you still want it."
+WAITING_FOR_YOU = "The assistant is waiting for you to approve or reject its change first."
 WATCH_SECONDS = 1.0  # a panel showing a turn or a change of another process looks this often
 # The log follows new text to the bottom unless the person scrolled up to read (then it stays put);
 # sending a message of one's own brings it back down (`followNow`), to the question and its answer.
@@ -248,7 +249,11 @@ class Copilot:
             return
         ui.run_javascript(f"getHtmlElement({self.log.html_id!r})?.followNow?.()")  # to what this send shows
         if self.live is not None or self.remote_run is not None:
-            self._note(PLAIN_ERRORS[ErrorCode.AI_APPROVAL_PENDING], error=True)
+            if self.pending is not None:  # not busy: waiting for this person, who may not have seen the chip
+                self._note(WAITING_FOR_YOU, error=True)
+                self._reopen()
+            else:
+                self._note(PLAIN_ERRORS[ErrorCode.AI_APPROVAL_PENDING], error=True)
             return
         actor = await self.visit.actor()
         db, settings = get_db(), get_settings()

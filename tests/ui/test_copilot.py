@@ -173,7 +173,18 @@ async def test_what_the_assistant_did_reads_the_same_after_a_reload(
     ]
 
 
-async def test_dismiss_then_reopen_from_the_chip(user: User, ai_on, fake_provider, make_user, log_in, db):
+def approval_open(user: User) -> bool:
+    with user:
+        return any(
+            dialog.value
+            for dialog in ElementFilter(kind=ui.dialog)
+            if ElementFilter(marker="approval").within(instance=dialog)
+        )
+
+
+async def test_dismiss_then_reopen_from_the_chip_or_by_asking_again(
+    user: User, ai_on, fake_provider, make_user, log_in, db
+):
     sam = await make_user("user")
     fake_provider.script(Turn.tool_calls(("create_work_order", {"title": "Order new chairs"})), Turn.text("Created."))
     await open_copilot(user, sam, log_in)
@@ -184,6 +195,11 @@ async def test_dismiss_then_reopen_from_the_chip(user: User, ai_on, fake_provide
     await user.should_see(marker="approval-chip")
     assert await db["work_orders"].count_documents({}) == 0
     user.find(marker="approval-chip").click()
+    user.find(marker="approval-dismiss").click()
+    assert not approval_open(user)
+    user.find(marker="copilot-input").type("And a desk?").trigger("keydown.enter.prevent")  # Enter: the button is off
+    await user.should_see("The assistant is waiting for you to approve or reject its change first.")
+    assert approval_open(user)  # the change is put before them again
     user.find(marker="approve").click()
 
     await user.should_see("Created.", retries=WAIT)
