@@ -16,6 +16,7 @@ from components.forbidden import forbidden
 
 SESSION_CHECK_SECONDS = 3.0
 NOTICE = "notice"  # in the tab's storage: what the next page of this tab tells the person (notify_next_page)
+LIST_VIEW = "list_view"  # in the tab's storage: the work-order list's address as this tab last showed it
 COPILOT_PAGE = "/app/copilot"  # the conversation's own page: no second panel in a drawer there
 
 
@@ -62,6 +63,23 @@ def frame(title: str, user: dict, *, path: str) -> Iterator[session.Visit]:
 def notify_next_page(message: str) -> None:
     """Tell the person `message` on the page this tab opens next (a notification dies with the page it is on)."""
     app.storage.tab[NOTICE] = message
+
+
+def remember_list_view(url: str) -> None:
+    """The list's address with its filters, for this tab's way back to it (`back_to_list`)."""
+    app.storage.tab[LIST_VIEW] = url
+
+
+def back_to_list(link: ui.link | None = None) -> str:
+    """The list as this tab last showed it (its filters kept), or the plain list; `link` is pointed there.
+
+    Only once the browser is connected is the tab known: a page calls it from a handler, or a timer.
+    """
+    url = app.storage.tab.get(LIST_VIEW, "/app")
+    url = url if url == "/app" or url.startswith("/app?") else "/app"  # only ever an address of the list
+    if link is not None:
+        link.props(f'href="{url}"')
+    return url
 
 
 def _tell_notice() -> None:

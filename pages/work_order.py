@@ -12,7 +12,7 @@ from components.confirm import confirm
 from components.drafts import Draft
 from components.fields import show_problems
 from components.formats import when
-from components.frame import frame, notify_next_page
+from components.frame import back_to_list, frame, notify_next_page
 from components.timeline import comment_box, timeline
 from components.triage_card import triage_card
 from desk.actors import Actor
@@ -40,7 +40,8 @@ async def work_order_page(request: Request, order_id: str):
     actor = session.actor_of(user)
     order = await service.get(db=get_db(), actor=actor, order_id=order_id)
     with frame(order.title if order else "Work order", user, path=request.url.path) as visit:  # the tab says which
-        ui.link("← All work orders", "/app").classes("text-sm")
+        back = ui.link("← All work orders", "/app").classes("text-sm").mark("back-to-list")
+        ui.timer(0, lambda: back_to_list(back), once=True)  # to the list as this tab showed it, filters and all
         if order is None:
             ui.label("This work order does not exist, or it is not yours to see.").classes("text-lg").mark("missing")
             return
@@ -323,7 +324,7 @@ class WorkOrderView:
             return
         notify_next_page(f"Deleted “{self.loaded.title}”.")  # on the list: this page is left at once
         self.draft.forget()
-        ui.navigate.to("/app")
+        ui.navigate.to(back_to_list())
 
 
 def _shown(field: str, value: object) -> str:

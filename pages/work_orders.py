@@ -14,7 +14,7 @@ from nicegui import APIRouter, background_tasks, ui
 
 from components import live, order_rows, session
 from components.chips import PRIORITY_LABELS, STATUS_LABELS
-from components.frame import frame
+from components.frame import frame, remember_list_view
 from components.order_rows import OrderRows
 from components.work_order_dialog import new_work_order_dialog
 from desk.actors import Actor
@@ -115,6 +115,7 @@ async def work_orders_page(request: Request):
 
         latest, client = 0, ui.context.client
         view = _ListView(actor, owners, filters, on_page=lambda number: _set(filters, page=number))
+        ui.timer(0, lambda: remember_list_view(filters.url()), once=True)  # the tab is known once connected
 
         async def load(change_seq: int | None = None) -> None:
             """Read and show the list: as the person is now after their own action, as loaded for a live redraw
@@ -133,6 +134,7 @@ async def work_orders_page(request: Request):
             for key, value in changes.items():
                 setattr(current, key, value)
             ui.navigate.history.replace(current.url())  # Back, reload and bookmarks come back to this view
+            remember_list_view(current.url())  # and an order's "All work orders" link
             reload()
 
         def reload() -> None:

@@ -4,7 +4,7 @@ from nicegui.testing import User
 
 from desk.work_orders import service
 from desk.work_orders.models import WorkOrderUpdate
-from tests.helpers import actor
+from tests.helpers import actor, until
 
 
 def titles(user: User) -> list[str]:
@@ -77,3 +77,23 @@ async def test_an_orders_tab_carries_its_title_and_the_nav_shows_where_you_are(
     await user.open("/app/profile")  # not a nav screen: nothing in the nav claims to be here
     await user.should_see(marker="current-user")
     await user.should_not_see(marker="nav-current")
+
+
+async def test_all_work_orders_goes_back_to_the_view_this_tab_showed(user: User, make_user, make_order, log_in):
+    sam = await make_user("user")
+    await make_order(sam, "Kitchen tap")
+    await make_order(sam, "Roof")
+    await log_in(user, sam)
+    await user.open("/app?q=kit")
+    (sort,) = user.find(marker="sort").elements
+    sort.set_value("title")  # changed on the page: the address follows
+    await user.should_see("1–1 of 1")
+
+    user.find("Kitchen tap").click()
+    await user.should_see(marker="back-to-list")
+    (back,) = user.find(marker="back-to-list").elements
+    await until(lambda: back.props["href"] == "/app?q=kit&sort=title", what="the way back to the view")
+    user.find(marker="back-to-list").click()
+
+    await user.should_see("1–1 of 1")
+    assert titles(user) == ["Kitchen tap"]
