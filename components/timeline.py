@@ -32,11 +32,12 @@ def timeline(entries: list[ActivityRead], names: dict[str, str]) -> None:
         return
     with ui.column().classes("w-full gap-2").mark("timeline"):
         for entry in entries:
-            with ui.row().classes("w-full items-start gap-2").mark("timeline-entry"):
+            # no-wrap, and a column that may shrink: long text wraps beside the icon, not below it
+            with ui.row().classes("w-full items-start gap-2 no-wrap").mark("timeline-entry"):
                 ui.icon("smart_toy" if entry.actor_kind == "system" or entry.run_id else "person").classes(
                     "text-grey-7"
                 )
-                with ui.column().classes("gap-0 grow"):
+                with ui.column().classes("gap-0 grow min-w-0"):
                     with ui.row().classes("gap-1 items-center"):
                         ui.label(_who(entry, names)).classes("font-medium")
                         if entry.actor_kind == "system" or entry.run_id:

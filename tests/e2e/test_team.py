@@ -6,6 +6,11 @@ from tests.e2e.browser import Browser
 from tests.helpers import actor
 
 LIVE = 5.0  # seconds a change made elsewhere may take to show on an open screen
+LONG_COMMENT = "Lee checked it: " + "; ".join(["the left leg is loose, and the screw that holds it is gone"] * 4)
+# The timeline entry holding `arguments[0]` (the row whose first child is its icon): its text starts right of the icon.
+BESIDE_ITS_ICON = """let entry = arguments[0];
+while (entry && !(entry.firstElementChild && entry.firstElementChild.matches('i.q-icon'))) entry = entry.parentElement;
+return arguments[0].getBoundingClientRect().left >= entry.firstElementChild.getBoundingClientRect().right;"""
 
 
 async def test_an_unassigned_order_is_taken_from_the_queue_then_reassigned(browser, make_person, e2e_db):
@@ -60,6 +65,10 @@ async def test_an_unassigned_order_is_taken_from_the_queue_then_reassigned(brows
     dana.press("Comment")
     sam.see("Lee has the <b>spare</b> chair.", timeout=LIVE)  # on the requester's open page, as typed
     sam.see("Dana Okafor")
+    dana.fill("Add a comment", LONG_COMMENT)
+    dana.press("Comment")
+    long = sam.see(LONG_COMMENT, timeout=LIVE)
+    assert sam.driver.execute_script(BESIDE_ITS_ICON, long)  # wrapped beside the icon, not under it
     sam.shoot("comment-arrives")
     priya.do_not_see("Wobbly chair in room 214", timeout=LIVE)  # no longer hers, nor in the queue
     priya.shoot("gone-from-priya")
