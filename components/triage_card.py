@@ -92,10 +92,16 @@ class TriageCard:
         if suggestion.applied or not can_decide:
             return
         same = suggestion.suggested_priority == order.priority
+        # Someone set the priority since: one click must not undo a person's decision with the agent's older one.
+        overtaken = not same and suggestion.priority_before not in (None, order.priority)
         if same:
             ui.label("The work order already has this priority.").classes("text-sm text-grey-8")
+        elif overtaken:
+            ui.label(f"Since this suggestion, the priority was set to {PRIORITY_LABELS[order.priority]}.").classes(
+                "text-sm text-grey-8"
+            ).mark("triage-overtaken")
         with ui.row().classes("gap-2"):
-            if not same:
+            if not (same or overtaken):
                 label = f"Accept: make it {PRIORITY_LABELS[suggestion.suggested_priority]}"
                 ui.button(label, icon="check", on_click=lambda: self.decide(suggestion, accept=True)).mark(
                     "triage-accept"

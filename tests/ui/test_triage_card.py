@@ -72,6 +72,26 @@ async def test_dismiss_leaves_the_priority(
     assert (await db["work_orders"].find_one({}))["priority"] == "medium"
 
 
+async def test_a_suggestion_overtaken_by_a_persons_priority_offers_no_accept(
+    user: User, make_user, make_order, log_in, db, ai_settings, provider, fake_provider
+):
+    sam = await make_user("user")
+    order = await make_order(sam, "Flickering light")
+    fake_provider.script(proposal("low", summary="One bulb flickers in the hall."))
+    await triage_now(db, ai_settings, provider)
+    update = WorkOrderUpdate(version=1, priority="urgent")  # the team knows better: it is the fire exit sign
+    await work_orders.update(db=db, actor=actor(sam), order_id=order.id, data=update)
+
+    await log_in(user, sam)
+    await open_order(user, order.id)
+
+    await user.should_see("Since this suggestion, the priority was set to Urgent.")
+    await user.should_not_see(marker="triage-accept")
+    user.find(marker="triage-dismiss").click()
+    await user.should_see(marker="triage-decided", content="Dismissed")
+    assert (await db["work_orders"].find_one({}))["priority"] == "urgent"
+
+
 async def test_an_admin_decides_on_anyones_order_a_viewer_only_reads(
     user: User, create_user, make_user, change_user, make_order, log_in, db, ai_settings, provider, fake_provider
 ):

@@ -95,6 +95,7 @@ class TriageSuggestionRead(ReadModel):
     run_id: IdStr
     summary: str
     suggested_priority: Priority
+    priority_before: Priority | None = None  # the order's priority when it was triaged (None: not kept then)
     flag_for_dispatcher: bool
     applied: bool
     applied_note: str | None = None
