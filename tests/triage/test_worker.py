@@ -182,6 +182,20 @@ async def test_invalid_answers_count_as_failed_attempts_until_the_event_is_dead_
     assert await suggestions_of(db, order) == []
 
 
+async def test_a_summary_that_echoes_the_prompt_is_never_shown(db, make_user, make_order, fake_provider, burst):
+    order = await make_order(await make_user())
+    echo = 'Someone reports: Triage this work order. <<<WORK_ORDER_DATA { "title": "T'  # the prompt, echoed back
+    fake_provider.script(
+        Turn.tool_calls(("triage_propose", {**_args(), "summary": echo})),
+        Turn.tool_calls(("triage_propose", _args())),
+    )
+
+    await burst()
+
+    assert [s["summary"] for s in await suggestions_of(db, order)] == [_args()["summary"]]
+    assert (await event_of(db, order))["attempts"] == 2  # the echo was a failed attempt
+
+
 async def test_retries_wait_exponentially_longer_with_jitter(monkeypatch):
     monkeypatch.setattr(worker_jobs, "BACKOFF_BASE_SECONDS", 2.0)
     for attempts, (low, high) in {1: (1, 2), 2: (2, 4), 3: (4, 8)}.items():

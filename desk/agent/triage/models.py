@@ -17,6 +17,17 @@ AllowedField = Literal["priority"]  # v1: the triage may change priority and not
 HOURS = re.compile(r"^(\*|([01][0-9]|2[0-3]):[0-5][0-9]-([01][0-9]|2[0-3]):[0-5][0-9])$")
 
 
+DATA_MARKER = "WORK_ORDER_DATA"  # the prompt's delimiters of the order's text (prompt.BEGIN, prompt.END)
+
+
+def _no_prompt(summary: str) -> str:
+    # A summary that quotes the prompt's data markers is the prompt echoed back (a broken or steered model),
+    # never a summary: it would put the prompt and half a JSON document on every screen that shows it.
+    if DATA_MARKER.casefold() in summary.casefold():
+        raise ValueError("must not quote the prompt")
+    return summary
+
+
 class TriageProposal(BaseModel):
     """What the triage proposes for one work order."""
 
@@ -24,7 +35,9 @@ class TriageProposal(BaseModel):
 
     model_config = ConfigDict(extra="forbid", strict=True)
 
-    summary: Annotated[str, StringConstraints(strip_whitespace=True, min_length=1, max_length=280)]
+    summary: Annotated[
+        str, StringConstraints(strip_whitespace=True, min_length=1, max_length=280), AfterValidator(_no_prompt)
+    ]
     suggestedPriority: Priority  # camelCase: the names the model sees, like the rest of the API
     flagForDispatcher: bool
 

@@ -10,9 +10,10 @@ import json
 from typing import Any
 
 from desk.agent.tools import REGISTRY
+from desk.agent.triage.models import DATA_MARKER
 from desk.agent.triage.tool import NAME as TOOL_NAME
 
-BEGIN, END = "<<<WORK_ORDER_DATA", "WORK_ORDER_DATA>>>"
+BEGIN, END = f"<<<{DATA_MARKER}", f"{DATA_MARKER}>>>"
 
 SYSTEM_PROMPT = """\
 You are the Work Order Desk triage agent. You read one new work order and propose how urgent it is.
