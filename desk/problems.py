@@ -30,6 +30,8 @@ def problem(item: dict[str, Any]) -> dict[str, str]:
     for part in loc[1:]:
         if isinstance(part, str) and not NAME.fullmatch(part):
             break  # pydantic's name for a union member ("constrained-str", "literal['none']"), not a field
+        if isinstance(part, int) and loc[0] == "query":
+            continue  # ?status=a&status=b: the parameter is named, not its place among its repeats ("status.0")
         names.append(str(part))
     field = ".".join(names) or (str(loc[0]) if loc else "")
     return {"field": field, "message": message(item), "type": item["type"]}

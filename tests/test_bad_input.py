@@ -193,6 +193,17 @@ async def test_bad_list_parameters(params, make_user, client_for):
     assert response.json()["error"]["code"] == "VALIDATION_ERROR"
 
 
+async def test_a_repeatable_parameter_is_named_as_sent_not_by_its_place(make_user, client_for):
+    client = await client_for(await make_user("user"))
+
+    response = await client.get(ORDERS, params=[("status", "pending"), ("status", "open")])
+
+    assert response.status_code == 400
+    (problem,) = response.json()["error"]["details"]["fields"]
+    assert problem["field"] == "status" and problem["message"].startswith("must be ")
+    assert response.json()["error"]["message"].startswith("The request is not valid: status: must be ")
+
+
 @pytest.mark.parametrize("order_id", ["nope", "123", "5f000000000000000000000g", "5f0000000000000000000000", "%00"])
 async def test_invalid_and_unknown_ids_are_not_found(order_id, make_user, client_for):
     client = await client_for(await make_user("admin"))
