@@ -143,6 +143,11 @@ class Conflict(DeskError):
     default_message = "Someone else changed this first."
 
 
+def again_in(seconds: int) -> str:
+    """When a refused request may be sent again, as the Retry-After header says it: "try again in 16 seconds"."""
+    return f"try again in {seconds} second{'' if seconds == 1 else 's'}"
+
+
 class RateLimited(DeskError):
     code = ErrorCode.RATE_LIMITED
     default_message = "Too many requests; try again shortly."

@@ -14,7 +14,7 @@ from desk.auth import events, passwords, throttle
 from desk.auth import repository as repo
 from desk.auth.models import TokenCreated, TokenRead
 from desk.config import get_settings
-from desk.errors import Forbidden, NotFound, RateLimited, Unauthorized
+from desk.errors import Forbidden, NotFound, RateLimited, Unauthorized, again_in
 from desk.schema import now, parse_object_id
 from desk.users import access
 from desk.users import repository as users_repo
@@ -125,11 +125,15 @@ def _locked_message(until: datetime) -> str:
 
 
 async def limit_rate(*, db: AsyncDatabase, key: str, per_minute: int, message: str) -> None:
-    """Count one hit on `key` in this minute (shared by every process); RateLimited past `per_minute`."""
+    """Count one hit on `key` in this minute (shared by every process); RateLimited past `per_minute`.
+
+    `message` says what was too much; when to try again is added to it.
+    """
     moment = now()
     window_end = moment.replace(second=0, microsecond=0) + timedelta(minutes=1)
     if await repo.hit(db, key, window_end=window_end) > per_minute:
-        raise RateLimited(message, retry_after=max(1, int((window_end - moment).total_seconds())))
+        retry_after = max(1, int((window_end - moment).total_seconds()))
+        raise RateLimited(f"{message}; {again_in(retry_after)}.", retry_after=retry_after)
 
 
 async def open_session(*, db: AsyncDatabase, user_id: ObjectId) -> str:

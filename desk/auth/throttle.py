@@ -22,11 +22,11 @@ from pymongo.asynchronous.database import AsyncDatabase
 
 from desk.auth import repository as repo
 from desk.config import get_settings
-from desk.errors import RateLimited
+from desk.errors import RateLimited, again_in
 from desk.schema import now
 
 ADDRESS_FACTOR = 5
-TOO_MANY = "Too many login attempts from this address; wait a minute."
+TOO_MANY = "Too many login attempts from this address"
 
 
 @dataclass(frozen=True)
@@ -48,7 +48,8 @@ async def admit(*, db: AsyncDatabase, ip: str, email: str) -> Attempt:
     for key, limit in limits.items():
         taken.append(key)
         if await repo.hit(db, key, window_end=window_end) > limit:
-            raise RateLimited(TOO_MANY, retry_after=max(1, int((window_end - moment).total_seconds())))
+            retry_after = max(1, int((window_end - moment).total_seconds()))
+            raise RateLimited(f"{TOO_MANY}; {again_in(retry_after)}.", retry_after=retry_after)
     return Attempt(keys=tuple(taken), window_end=window_end)
 
 

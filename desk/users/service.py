@@ -235,7 +235,7 @@ async def change_own_password(
         db=db,
         key=f"password-check:{actor.id}",
         per_minute=PASSWORD_CHECKS_PER_MINUTE,
-        message="Too many tries at your current password; wait a minute.",
+        message="Too many tries at your current password",
     )
     doc = await repo.get(db, ObjectId(actor.id))
     if doc is None or not await passwords.verify_password(doc["passwordHash"], current):
