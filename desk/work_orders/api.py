@@ -2,7 +2,7 @@
 
 from typing import Annotated
 
-from fastapi import APIRouter, Query, status
+from fastapi import APIRouter, Query, Response, status
 
 from desk.errors import ErrorCode
 from desk.http import AUTHED, CurrentActor, Db, errors
@@ -33,14 +33,19 @@ async def list_orders(
     return await service.list_orders(db=db, actor=actor, query=query)
 
 
+CREATED = {201: {"headers": {"Location": {"description": "The new work order's URL", "schema": {"type": "string"}}}}}
+
+
 @router.post(
     "",
     status_code=201,
     response_model=WorkOrderRead,
-    responses=errors(*AUTHED, ErrorCode.NOT_FOUND, ErrorCode.CONFLICT),
+    responses=CREATED | errors(*AUTHED, ErrorCode.NOT_FOUND, ErrorCode.CONFLICT),
 )
-async def create(body: WorkOrderCreate, db: Db, actor: CurrentActor) -> WorkOrderRead:
-    return await service.create(db=db, actor=actor, data=body)
+async def create(body: WorkOrderCreate, db: Db, actor: CurrentActor, response: Response) -> WorkOrderRead:
+    created = await service.create(db=db, actor=actor, data=body)
+    response.headers["Location"] = f"{router.prefix}/{created.id}"  # where it is read (GET), changed and deleted
+    return created
 
 
 @router.get("/{order_id}", response_model=WorkOrderRead, responses=errors(*MISSING))

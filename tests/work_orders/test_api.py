@@ -23,7 +23,7 @@ async def test_create_returns_a_pending_order_owned_by_the_creator(make_user, cl
     assert order["ownerId"] == sam["id"]
     assert order["version"] == 1
     assert order["description"] == ""
-    fetched = await client.get(f"/api/v1/work-orders/{order['id']}")
+    fetched = await client.get(response.headers["Location"])  # where the new order is, as HTTP says it
     assert fetched.json() == order
 
 
