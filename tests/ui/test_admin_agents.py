@@ -84,6 +84,9 @@ async def test_the_policy_is_validated_saved_and_audited(user: User, make_user, 
     user.find(marker="policy-workingHours").clear().type("9 to 5")
     user.find(marker="policy-save").click()
     await user.should_see('Must be "*" or "HH:MM-HH:MM".')
+    user.find(marker="policy-workingHours").clear().type("25:00-99:99")
+    user.find(marker="policy-save").click()
+    await user.should_see("Must use times of day, from 00:00 to 23:59.")
     assert (await config(db))["version"] == 1
 
     user.find(marker="policy-workingHours").clear().type("08:00-18:00")

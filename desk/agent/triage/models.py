@@ -42,10 +42,15 @@ class TriageProposal(BaseModel):
     flagForDispatcher: bool
 
 
+SHAPED_AS_HOURS = re.compile(r"^[0-9]{2}:[0-9]{2}-[0-9]{2}:[0-9]{2}$")
+
+
 def _hours(value: str) -> str:
-    if not HOURS.match(value):
-        raise ValueError('must be "*" or "HH:MM-HH:MM"')
-    return value
+    if HOURS.match(value):
+        return value
+    if SHAPED_AS_HOURS.match(value):  # the form is right, a time is not (25:00, 08:60): say that, not the form again
+        raise ValueError("must use times of day, from 00:00 to 23:59")
+    raise ValueError('must be "*" or "HH:MM-HH:MM"')
 
 
 WorkingHours = Annotated[str, AfterValidator(_hours), Field(json_schema_extra={"pattern": HOURS.pattern})]
