@@ -131,6 +131,7 @@ class WorkOrderView:
             self.read_only.clear()
             with self.read_only:
                 ui.label(order.description or "No description.").classes("whitespace-pre-wrap wrap-anywhere")
+                ui.label(_why_read_only(self.actor, order)).classes("text-sm text-grey-7").mark("read-only-why")
         await self._show_history()
 
     async def _show_history(self) -> None:
@@ -325,6 +326,15 @@ class WorkOrderView:
         notify_next_page(f"Deleted “{self.loaded.title}”.")  # on the list: this page is left at once
         self.draft.forget()
         ui.navigate.to(back_to_list())
+
+
+def _why_read_only(actor: Actor, order: WorkOrderRead) -> str:
+    """Why there is no form to edit this order: a person shown only text deserves to know."""
+    if not actor.can_write:
+        return "Viewers read work orders and comment on them; they do not change them."
+    if order.owner_id is None:
+        return "While it waits in the queue, only its requester or an admin changes it; “Assign to me” makes it yours."
+    return "Only its requester, its owner or an admin can change this work order."
 
 
 def _shown(field: str, value: object) -> str:

@@ -220,4 +220,5 @@ async def test_a_viewer_reads_every_order_and_gets_no_edit_controls(
     await user.should_see("Requested by Sam Rivera")
     for marker in ("save", "delete", "assign-to-me", "owner-select"):
         await user.should_not_see(marker=marker)
+    await user.should_see("Viewers read work orders and comment on them; they do not change them.")  # no form: why
     await user.should_see(marker="comment-add")  # a comment changes nothing on the order
