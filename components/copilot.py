@@ -48,6 +48,10 @@ PLAIN_ERRORS = {
     ErrorCode.RATE_LIMITED: "That was a lot of messages in a short time. Wait a minute, then ask again.",
 }
 EXPIRED = "The approval expired, so nothing was changed. Ask again if you still want it."
+HINT = (
+    "Ask about your work orders (what is open, what is urgent, what changed), or ask it to create, change or "
+    "delete one: every change waits for your approval."
+)
 WAITING_FOR_YOU = "The assistant is waiting for you to approve or reject its change first."
 WATCH_SECONDS = 1.0  # a panel showing a turn or a change of another process looks this often
 # The log follows new text to the bottom unless the person scrolled up to read (then it stays put);
@@ -200,6 +204,8 @@ class Copilot:
             self.answer = None
             mine = live.run_id if live else None
             with self.log:
+                if not found.messages and live is None:  # a new conversation: what the assistant is for
+                    ui.label(HINT).classes("text-sm text-grey-7").mark("copilot-hint")
                 for role, text, run_id in found.messages:
                     if run_id == mine:
                         continue
@@ -286,6 +292,9 @@ class Copilot:
     def _attach_new(self, live: LiveTurn) -> None:
         self.live, self.remote_run = live, None
         live.panels.add(self)
+        for first in self.log.default_slot.children[:1]:
+            if isinstance(first, ui.label) and first.text == HINT:
+                first.delete()  # the conversation has begun: the hint has done its work
         with self.log:
             self._message("user", live.items[0][1])
         self.answer = None

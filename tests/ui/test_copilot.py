@@ -32,6 +32,20 @@ def ask(user: User, text: str) -> None:
     user.find(marker="copilot-send").click()
 
 
+async def test_a_new_conversation_says_what_the_assistant_is_for_until_it_begins(
+    user: User, ai_on, fake_provider, make_user, log_in
+):
+    sam = await make_user("user")
+    fake_provider.script(Turn.text("Nothing is open."))
+    await open_copilot(user, sam, log_in)
+    await user.should_see(marker="copilot-hint")
+
+    ask(user, "Anything open?")
+
+    await user.should_see("Nothing is open.", retries=WAIT)
+    await user.should_not_see(marker="copilot-hint")
+
+
 async def test_a_streamed_answer_rendered_as_escaped_markdown(user: User, ai_on, fake_provider, make_user, log_in):
     sam = await make_user("user")
     fake_provider.script(
