@@ -32,7 +32,13 @@ def frame(title: str, user: dict, *, path: str) -> Iterator[session.Visit]:
         toggle = _copilot_drawer(visit) if path != COPILOT_PAGE else _focus_page_copilot
         if path == COPILOT_PAGE:
             _shortcut(toggle)
-    with ui.header().classes("items-center gap-4 px-4 py-2 bg-primary"):
+    # On a phone the header's buttons show their icons alone, and the name is cut short: two rows, not three.
+    # (NiceGUI puts a button's text in as a bare text node: no element to hide, so its size goes to 0.)
+    ui.add_css(
+        "@media (max-width: 639px) { .icon-on-phone .q-btn__content { font-size: 0; }"
+        " .icon-on-phone .q-btn__content .q-icon { font-size: 24px; margin: 0; } }"
+    )
+    with ui.header().classes("items-center gap-2 sm:gap-4 px-2 sm:px-4 py-2 bg-primary"):
         ui.link("Work Order Desk", "/app").classes("text-lg font-semibold text-white no-underline")
         with ui.row().classes("gap-3"):
             _nav("Work orders", "/app", path)
@@ -46,13 +52,16 @@ def frame(title: str, user: dict, *, path: str) -> Iterator[session.Visit]:
         ui.space()
         if toggle is not None:
             assistant = ui.button("Assistant", icon="auto_awesome", on_click=toggle).props("flat color=white")
+            assistant.classes("icon-on-phone").props('aria-label="Assistant"')
             assistant.mark("copilot-toggle").tooltip("Ctrl+K / ⌘K")
         else:  # no shortcut and no dead button: a plain reason where the assistant would be
             ui.label(off).classes("text-xs text-white opacity-80 max-w-64").mark("copilot-off")
         with ui.row().classes("items-center gap-2 text-white"):
-            ui.link(user["name"], "/app/profile").classes("text-white").mark("current-user")
+            name = ui.link(user["name"], "/app/profile").classes("text-white max-sm:max-w-32 truncate")
+            name.mark("current-user")
             ui.label(user["role"]).classes("text-xs opacity-80 border rounded px-1")
-            ui.button("Log out", on_click=lambda: _log_out(visit)).props("flat color=white").mark("logout")
+            log_out = ui.button("Log out", icon="logout", on_click=lambda: _log_out(visit)).props("flat color=white")
+            log_out.classes("icon-on-phone").props('aria-label="Log out"').mark("logout")
     # Logout in another tab, an admin deactivating or demoting the person, the idle or absolute limit.
     ui.timer(SESSION_CHECK_SECONDS, visit.check)
     ui.timer(0, _tell_notice, once=True)  # a timer runs once the browser is connected: the tab is known then

@@ -80,6 +80,9 @@ async def test_on_a_phone_the_list_gives_each_title_a_line_of_its_own(browser, m
     page.see("Assign to me")
     page.shoot("phone-list")
     assert page.sideways_scroll() <= 0
+    page.driver.set_window_size(360, 740)  # a small phone
+    header = page.run_js("return document.querySelector('.q-header').getBoundingClientRect().height")
+    assert header <= 2 * 48  # two rows at most: on a phone the header's buttons are icons
     row = title.find_element(By.XPATH, "./ancestor::*[contains(@class, 'nicegui-row')][1]")
     assert title.size["width"] >= 0.8 * row.size["width"]  # not squeezed beside the chips, the owner and the time
     assert title.size["height"] <= 2 * 28  # so a line or two, not a word or a letter per line
