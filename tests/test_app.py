@@ -15,6 +15,7 @@ from desk.app import ensure_first_admin, install_api
 from desk.config import Settings
 from desk.seed import DEMO_PASSWORD, seed_demo
 from desk.work_orders import counters
+from tests.helpers import PASSWORD
 
 
 async def test_health_and_readiness(anonymous):
@@ -276,3 +277,22 @@ def test_every_numeric_limit_is_stated_in_json_schema_words():
 
     assert not re.search(r'"(ge|le|gt|lt)":', text)
     assert '"minimum": 1' in text
+
+
+async def test_no_content_answers_carry_no_content_type(make_user, client_for, make_order):
+    admin, sam = await make_user("admin"), await make_user("user")
+    sams, admins = await client_for(sam), await client_for(admin)
+    order = await make_order(sam, "Gone soon")
+    mine = (await sams.post("/api/v1/auth/tokens", json={"name": "mine"})).json()
+    other = (await sams.post("/api/v1/auth/tokens", json={"name": "other"})).json()
+    changed = {"currentPassword": PASSWORD, "newPassword": "a lighthouse keeper's ledger"}
+
+    answers = [
+        await sams.delete(f"/api/v1/work-orders/{order.id}", params={"version": 1}),
+        await sams.delete(f"/api/v1/auth/tokens/{mine['id']}"),
+        await admins.delete(f"/api/v1/admin/users/{sam['id']}/tokens/{other['id']}"),
+        await sams.post("/api/v1/auth/password", json=changed),
+        await admins.post("/api/v1/auth/logout"),
+    ]
+
+    assert [(a.status_code, a.content, a.headers.get("content-type")) for a in answers] == [(204, b"", None)] * 5

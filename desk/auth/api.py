@@ -43,7 +43,7 @@ async def login(body: LoginRequest, request: Request, response: Response, db: Db
     return UserRead.model_validate(done.user)
 
 
-@router.post("/logout", status_code=status.HTTP_204_NO_CONTENT, responses=errors(*AUTHED))
+@router.post("/logout", status_code=status.HTTP_204_NO_CONTENT, response_class=Response, responses=errors(*AUTHED))
 async def logout(request: Request, response: Response, db: Db, user: CurrentUser) -> None:
     """End this browser session and the person's running copilot runs; with an API token it is a 400."""
     if request.headers.get("Authorization"):  # CurrentUser let it in: a valid bearer token, not a session
@@ -66,7 +66,11 @@ async def update_me(body: ProfileUpdate, db: Db, actor: CurrentActor) -> UserRea
 
 
 @router.post(
-    "/password", status_code=204, responses=errors(*AUTHED, ErrorCode.RATE_LIMITED), summary="Change own password"
+    "/password",
+    status_code=204,
+    response_class=Response,
+    responses=errors(*AUTHED, ErrorCode.RATE_LIMITED),
+    summary="Change own password",
 )
 async def change_password(body: PasswordChange, request: Request, db: Db, actor: SessionActor) -> None:
     """Change one's own password, from a browser session only; this session stays, every other one ends.
@@ -96,6 +100,8 @@ async def list_tokens(db: Db, actor: SessionActor) -> list[TokenRead]:
     return await service.list_tokens(db=db, actor=actor)
 
 
-@router.delete("/tokens/{token_id}", status_code=204, responses=errors(*AUTHED, ErrorCode.NOT_FOUND))
+@router.delete(
+    "/tokens/{token_id}", status_code=204, response_class=Response, responses=errors(*AUTHED, ErrorCode.NOT_FOUND)
+)
 async def revoke_token(token_id: str, db: Db, actor: CurrentActor) -> None:
     await service.revoke_token(db=db, actor=actor, token_id=token_id)

@@ -2,7 +2,7 @@
 
 from typing import Annotated
 
-from fastapi import APIRouter, Query
+from fastapi import APIRouter, Query, Response
 
 from desk.auth import service as auth_service
 from desk.auth.models import TokenRead
@@ -49,7 +49,12 @@ async def list_user_tokens(user_id: str, db: Db, actor: CurrentActor) -> list[To
     return await auth_service.list_tokens_of(db=db, actor=actor, user_id=user_id)
 
 
-@router.delete("/{user_id}/tokens/{token_id}", status_code=204, responses=errors(*AUTHED, ErrorCode.NOT_FOUND))
+@router.delete(
+    "/{user_id}/tokens/{token_id}",
+    status_code=204,
+    response_class=Response,
+    responses=errors(*AUTHED, ErrorCode.NOT_FOUND),
+)
 async def revoke_user_token(user_id: str, token_id: str, db: Db, actor: CurrentActor) -> None:
     """Revoke one of a person's API tokens: programs using it get 401 at once."""
     await auth_service.revoke_token_of(db=db, actor=actor, user_id=user_id, token_id=token_id)

@@ -60,7 +60,12 @@ async def update(order_id: str, body: WorkOrderUpdate, db: Db, actor: CurrentAct
     return await service.update(db=db, actor=actor, order_id=order_id, data=body)
 
 
-@router.delete("/{order_id}", status_code=status.HTTP_204_NO_CONTENT, responses=errors(*MISSING, ErrorCode.CONFLICT))
+@router.delete(
+    "/{order_id}",
+    status_code=status.HTTP_204_NO_CONTENT,
+    response_class=Response,
+    responses=errors(*MISSING, ErrorCode.CONFLICT),
+)
 async def delete(order_id: str, version: Annotated[Version, Query()], db: Db, actor: CurrentActor) -> None:
     await service.delete(db=db, actor=actor, order_id=order_id, version=version)
 

@@ -97,6 +97,7 @@ async def test_delete_needs_the_current_version(make_user, client_for, make_orde
 
     gone = await client.delete(f"/api/v1/work-orders/{order.id}", params={"version": 1})
     assert gone.status_code == 204
+    assert gone.content == b"" and "content-type" not in gone.headers  # no content, and no type for none
     assert (await client.get(f"/api/v1/work-orders/{order.id}")).status_code == 404
     deleted = await db["activity"].find_one({"action": "deleted"})
     assert deleted["before"]["title"] == "Blocked sink"
