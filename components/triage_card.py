@@ -7,7 +7,7 @@ at the version the page shows; when the order moved on, the page's own conflict 
 The summary is model output: shown as a label, never as HTML.
 """
 
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 
 from nicegui import ui
 
@@ -27,7 +27,7 @@ NOTES = {
     "ai_disabled_for_owner": "Not applied automatically: the owner has AI assistance turned off.",
     "dropped": "Not applied automatically: the work order changed at the same moment.",
 }
-Conflicted = Callable[[WorkOrderRead, dict[str, object]], None]
+Conflicted = Callable[[WorkOrderRead, dict[str, object]], Awaitable[None]]
 
 
 async def triage_card(visit: session.Visit, order: Callable[[], WorkOrderRead], *, on_conflict: Conflicted) -> None:
@@ -126,7 +126,9 @@ class TriageCard:
         except Conflict as conflict:
             current = (conflict.details or {}).get("current")
             if current is not None:  # the order moved on: the page says what changed and lets the person choose
-                self.on_conflict(WorkOrderRead.model_validate(current), {"priority": suggestion.suggested_priority})
+                await self.on_conflict(
+                    WorkOrderRead.model_validate(current), {"priority": suggestion.suggested_priority}
+                )
             else:
                 self.visit.tell(conflict.message, type="warning")
             await self.show()

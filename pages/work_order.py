@@ -118,6 +118,15 @@ class WorkOrderView:
                 self.inputs[field].value = getattr(order, field)
                 self.inputs[field].error = None
             self._track()  # an input already showing the saved value fires no change: forget the edit here
+        await self._show_summary(order)
+        if not self.editable:
+            self.read_only.clear()
+            with self.read_only:
+                ui.label(order.description or "No description.").classes("whitespace-pre-wrap wrap-anywhere")
+                ui.label(_why_read_only(self.actor, order)).classes("text-sm text-grey-7").mark("read-only-why")
+        await self._show_history()
+
+    async def _show_summary(self, order: WorkOrderRead) -> None:
         self.summary.clear()
         with self.summary:
             ui.label(order.title).classes("text-2xl font-semibold wrap-anywhere").mark("detail-title")
@@ -127,11 +136,10 @@ class WorkOrderView:
                 status_chip(order.status)
                 await assignment(self.visit, self.actor, order, on_changed=self._assigned)
                 ui.label(f"Created {when(order.created_at)} · version {order.version}").classes("text-sm text-grey-7")
-        if not self.editable:
-            self.read_only.clear()
-            with self.read_only:
-                ui.label(order.description or "No description.").classes("whitespace-pre-wrap wrap-anywhere")
-                ui.label(_why_read_only(self.actor, order)).classes("text-sm text-grey-7").mark("read-only-why")
+
+    async def _show_theirs(self, current: WorkOrderRead) -> None:
+        """The order as saved now above the form and in the timeline, while the form keeps the person's edit."""
+        await self._show_summary(current)
         await self._show_history()
 
     async def _show_history(self) -> None:
@@ -199,7 +207,7 @@ class WorkOrderView:
             show_problems(error, self.inputs, None)
             return
         except Conflict as conflict:
-            self._conflict(WorkOrderRead.model_validate(conflict.details["current"]), edits)
+            await self._conflict(WorkOrderRead.model_validate(conflict.details["current"]), edits)
             return
         except DeskError as error:
             self._deleted() if isinstance(error, NotFound) else ui.notify(error.message, type="negative")
@@ -210,9 +218,10 @@ class WorkOrderView:
         self.notice.clear()
         await self.show()
 
-    def _conflict(self, current: WorkOrderRead, mine: dict[str, object]) -> None:
+    async def _conflict(self, current: WorkOrderRead, mine: dict[str, object]) -> None:
         """Someone saved first: say what they changed; let the person reload or apply their edit again."""
         theirs = [f for f in EDITABLE if getattr(current, f) != getattr(self.loaded, f)]
+        await self._show_theirs(current)
         self.told = current.version
         self.notice.clear()
         with self.notice, ui.card().classes("w-full bg-amber-1 gap-1").mark("conflict"):
@@ -275,13 +284,15 @@ class WorkOrderView:
             self.client.run_javascript("location.reload()")  # given or taken away: the form appears or goes
         elif current.version not in (self.loaded.version, self.told):
             if self.editable and self.edits():
-                self._changed_while_editing(current)
+                await self._changed_while_editing(current)
             else:
                 self.loaded = current
                 await self.show()
 
-    def _changed_while_editing(self, current: WorkOrderRead) -> None:
-        # Never clobber what the person is typing: tell them, and let them choose when.
+    async def _changed_while_editing(self, current: WorkOrderRead) -> None:
+        # Never clobber what the person is typing: tell them, and let them choose when. What is saved now is
+        # shown above the form and in the timeline (a header still showing the old version would mislead).
+        await self._show_theirs(current)
         self.told = current.version
         self.notice.clear()
         with self.notice, ui.card().classes("w-full bg-blue-1").mark("changed-elsewhere"):
@@ -318,7 +329,7 @@ class WorkOrderView:
         try:
             await service.delete(db=get_db(), actor=self.actor, order_id=self.loaded.id, version=self.loaded.version)
         except Conflict as conflict:
-            self._conflict(WorkOrderRead.model_validate(conflict.details["current"]), {})
+            await self._conflict(WorkOrderRead.model_validate(conflict.details["current"]), {})
             return
         except DeskError as error:
             ui.notify(error.message, type="negative")

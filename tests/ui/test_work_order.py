@@ -56,6 +56,9 @@ async def test_someone_else_saved_first_then_reapply(user: User, make_user, make
         db=db, actor=actor(admin), order_id=order.id, data=WorkOrderUpdate(version=1, priority="urgent")
     )
     await user.should_see(marker="changed-elsewhere", retries=WAIT)  # told at once, edit kept
+    await user.should_see("version 2")  # above the form, the order as saved now, and in the timeline
+    await user.should_see("Priority: Medium → Urgent")
+    assert user.find(marker="edit-description").elements.pop().value == "Glass cracked, taped for now."
     user.find(marker="save").click()
 
     await user.should_see(marker="conflict", retries=WAIT)
