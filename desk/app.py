@@ -32,6 +32,7 @@ from desk.metrics.api import router as metrics_router
 from desk.outbox import repository as outbox_repo
 from desk.users import repository as users_repo
 from desk.users import service as users_service
+from desk.users.api import people_router
 from desk.users.api import router as users_router
 from desk.users.models import UserCreate
 from desk.work_orders import repository as work_orders_repo
@@ -65,7 +66,7 @@ def install_api(app: FastAPI) -> None:
     # stream first (its first token waits on it: sixth, it took 0.2 ms to find), then the work orders.
     # The docs keep their own order (api_docs.SECTIONS).
     routers = (ai_router, work_orders_router, health, auth_router, users_router, metrics_router, triage_router)
-    routers += (audit_router,)
+    routers += (audit_router, people_router)
     for router in (*routers, observability.router):
         app.include_router(router, dependencies=[Depends(query_as_declared)])
     app.router.redirect_slashes = False  # Starlette's bare 307 went to http:// whatever the scheme; a 404 says why

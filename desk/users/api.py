@@ -1,4 +1,4 @@
-"""/api/v1/admin/users: admins run the people of the desk."""
+"""/api/v1/admin/users: admins run the people of the desk; /api/v1/people: anyone signed in reads their names."""
 
 from typing import Annotated
 
@@ -10,9 +10,16 @@ from desk.errors import ErrorCode
 from desk.http import AUTHED, CurrentActor, Db, errors
 from desk.schema import OffsetPage
 from desk.users import service
-from desk.users.models import UserAdminUpdate, UserCreate, UserQuery, UserRead
+from desk.users.models import PersonRead, UserAdminUpdate, UserCreate, UserQuery, UserRead
 
 router = APIRouter(prefix="/api/v1/admin/users", tags=["admin"])
+people_router = APIRouter(prefix="/api/v1/people", tags=["work orders"])
+
+
+@people_router.get("", response_model=list[PersonRead], responses=errors(*AUTHED))
+async def people(db: Db, actor: CurrentActor) -> list[PersonRead]:
+    """Everyone of the desk by name (id, name, active): the names behind requesterId, ownerId, actorId and authorId."""
+    return await service.people(db=db, actor=actor)
 
 
 @router.get("", response_model=OffsetPage[UserRead], responses=errors(*AUTHED))
@@ -30,9 +37,9 @@ async def create_user(body: UserCreate, db: Db, actor: CurrentActor) -> UserRead
 async def update_user(user_id: str, body: UserAdminUpdate, db: Db, actor: CurrentActor) -> UserRead:
     """Change role, aiEnabled, active, name, email (lower-cased; another person's is 409), or reset the password.
 
-    A reset ends the person's sessions and revokes all their API tokens; deactivating ends their sessions, and
-    their tokens answer 401 while they are inactive. Either, a role that can do less or AI turned off also stops
-    their copilot runs (the service fires desk.users.access). An empty body, or a null for a field, is a 400.
+    A reset or a deactivation ends the person's sessions and revokes all their API tokens (reactivating does not
+    bring them back). Either, a role that can do less or AI turned off also stops their copilot runs (the service
+    fires desk.users.access). An empty body, or a null for a field, is a 400.
     """
     return await service.update_user(db=db, actor=actor, user_id=user_id, data=body)
 

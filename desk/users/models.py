@@ -80,6 +80,14 @@ class UserRead(ReadModel):
         return value if value is not None and value > now() else None
 
 
+class PersonRead(ReadModel):
+    """Someone of the desk as anyone signed in may see them: the name behind a requester, owner or author id."""
+
+    id: IdStr = Field(validation_alias="_id")
+    name: str
+    active: bool
+
+
 class UserQuery(PageQuery):
     """The people list: `q` finds names and emails containing it (any case); sorted by name."""
 

@@ -12,7 +12,7 @@ from desk.errors import Conflict, Forbidden, NotFound, NothingToChange, Validati
 from desk.schema import OffsetPage, PageQuery, now, parse_object_id
 from desk.users import access
 from desk.users import repository as repo
-from desk.users.models import UserAdminUpdate, UserCreate, UserQuery, UserRead
+from desk.users.models import PersonRead, UserAdminUpdate, UserCreate, UserQuery, UserRead
 
 PASSWORD_CHECKS_PER_MINUTE = 5
 
@@ -100,6 +100,12 @@ async def everyone(*, db: AsyncDatabase) -> list[dict]:
     """Every person, by name (pickers and filters that must offer all of them, not a page)."""
     people, _ = await repo.page_by_name(db, {}, offset=0, limit=EVERYONE)
     return people
+
+
+async def people(*, db: AsyncDatabase, actor: Actor) -> list[PersonRead]:
+    """Everyone by name, with no more than a name (no email, no role): what an order's ids stand for."""
+    _require_human(actor)
+    return [PersonRead.model_validate(doc) for doc in await everyone(db=db)]
 
 
 async def display_names(*, db: AsyncDatabase, user_ids: set[str]) -> dict[str, str]:

@@ -218,3 +218,27 @@ async def test_people_manage_their_own_profile(make_user, db):
     stored = await db["users"].find_one({"_id": ObjectId(sam["id"])})
 
     assert await verify_password(stored["passwordHash"], "another passphrase")
+
+
+async def test_anyone_signed_in_reads_the_names_behind_an_orders_ids_and_no_more(
+    make_user, change_user, client_for, anonymous
+):
+    sam = await make_user("user", name="Sam Rivera")
+    priya = await make_user("user", name="Priya Shah")
+    vic = await change_user(await make_user("user", name="Vic Viewer"), role="viewer")
+    sams = await client_for(sam)
+    order = (await sams.post("/api/v1/work-orders", json={"title": "Wobbly chair", "ownerId": None})).json()
+    await (await client_for(priya)).patch(
+        f"/api/v1/work-orders/{order['id']}", json={"version": 1, "ownerId": priya["id"]}
+    )
+    taken = (await sams.get(f"/api/v1/work-orders/{order['id']}")).json()
+
+    people = await sams.get("/api/v1/people")
+    by_viewer = await (await client_for(vic)).get("/api/v1/people")
+
+    names = {person["id"]: person["name"] for person in people.json()}
+    assert (names[taken["requesterId"]], names[taken["ownerId"]]) == ("Sam Rivera", "Priya Shah")
+    assert all(set(person) == {"id", "name", "active"} for person in people.json())  # no email, no role
+    assert [p["name"] for p in people.json()] == sorted(p["name"] for p in people.json())
+    assert by_viewer.json() == people.json()
+    assert (await anonymous.get("/api/v1/people")).status_code == 401
