@@ -52,6 +52,7 @@ HINT = (
     "Ask about your work orders (what is open, what is urgent, what changed), or ask it to create, change or "
     "delete one: every change waits for your approval."
 )
+STOPPED = "Stopped. Nothing pending was carried out."
 WAITING_FOR_YOU = "The assistant is waiting for you to approve or reject its change first."
 WATCH_SECONDS = 1.0  # a panel showing a turn or a change of another process looks this often
 # The log follows new text to the bottom unless the person scrolled up to read (then it stays put);
@@ -72,6 +73,23 @@ def ai_off_reason(user: dict) -> str | None:
     if not user.get("aiEnabled", False):
         return "AI assistance is off for you. You can turn it on in your profile."
     return None
+
+
+def _ending(status: str, code: str | None) -> tuple[str, bool]:
+    """What a run that ended other than complete came to, for a page drawing it later: the words, and if an error."""
+    match status:
+        case "aborted":
+            return STOPPED, False
+        case "expired":
+            return EXPIRED, True
+        case "budget_exceeded" if code == "step_cap":
+            return "The assistant used all its steps for this message.", True
+        case "budget_exceeded":
+            return PLAIN_ERRORS[ErrorCode.AI_BUDGET_EXCEEDED], True
+        case _ if code in ("AI_UNAVAILABLE", "ai_unreached"):
+            return PLAIN_ERRORS[ErrorCode.AI_UNAVAILABLE], True
+        case _:
+            return "The assistant stopped before it finished this answer.", True
 
 
 class LiveTurn:
@@ -139,7 +157,7 @@ async def _drive(live: LiveTurn, turn) -> None:
         async for event in turn.events():
             live.seen(event)
     except asyncio.CancelledError:
-        live.items.append(["note", "Stopped. Nothing pending was carried out."])
+        live.items.append(["note", STOPPED])
         raise
     except DeskError as error:
         live.seen(Error(code=error.code, message=error.message))
@@ -206,13 +224,16 @@ class Copilot:
             with self.log:
                 if not found.messages and live is None:  # a new conversation: what the assistant is for
                     ui.label(HINT).classes("text-sm text-grey-7").mark("copilot-hint")
-                for role, text, run_id in found.messages:
-                    if run_id == mine:
-                        continue
+                shown = [m for m in found.messages if m[2] != mine]
+                for at, (role, text, run_id) in enumerate(shown):
                     if role == "note":
                         self._note(text)
                     else:
                         self._message(role, text)
+                    last_of_run = at + 1 == len(shown) or shown[at + 1][2] != run_id
+                    if last_of_run and run_id in found.endings:  # how it ended, as it was said when it did
+                        words, error = _ending(*found.endings[run_id])
+                        self._note(words, error=error)
             if live is not None:
                 self._attach(live)
             else:
@@ -339,7 +360,7 @@ class Copilot:
     def turn_ended(self, live: LiveTurn) -> None:
         self.live = None
         self._close_approval()
-        if live.items[-1][1] == "Stopped. Nothing pending was carried out.":
+        if live.items[-1][1] == STOPPED:
             with self.log:
                 self._note(live.items[-1][1])
         self._state()

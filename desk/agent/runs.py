@@ -197,6 +197,13 @@ async def get_run(db: AsyncDatabase, run_id: ObjectId) -> Doc | None:
     return await db["agent_runs"].find_one({"_id": run_id})
 
 
+async def endings(db: AsyncDatabase, run_ids: list[ObjectId]) -> dict[ObjectId, tuple[str, str | None]]:
+    """How each of these runs ended, if it ended other than complete: its status and error code, by run id."""
+    query = {"_id": {"$in": run_ids}, "status": {"$nin": ["running", "complete"]}}
+    found = await db["agent_runs"].find(query, {"status": 1, "errorCode": 1}).to_list()
+    return {doc["_id"]: (doc["status"], doc.get("errorCode")) for doc in found}
+
+
 async def user_runs(db: AsyncDatabase, user_id: ObjectId, *, limit: int = 50) -> list[Doc]:
     return await db["agent_runs"].find({"userId": user_id}).sort("startedAt", DESCENDING).limit(limit).to_list()
 

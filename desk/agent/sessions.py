@@ -87,6 +87,7 @@ class Conversation:
     messages: list[tuple[str, str, str]]  # role (user, assistant, or note: a tool call's line), text, run id; oldest
     running_run_id: str | None
     waiting: list[ToolApprovalRequired]
+    endings: dict[str, tuple[str, str | None]]  # run id -> status and error code, for those not ended complete
 
 
 async def conversation(*, db: AsyncDatabase, settings: Settings, actor: Actor, limit: int = 50) -> Conversation:
@@ -97,11 +98,13 @@ async def conversation(*, db: AsyncDatabase, settings: Settings, actor: Actor, l
     running = found.get("runningRunId") if found else None
     waiting = await runs.pending_approvals(db, running) if running else []
     shown = [(_role(m), _text(m), m.get("runId")) for m in stored]
+    ended = await runs.endings(db, list({run_id for _, _, run_id in shown if run_id is not None}))
     return Conversation(
         session_id=session.id,
         messages=[(role, text, str(run_id)) for role, text, run_id in shown if text],
         running_run_id=str(running) if running else None,
         waiting=[_waiting_event(call) for call in waiting if call["approval"]["expiresAt"] > now()],
+        endings={str(run_id): ending for run_id, ending in ended.items()},
     )
 
 

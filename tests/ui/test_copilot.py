@@ -271,6 +271,11 @@ async def test_stop_mid_stream(user: User, ai_on, fake_provider, make_user, log_
     run = await db["agent_runs"].find_one({})
     assert run["status"] == "aborted"
 
+    await user.open("/app")  # a page drawn later tells how the turn ended (an answer cut short is not kept)
+    user.find(marker="copilot-toggle").click()
+    await user.should_see("Stopped. Nothing pending was carried out.", retries=WAIT)
+    assert transcript(user) == ["Summarise everything", "Stopped. Nothing pending was carried out."]
+
 
 async def test_budget_exceeded_reads_as_a_plain_sentence(
     user: User, fake_provider, provider, make_user, log_in, ai_settings
