@@ -91,5 +91,6 @@ async def _runs(visit: session.Visit, into: ui.column) -> None:
                         used = "Not reached · no cost"
                     else:
                         used = f"{run.input_tokens + run.output_tokens:,} tokens"
-                    ui.label(used).classes("w-36 shrink-0 text-grey-8")
+                    spent = ui.label(used).classes("w-36 shrink-0 text-grey-8")
+                    spent.tooltip("Tokens: the model's pieces of text, read and written; what the assistant costs.")
                     ui.label(ago(run.started_at)).classes("w-24 shrink-0 text-grey-7").tooltip(when(run.started_at))
