@@ -20,8 +20,10 @@ def show_problems(error: ValidationError | DeskError, inputs: dict[str, ui.eleme
         items = [((error.details or {}).get("field"), error.message)]
     else:
         items = [(str(item["loc"][0]) if item["loc"] else None, sentence(item)) for item in error.errors()]
-    for field, message in items:
+    for field, said in items:
         element = inputs.get(field or "")
+        # the browser empties a number field of what is not a number ("abc"): "Required." would puzzle them
+        message = "Enter a number." if isinstance(element, ui.number) and said == "Required." else said
         if element is not None:
             element.error = message
         elif problem is not None:

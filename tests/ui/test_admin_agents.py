@@ -115,7 +115,7 @@ async def test_the_policy_is_validated_saved_and_audited(user: User, make_user, 
         ("100001", "May be at most 100000."),
         ("-5", "Must be at least 0."),
         ("12.5", "Must be a whole number."),
-        ("", "Required."),
+        ("", "Enter a number."),  # also what a browser leaves of "abc" in a number field
     ],
 )
 async def test_a_daily_cap_out_of_bounds_is_refused_in_words_and_left_as_typed(
