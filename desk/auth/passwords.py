@@ -8,7 +8,7 @@ from argon2 import PasswordHasher
 from argon2.exceptions import InvalidHashError, VerificationError
 
 from desk.errors import ValidationFailed
-from desk.schema import BMP, char_class
+from desk.schema import BLANK, BMP, char_class
 
 MIN_LENGTH = 12  # ASVS 4.0 2.1.1
 MAX_LENGTH = 128
@@ -26,21 +26,27 @@ def _common_passwords() -> frozenset[str]:
 
 
 def check_policy(password: str, *, field: str = "password") -> None:
-    """Raise ValidationFailed, naming `field` (the request's name for it), when the password is too short, too long
-    or among the most common ones."""
+    """Raise ValidationFailed, naming `field` (the request's name for it), when the password is too short, too long,
+    nothing but spaces and invisible characters, or among the most common ones."""
     if len(password) < MIN_LENGTH:
         raise ValidationFailed(f"The password must have at least {MIN_LENGTH} characters.", details={"field": field})
     if len(password) > MAX_LENGTH:
         raise ValidationFailed(f"The password may have at most {MAX_LENGTH} characters.", details={"field": field})
+    if not password.strip(BLANK):  # twelve spaces, or zero-width ones: nobody could see or type it back
+        raise ValidationFailed(NOTHING_VISIBLE, details={"field": field})
     if password.lower() in _common_passwords():
         raise ValidationFailed("That password is too common; choose another.", details={"field": field})
 
 
+NOTHING_VISIBLE = "The password must have more in it than spaces and invisible characters."
+
+
 def json_schema() -> dict[str, object]:
-    """The policy in JSON schema, for the API's contract: the lengths, and none of the common passwords in any case."""
+    """The policy in JSON schema, for the API's contract: the lengths, something visible, and no common password."""
     refused = sorted(word for word in _common_passwords() if MIN_LENGTH <= len(word) <= MAX_LENGTH)
     words = "|".join("".join(f"[{char_class(_spellings(char))}]" for char in word) for word in refused)
-    return {"minLength": MIN_LENGTH, "maxLength": MAX_LENGTH, "not": {"pattern": f"^(?:{words})$"}}
+    visible = f"[^{char_class(frozenset(BLANK))}]"  # somewhere in it (a JSON schema pattern searches)
+    return {"minLength": MIN_LENGTH, "maxLength": MAX_LENGTH, "pattern": visible, "not": {"pattern": f"^(?:{words})$"}}
 
 
 @cache

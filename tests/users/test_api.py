@@ -59,6 +59,9 @@ async def test_duplicate_email_is_a_conflict(make_user, client_for):
         ("qwerty123456", "too common"),
         ("Q1W2E3R4T5Y6", "too common"),
         ("x" * 129, "at most 128"),
+        (" " * 12, "more in it than spaces"),
+        ("\u200b" * 12, "more in it than spaces"),
+        ("\t \u3164 " * 4, "more in it than spaces"),
     ],
 )
 async def test_weak_passwords_are_refused(password, reason, make_user, client_for, db):
