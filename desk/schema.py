@@ -69,7 +69,8 @@ T = TypeVar("T")
 # A MongoDB ObjectId as the API writes it (24 hex digits): in bodies and query strings, a value of
 # another form is a 400; in a path it is a 404 like any id that names nothing.
 OBJECT_ID_PATTERN = "^[0-9a-fA-F]{24}$"
-ObjectIdStr = Annotated[str, StringConstraints(pattern=OBJECT_ID_PATTERN)]
+# Lower-cased as read: the desk writes ids in lower case and compares them as text (an owner, a counter's key).
+ObjectIdStr = Annotated[str, StringConstraints(pattern=OBJECT_ID_PATTERN, to_lower=True)]
 
 
 def _rfc3339(value: object) -> object:

@@ -22,6 +22,8 @@ async def test_one_owners_figures_and_a_range_of_days(make_user, client_for, db)
 
     mine = (await client.get("/api/v1/admin/metrics", params={"ownerId": sam["id"]})).json()
     assert mine["total"] == 2 and mine["byStatus"]["done"] == 1 and mine["byPriority"]["urgent"] == 1
+    shouted = await client.get("/api/v1/admin/metrics", params={"ownerId": sam["id"].upper()})
+    assert shouted.json() == mine  # an id in capitals is the same id
     assert mine["meanHoursToDone"] == 6.0
     assert len(mine["perDay"]) == 30 and sum(d["opened"] for d in mine["perDay"]) == 1  # the 40-day-old is outside
 
