@@ -5,6 +5,7 @@ from desk.config import get_settings
 from desk.errors import Forbidden
 
 _provider: Provider | None = None
+AI_OFF = "AI is turned off on this desk: neither the assistant nor the triage agent runs."
 
 
 def get_provider() -> Provider:
@@ -13,7 +14,7 @@ def get_provider() -> Provider:
     if _provider is None:
         settings = get_settings()
         if not settings.ai_enabled:  # a dependency runs before the route: AI off must read 403 here too, not 503
-            raise Forbidden("The AI assistant is turned off on this desk.")
+            raise Forbidden(AI_OFF)
         _provider = Provider.from_settings(settings)
     return _provider
 

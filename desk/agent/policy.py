@@ -79,8 +79,11 @@ async def update_config(
 
 
 async def set_enabled(*, db: AsyncDatabase, settings: Settings, actor: Actor, enabled: bool) -> AgentConfigRead:
-    """The kill switch (AGT-9): whatever the version, it always lands."""
+    """The kill switch (AGT-9): whatever the version, it always lands; already so, it changes nothing (no version)."""
     _require_admin(actor)
+    found = await current(db, settings)
+    if found.get("enabled") is enabled:  # a second press, or another admin's: no version for others to trip over
+        return AgentConfigRead.model_validate(found)
     return await _change(
         db, settings, actor, {"enabled": enabled}, version=None, action="enabled" if enabled else "disabled"
     )

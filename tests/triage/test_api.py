@@ -73,6 +73,9 @@ async def test_the_kill_switch_holds_queued_events_and_enabling_releases_them(
     order = await make_order(await make_user())
 
     assert (await admin.post(f"{ADMIN}/disable")).json() == {"enabled": False}
+    version = (await admin.get(f"{ADMIN}/triage/config")).json()["version"]
+    assert (await admin.post(f"{ADMIN}/disable")).json() == {"enabled": False}  # pressed again: already off
+    assert (await admin.get(f"{ADMIN}/triage/config")).json()["version"] == version  # no version to trip over
     assert await burst() == 0
     assert fake_provider.requests == []
     assert (await db["outbox_events"].find_one({"payloadRef": ObjectId(order.id)}))["status"] == "pending"
@@ -240,3 +243,14 @@ async def test_a_dead_lettered_event_can_be_retried_by_an_admin(
     assert retried.json()["status"] == "pending"
     assert (await db["outbox_events"].find_one({"payloadRef": ObjectId(order.id)}))["status"] == "done"
     assert worker_jobs.BACKOFF_BASE_SECONDS == 0.0  # retries in these tests are due at once
+
+
+async def test_with_ai_off_on_the_desk_a_manual_run_says_so(make_user, make_order, client_for):
+    admin = await client_for(await make_user("admin"))
+    order = await make_order(await make_user())
+
+    response = await admin.post(f"{ADMIN}/triage/run", json={"workOrderId": order.id})
+
+    assert response.status_code == 403
+    message = response.json()["error"]["message"]
+    assert message == "AI is turned off on this desk: neither the assistant nor the triage agent runs."
