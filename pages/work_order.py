@@ -180,7 +180,7 @@ class WorkOrderView:
             for field, element in self.inputs.items():
                 element.mark(f"edit-{field}")
                 element.on_value_change(self._track)  # kept in the browser, and leaving asks, while it differs
-            with ui.row().classes("w-full items-center"):  # Save first: it comes before Delete on Tab too
+            with ui.row().classes("w-full items-center") as self.actions:  # Save first: before Delete on Tab too
                 ui.button("Save", on_click=self.save).mark("save").tooltip("Ctrl+S")
                 ui.space()
                 ui.button("Delete", icon="delete", on_click=self._confirm_delete).props("flat color=negative").mark(
@@ -316,7 +316,9 @@ class WorkOrderView:
             ui.label(text).classes("text-negative font-medium").mark("deleted")
         for element in self.inputs.values():
             element.disable()
-        for element in self.comments.descendants():  # nothing left to comment on
+        # nothing left to save, delete, assign or comment on (the typed text stays, to be copied)
+        actions = self.actions.descendants() if self.editable else []
+        for element in [*actions, *self.summary.descendants(), *self.comments.descendants()]:
             if isinstance(element, DisableableElement):
                 element.disable()
 

@@ -137,6 +137,9 @@ async def test_a_page_left_open_says_when_the_order_is_deleted(user: User, make_
     await user.should_see(marker="deleted", retries=WAIT)
     (text,), (add,) = user.find(marker="comment-text").elements, user.find(marker="comment-add").elements
     assert not text.enabled and not add.enabled  # nothing left to comment on
+    for marker in ("save", "delete", "release"):  # nor to save, delete or put back in the queue
+        (button,) = user.find(marker=marker).elements
+        assert not button.enabled, marker
 
 
 async def test_someone_elses_order_is_not_found(user: User, make_user, make_order, log_in):
