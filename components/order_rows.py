@@ -72,6 +72,10 @@ class _Row:
             self.owner.set_text(owners.get(order.owner_id, "—") if order.owner_id else "Unassigned")
         if self.take is not None:
             self.take.set_visibility(order.owner_id is None)
+            label = f"Assign “{order.title}” to me"  # 25 rows of "Assign to me" read alike to a screen reader
+            if self.take.props.get("aria-label") != label:
+                self.take.props["aria-label"] = label
+                self.take.update()
         moment = getattr(order, time_field)
         self.updated.set_text(ago(moment))
         self.updated_tip.set_text(when(moment))

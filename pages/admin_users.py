@@ -130,6 +130,7 @@ class UserRow:
             if person.last_login_at:
                 last.tooltip(when(person.last_login_at))
             self.role = ui.select(ROLES, value=person.role).props("dense options-dense").classes("w-32").mark("role")
+            self.role.props["aria-label"] = f"Role of {person.name}"
             self.role.on_value_change(lambda e: self.change("role", e.value))
             self.ai = ui.switch(_ai_text(person.ai_enabled), value=person.ai_enabled).classes("w-28").mark("ai")
             self.ai.props["aria-label"] = f"AI assistance for {person.name}"  # rows look alike: say whose
@@ -137,6 +138,10 @@ class UserRow:
             self.active = ui.switch(_active_text(person.active), value=person.active).mark("active")
             self.active.props["aria-label"] = f"{person.name} can log in"
             self.active.on_value_change(lambda e: self.change("active", e.value))
+            if you:  # an admin cannot demote or deactivate themselves: no control that only leads to a refusal
+                for control in (self.role, self.active):
+                    control.disable()
+                    control.tooltip("Another admin can change your role or deactivate you.")
             self.lock_area = ui.row().classes("items-center gap-1 no-wrap")
             self._show_lock()
             ui.space()

@@ -42,6 +42,8 @@ async def test_a_colleague_takes_an_order_from_the_queue_in_the_list(user: User,
     await log_in(user, priya, landing="/app")
     await user.should_see("Broken chair", retries=WAIT)
     await user.should_see("Unassigned")
+    (take,) = user.find(marker="assign-to-me").elements
+    assert take.props["aria-label"] == "Assign “Broken chair” to me"  # which one, to a screen reader
 
     user.find(marker="assign-to-me").click()
 
