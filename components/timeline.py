@@ -74,6 +74,8 @@ def _value(field: str, value: object, names: dict[str, str]) -> str:
     if field == "ownerId":
         return names.get(str(value), "someone") if value else "Unassigned"
     text = str(value or "")
+    if not text:
+        return "(empty)"  # not “”, which reads as a typo
     return f"“{text[:120]}…”" if len(text) > 120 else f"“{text}”"
 
 

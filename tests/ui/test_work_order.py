@@ -68,6 +68,7 @@ async def test_someone_else_saved_first_then_reapply(user: User, make_user, make
 
     user.find(marker="conflict-reapply").click()
     await user.should_see("Saved.", retries=WAIT)
+    await user.should_see("Description: (empty) → “Glass cracked, taped for now.”", retries=WAIT)
     stored = await db["work_orders"].find_one({})
     assert (stored["description"], stored["priority"], stored["version"]) == (
         "Glass cracked, taped for now.",
