@@ -28,6 +28,9 @@ router = APIRouter()
 # The chips' colours (components/chips.py) as the hex values ECharts needs.
 STATUS_HEX = {"pending": "#ff8f00", "in_progress": "#3949ab", "done": "#388e3c", "cancelled": "#616161"}
 PRIORITY_HEX = {"low": "#9e9e9e", "medium": "#1e88e5", "high": "#ef6c00", "urgent": "#d32f2f"}
+# Two charts side by side from Tailwind's md up; on a phone, one under the other (side by side, each was
+# 150 px wide: bars without their names)
+PAIR, HALF = "w-full gap-4 max-md:flex-col md:flex-nowrap", "w-full md:w-1/2"
 
 
 @router.page("/app/admin/metrics")
@@ -90,13 +93,13 @@ class MetricsBoard:
                 ui.label("Mean time to done").classes("text-sm text-grey-7")
                 self.mean = ui.label().classes("text-4xl font-semibold").mark("mean-to-done")
                 ui.label("from opening to done, over the orders that are done").classes("text-xs text-grey-7")
-        with ui.row().classes("w-full gap-4 no-wrap"):
-            with ui.card().classes("w-1/2"):
+        with ui.row().classes(PAIR):
+            with ui.card().classes(HALF):
                 self.by_status = ui.echart(_bars("By status", STATUS_LABELS)).classes("w-full h-64")
                 self.by_status.mark("status-chart").on_point_click(
                     lambda e: self.open_list(status=STATUSES[e.data_index])
                 )
-            with ui.card().classes("w-1/2"):
+            with ui.card().classes(HALF):
                 self.by_priority = ui.echart(_bars("By priority", PRIORITY_LABELS)).classes("w-full h-64")
                 self.by_priority.mark("priority-chart")
                 self.by_priority.on_point_click(lambda e: self.open_list(priority=PRIORITIES[e.data_index]))
@@ -106,7 +109,7 @@ class MetricsBoard:
             ui.label("Click a bar, or a day's point on the Opened line, to see those work orders.").classes(
                 "text-xs text-grey-7"
             )
-        self.agents = ui.row().classes("w-full gap-4 no-wrap")  # the triage agent's charts, when AI is on
+        self.agents = ui.row().classes(PAIR)  # the triage agent's charts, when AI is on
         self.show(figures)
 
     def open_list(self, **filters: str) -> None:
@@ -139,10 +142,10 @@ class MetricsBoard:
             return
         if not self.agents.default_slot.children:
             with self.agents:
-                with ui.card().classes("w-1/2"):
+                with ui.card().classes(HALF):
                     self.triage_chart = ui.echart(agent_charts.triage_chart(DAYS)).classes("w-full h-72")
                     self.triage_chart.mark("triage-chart")
-                with ui.card().classes("w-1/2"):
+                with ui.card().classes(HALF):
                     self.spend_chart = ui.echart(agent_charts.spend_chart(DAYS)).classes("w-full h-72")
                     self.spend_chart.mark("spend-chart")
         days = await triage_service.per_day(db=get_db(), actor=actor, days=DAYS)

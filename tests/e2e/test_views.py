@@ -88,6 +88,11 @@ async def test_on_a_phone_the_list_gives_each_title_a_line_of_its_own(browser, m
     assert title.size["height"] <= 2 * 28  # so a line or two, not a word or a letter per line
 
 
+# Each chart's width as a share of the page's content width.
+CHART_SHARES = """const page = document.querySelector('.q-page, .nicegui-content').getBoundingClientRect().width;
+return [...document.querySelectorAll('.nicegui-echart')].map(chart => chart.getBoundingClientRect().width / page);"""
+
+
 async def test_on_a_phone_no_screen_scrolls_sideways_or_squeezes_a_column(browser, make_person, make_order):
     ada = await make_person("admin", name="Ada Admin")
     order = await make_order(ada, "Leaking tap in the kitchen", description="Cold tap drips all day.")
@@ -110,6 +115,10 @@ async def test_on_a_phone_no_screen_scrolls_sideways_or_squeezes_a_column(browse
         page.see_containing(text)
         page.shoot(path.rsplit("/", 1)[-1])
         wide[path] = page.sideways_scroll()
+        if path == "/app/admin/metrics":  # its charts one under the other, each as wide as the screen allows
+            page.wait_until(lambda: len(page.run_js(CHART_SHARES)) >= 3, "the charts")
+            widths = page.run_js(CHART_SHARES)
+            assert min(widths) > 0.6, widths  # side by side, the bar charts had about a third each
     assert wide == dict.fromkeys(screens, 0)
     assert page.see("Your runs").size["height"] < 40  # on a line of its own, not a word per line beside the chat
     page.open("/app/admin/agents")
