@@ -130,7 +130,11 @@ def _copilot_drawer(visit: session.Visit) -> Callable[[], None]:
             panel.input.run_method("focus")
             await panel.load()
 
-    _shortcut(toggle)
+    def escape() -> None:
+        if drawer.value and panel.dialog is None:  # with a change waiting, Escape is the approval's "Not now"
+            drawer.hide()
+
+    _shortcut(toggle, on_escape=escape)
     return toggle
 
 
@@ -139,12 +143,16 @@ def _focus_page_copilot() -> None:
     ui.run_javascript("document.querySelector('.copilot-input textarea')?.focus()")
 
 
-def _shortcut(toggle: Callable) -> None:
+def _shortcut(toggle: Callable, *, on_escape: Callable[[], None] | None = None) -> None:
+    """Ctrl+K / Cmd+K toggles the assistant; Escape calls `on_escape` (the drawer closes)."""
+
     async def shortcut(event) -> None:
         if event.action.keydown and event.key == "k" and (event.modifiers.ctrl or event.modifiers.meta):
             result = toggle()
             if result is not None:
                 await result
+        elif event.action.keydown and event.key == "Escape" and on_escape is not None:
+            on_escape()
 
     ui.keyboard(on_key=shortcut, ignore=[])
 

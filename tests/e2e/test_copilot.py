@@ -107,6 +107,21 @@ def open_drawer(person: Browser) -> None:
     )
 
 
+async def test_escape_closes_the_drawer(browser, make_person):
+    person = await make_person(name="Robin Reed")
+    robin = browser("robin")
+    robin.log_in(person)
+    open_drawer(robin)
+
+    robin.driver.switch_to.active_element.send_keys(Keys.ESCAPE)
+
+    robin.wait_until(lambda: not robin.run_js(DRAWER_SHOWN), "the drawer to close")
+
+
+DRAWER_SHOWN = """const r = document.querySelector('.q-drawer').getBoundingClientRect();
+return r.left < window.innerWidth && r.right > 0;"""
+
+
 def approval_open(person: Browser) -> bool:
     return bool(person.driver.execute_script(APPROVAL_SHOWN))
 
