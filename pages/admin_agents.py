@@ -9,6 +9,7 @@ seconds; the attention list follows the change feed, which every stored or decid
 from datetime import UTC, datetime
 from zoneinfo import available_timezones
 
+from bson import ObjectId
 from fastapi import Request
 from nicegui import APIRouter, ui
 from pydantic import ValidationError
@@ -27,9 +28,15 @@ from desk.config import get_settings
 from desk.db.client import get_db
 from desk.errors import Conflict, DeskError, NothingToChange
 from desk.users import service as users_service
+from desk.work_orders import service as work_orders
 
 router = APIRouter()
 PATH = "/app/admin/agents"
+FAILURES = {  # why the worker gave up on an event, in words (the outbox keeps a code)
+    "invalid_output": "the model's answers were not a usable suggestion",
+    "lease_expired": "a worker stopped while triaging it",
+    "internal": "an error on our side (the worker's log says which)",
+}
 REFRESH_SECONDS = 2.0
 MODES = {"suggest": "Suggest only (people decide)", "auto_apply": "Apply the priority automatically"}
 ACTIONS = {
@@ -285,6 +292,9 @@ class AgentsScreen:
     async def _show_health_and_audit(self) -> None:
         actor = self.actor
         state = await triage.health(db=get_db(), settings=get_settings(), actor=actor)
+        refs = [ObjectId(event.payload_ref) for event in state.failed if ObjectId.is_valid(event.payload_ref)]
+        found = await work_orders.by_ids(db=get_db(), actor=actor, order_ids=refs)
+        self.failed_orders = {str(order_id): order for order_id, order in found.items()}
         entries = await policy.audit(db=get_db(), actor=actor, offset=0, limit=20)
         names = await users_service.display_names(db=get_db(), user_ids={e.actor_id for e in entries.items})
         self.health.clear()
@@ -333,17 +343,23 @@ class AgentsScreen:
                     ui.label(f"${spend.spent_usd:.4f} of ${spend.cap_usd:.2f}").classes("w-40 text-right text-sm")
         if state.failed:
             with ui.card().classes("w-full gap-0").mark("failed-events"):
-                ui.label("Failed events").classes("text-sm text-grey-7")
+                total = state.events.get("failed", len(state.failed))
+                shown = f"the newest {len(state.failed)} of {total:,}" if total > len(state.failed) else f"{total}"
+                ui.label(f"Failed events ({shown})").classes("text-sm text-grey-7")
                 for event in state.failed:
+                    order = self.failed_orders.get(event.payload_ref)
                     with ui.row().classes("w-full items-center gap-3 py-1 border-b no-wrap").mark("failed-event"):
-                        ui.link("Work order", f"/app/work-orders/{event.payload_ref}")
-                        ui.label(f"{event.attempts} attempts · {event.last_error or 'no error kept'}").classes(
-                            "text-sm grow wrap-anywhere"
-                        )
+                        if order is not None:
+                            link = ui.link(order.title, f"/app/work-orders/{order.id}").classes("w-64 truncate")
+                            link.mark("failed-order")
+                        else:
+                            ui.label("A deleted work order").classes("w-64 text-grey-7")
+                        tries = f"{event.attempts} attempt{'' if event.attempts == 1 else 's'}"
+                        ui.label(f"{tries}: {_why(event.last_error)}").classes("text-sm grow wrap-anywhere")
                         ui.label(ago(event.updated_at or event.created_at)).classes("text-xs text-grey-7")
-                        ui.button("Retry", on_click=lambda e=event: self._retry(e.id)).props("outline dense").mark(
-                            "retry"
-                        )
+                        if order is not None:  # a deleted order has nothing left to triage
+                            retry = ui.button("Retry", on_click=lambda e=event: self._retry(e.id))
+                            retry.props(f'outline dense aria-label="Retry triage of {order.title}"').mark("retry")
 
     async def _retry(self, event_id: str) -> None:
         try:
@@ -353,6 +369,12 @@ class AgentsScreen:
         else:
             self.visit.tell("Back in the queue.", type="positive")
         await self._show_health_and_audit()
+
+
+def _why(code: str | None) -> str:
+    if code and code.startswith("provider_"):
+        return f"the AI provider failed ({code.removeprefix('provider_')})"
+    return FAILURES.get(code or "", code or "no reason was kept")
 
 
 def _figure(title: str, value: str, note: str, marker: str) -> None:

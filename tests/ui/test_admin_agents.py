@@ -183,6 +183,10 @@ async def test_the_worker_health_with_a_failed_event_to_retry(
 
     await log_in(user, ada, landing=PAGE)
     await user.should_see(marker="failed-event")
+    await user.should_see("Failed events (1)")
+    with user.scope(marker="failed-event"):  # which order, and why in words, not the worker's code
+        await user.should_see("Leaking tap")
+        await user.should_see("1 attempt: the AI provider failed (")
     assert label_text(user, "queue-depth-value") == "1"
     assert label_text(user, "failed-count-value") == "1"
     assert label_text(user, "last-pass-value") == "just now"
