@@ -50,6 +50,7 @@ def new_work_order_dialog(
             ui.notify(f"Created “{order.title}”", type="positive")
             await on_created(order)
 
+        title.on("keydown.enter", create)  # Enter in the one-line field creates, as in any form
         with ui.row().classes("w-full justify-end"):
             ui.button("Cancel", on_click=dialog.close).props("flat")
             ui.button("Create", on_click=create).mark("create")

@@ -76,6 +76,8 @@ class UsersScreen:
                 self.page = 1
                 await self.build_list()
 
+            for field in (email, name, password):  # Enter in a one-line field adds, as in any form
+                field.on("keydown.enter", create)
             with ui.row().classes("w-full justify-end"):
                 ui.button("Add user", icon="person_add", on_click=create).mark("create-user")
         search = ui.input("Find people", placeholder="Name or email").props("clearable dense debounce=300")

@@ -62,9 +62,8 @@ async def test_new_work_order_dialog_validates_beside_the_fields_then_creates(us
     await user.should_see("Required.", retries=WAIT)
     assert await db["work_orders"].count_documents({}) == 0
 
-    user.find(marker="new-title").type("Broken door handle")
     user.find(marker="new-description").type("Main door of room 214 won't latch.")
-    user.find(marker="create").click()
+    user.find(marker="new-title").type("Broken door handle").trigger("keydown.enter")  # Enter creates
 
     await user.should_see("Created “Broken door handle”", retries=WAIT)
     await user.should_see("1–1 of 1", retries=WAIT)
