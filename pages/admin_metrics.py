@@ -190,7 +190,8 @@ def _bars(title: str, labels: dict[str, str]) -> dict:
         "title": {"text": title, **TITLE},
         "tooltip": {"trigger": "axis"},
         "grid": {"left": 40, "right": 16, "bottom": 32, "top": 48},
-        "xAxis": {"type": "category", "data": list(labels.values())},
+        # every bar named, also on a phone (left to itself the chart names every other one when narrow)
+        "xAxis": {"type": "category", "data": list(labels.values()), "axisLabel": {"interval": 0}},
         "yAxis": {"type": "value", "minInterval": 1},
         "series": [{"type": "bar", "name": "Work orders", "data": [], "label": {"show": True, "position": "top"}}],
     }
