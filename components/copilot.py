@@ -36,6 +36,7 @@ from desk.agent.events import (
     ToolCallStart,
     ToolResult,
 )
+from desk.agent.runtime import STEPS_USED, UNREACHED
 from desk.config import get_settings
 from desk.db.client import get_db
 from desk.errors import DeskError, ErrorCode
@@ -83,10 +84,10 @@ def _ending(status: str, code: str | None) -> tuple[str, bool]:
         case "expired":
             return EXPIRED, True
         case "budget_exceeded" if code == "step_cap":
-            return "The assistant used all its steps for this message.", True
+            return STEPS_USED, True
         case "budget_exceeded":
             return PLAIN_ERRORS[ErrorCode.AI_BUDGET_EXCEEDED], True
-        case _ if code in ("AI_UNAVAILABLE", "ai_unreached"):
+        case _ if code in (ErrorCode.AI_UNAVAILABLE.value, UNREACHED):
             return PLAIN_ERRORS[ErrorCode.AI_UNAVAILABLE], True
         case _:
             return "The assistant stopped before it finished this answer.", True
@@ -178,6 +179,7 @@ class Copilot:
         self.answer: ui.markdown | None = None
         self.dialog: ui.dialog | None = None
         self.watching = False
+        self.hint: ui.label | None = None  # what the assistant is for, on a conversation not begun
 
     def build(self, *, on_close: Callable[[], object] | None = None) -> None:
         """Draw the panel; `on_close` adds a close button (the drawer's: on a phone it covers the whole screen)."""
@@ -219,11 +221,11 @@ class Copilot:
             self.session_id = found.session_id
             live = _TURNS.get(actor.id)
             self.log.clear()
-            self.answer = None
+            self.answer, self.hint = None, None
             mine = live.run_id if live else None
             with self.log:
                 if not found.messages and live is None:  # a new conversation: what the assistant is for
-                    ui.label(HINT).classes("text-sm text-grey-7").mark("copilot-hint")
+                    self.hint = ui.label(HINT).classes("text-sm text-grey-7").mark("copilot-hint")
                 shown = [m for m in found.messages if m[2] != mine]
                 for at, (role, text, run_id) in enumerate(shown):
                     if role == "note":
@@ -313,9 +315,9 @@ class Copilot:
     def _attach_new(self, live: LiveTurn) -> None:
         self.live, self.remote_run = live, None
         live.panels.add(self)
-        for first in self.log.default_slot.children[:1]:
-            if isinstance(first, ui.label) and first.text == HINT:
-                first.delete()  # the conversation has begun: the hint has done its work
+        if self.hint is not None:  # the conversation has begun: the hint has done its work
+            self.hint.delete()
+            self.hint = None
         with self.log:
             self._message("user", live.items[0][1])
         self.answer = None

@@ -143,15 +143,12 @@ class Conflict(DeskError):
     default_message = "Someone else changed this first."
 
 
-def again_in(seconds: int) -> str:
-    """When a refused request may be sent again, as the Retry-After header says it: "try again in 16 seconds"."""
-    return f"try again in {seconds} second{'' if seconds == 1 else 's'}"
-
-
 class RateLimited(DeskError):
     code = ErrorCode.RATE_LIMITED
     default_message = "Too many requests; try again shortly."
 
-    def __init__(self, message: str | None = None, *, retry_after: int):
-        super().__init__(message, headers={"Retry-After": str(retry_after)}, details={"retryAfter": retry_after})
+    def __init__(self, what: str | None = None, *, retry_after: int):
+        """`what` was too much ("Too many login attempts"); when to try again is said after it, as Retry-After says."""
+        again = f"{what}; try again in {retry_after} second{'' if retry_after == 1 else 's'}." if what else None
+        super().__init__(again, headers={"Retry-After": str(retry_after)}, details={"retryAfter": retry_after})
         self.retry_after = retry_after

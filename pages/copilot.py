@@ -8,6 +8,7 @@ from components.copilot import Copilot, ai_off_reason
 from components.formats import ago, when
 from components.frame import frame
 from desk.agent import sessions as agent_sessions
+from desk.agent.runtime import UNREACHED  # the run's call never reached the model: nothing was billed
 from desk.config import get_settings
 from desk.db.client import get_db
 from desk.errors import DeskError
@@ -22,7 +23,6 @@ STATUS_WORDS = {
     "expired": "Approval expired",
     "aborted": "Stopped",
 }
-UNREACHED = "ai_unreached"  # the run's call never reached the model: nothing was billed
 
 
 @router.page("/app/copilot")

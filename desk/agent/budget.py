@@ -27,7 +27,7 @@ from desk.agent import runs
 from desk.agent.provider import Usage
 from desk.agent.state import together
 from desk.config import Settings
-from desk.errors import DeskError, ErrorCode, RateLimited, again_in
+from desk.errors import DeskError, ErrorCode, RateLimited
 from desk.schema import now
 
 CAP_OWNERS = {"user": "your", "agent": "the assistant's", "global": "the desk's"}
@@ -88,7 +88,7 @@ async def admit(db: AsyncDatabase, settings: Settings, *, user_id: str, agent: s
         if starts[window] > settings.ai_rate_limit_max:
             window_end = moment.replace(second=0, microsecond=0) + timedelta(minutes=1)
             retry_after = max(1, int((window_end - moment).total_seconds()))
-            raise RateLimited(f"Too many messages to the assistant; {again_in(retry_after)}.", retry_after=retry_after)
+            raise RateLimited("Too many messages to the assistant", retry_after=retry_after)
     except DeskError:
         if stale:  # no charge follows a refusal to tidy them
             await db["agent_spend"].update_one({"_id": person_key}, {"$unset": _fields(stale)})

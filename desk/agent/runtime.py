@@ -46,6 +46,7 @@ from desk.users import service as users_service
 
 log = logging.getLogger(__name__)
 AGENT = "copilot"
+STEPS_USED = "The assistant used all its steps for this message."
 UNREACHED = "ai_unreached"  # the run's error code when its call never reached the model (and cost nothing)
 __all__ = ["AGENT", "INTERRUPTED", "CopilotTurn"]
 
@@ -173,7 +174,7 @@ class CopilotTurn:
             yield MessageDone(run_id=self.run_id, status=status, notice=INTERRUPTED if self.interrupted else None)
             return
         status = await self._finish("budget_exceeded", "step_cap")
-        yield Error(code=ErrorCode.AI_BUDGET_EXCEEDED, message="The assistant used all its steps for this message.")
+        yield Error(code=ErrorCode.AI_BUDGET_EXCEEDED, message=STEPS_USED)
         yield MessageDone(run_id=self.run_id, status=status)
 
     async def _step(self, messages: list[dict], tools: list[dict]) -> AsyncIterator[RunEvent]:

@@ -10,6 +10,7 @@ from pymongo.asynchronous.database import AsyncDatabase
 
 from desk.actors import Actor
 from desk.agent import budget, history, live, runs
+from desk.agent.client import AI_OFF
 from desk.agent.provider import Provider
 from desk.agent.record import LEASE
 from desk.agent.runtime import AGENT, CopilotTurn
@@ -125,7 +126,7 @@ def _rank(refusal: BaseException) -> int:
 async def require_ai_user(db: AsyncDatabase, settings: Settings, actor: Actor, user: dict | None = None) -> dict:
     """The person's stored record if AI is on for the desk and for them (`user`: one the caller just read)."""
     if not settings.ai_enabled:
-        raise Forbidden("The AI assistant is turned off on this desk.")
+        raise Forbidden(AI_OFF)
     if user is None and actor.is_human:
         found = await users_service.get_user(db=db, actor=actor, user_id=actor.id)
         user = {"_id": ObjectId(found.id), "aiEnabled": found.ai_enabled, "active": found.active} if found else None

@@ -14,7 +14,7 @@ from desk.auth import events, passwords, throttle
 from desk.auth import repository as repo
 from desk.auth.models import TokenCreated, TokenRead
 from desk.config import get_settings
-from desk.errors import Forbidden, NotFound, RateLimited, Unauthorized, again_in
+from desk.errors import Forbidden, NotFound, RateLimited, Unauthorized
 from desk.schema import now, parse_object_id
 from desk.users import access
 from desk.users import repository as users_repo
@@ -133,7 +133,7 @@ async def limit_rate(*, db: AsyncDatabase, key: str, per_minute: int, message: s
     window_end = moment.replace(second=0, microsecond=0) + timedelta(minutes=1)
     if await repo.hit(db, key, window_end=window_end) > per_minute:
         retry_after = max(1, int((window_end - moment).total_seconds()))
-        raise RateLimited(f"{message}; {again_in(retry_after)}.", retry_after=retry_after)
+        raise RateLimited(message, retry_after=retry_after)
 
 
 async def open_session(*, db: AsyncDatabase, user_id: ObjectId) -> str:

@@ -22,7 +22,7 @@ from pymongo.asynchronous.database import AsyncDatabase
 
 from desk.auth import repository as repo
 from desk.config import get_settings
-from desk.errors import RateLimited, again_in
+from desk.errors import RateLimited
 from desk.schema import now
 
 ADDRESS_FACTOR = 5
@@ -49,7 +49,7 @@ async def admit(*, db: AsyncDatabase, ip: str, email: str) -> Attempt:
         taken.append(key)
         if await repo.hit(db, key, window_end=window_end) > limit:
             retry_after = max(1, int((window_end - moment).total_seconds()))
-            raise RateLimited(f"{TOO_MANY}; {again_in(retry_after)}.", retry_after=retry_after)
+            raise RateLimited(TOO_MANY, retry_after=retry_after)
     return Attempt(keys=tuple(taken), window_end=window_end)
 
 
