@@ -29,6 +29,7 @@ from desk.db.client import get_db
 from desk.errors import Conflict, DeskError, NothingToChange
 from desk.users import service as users_service
 from desk.work_orders import service as work_orders
+from desk.work_orders.models import WorkOrderRead
 
 router = APIRouter()
 PATH = "/app/admin/agents"
@@ -294,12 +295,12 @@ class AgentsScreen:
         state = await triage.health(db=get_db(), settings=get_settings(), actor=actor)
         refs = [ObjectId(event.payload_ref) for event in state.failed if ObjectId.is_valid(event.payload_ref)]
         found = await work_orders.by_ids(db=get_db(), actor=actor, order_ids=refs)
-        self.failed_orders = {str(order_id): order for order_id, order in found.items()}
+        failed_orders = {str(order_id): order for order_id, order in found.items()}
         entries = await policy.audit(db=get_db(), actor=actor, offset=0, limit=20)
         names = await users_service.display_names(db=get_db(), user_ids={e.actor_id for e in entries.items})
         self.health.clear()
         with self.health:
-            self._draw_health(state)
+            self._draw_health(state, failed_orders)
         self.audit.clear()
         with self.audit:
             if not entries.items:
@@ -313,7 +314,8 @@ class AgentsScreen:
                         for line in _audit_lines(entry.before, entry.after):
                             ui.label(line).classes("text-sm text-grey-9 wrap-anywhere")
 
-    def _draw_health(self, state: triage.Health) -> None:
+    def _draw_health(self, state: triage.Health, failed_orders: dict[str, WorkOrderRead]) -> None:
+        """The worker's figures, the spend, and the failed events (`failed_orders`: their orders, by id)."""
         waiting = state.events.get("pending", 0) + state.events.get("processing", 0)
         with ui.row().classes("w-full gap-4 items-stretch"):
             _figure("Queue", f"{waiting:,}", f"{state.events.get('processing', 0)} being triaged", "queue-depth")
@@ -347,7 +349,7 @@ class AgentsScreen:
                 shown = f"the newest {len(state.failed)} of {total:,}" if total > len(state.failed) else f"{total}"
                 ui.label(f"Failed events ({shown})").classes("text-sm text-grey-7")
                 for event in state.failed:
-                    order = self.failed_orders.get(event.payload_ref)
+                    order = failed_orders.get(event.payload_ref)
                     with ui.row().classes("w-full items-center gap-3 py-1 border-b no-wrap").mark("failed-event"):
                         if order is not None:
                             link = ui.link(order.title, f"/app/work-orders/{order.id}").classes("w-64 truncate")

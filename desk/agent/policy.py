@@ -81,9 +81,6 @@ async def update_config(
 async def set_enabled(*, db: AsyncDatabase, settings: Settings, actor: Actor, enabled: bool) -> AgentConfigRead:
     """The kill switch (AGT-9): whatever the version, it always lands; already so, it changes nothing (no version)."""
     _require_admin(actor)
-    found = await current(db, settings)
-    if found.get("enabled") is enabled:  # a second press, or another admin's: no version for others to trip over
-        return AgentConfigRead.model_validate(found)
     return await _change(
         db, settings, actor, {"enabled": enabled}, version=None, action="enabled" if enabled else "disabled"
     )
@@ -122,6 +119,8 @@ async def _change(
     db: AsyncDatabase, settings: Settings, actor: Actor, fields: Doc, *, version: int | None, action: str
 ):
     before = await current(db, settings)
+    if version is None and all(before.get(key) == value for key, value in fields.items()):
+        return AgentConfigRead.model_validate(before)  # the switch pressed again: no version for others to trip over
     match = {"_id": AGENT, "version": before["version"] if version is None else version}
     after = await db["agent_config"].find_one_and_update(
         match,
