@@ -127,7 +127,14 @@ async def test_approve_a_change_and_see_it_everywhere(
     await user.should_see("Urgent", retries=WAIT)  # the list behind the drawer follows live
 
 
-async def test_reject_with_a_reason_and_the_model_revises(
+def transcript(user: User) -> list[str]:
+    """The drawer's conversation as the person reads it, top to bottom."""
+    with user:
+        (log,) = ElementFilter(marker="copilot-log")
+    return [getattr(item, "content", None) or item.text for item in log.default_slot.children]
+
+
+async def test_reject_with_a_reason_the_model_revises_and_a_reload_reads_the_same(
     user: User, ai_on, fake_provider, make_user, make_order, log_in, db
 ):
     sam = await make_user("user")
@@ -148,43 +155,18 @@ async def test_reject_with_a_reason_and_the_model_revises(
     assert await db["work_orders"].count_documents({}) == 1
     tool_message = fake_provider.requests[-1]["messages"][-1]
     assert tool_message["role"] == "tool" and "Still leaking, keep it" in tool_message["content"]
-
-
-def transcript(user: User) -> list[str]:
-    """The drawer's conversation as the person reads it, top to bottom."""
-    with user:
-        (log,) = ElementFilter(marker="copilot-log")
-    return [getattr(item, "content", None) or item.text for item in log.default_slot.children]
-
-
-async def test_what_the_assistant_did_reads_the_same_after_a_reload(
-    user: User, ai_on, fake_provider, make_user, make_order, log_in
-):
-    sam = await make_user("user")
-    order = await make_order(sam, "Leaking tap")
-    fake_provider.script(
-        Turn.tool_calls(("list_my_work_orders", {})),
-        Turn.tool_calls(("delete_work_order", {"id": order.id})),
-        Turn.text("Understood, I kept it."),
-    )
-    await open_copilot(user, sam, log_in)
-    ask(user, "Clean up my orders")
-    await user.should_see("Delete this work order?", retries=WAIT)
-    user.find(marker="reject").click()
-    await user.should_see("Understood, I kept it.", retries=WAIT)
     streamed = transcript(user)
-
-    await user.open("/app")  # the drawer on a new page reads the conversation from the server
-    user.find(marker="copilot-toggle").click()
-    await user.should_see("Understood, I kept it.", retries=WAIT)
-
-    assert transcript(user) == streamed
     assert streamed == [
         "Clean up my orders",
         "Looked up 1 of your work orders",
         "You rejected the change",
         "Understood, I kept it.",
     ]
+
+    await user.open("/app")  # the drawer on a new page reads the conversation from the server: the same lines
+    user.find(marker="copilot-toggle").click()
+    await user.should_see("Understood, I kept it.", retries=WAIT)
+    assert transcript(user) == streamed
 
 
 def approval_open(user: User) -> bool:
