@@ -1,6 +1,7 @@
 """Shared pieces of the HTTP/JSON shape: camelCase models, text fields and the OffsetPage."""
 
 import re
+import unicodedata
 from collections.abc import Callable
 from datetime import UTC, date, datetime
 from functools import cache
@@ -264,6 +265,16 @@ class PageQuery(BaseModel):
 
     offset: int = Field(0, ge=0, le=MAX_OFFSET)
     limit: int = Field(25, ge=1, le=MAX_LIMIT)
+
+
+def sort_key(text: str) -> str:
+    """What a sort by name or title compares: case and accents dropped ("Éclair" files with "eclair", after "apple").
+
+    Compared by code point like any string, so MongoDB and the embedded engine sort it alike
+    and a plain index serves it; letters without a decomposition (ø, ł) still sort after z.
+    """
+    decomposed = unicodedata.normalize("NFKD", text)
+    return "".join(char for char in decomposed if not unicodedata.combining(char)).casefold()
 
 
 def now() -> datetime:

@@ -8,7 +8,11 @@ from bson import ObjectId
 from pymongo import ASCENDING, DESCENDING, ReturnDocument
 from pymongo.asynchronous.database import AsyncDatabase
 
+from desk.schema import sort_key
+
 LOCK_AFTER_FAILURES = 5
+# The names sorted by code point ("priya" after "Sam", "Élodie" after "Zoe") until `nameKey` took over.
+BY_NAME_UNTIL_DECEMBER_2026 = [("name", ASCENDING), ("_id", ASCENDING)]
 
 Doc = dict[str, Any]
 
@@ -20,11 +24,22 @@ def _users(db: AsyncDatabase):
 async def ensure_indexes(db: AsyncDatabase) -> None:
     await _users(db).create_index([("email", ASCENDING)], unique=True, name="email_unique")
     await _users(db).create_index([("createdAt", DESCENDING)], name="created")
-    await _users(db).create_index([("name", ASCENDING), ("_id", ASCENDING)], name="by_name")
+    await _users(db).create_index([("nameKey", ASCENDING), ("_id", ASCENDING)], name="by_name_key")
+    for name, spec in (await _users(db).index_information()).items():  # the embedded engine names indexes itself
+        if spec["key"] == BY_NAME_UNTIL_DECEMBER_2026:
+            await _users(db).drop_index(name)
+    await _backfill_name_keys(db)
+
+
+async def _backfill_name_keys(db: AsyncDatabase) -> None:
+    """Give people stored before `nameKey` existed theirs (a desk has hundreds: one pass at start-up)."""
+    async for doc in _users(db).find({"nameKey": {"$exists": False}}, {"name": 1}):
+        await _users(db).update_one({"_id": doc["_id"]}, {"$set": {"nameKey": sort_key(doc["name"])}})
 
 
 async def insert(db: AsyncDatabase, doc: Doc) -> Doc:
     """Store a new user; raises DuplicateKeyError when the email is taken."""
+    doc = {**doc, "nameKey": sort_key(doc["name"])}
     result = await _users(db).insert_one(doc)
     return {**doc, "_id": result.inserted_id}
 
@@ -66,8 +81,8 @@ def containing(q: str | None) -> Doc:
 
 
 async def page_by_name(db: AsyncDatabase, filter_: Doc, *, offset: int, limit: int) -> tuple[list[Doc], int]:
-    """A page of people sorted by name, and how many match."""
-    cursor = _users(db).find(filter_).sort([("name", ASCENDING), ("_id", ASCENDING)]).skip(offset).limit(limit)
+    """A page of people sorted by name as a person reads it (any case, any accents), and how many match."""
+    cursor = _users(db).find(filter_).sort([("nameKey", ASCENDING), ("_id", ASCENDING)]).skip(offset).limit(limit)
     return await cursor.to_list(), await _users(db).count_documents(filter_)
 
 
@@ -79,6 +94,8 @@ async def record_login(db: AsyncDatabase, user_id: ObjectId, *, at: datetime) ->
 
 
 async def update(db: AsyncDatabase, user_id: ObjectId, fields: Doc) -> Doc | None:
+    if "name" in fields:
+        fields = {**fields, "nameKey": sort_key(fields["name"])}
     return await _users(db).find_one_and_update(
         {"_id": user_id}, {"$set": fields}, return_document=ReturnDocument.AFTER
     )

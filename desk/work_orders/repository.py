@@ -8,7 +8,6 @@ change reads the order's timeline at once, and must find the entry there.
 
 import logging
 import time
-import unicodedata
 from datetime import datetime
 from typing import Any
 
@@ -17,6 +16,7 @@ from pymongo import ASCENDING, DESCENDING, ReturnDocument, UpdateOne
 from pymongo.asynchronous.database import AsyncDatabase
 
 from desk.outbox import repository as outbox
+from desk.schema import sort_key
 from desk.work_orders import changes, counters, search
 from desk.work_orders.models import PRIORITIES
 
@@ -64,7 +64,7 @@ def _derived(doc: Doc) -> Doc:
     and who handed the order to someone else (see `seen_by`)."""
     return {
         "priorityRank": PRIORITIES.index(doc["priority"]),
-        "titleKey": title_key(doc["title"]),
+        "titleKey": sort_key(doc["title"]),
         "handedBy": handed_by(doc),
     }
 
@@ -73,16 +73,6 @@ def handed_by(doc: Doc) -> ObjectId | None:
     """The requester, when someone else (not the queue) works on the order; else None."""
     requester, owner = doc.get("requesterId"), doc.get("ownerId")
     return requester if owner is not None and requester is not None and owner != requester else None
-
-
-def title_key(title: str) -> str:
-    """What the title sort compares: case and accents dropped ("Éclair" files with "eclair", after "apple").
-
-    Compared by code point like any string, so MongoDB and the embedded engine sort it alike
-    and a plain index serves it; letters without a decomposition (ø, ł) still sort after z.
-    """
-    decomposed = unicodedata.normalize("NFKD", title)
-    return "".join(char for char in decomposed if not unicodedata.combining(char)).casefold()
 
 
 def filters(*, owner_id: ObjectId | str | None, status: str | list[str] | None, priority: str | None) -> Doc:
@@ -250,14 +240,14 @@ async def _backfill_title_keys(db: AsyncDatabase, *, batch: int = 1000) -> None:
     """Give orders stored before `titleKey` existed theirs, postings too; once done, one index probe.
 
     Once per desk, about 4 ms an order on the embedded engine (postings are most of it). After a
-    change to `title_key`, unset every stored key (orders and postings) and this makes them again.
+    change to `desk.schema.sort_key`, unset every stored key (orders and postings) and this makes them again.
     """
     started, done, previous = time.monotonic(), 0, None
     while docs := await _orders(db).find(NO_TITLE_KEY, {"title": 1, "description": 1}).limit(batch).to_list():
         if docs[0]["_id"] == previous:  # the last batch was not written: stop rather than loop at start-up
             raise RuntimeError("work_orders.titleKey backfill: an order is still without its key")
         previous = docs[0]["_id"]
-        keyed = [{**doc, "titleKey": title_key(doc["title"])} for doc in docs]
+        keyed = [{**doc, "titleKey": sort_key(doc["title"])} for doc in docs]
         await search.stamp_title_keys(db, keyed)  # postings first: a crash in between leaves the order to redo
         await _orders(db).bulk_write(
             [UpdateOne({"_id": d["_id"]}, {"$set": {"titleKey": d["titleKey"]}}) for d in keyed]

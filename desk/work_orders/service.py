@@ -92,7 +92,7 @@ async def owner_choices(*, db: AsyncDatabase, actor: Actor) -> tuple[dict[str, s
     alphabetical order. Everyone is read: a desk's people number in the hundreds, not the millions.
     """
     _require_person(actor)
-    people = sorted(await users_service.everyone(db=db), key=lambda p: p["name"].casefold())
+    people = await users_service.everyone(db=db)  # in the people list's order: any case, any accents
     names = {str(p["_id"]): p["name"] for p in people}
     if actor.is_admin:
         return names, {str(p["_id"]): p["name"] for p in people if can_work(p)}

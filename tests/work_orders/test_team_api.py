@@ -2,6 +2,7 @@
 
 from bson import ObjectId
 
+from desk.users import repository as users_repo
 from desk.work_orders import changes, service
 from desk.work_orders.models import CommentCreate
 from tests.helpers import actor
@@ -107,7 +108,8 @@ async def test_an_admin_can_give_an_order_to_anyone_who_can_work_however_many_pe
         {"email": f"p{i}@example.com", "name": f"Person {i:03}", "role": "user", "active": True, "aiEnabled": True}
         for i in range(120)
     ]
-    await db["users"].insert_many(crowd)  # many people, stored as they are (no password needed to be chosen)
+    for person in crowd:  # many people, stored as they are (no password needed to be chosen)
+        await users_repo.insert(db, person)
 
     names, assignable = await service.owner_choices(db=db, actor=actor(boss))
 
