@@ -1,6 +1,11 @@
-"""/app/admin/audit: the desk-wide audit log for admins, newest first, filtered by what happened."""
+"""/app/admin/audit: the desk-wide audit log for admins, newest first, filtered by what happened.
+
+The filter and the page live in the address (`?action=role_changed&page=2`), so Back, reload and a
+link sent to another admin open the same view.
+"""
 
 from typing import assert_never
+from urllib.parse import urlencode
 
 from fastapi import Request
 from nicegui import APIRouter, ui
@@ -15,6 +20,7 @@ from desk.schema import MAX_OFFSET
 from desk.users import service as users_service
 
 router = APIRouter()
+PATH = "/app/admin/audit"
 PAGE_SIZE = 25
 ACTIONS = {
     "work_order_deleted": "Work order deleted",
@@ -30,26 +36,30 @@ ACTIONS = {
 }
 
 
-@router.page("/app/admin/audit")
+@router.page(PATH)
 async def admin_audit_page(request: Request):
     user = await session.current_user()
     if user is None:
         return session.to_login(request)
-    with admin_frame("Audit log", user, path="/app/admin/audit") as visit:
+    with admin_frame("Audit log", user, path=PATH) as visit:
         if visit is None:
             return
-        await AuditScreen(visit).build()
+        await AuditScreen(visit, request.query_params).build()
 
 
 class AuditScreen:
     """A filter, the entries of one page and a pager."""
 
-    def __init__(self, visit: session.Visit) -> None:
-        self.visit, self.page, self.action = visit, 1, None
+    def __init__(self, visit: session.Visit, params) -> None:
+        """`params`: the address's query; what is not understood is left out rather than refused."""
+        page = params.get("page", "1")
+        self.visit, self.action = visit, params.get("action") if params.get("action") in ACTIONS else None
+        self.page = min(int(page), MAX_OFFSET // PAGE_SIZE + 1) if page.isdigit() and int(page) >= 1 else 1
 
     async def build(self) -> None:
         ui.label("Kept for one year; nobody can change or delete an entry.").classes("text-sm text-grey-7")
-        choose = ui.select(ACTIONS, label="What happened", clearable=True).props("dense").classes("w-64")
+        choose = ui.select(ACTIONS, label="What happened", value=self.action, clearable=True)
+        choose.props("dense").classes("w-64")
         choose.mark("audit-action").on_value_change(lambda e: self._go(1, e.value))
         self.count = ui.label().classes("text-sm text-grey-7").mark("audit-count")
         self.entries = ui.column().classes("w-full gap-0 border rounded").mark("audit-entries")
@@ -59,12 +69,21 @@ class AuditScreen:
 
     def _go(self, page: int, action: str | None) -> None:
         self.page, self.action = page, action
+        ui.navigate.history.replace(self.url())  # Back, reload and bookmarks come back to this view
         ui.timer(0, self.load, once=True)
+
+    def url(self) -> str:
+        params = [("action", self.action)] if self.action else []
+        params += [("page", str(self.page))] if self.page > 1 else []
+        return PATH + (f"?{urlencode(params)}" if params else "")
 
     async def load(self) -> None:
         actor = await self.visit.actor()
         query = AuditQuery(offset=(self.page - 1) * PAGE_SIZE, limit=PAGE_SIZE, action=self.action)
         found = await audit_service.list_entries(db=get_db(), actor=actor, query=query)
+        if not found.items and found.total and self.page > 1:  # an old link past the end: its last page
+            self._go(max(1, -(-found.total // PAGE_SIZE)), self.action)
+            return
         ids = {e.actor_id for e in found.items if e.actor_id} | {e.subject_id for e in found.items if e.subject_id}
         names = await users_service.display_names(db=get_db(), user_ids=ids)
         self.entries.clear()

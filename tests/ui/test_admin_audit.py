@@ -62,3 +62,27 @@ async def test_people_who_are_not_admins_are_refused(user: User, make_user, log_
     await user.open("/app/admin/audit")
     await user.should_see(marker="forbidden")
     await user.should_not_see("Audit")  # nor is it in their nav
+
+
+async def test_the_address_keeps_the_filter_and_the_page(user: User, make_user, log_in, db):
+    admin, sam = await make_user("admin", name="Dana Admin"), await make_user("user", name="Sam Rivera")
+    for number in range(27):
+        await auth_service.create_token(db=db, actor=actor(sam), name=f"script {number:02d}")
+    await users_service.update_user(db=db, actor=actor(admin), user_id=sam["id"], data=UserAdminUpdate(role="viewer"))
+    await log_in(user, admin)
+
+    await user.open("/app/admin/audit?action=token_created&page=2")  # a link another admin sent
+
+    await user.should_see("27 entries")
+    assert user.find(marker="audit-action").elements.pop().value == "token_created"
+    assert user.find(marker="audit-pages").elements.pop().value == 2
+    assert len(user.find(marker="audit-entry").elements) == 2  # the oldest two of 27, newest first
+    await user.should_see("“script 01”")
+    await user.should_not_see("Role changed")
+
+    await user.open("/app/admin/audit?action=nonsense&page=x")  # what is not understood is left out
+    await user.should_see("28 entries")
+
+    await user.open("/app/admin/audit?action=role_changed&page=9")  # past the end: the last page there is
+    await user.should_see("1 entry")
+    await user.should_see("Sam Rivera: user → viewer")
