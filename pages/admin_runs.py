@@ -3,10 +3,13 @@
 The list and the detail go through the triage service in process, as GET /admin/agents/runs[/{id}] do;
 opening a detail is recorded in the agents' audit by that same service (SEC-11). Messages, tool
 arguments and results are untrusted text (the model's, or work-order text): labels and code blocks only.
+The list's filters and page live in its address (`?agent=triage&status=error&since=2026-12-01&page=2`),
+so Back, reload and a link sent to another admin open the same view.
 """
 
 import json
 from datetime import UTC, date, datetime, time, timedelta
+from urllib.parse import urlencode
 
 from fastapi import Request
 from nicegui import APIRouter, ui
@@ -54,7 +57,7 @@ async def admin_runs_page(request: Request):
         agents_tabs(PATH)
         await switch_banner(actor)
         people = await users_service.everyone(db=get_db())  # the person filter offers all, not the first page
-        await RunsScreen(visit, {str(p["_id"]): p["name"] for p in people}).build()
+        await RunsScreen(visit, {str(p["_id"]): p["name"] for p in people}, request.query_params).build()
 
 
 @router.page(PATH + "/{run_id}")
@@ -93,10 +96,18 @@ async def switch_banner(actor) -> None:
 class RunsScreen:
     """Filters above a page of runs, newest first."""
 
-    def __init__(self, visit: session.Visit, people: dict[str, str]) -> None:
+    def __init__(self, visit: session.Visit, people: dict[str, str], params) -> None:
+        """`params`: the address's query; what is not understood is left out rather than refused."""
         self.visit, self.people = visit, people
-        self.filters: dict[str, object] = {"agent": None, "status": None, "person": None, "since": None, "until": None}
-        self.page = 1
+        self.filters: dict[str, object] = {
+            "agent": params.get("agent") if params.get("agent") in AGENT_NAMES else None,
+            "status": params.get("status") if params.get("status") in STATUSES else None,
+            "person": params.get("person") if params.get("person") in people else None,
+            "since": _day(params.get("since")),
+            "until": _day(params.get("until")),
+        }
+        page = params.get("page", "1")
+        self.page = min(int(page), MAX_OFFSET // PAGE_SIZE + 1) if page.isdigit() and int(page) >= 1 else 1
         self.latest = 0  # loads overlap when filters change quickly: only the newest may draw
 
     async def build(self) -> None:
@@ -105,7 +116,9 @@ class RunsScreen:
             self._select(STATUSES, "Status", "status")
             self._select(self.people, "Person (copilot runs)", "person").classes("w-56")
             for key, label in (("since", "From"), ("until", "Until")):
-                field = ui.input(label).props("type=date dense stack-label clearable").classes("w-40")
+                day = self.filters[key]
+                field = ui.input(label, value=day.isoformat() if isinstance(day, date) else "")
+                field.props("type=date dense stack-label clearable").classes("w-40")
                 field.mark(f"runs-{key}").on_value_change(lambda e, k=key: self._set(k, _day(e.value)))
         self.count = ui.label().classes("text-sm text-grey-7").mark("runs-count")
         self.list = ui.column().classes("w-full gap-0 border rounded").mark("runs")
@@ -114,17 +127,24 @@ class RunsScreen:
         await self.load()
 
     def _select(self, options: dict, label: str, key: str) -> ui.select:
-        select = ui.select(options, label=label, clearable=True).props("dense").classes("w-40").mark(f"runs-{key}")
+        select = ui.select(options, label=label, value=self.filters[key], clearable=True)
+        select.props("dense").classes("w-40").mark(f"runs-{key}")
         select.on_value_change(lambda e: self._set(key, e.value))
         return select
 
     async def _set(self, key: str, value: object) -> None:
         self.filters[key], self.page = value, 1
-        await self.load()
+        await self._go(1)
 
     async def _go(self, page: int) -> None:
         self.page = page
+        ui.navigate.history.replace(self.url())  # Back, reload and bookmarks come back to this view
         await self.load()
+
+    def url(self) -> str:
+        params = [(key, str(value)) for key, value in self.filters.items() if value]  # a day reads YYYY-MM-DD
+        params += [("page", str(self.page))] if self.page > 1 else []
+        return PATH + (f"?{urlencode(params)}" if params else "")
 
     async def load(self) -> None:
         self.latest += 1
@@ -143,6 +163,9 @@ class RunsScreen:
             found = await triage.list_runs(db=get_db(), actor=actor, query=query, person_id=self.filters["person"])
         except DeskError as error:
             ui.notify(error.message, type="negative")
+            return
+        if not found.items and found.total and self.page > 1:  # an old link past the end: its last page
+            await self._go(max(1, -(-found.total // PAGE_SIZE)))
             return
         extras = await triage.run_extras(db=get_db(), actor=actor, run_ids=[run.id for run in found.items])
         if mine != self.latest:

@@ -78,6 +78,28 @@ async def test_every_run_listed_and_filtered_by_agent_status_person_and_date(
     await user.should_see("No runs match these filters.", retries=WAIT)
 
 
+async def test_the_address_keeps_the_filters_and_the_page(
+    user: User, make_user, log_in, ai_settings, provider, fake_provider, client_for
+):
+    ada, sam = await make_user("admin"), await make_user("user", name="Sam Rivera")
+    fake_provider.script(Turn.text("Hi Sam."), Turn.text("Hi Ada."))
+    await copilot_run(client_for, sam, "Hi Sam.")
+    await copilot_run(client_for, ada, "Hi Ada.")
+    today = now().date().isoformat()
+    await log_in(user, ada)
+
+    await user.open(f"{PAGE}?agent=copilot&person={sam['id']}&since={today}")  # a link another admin sent
+
+    await user.should_see("1–1 of 1 runs")
+    assert user.find(marker="runs-agent").elements.pop().value == "copilot"
+    assert user.find(marker="runs-person").elements.pop().value == sam["id"]
+    assert user.find(marker="runs-since").elements.pop().value == today
+    await user.open(f"{PAGE}?agent=robot&since=someday&page=x")  # what is not understood is left out
+    await user.should_see("1–2 of 2 runs")
+    await user.open(f"{PAGE}?status=complete&page=7")  # past the end: the last page there is
+    await user.should_see("1–2 of 2 runs", retries=WAIT)
+
+
 async def test_a_runs_detail_shows_its_transcript_literally_and_the_view_is_audited(
     user: User, make_user, make_order, log_in, db, ai_settings, provider, fake_provider
 ):
