@@ -93,7 +93,8 @@ class AuditScreen:
         self.entries.set_visibility(bool(found.items))
         total = f"{found.total:,}" if found.total_exact else f"{found.total:,}+"
         noun = "entry" if found.total == 1 and found.total_exact else "entries"
-        self.count.set_text(f"{total} {noun}" if found.items else "Nothing logged yet.")
+        empty = f"No “{ACTIONS[self.action]}” entries." if self.action else "Nothing logged yet."
+        self.count.set_text(f"{total} {noun}" if found.items else empty)
         self.pager.max = max(1, min(-(-found.total // PAGE_SIZE), MAX_OFFSET // PAGE_SIZE + 1))
         self.pager.set_value(self.page)
         self.pager.set_visibility(self.pager.max > 1)

@@ -83,6 +83,8 @@ async def test_the_address_keeps_the_filter_and_the_page(user: User, make_user, 
     await user.open("/app/admin/audit?action=nonsense&page=x")  # what is not understood is left out
     await user.should_see("28 entries")
 
+    await user.open("/app/admin/audit?action=password_reset")  # a filter that finds nothing says so, not "nothing yet"
+    await user.should_see("No “Password reset” entries.")
     await user.open("/app/admin/audit?action=role_changed&page=9")  # past the end: the last page there is
     await user.should_see("1 entry")
     await user.should_see("Sam Rivera: user → viewer")
