@@ -1,10 +1,31 @@
-"""Form problems shown where a person looks: each message beside its field, the rest below the form."""
+"""Form fields: a new password one can show, and problems shown where a person looks (each message beside its
+field, the rest below the form)."""
 
 from nicegui import ui
 from pydantic import ValidationError
 
 from desk import problems
 from desk.errors import DeskError
+
+
+def new_password(label: str) -> ui.input:
+    """A password field with a Show/Hide button a keyboard reaches and a screen reader names.
+
+    NiceGUI's `password_toggle_button` is a bare icon: a mouse can click it, Tab passes it by.
+    """
+    field = ui.input(label, password=True).props("autocomplete=new-password")
+    with field.add_slot("append"):
+        toggle = ui.button(icon="visibility_off").props("flat round dense aria-label='Show password'")
+        toggle.classes("text-grey-8").mark("show-password")
+
+    def flip() -> None:
+        hidden = field.props.get("type") == "password"
+        field.props(f"type={'text' if hidden else 'password'}")
+        toggle.props(f"icon={'visibility' if hidden else 'visibility_off'}")
+        toggle.props(f"aria-label='{'Hide' if hidden else 'Show'} password'")
+
+    toggle.on_click(flip)
+    return field
 
 
 def clear_problems(inputs: dict[str, ui.element], problem: ui.label | None = None) -> None:

@@ -7,7 +7,7 @@ from pydantic import ValidationError
 
 from components import session
 from components.confirm import confirm
-from components.fields import clear_problems, sentence, show_problems
+from components.fields import clear_problems, new_password, sentence, show_problems
 from components.formats import ago, when
 from components.frame import admin_frame
 from components.tokens import token_row
@@ -53,8 +53,7 @@ class UsersScreen:
                 email = ui.input("Email").props("autocomplete=off").classes("w-64").mark("new-email")
                 name = ui.input("Name").props("counter maxlength=100").classes("w-56").mark("new-name")
                 role = ui.select(ROLES, value="user", label="Role").classes("w-32").mark("new-role")
-                password = ui.input("First password", password=True, password_toggle_button=True)
-                password.props("autocomplete=new-password").classes("w-56").mark("new-password")
+                password = new_password("First password").classes("w-56").mark("new-password")
             ui.label("Give them the first password in person; they can change it on their profile.").classes(
                 "text-sm text-grey-7"
             )
@@ -227,8 +226,7 @@ class UserRow:
                 "They are logged out everywhere, their API tokens stop working, and they need this password "
                 "to log in again."
             ).classes("text-sm text-grey-7")
-            password = ui.input("New password", password=True, password_toggle_button=True).classes("w-full")
-            password.props("autocomplete=new-password autofocus").mark("reset-password")
+            password = new_password("New password").classes("w-full").props("autofocus").mark("reset-password")
             problem = ui.label().classes("text-negative text-sm")
 
             async def save() -> None:

@@ -8,7 +8,7 @@ from pydantic import ValidationError
 
 from components import session
 from components.confirm import confirm
-from components.fields import clear_problems, show_problems
+from components.fields import clear_problems, new_password, show_problems
 from components.frame import frame, notify_next_page
 from components.tokens import token_row
 from desk.auth import service as auth_service
@@ -41,8 +41,7 @@ def _password_card(visit: session.Visit, *, on_tokens_revoked: Callable[[], Awai
         ui.label("Change password").classes("text-lg font-semibold")
         current = ui.input("Current password", password=True).props("autocomplete=current-password")
         current.classes("w-full").mark("current-password")
-        new = ui.input("New password", password=True, password_toggle_button=True).props("autocomplete=new-password")
-        new.classes("w-full").mark("new-password")
+        new = new_password("New password").classes("w-full").mark("new-password")
         repeat = ui.input("Repeat the new password", password=True).props("autocomplete=new-password")
         repeat.classes("w-full").mark("repeat-password")
         ui.label("At least 12 characters and not a common password. Your other sessions will be logged out.").classes(

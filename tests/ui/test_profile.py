@@ -54,6 +54,19 @@ async def test_changing_the_password(user: User, make_user, log_in, db):
     await user.should_see(marker="profile-name", retries=WAIT)
 
 
+async def test_a_new_password_can_be_shown_by_a_named_button(user: User, make_user, log_in):
+    await log_in(user, await make_user("user"), landing=PAGE)
+    (field,) = user.find(marker="new-password").elements
+    (show,) = user.find(marker="show-password").elements
+
+    assert (field.props["type"], show.props["aria-label"]) == ("password", "Show password")
+    assert isinstance(show, ui.button)  # a button: Tab reaches it and a screen reader names it (an icon is neither)
+    user.find(marker="show-password").click()
+    assert (field.props["type"], show.props["aria-label"]) == ("text", "Hide password")
+    user.find(marker="show-password").click()
+    assert (field.props["type"], show.props["aria-label"]) == ("password", "Show password")
+
+
 async def test_password_messages_beside_the_fields(user: User, make_user, log_in, db):
     sam = await make_user("user", name="Sam Rivera")
     await log_in(user, sam, landing=PAGE)
