@@ -110,6 +110,11 @@ def admin_frame(title: str, user: dict, *, path: str) -> Iterator[session.Visit 
             yield None
 
 
+# Where the keyboard was when the drawer opened (a field, the Assistant button), to go back there when it closes.
+KEEP_FOCUS = "window.deskFocusBefore = document.activeElement"
+GIVE_FOCUS_BACK = "const was = window.deskFocusBefore; window.deskFocusBefore = null; if (was?.isConnected) was.focus()"
+
+
 def _copilot_drawer(visit: session.Visit) -> Callable[[], None]:
     """The assistant in a right drawer, opened and closed with Ctrl+K / Cmd+K (focus lands in its input).
 
@@ -123,10 +128,13 @@ def _copilot_drawer(visit: session.Visit) -> Callable[[], None]:
         panel = Copilot(visit)
         panel.build(on_close=drawer.hide)
     ui.timer(0, panel.load, once=True)
+    # However it closes (Escape, Ctrl+K, its button, a tap beside it), the keyboard's place is given back
+    drawer.on_value_change(lambda e: None if e.value else ui.run_javascript(GIVE_FOCUS_BACK))
 
     async def toggle() -> None:
         drawer.toggle()
         if drawer.value:
+            ui.run_javascript(KEEP_FOCUS)
             panel.input.run_method("focus")
             await panel.load()
 

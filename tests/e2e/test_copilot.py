@@ -107,15 +107,22 @@ def open_drawer(person: Browser) -> None:
     )
 
 
-async def test_escape_closes_the_drawer(browser, make_person):
+async def test_escape_closes_the_drawer_and_the_keyboard_is_back_where_it_was(browser, make_person):
     person = await make_person(name="Robin Reed")
     robin = browser("robin")
     robin.log_in(person)
-    open_drawer(robin)
+    search = robin.driver.find_element(By.XPATH, "//input[@aria-label='Search']")
+    search.send_keys("tap")
+    search.send_keys(Keys.CONTROL, "k")
+    robin.wait_until(
+        lambda: robin.driver.switch_to.active_element.get_attribute("placeholder") == "Ask about your work orders…",
+        "the focus to land in the assistant's input",
+    )
 
     robin.driver.switch_to.active_element.send_keys(Keys.ESCAPE)
 
     robin.wait_until(lambda: not robin.run_js(DRAWER_SHOWN), "the drawer to close")
+    robin.wait_until(lambda: robin.driver.switch_to.active_element == search, "the focus to go back to the search")
 
 
 DRAWER_SHOWN = """const r = document.querySelector('.q-drawer').getBoundingClientRect();
