@@ -1,7 +1,7 @@
 """/app/admin/audit: the desk-wide audit log for admins, newest first, filtered by what happened.
 
 The filter and the page live in the address (`?action=role_changed&page=2`), so Back, reload and a
-link sent to another admin open the same view.
+link sent to another admin open the same view. New entries show up while the page is open.
 """
 
 from typing import assert_never
@@ -13,15 +13,18 @@ from nicegui import APIRouter, ui
 from components import session
 from components.formats import when
 from components.frame import admin_frame
+from desk.actors import Actor
 from desk.audit import service as audit_service
 from desk.audit.models import AuditQuery, AuditRead
 from desk.db.client import get_db
+from desk.errors import DeskError
 from desk.schema import MAX_OFFSET
 from desk.users import service as users_service
 
 router = APIRouter()
 PATH = "/app/admin/audit"
 PAGE_SIZE = 25
+FOLLOW_SECONDS = 3.0  # how often an open log looks for new entries (one indexed read of the newest)
 ACTIONS = {
     "work_order_deleted": "Work order deleted",
     "user_created": "Person added",
@@ -50,6 +53,8 @@ async def admin_audit_page(request: Request):
 class AuditScreen:
     """A filter, the entries of one page and a pager."""
 
+    seen: tuple[int, str | None] | None = None  # the filter's total and newest entry when last drawn
+
     def __init__(self, visit: session.Visit, params) -> None:
         """`params`: the address's query; what is not understood is left out rather than refused."""
         page = params.get("page", "1")
@@ -66,6 +71,7 @@ class AuditScreen:
         self.pager = ui.pagination(1, 1, direction_links=True).mark("audit-pages")
         self.pager.on_value_change(lambda e: e.value != self.page and self._go(e.value, self.action))
         await self.load()
+        ui.timer(FOLLOW_SECONDS, self._follow)
 
     def _go(self, page: int, action: str | None) -> None:
         self.page, self.action = page, action
@@ -77,8 +83,22 @@ class AuditScreen:
         params += [("page", str(self.page))] if self.page > 1 else []
         return PATH + (f"?{urlencode(params)}" if params else "")
 
-    async def load(self) -> None:
-        actor = await self.visit.actor()
+    async def _follow(self) -> None:
+        """Draw again when an entry was logged since (by anyone, in any web process)."""
+        try:
+            if await self._newest(await self.visit.actor(touch=False)) != self.seen:
+                await self.load(touch=False)
+        except DeskError:
+            return  # no longer an admin: the frame's check closes the page
+
+    async def _newest(self, actor: Actor) -> tuple[int, str | None]:
+        query = AuditQuery(offset=0, limit=1, action=self.action)
+        found = await audit_service.list_entries(db=get_db(), actor=actor, query=query)
+        return found.total, found.items[0].id if found.items else None
+
+    async def load(self, *, touch: bool = True) -> None:
+        actor = await self.visit.actor(touch=touch)
+        self.seen = await self._newest(actor)
         query = AuditQuery(offset=(self.page - 1) * PAGE_SIZE, limit=PAGE_SIZE, action=self.action)
         found = await audit_service.list_entries(db=get_db(), actor=actor, query=query)
         if not found.items and found.total and self.page > 1:  # an old link past the end: its last page

@@ -6,6 +6,7 @@ from desk.auth import service as auth_service
 from desk.users import service as users_service
 from desk.users.models import UserAdminUpdate, UserCreate
 from desk.work_orders import service
+from pages import admin_audit
 from tests.helpers import PASSWORD, actor
 
 XSS_TITLE = "<img src=x onerror=alert(1)>"
@@ -86,5 +87,20 @@ async def test_the_address_keeps_the_filter_and_the_page(user: User, make_user, 
     await user.open("/app/admin/audit?action=password_reset")  # a filter that finds nothing says so, not "nothing yet"
     await user.should_see("No “Password reset” entries.")
     await user.open("/app/admin/audit?action=role_changed&page=9")  # past the end: the last page there is
+    await user.should_see("1 entry")
+    await user.should_see("Sam Rivera: user → viewer")
+
+
+async def test_new_entries_show_up_while_the_log_is_open(user: User, make_user, log_in, db, monkeypatch):
+    monkeypatch.setattr(admin_audit, "FOLLOW_SECONDS", 0.2)
+    admin, other = await make_user("admin", name="Dana Admin"), await make_user("admin", name="Ola Admin")
+    sam = await make_user("user", name="Sam Rivera")
+    await log_in(user, admin)
+    await user.open("/app/admin/audit")
+    await user.should_see("Nothing logged yet.")
+
+    # another admin, in another browser (or another web process): the same database
+    await users_service.update_user(db=db, actor=actor(other), user_id=sam["id"], data=UserAdminUpdate(role="viewer"))
+
     await user.should_see("1 entry")
     await user.should_see("Sam Rivera: user → viewer")
