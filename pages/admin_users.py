@@ -1,8 +1,10 @@
 """/app/admin/users: admins add people, find them by name or email, edit their name and email, set their role,
-AI access and whether they may log in, reset passwords; everyone sorted by name, with their last login."""
+AI access and whether they may log in, reset passwords; everyone sorted by name, with their last login.
+
+What other admins change (and the logins people make) shows up while the page is open."""
 
 from fastapi import Request
-from nicegui import APIRouter, ui
+from nicegui import APIRouter, Client, ui
 from pydantic import ValidationError
 
 from components import session
@@ -21,6 +23,7 @@ from desk.users.models import UserAdminUpdate, UserCreate, UserQuery, UserRead
 
 router = APIRouter()
 PAGE_SIZE = 25
+FOLLOW_SECONDS = 3.0  # how often an open list reads its page again, to show what changed meanwhile
 ROLES = {"admin": "Admin", "user": "User", "viewer": "Viewer"}
 ROLE_NOUNS = {"admin": "an admin", "user": "a user", "viewer": "a viewer"}
 
@@ -36,15 +39,18 @@ async def admin_users_page(request: Request):
         screen = UsersScreen(visit)
         screen.new_user_form()
         await screen.build_list()
+        ui.timer(FOLLOW_SECONDS, screen.follow)
 
 
 class UsersScreen:
-    """The form to add a person above the list of everyone, newest first."""
+    """The form to add a person above the list of everyone, by name."""
 
     def __init__(self, visit: session.Visit) -> None:
         self.visit = visit
         self.page = 1
         self.q: str | None = None
+        self.rows: list[UserRow] = []
+        self.total = 0
 
     def new_user_form(self) -> None:
         with ui.card().classes("w-full gap-2").mark("new-user"):
@@ -87,10 +93,30 @@ class UsersScreen:
         self.q, self.page = (text or "").strip() or None, 1
         await self.build_list()
 
-    async def build_list(self) -> None:
-        query = UserQuery(q=self.q, offset=(self.page - 1) * PAGE_SIZE, limit=PAGE_SIZE)
-        actor = await self.visit.actor()
-        found = await users_service.list_users(db=get_db(), actor=actor, page=query)
+    async def follow(self) -> None:
+        """Show what changed since the list was drawn: rows in place, or the whole list when people came or went.
+
+        Not while a dialog is open (editing someone, their tokens, a confirmation): it belongs to a row.
+        """
+        try:
+            actor = await self.visit.actor(touch=False)
+            found = await users_service.list_users(db=get_db(), actor=actor, page=self._query())
+        except DeskError:
+            return  # no longer an admin: the frame's check closes the page
+        if [person.id for person in found.items] == [row.shown.id for row in self.rows] and found.total == self.total:
+            for row, person in zip(self.rows, found.items, strict=True):
+                if person != row.shown:
+                    row.show(person)
+        elif not _dialog_open(self.visit.client):
+            await self.build_list(touch=False)
+
+    def _query(self) -> UserQuery:
+        return UserQuery(q=self.q, offset=(self.page - 1) * PAGE_SIZE, limit=PAGE_SIZE)
+
+    async def build_list(self, *, touch: bool = True) -> None:
+        actor = await self.visit.actor(touch=touch)
+        found = await users_service.list_users(db=get_db(), actor=actor, page=self._query())
+        self.total = found.total
         self.list_area.clear()
         with self.list_area:
             count = f"{found.total} {'person' if found.total == 1 else 'people'}"
@@ -103,8 +129,7 @@ class UsersScreen:
                     for heading, width in (*columns, ("AI", "w-28")):
                         ui.label(heading).classes(width)
                     ui.label("Access")
-                for person in found.items:
-                    UserRow(self.visit, person, you=person.id == actor.id)
+                self.rows = [UserRow(self.visit, person, you=person.id == actor.id) for person in found.items]
             pages = min(max(1, -(-found.total // PAGE_SIZE)), MAX_OFFSET // PAGE_SIZE + 1)
             if pages > 1:
                 pager = ui.pagination(1, pages, direction_links=True, value=self.page).mark("user-pages")
@@ -126,19 +151,16 @@ class UserRow:
                 if you:
                     ui.label("(you)").classes("text-xs text-grey-7")
             self.email = ui.label(person.email).classes("w-64 wrap-anywhere text-sm").mark("user-email")
-            login = ago(person.last_login_at) if person.last_login_at else "Never"
-            last = ui.label(login).classes("w-28 text-sm text-grey-8").mark("last-login")
+            self.last = ui.label(_last_login(person)).classes("w-28 text-sm text-grey-8").mark("last-login")
             if person.last_login_at:
-                last.tooltip(when(person.last_login_at))
+                self.last.tooltip(when(person.last_login_at))
             self.role = ui.select(ROLES, value=person.role).props("dense options-dense").classes("w-32").mark("role")
-            self.role.props["aria-label"] = f"Role of {person.name}"
             self.role.on_value_change(lambda e: self.change("role", e.value))
             self.ai = ui.switch(_ai_text(person.ai_enabled), value=person.ai_enabled).classes("w-28").mark("ai")
-            self.ai.props["aria-label"] = f"AI assistance for {person.name}"  # rows look alike: say whose
             self.ai.on_value_change(lambda e: self.change("ai_enabled", e.value))
             self.active = ui.switch(_active_text(person.active), value=person.active).mark("active")
-            self.active.props["aria-label"] = f"{person.name} can log in"
             self.active.on_value_change(lambda e: self.change("active", e.value))
+            self._name_controls()
             if you:  # an admin cannot demote or deactivate themselves: no control that only leads to a refusal
                 for control in (self.role, self.active):
                     control.disable()
@@ -149,6 +171,24 @@ class UserRow:
             ui.button("Edit", icon="edit", on_click=self.edit_identity).props("flat dense").mark("edit-person")
             ui.button("Tokens", icon="vpn_key", on_click=self.show_tokens).props("flat dense").mark("tokens")
             ui.button("Reset password", icon="key", on_click=self.reset_password).props("flat dense").mark("reset")
+
+    def show(self, person: UserRead) -> None:
+        """`person` as stored now (another admin changed them, or they logged in), drawn in place."""
+        self.shown = person
+        self.name.set_text(person.name)
+        self.email.set_text(person.email)
+        self.last.set_text(_last_login(person))
+        self._name_controls()
+        self._show_stored()
+        self._show_lock()
+
+    def _name_controls(self) -> None:
+        """Rows look alike: each control says whose it is."""
+        self.role.props["aria-label"] = f"Role of {self.shown.name}"
+        self.ai.props["aria-label"] = f"AI assistance for {self.shown.name}"
+        self.active.props["aria-label"] = f"{self.shown.name} can log in"
+        for control in (self.role, self.ai, self.active):
+            control.update()
 
     async def change(self, field: str, value: object) -> None:
         if getattr(self.shown, field) == value:
@@ -314,6 +354,14 @@ class TokensDialog:
         else:
             ui.notify(f"Token revoked for {self.person.name}.", type="positive")
         await self.show()
+
+
+def _dialog_open(client: Client) -> bool:
+    return any(isinstance(element, ui.dialog) and element.value for element in client.elements.values())
+
+
+def _last_login(person: UserRead) -> str:
+    return ago(person.last_login_at) if person.last_login_at else "Never"
 
 
 def _ai_text(enabled: bool) -> str:

@@ -1,5 +1,7 @@
 """/app/admin/users: admins add people and change them; nobody else gets in."""
 
+import asyncio
+
 import pytest
 from nicegui import ui
 from nicegui.testing import User
@@ -8,7 +10,10 @@ from components.forbidden import MESSAGE as NO_ACCESS
 from components.frame import SESSION_CHECK_SECONDS
 from desk.auth import service as auth_service
 from desk.errors import Unauthorized
-from tests.helpers import PASSWORD, actor, error_of
+from desk.users import service as users_service
+from desk.users.models import UserAdminUpdate, UserCreate
+from pages import admin_users
+from tests.helpers import PASSWORD, actor, error_of, until
 from tests.ui.conftest import WAIT, submit
 
 PAGE = "/app/admin/users"
@@ -246,3 +251,32 @@ async def test_the_users_page_shows_who_is_locked_and_unlocks_them(user: User, m
     with user.scope(marker="user:sam@example.com"):
         await user.should_not_see(marker="locked", retries=WAIT)
     assert (await auth_service.login(db=db, email=sam["email"], password=PASSWORD, ip="test")).user["_id"]
+
+
+async def test_what_others_change_shows_up_while_the_list_is_open(user: User, make_user, log_in, db, monkeypatch):
+    monkeypatch.setattr(admin_users, "FOLLOW_SECONDS", 0.2)
+    sam = await make_user("user", email="sam@example.com", name="Sam Rivera")
+    other = await make_user("admin", email="ola@example.com", name="Ola Admin")
+    await open_as_admin(user, make_user, log_in)
+    ola = actor(other)
+
+    await users_service.update_user(db=db, actor=ola, user_id=sam["id"], data=UserAdminUpdate(role="viewer"))
+    await auth_service.login(db=db, email="sam@example.com", password=sam["password"], ip="test")
+
+    with user.scope(marker="user:sam@example.com"):
+        await user.should_see("just now")  # his last login, drawn in place
+    (role,) = [e for e in user.find(marker="role").elements if e.props.get("aria-label") == "Role of Sam Rivera"]
+    await until(lambda: role.value == "viewer", what="Sam's row to show his new role")
+
+    with user.scope(marker="user:sam@example.com"):
+        user.find(marker="edit-person").click()  # a dialog of a row is open: the list is not redrawn meanwhile
+    await user.should_see(marker="edit-dialog")
+    hire = UserCreate(email="new.hire@example.com", name="New Hire", role="user", password=PASSWORD)
+    await users_service.create_user(db=db, actor=ola, data=hire)
+    await asyncio.sleep(0.6)
+    await user.should_see(marker="edit-dialog")
+    await user.should_not_see(marker="user:new.hire@example.com")
+
+    user.find("Cancel").click()
+    await user.should_see(marker="user:new.hire@example.com")  # people who came: the list is drawn again
+    await user.should_see("4 people")
