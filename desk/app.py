@@ -73,8 +73,8 @@ def install_api(app: FastAPI) -> None:
     install_error_handlers(app)
     app.add_middleware(BodyLimit)
     app.add_middleware(CompressedButTheCopilot)
-    app.add_middleware(observability.Measured)  # it times everything, compression included
-    app.add_middleware(TokenLookup)  # outermost: the sooner the token's lookup starts, the more of it is hidden
+    app.add_middleware(TokenLookup)  # early: the sooner the token's lookup starts, the more of it is hidden
+    app.add_middleware(observability.Measured)  # outermost: it times everything, and tags the lookup's log lines
     install_docs(app)
 
 

@@ -2,7 +2,9 @@
 
 import asyncio
 import logging
+import time
 from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
 from typing import Annotated, Any, get_args, get_origin
 
 from fastapi import Depends, FastAPI, Request, Response
@@ -76,8 +78,9 @@ async def current_user(request: Request, db: Db) -> dict:
         if scheme.lower() != "bearer" or not secret.strip():
             raise Unauthorized("Use 'Authorization: Bearer <token>'.")
         secret = secret.strip()
-        early = request.scope.get("state", {}).get(LOOKUP)  # (secret, lookup) started as the request came in
-        user = await (early[1] if early and early[0] == secret else auth_service.user_for_token(db=db, secret=secret))
+        early = request.scope.get("state", {}).get(LOOKUP)  # started as the request came in (TokenLookup)
+        fresh = early is not None and early.secret == secret and time.monotonic() - early.started < EARLY_FOR
+        user = await (early.lookup if fresh else auth_service.user_for_token(db=db, secret=secret))
     else:
         secret = request.cookies.get(session_cookie_name(), "")
         if not secret:
@@ -314,6 +317,15 @@ class _TooLarge(StarletteHTTPException):
 
 
 LOOKUP = "desk_token_lookup"
+# A lookup older than this is not used: a body sent slowly must not carry a token revoked meanwhile past the check.
+EARLY_FOR = 1.0
+
+
+@dataclass(frozen=True)
+class EarlyLookup:
+    secret: str
+    lookup: asyncio.Future
+    started: float  # time.monotonic()
 
 
 class TokenLookup:
@@ -323,8 +335,9 @@ class TokenLookup:
     answers it while FastAPI routes the request and solves the route's other dependencies, instead
     of after them (0.15-0.2 ms off a plain GET made with a token, about a tenth, and off a copilot
     turn's first token; docs/benchmarks.md). Nothing else changes: `current_user` still decides,
-    at its usual place among the route's checks, and raises what the lookup found. A request
-    answered before it needs its person (a 404, a 413) lets the lookup finish on its own.
+    at its usual place among the route's checks, and raises what the lookup found, unless it is
+    older than EARLY_FOR (a body sent slowly): then it looks again. A request answered before it
+    needs its person (a 404, a 413) lets the lookup finish on its own.
     """
 
     def __init__(self, app: ASGIApp) -> None:
@@ -337,7 +350,7 @@ class TokenLookup:
             if scheme.lower() == "bearer" and (secret := secret.strip()):
                 lookup = asyncio.ensure_future(_look_up(secret))
                 lookup.add_done_callback(_read_out)
-                scope.setdefault("state", {})[LOOKUP] = (secret, lookup)
+                scope.setdefault("state", {})[LOOKUP] = EarlyLookup(secret, lookup, time.monotonic())
                 await asyncio.sleep(0)  # the lookup's command goes out now, not when the route first waits
         await self.app(scope, receive, send)
 

@@ -7,6 +7,7 @@ from datetime import timedelta
 
 from bson import ObjectId
 
+from desk import http
 from desk.agent import runs
 from desk.auth.service import digest
 from desk.config import use_settings
@@ -256,6 +257,34 @@ async def test_a_token_request_answered_before_it_needs_its_person_leaves_no_err
 
     assert response.status_code == 404 and response.json()["error"]["code"] == "NOT_FOUND"
     assert [r.getMessage() for r in caplog.records if r.levelno >= logging.ERROR] == []
+
+
+async def test_a_token_revoked_while_a_slow_body_arrives_is_refused(app, make_user, client_for, db, monkeypatch):
+    """The early lookup (desk.http.TokenLookup) is not trusted past EARLY_FOR: the token is looked up again."""
+    monkeypatch.setattr(http, "EARLY_FOR", 0.05)
+    sam = await make_user("user")
+    browser = await client_for(sam)
+    token = (await browser.post("/api/v1/auth/tokens", json={"name": "script"})).json()
+    headers = [(b"host", b"desk.test"), (b"content-type", b"application/json")]
+    headers.append((b"authorization", f"Bearer {token['secret']}".encode()))
+    scope = {"type": "http", "asgi": {"version": "3.0"}, "http_version": "1.1", "method": "POST", "scheme": "http"}
+    scope |= {"path": "/api/v1/work-orders", "raw_path": b"/api/v1/work-orders", "query_string": b"", "root_path": ""}
+    scope |= {"headers": headers, "client": ("127.0.0.1", 50000), "server": ("desk.test", 80)}
+    sent: list[dict] = []
+
+    async def receive() -> dict:  # the body comes late, and the token is revoked before it does
+        if not sent and await db["api_tokens"].count_documents({}):
+            assert (await browser.delete(f"/api/v1/auth/tokens/{token['id']}")).status_code == 204
+            await asyncio.sleep(0.1)
+        return {"type": "http.request", "body": b'{"title": "Sneaked in"}', "more_body": False}
+
+    async def send(message: dict) -> None:
+        sent.append(message)
+
+    await app(scope, receive, send)
+
+    assert sent[0]["status"] == 401
+    assert await db["work_orders"].count_documents({}) == 0
 
 
 async def test_an_api_token_cannot_mint_or_list_tokens(make_user, client_for, anonymous, db):
