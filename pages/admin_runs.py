@@ -18,6 +18,7 @@ from components import session
 from components.chips import PRIORITY_LABELS
 from components.formats import when
 from components.frame import admin_frame
+from components.paging import last_page, page_from
 from desk.agent import policy
 from desk.agent.models import AgentRunDetail, AgentRunRead, AgentToolCallRead
 from desk.agent.triage import service as triage
@@ -25,7 +26,6 @@ from desk.agent.triage.models import RunQuery
 from desk.config import get_settings
 from desk.db.client import get_db
 from desk.errors import DeskError, NotFound
-from desk.schema import MAX_OFFSET
 from desk.users import service as users_service
 from pages.admin_agents import PATH as AGENTS
 from pages.admin_agents import agents_tabs, ai_off_notice
@@ -106,8 +106,7 @@ class RunsScreen:
             "since": _day(params.get("since")),
             "until": _day(params.get("until")),
         }
-        page = params.get("page", "1")
-        self.page = min(int(page), MAX_OFFSET // PAGE_SIZE + 1) if page.isdigit() and int(page) >= 1 else 1
+        self.page = page_from(params.get("page"), PAGE_SIZE)
         self.latest = 0  # loads overlap when filters change quickly: only the newest may draw
 
     async def build(self) -> None:
@@ -164,8 +163,10 @@ class RunsScreen:
         except DeskError as error:
             ui.notify(error.message, type="negative")
             return
+        if mine != self.latest:
+            return
         if not found.items and found.total and self.page > 1:  # an old link past the end: its last page
-            await self._go(max(1, -(-found.total // PAGE_SIZE)))
+            await self._go(last_page(found.total, PAGE_SIZE))
             return
         extras = await triage.run_extras(db=get_db(), actor=actor, run_ids=[run.id for run in found.items])
         if mine != self.latest:
@@ -179,7 +180,7 @@ class RunsScreen:
         first = (self.page - 1) * PAGE_SIZE + 1
         total = f"{found.total:,}" if found.total_exact else f"{found.total:,}+"
         self.count.set_text(f"{first}–{first + len(found.items) - 1} of {total} runs" if found.items else "")
-        pages = min(max(1, -(-found.total // PAGE_SIZE)), MAX_OFFSET // PAGE_SIZE + 1)
+        pages = last_page(found.total, PAGE_SIZE)
         self.pager.max = pages
         self.pager.update()
         self.pager.set_value(self.page)

@@ -16,10 +16,11 @@ from components import live, order_rows, session
 from components.chips import PRIORITY_LABELS, STATUS_LABELS
 from components.frame import frame, remember_list_view
 from components.order_rows import OrderRows
+from components.paging import last_page, page_from
 from components.work_order_dialog import new_work_order_dialog
 from desk.actors import Actor
 from desk.db.client import get_db
-from desk.schema import MAX_OFFSET, OffsetPage
+from desk.schema import OffsetPage
 from desk.work_orders import service
 from desk.work_orders.models import PRIORITIES, STATUSES, WorkOrderQuery, WorkOrderRead
 
@@ -53,7 +54,6 @@ class Filters:
     @classmethod
     def from_params(cls, params, owners: dict[str, str]) -> "Filters":
         """The view an address names; what is not understood is left out rather than refused."""
-        page = params.get("page", "1")
         statuses = [s for s in params.getlist("status") if s in STATUS_CHOICES]
         return cls(
             q=params.get("q", "").strip()[:200],
@@ -61,7 +61,7 @@ class Filters:
             priority=params.get("priority") if params.get("priority") in PRIORITIES else None,
             owner=params.get("owner") if params.get("owner") in owners else None,
             sort=params.get("sort") if params.get("sort") in SORTS else "-createdAt",
-            page=min(int(page), MAX_OFFSET // PAGE_SIZE + 1) if page.isdigit() and int(page) >= 1 else 1,
+            page=page_from(params.get("page"), PAGE_SIZE),
             opened=_day(params.get("opened")),
         )
 
@@ -208,13 +208,12 @@ class _ListView:
         first = (filters.page - 1) * PAGE_SIZE + 1
         total = f"{page.total:,}" if page.total_exact else f"{page.total:,}+"
         self.count.set_text(f"{first}–{first + len(page.items) - 1} of {total}")
-        pages = max(1, -(-page.total // PAGE_SIZE))
-        last = min(pages, MAX_OFFSET // PAGE_SIZE + 1)  # deeper pages: narrow the filters instead
+        last = last_page(page.total, PAGE_SIZE)
         if self.pager.max != last:
             self.pager.max = last
             self.pager.update()
         self.pager.set_value(filters.page)
-        self.pager.set_visibility(pages > 1)
+        self.pager.set_visibility(last > 1)
 
 
 def _day(text: str | None) -> str | None:

@@ -45,6 +45,8 @@ async def test_open_covers_pending_and_in_progress_and_statuses_combine(user: Us
 
     await user.open("/app?status=done&status=nonsense&page=x")  # what is not understood is left out
     await user.should_see("1–1 of 1")
+    await user.open("/app?status=done&page=²")  # a digit to Python's isdigit(), not a page number
+    await user.should_see("1–1 of 1")
     assert titles(user) == ["Finished"]
 
 
