@@ -13,12 +13,11 @@ from nicegui import APIRouter, ui
 from components import session
 from components.formats import when
 from components.frame import admin_frame
-from desk.actors import Actor
+from components.paging import last_page, page_from
 from desk.audit import service as audit_service
 from desk.audit.models import AuditQuery, AuditRead
 from desk.db.client import get_db
 from desk.errors import DeskError
-from desk.schema import MAX_OFFSET
 from desk.users import service as users_service
 
 router = APIRouter()
@@ -53,13 +52,12 @@ async def admin_audit_page(request: Request):
 class AuditScreen:
     """A filter, the entries of one page and a pager."""
 
-    seen: tuple[int, str | None] | None = None  # the filter's total and newest entry when last drawn
-
     def __init__(self, visit: session.Visit, params) -> None:
         """`params`: the address's query; what is not understood is left out rather than refused."""
-        page = params.get("page", "1")
         self.visit, self.action = visit, params.get("action") if params.get("action") in ACTIONS else None
-        self.page = min(int(page), MAX_OFFSET // PAGE_SIZE + 1) if page.isdigit() and int(page) >= 1 else 1
+        self.page = page_from(params.get("page"), PAGE_SIZE)
+        self.seen: str | None = None  # the newest entry of the filter when the page was last drawn
+        self.latest = 0  # draws overlap when the filter or the page change quickly: only the newest may draw
 
     async def build(self) -> None:
         ui.label("Kept for one year; nobody can change or delete an entry.").classes("text-sm text-grey-7")
@@ -84,28 +82,32 @@ class AuditScreen:
         return PATH + (f"?{urlencode(params)}" if params else "")
 
     async def _follow(self) -> None:
-        """Draw again when an entry was logged since (by anyone, in any web process)."""
+        """Draw again when an entry was logged since (by anyone, in any web process): entries are only added."""
         try:
-            if await self._newest(await self.visit.actor(touch=False)) != self.seen:
+            actor = await self.visit.actor(touch=False)
+            if await audit_service.newest_id(db=get_db(), actor=actor, action=self.action) != self.seen:
                 await self.load(touch=False)
         except DeskError:
-            return  # no longer an admin: the frame's check closes the page
-
-    async def _newest(self, actor: Actor) -> tuple[int, str | None]:
-        query = AuditQuery(offset=0, limit=1, action=self.action)
-        found = await audit_service.list_entries(db=get_db(), actor=actor, query=query)
-        return found.total, found.items[0].id if found.items else None
+            return  # refused (no longer an admin): the frame's session check closes the page
 
     async def load(self, *, touch: bool = True) -> None:
+        self.latest += 1
+        mine = self.latest
         actor = await self.visit.actor(touch=touch)
-        self.seen = await self._newest(actor)
+        db = get_db()
         query = AuditQuery(offset=(self.page - 1) * PAGE_SIZE, limit=PAGE_SIZE, action=self.action)
-        found = await audit_service.list_entries(db=get_db(), actor=actor, query=query)
+        newest = await audit_service.newest_id(db=db, actor=actor, action=self.action)
+        found = await audit_service.list_entries(db=db, actor=actor, query=query)
+        if mine != self.latest:
+            return
         if not found.items and found.total and self.page > 1:  # an old link past the end: its last page
-            self._go(max(1, -(-found.total // PAGE_SIZE)), self.action)
+            self._go(last_page(found.total, PAGE_SIZE), self.action)
             return
         ids = {e.actor_id for e in found.items if e.actor_id} | {e.subject_id for e in found.items if e.subject_id}
-        names = await users_service.display_names(db=get_db(), user_ids=ids)
+        names = await users_service.display_names(db=db, user_ids=ids)
+        if mine != self.latest:
+            return
+        self.seen = newest
         self.entries.clear()
         with self.entries:
             for entry in found.items:
@@ -115,7 +117,7 @@ class AuditScreen:
         noun = "entry" if found.total == 1 and found.total_exact else "entries"
         empty = f"No “{ACTIONS[self.action]}” entries." if self.action else "Nothing logged yet."
         self.count.set_text(f"{total} {noun}" if found.items else empty)
-        self.pager.max = max(1, min(-(-found.total // PAGE_SIZE), MAX_OFFSET // PAGE_SIZE + 1))
+        self.pager.max = last_page(found.total, PAGE_SIZE)
         self.pager.set_value(self.page)
         self.pager.set_visibility(self.pager.max > 1)
 

@@ -6,6 +6,7 @@ engine the purge happens lazily, when the collection is next read: DESIGN §4).
 
 from typing import Any
 
+from bson import ObjectId
 from pymongo import DESCENDING
 from pymongo.asynchronous.database import AsyncDatabase
 
@@ -25,6 +26,12 @@ async def ensure_indexes(db: AsyncDatabase) -> None:
 
 async def append(db: AsyncDatabase, entry: Doc) -> None:
     await _log(db).insert_one(entry)
+
+
+async def newest_id(db: AsyncDatabase, filter_: Doc) -> ObjectId | None:
+    """The id of the newest entry matching `filter_`: one probe of an index, no count."""
+    found = await _log(db).find_one(filter_, {"_id": 1}, sort=[("at", DESCENDING), ("_id", DESCENDING)])
+    return found["_id"] if found else None
 
 
 async def page(db: AsyncDatabase, filter_: Doc, *, offset: int, limit: int) -> tuple[list[Doc], int, bool]:
