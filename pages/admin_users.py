@@ -12,12 +12,14 @@ from components.confirm import confirm
 from components.fields import clear_problems, new_password, sentence, show_problems
 from components.formats import ago, when
 from components.frame import admin_frame
+from components.paging import last_page
 from components.tokens import token_row
+from desk.actors import Actor
 from desk.auth import service as auth_service
 from desk.auth.models import TokenRead
 from desk.db.client import get_db
 from desk.errors import DeskError
-from desk.schema import MAX_OFFSET
+from desk.schema import OffsetPage
 from desk.users import service as users_service
 from desk.users.models import UserAdminUpdate, UserCreate, UserQuery, UserRead
 
@@ -51,6 +53,7 @@ class UsersScreen:
         self.q: str | None = None
         self.rows: list[UserRow] = []
         self.total = 0
+        self.latest = 0  # reads overlap (a search typed, a page turned, the timer): only the newest may draw
 
     def new_user_form(self) -> None:
         with ui.card().classes("w-full gap-2").mark("new-user"):
@@ -96,26 +99,37 @@ class UsersScreen:
     async def follow(self) -> None:
         """Show what changed since the list was drawn: rows in place, or the whole list when people came or went.
 
-        Not while a dialog is open (editing someone, their tokens, a confirmation): it belongs to a row.
+        Not while a dialog is open (editing someone, their tokens, a confirmation): it belongs to a row. A row
+        whose change is being saved is left to that change.
         """
+        self.latest += 1
+        mine = self.latest
         try:
             actor = await self.visit.actor(touch=False)
             found = await users_service.list_users(db=get_db(), actor=actor, page=self._query())
         except DeskError:
-            return  # no longer an admin: the frame's check closes the page
+            return  # refused (no longer an admin): the frame's session check closes the page
+        if mine != self.latest:
+            return
         if [person.id for person in found.items] == [row.shown.id for row in self.rows] and found.total == self.total:
             for row, person in zip(self.rows, found.items, strict=True):
-                if person != row.shown:
+                if person != row.shown and not row.saving:
                     row.show(person)
         elif not _dialog_open(self.visit.client):
-            await self.build_list(touch=False)
+            self._draw(found, actor)
 
     def _query(self) -> UserQuery:
         return UserQuery(q=self.q, offset=(self.page - 1) * PAGE_SIZE, limit=PAGE_SIZE)
 
-    async def build_list(self, *, touch: bool = True) -> None:
-        actor = await self.visit.actor(touch=touch)
+    async def build_list(self) -> None:
+        self.latest += 1
+        mine = self.latest
+        actor = await self.visit.actor()
         found = await users_service.list_users(db=get_db(), actor=actor, page=self._query())
+        if mine == self.latest:
+            self._draw(found, actor)
+
+    def _draw(self, found: OffsetPage[UserRead], actor: Actor) -> None:
         self.total = found.total
         self.list_area.clear()
         with self.list_area:
@@ -130,7 +144,7 @@ class UsersScreen:
                         ui.label(heading).classes(width)
                     ui.label("Access")
                 self.rows = [UserRow(self.visit, person, you=person.id == actor.id) for person in found.items]
-            pages = min(max(1, -(-found.total // PAGE_SIZE)), MAX_OFFSET // PAGE_SIZE + 1)
+            pages = last_page(found.total, PAGE_SIZE)
             if pages > 1:
                 pager = ui.pagination(1, pages, direction_links=True, value=self.page).mark("user-pages")
                 pager.on_value_change(lambda e: self._go(e.value))
@@ -145,15 +159,16 @@ class UserRow:
 
     def __init__(self, visit: session.Visit, person: UserRead, *, you: bool) -> None:
         self.visit, self.shown = visit, person
+        self.saving = False  # a change of this row is on its way to the database
         with ui.row().classes("w-full items-center gap-3 px-3 py-1 border-b").mark(f"user-row user:{person.email}"):
             with ui.row().classes("w-48 items-center gap-1 no-wrap"):
                 self.name = ui.label(person.name).classes("wrap-anywhere").mark("user-name")
                 if you:
                     ui.label("(you)").classes("text-xs text-grey-7")
             self.email = ui.label(person.email).classes("w-64 wrap-anywhere text-sm").mark("user-email")
-            self.last = ui.label(_last_login(person)).classes("w-28 text-sm text-grey-8").mark("last-login")
-            if person.last_login_at:
-                self.last.tooltip(when(person.last_login_at))
+            with ui.label().classes("w-28 text-sm text-grey-8").mark("last-login") as self.last:
+                self.last_at = ui.tooltip()
+            self._show_last_login()
             self.role = ui.select(ROLES, value=person.role).props("dense options-dense").classes("w-32").mark("role")
             self.role.on_value_change(lambda e: self.change("role", e.value))
             self.ai = ui.switch(_ai_text(person.ai_enabled), value=person.ai_enabled).classes("w-28").mark("ai")
@@ -177,10 +192,16 @@ class UserRow:
         self.shown = person
         self.name.set_text(person.name)
         self.email.set_text(person.email)
-        self.last.set_text(_last_login(person))
+        self._show_last_login()
         self._name_controls()
         self._show_stored()
         self._show_lock()
+
+    def _show_last_login(self) -> None:
+        at = self.shown.last_login_at
+        self.last.set_text(ago(at) if at else "Never")
+        self.last_at.set_text(when(at) if at else "")
+        self.last_at.set_visibility(at is not None)
 
     def _name_controls(self) -> None:
         """Rows look alike: each control says whose it is."""
@@ -193,6 +214,13 @@ class UserRow:
     async def change(self, field: str, value: object) -> None:
         if getattr(self.shown, field) == value:
             return  # the control was put back to what is stored
+        self.saving = True  # the list's follow must not put the stored value back meanwhile
+        try:
+            await self._save(field, value)
+        finally:
+            self.saving = False
+
+    async def _save(self, field: str, value: object) -> None:
         if field == "active" and not value:  # it logs the person out everywhere: a slip of the hand must not
             question = f"Deactivate {self.shown.name}? They are logged out everywhere at once."
             until = "They cannot log in until reactivated."
@@ -358,10 +386,6 @@ class TokensDialog:
 
 def _dialog_open(client: Client) -> bool:
     return any(isinstance(element, ui.dialog) and element.value for element in client.elements.values())
-
-
-def _last_login(person: UserRead) -> str:
-    return ago(person.last_login_at) if person.last_login_at else "Never"
 
 
 def _ai_text(enabled: bool) -> str:
