@@ -199,7 +199,8 @@ class Copilot:
                 text_color="white",
                 on_click=self._reopen,
             ).mark("approval-chip")
-            self.waiting.props("role=button")  # Quasar's clickable chip takes Tab and Enter but is announced as text
+            # Quasar's clickable chip takes Tab and Enter but is announced as text, and Space does nothing
+            self.waiting.props("role=button").on("keydown.space.prevent", self._reopen)
             self.input = ui.textarea(placeholder="Ask about your work orders…").props("autogrow outlined dense")
             self.input.classes("w-full copilot-input").mark("copilot-input")
             self.input.on("keydown.enter.prevent", self.send)

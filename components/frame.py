@@ -112,7 +112,10 @@ def admin_frame(title: str, user: dict, *, path: str) -> Iterator[session.Visit 
 
 # Where the keyboard was when the drawer opened (a field, the Assistant button), to go back there when it closes.
 KEEP_FOCUS = "window.deskFocusBefore = document.activeElement"
-GIVE_FOCUS_BACK = "const was = window.deskFocusBefore; window.deskFocusBefore = null; if (was?.isConnected) was.focus()"
+# Only from inside the drawer or nowhere: a field clicked meanwhile keeps it (and a phone opens no keyboard).
+GIVE_FOCUS_BACK = """const was = window.deskFocusBefore, now = document.activeElement;
+window.deskFocusBefore = null;
+if (was?.isConnected && (!now || now === document.body || now.closest('.q-drawer'))) was.focus();"""
 
 
 def _copilot_drawer(visit: session.Visit) -> Callable[[], None]:
