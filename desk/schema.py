@@ -1,4 +1,5 @@
-"""Shared pieces of the HTTP/JSON shape: camelCase models, text fields and the OffsetPage."""
+"""Shared pieces of the HTTP/JSON shape (camelCase models, text fields, the OffsetPage) and of what is stored
+beside it (the sort key of names and titles, UTC now)."""
 
 import re
 import unicodedata

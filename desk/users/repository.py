@@ -1,5 +1,6 @@
 """The `users` collection; the only place that touches it."""
 
+import contextlib
 import re
 from datetime import datetime
 from typing import Any
@@ -7,12 +8,13 @@ from typing import Any
 from bson import ObjectId
 from pymongo import ASCENDING, DESCENDING, ReturnDocument
 from pymongo.asynchronous.database import AsyncDatabase
+from pymongo.errors import OperationFailure
 
 from desk.schema import sort_key
 
 LOCK_AFTER_FAILURES = 5
 # The names sorted by code point ("priya" after "Sam", "Élodie" after "Zoe") until `nameKey` took over.
-BY_NAME_UNTIL_DECEMBER_2026 = [("name", ASCENDING), ("_id", ASCENDING)]
+OLD_BY_NAME = [("name", ASCENDING), ("_id", ASCENDING)]
 
 Doc = dict[str, Any]
 
@@ -26,8 +28,9 @@ async def ensure_indexes(db: AsyncDatabase) -> None:
     await _users(db).create_index([("createdAt", DESCENDING)], name="created")
     await _users(db).create_index([("nameKey", ASCENDING), ("_id", ASCENDING)], name="by_name_key")
     for name, spec in (await _users(db).index_information()).items():  # the embedded engine names indexes itself
-        if spec["key"] == BY_NAME_UNTIL_DECEMBER_2026:
-            await _users(db).drop_index(name)
+        if spec["key"] == OLD_BY_NAME:
+            with contextlib.suppress(OperationFailure):  # another process starting beside this one dropped it first
+                await _users(db).drop_index(name)
     await _backfill_name_keys(db)
 
 
