@@ -3,9 +3,9 @@
 The conversation lives on the server, not in a page: every panel (any page, a reload, a second tab)
 shows its newest messages, a turn still running (with a Stop that works from anywhere) and a change
 waiting for approval, decidable right there. A turn started here runs in a task of its own
-(`LiveTurn`), not the page's: a page that closes leaves it to finish and be stored, and every panel
-of the person in this process follows it live. A panel in another process reads the database: once a
-second while it shows a running turn or a waiting change, and not at all otherwise.
+(components/copilot_turn.py), not the page's, and every panel of the person in this process follows
+it live. A panel in another process reads the database: once a second while it shows a running turn
+or a waiting change, and not at all otherwise.
 
 It drives the same runtime the SSE endpoint streams (desk.agent.start and runtime), in process; the
 approval modal (components/approval.py) shows the server-rendered diff; deciding goes through the same
@@ -16,11 +16,11 @@ import asyncio
 import contextlib
 import weakref
 from collections.abc import Callable
-from typing import assert_never
 
-from nicegui import background_tasks, ui
+from nicegui import ui
 
 from components.approval import approval_dialog
+from components.copilot_turn import PLAIN_ERRORS, STOPPED, LiveTurn, drive, ending, running
 from components.safe_markdown import safe_markdown, to_safe_markdown
 from components.session import Visit
 from desk.agent import approvals, sessions, start
@@ -28,32 +28,20 @@ from desk.agent.client import get_provider
 from desk.agent.events import (
     Error,
     MessageDone,
-    Ping,
     RunEvent,
     Token,
     ToolApprovalExpired,
     ToolApprovalRequired,
-    ToolCallStart,
     ToolResult,
 )
-from desk.agent.runtime import STEPS_USED, UNREACHED
 from desk.config import get_settings
 from desk.db.client import get_db
 from desk.errors import DeskError, ErrorCode
 
-PLAIN_ERRORS = {
-    ErrorCode.AI_UNAVAILABLE: "The assistant can't be reached right now. Try again in a minute.",
-    ErrorCode.AI_BUDGET_EXCEEDED: "Today's AI budget is used up. It resets at midnight UTC; the desk works as usual.",
-    ErrorCode.AI_APPROVAL_PENDING: "The assistant is still busy with your last message. Wait for it, or press Stop.",
-    ErrorCode.AI_APPROVAL_EXPIRED: "That change can no longer be approved; ask the assistant again.",
-    ErrorCode.RATE_LIMITED: "That was a lot of messages in a short time. Wait a minute, then ask again.",
-}
-EXPIRED = "The approval expired, so nothing was changed. Ask again if you still want it."
 HINT = (
     "Ask about your work orders (what is open, what is urgent, what changed), or ask it to create, change or "
     "delete one: every change waits for your approval."
 )
-STOPPED = "Stopped. Nothing pending was carried out."
 WAITING_FOR_YOU = "The assistant is waiting for you to approve or reject its change first."
 WATCH_SECONDS = 1.0  # a panel showing a turn or a change of another process looks this often
 # The log follows new text to the bottom unless the person scrolled up to read (then it stays put);
@@ -74,96 +62,6 @@ def ai_off_reason(user: dict) -> str | None:
     if not user.get("aiEnabled", False):
         return "AI assistance is off for you. You can turn it on in your profile."
     return None
-
-
-def _ending(status: str, code: str | None) -> tuple[str, bool]:
-    """What a run that ended other than complete came to, for a page drawing it later: the words, and if an error."""
-    match status:
-        case "aborted":
-            return STOPPED, False
-        case "expired":
-            return EXPIRED, True
-        case "budget_exceeded" if code == "step_cap":
-            return STEPS_USED, True
-        case "budget_exceeded":
-            return PLAIN_ERRORS[ErrorCode.AI_BUDGET_EXCEEDED], True
-        case _ if code in (ErrorCode.AI_UNAVAILABLE.value, UNREACHED):
-            return PLAIN_ERRORS[ErrorCode.AI_UNAVAILABLE], True
-        case _:
-            return "The assistant stopped before it finished this answer.", True
-
-
-class LiveTurn:
-    """A turn running in this process, in its own task: it outlives the page that started it.
-
-    Every panel of the person in this process follows it (`panels`); one opened later catches up from
-    `items`, what the turn has shown so far.
-    """
-
-    def __init__(self, user_id: str, content: str) -> None:
-        self.user_id, self.run_id = user_id, ""
-        self.items: list[list[str]] = [["user", content]]  # [kind, text]: user, answer, note, error
-        self.pending: ToolApprovalRequired | None = None
-        self.thinking = True
-        self.panels: weakref.WeakSet[Copilot] = weakref.WeakSet()
-        self.task: asyncio.Task | None = None
-
-    def seen(self, event: RunEvent) -> None:
-        """Fold one event in and show it on every panel following the turn."""
-        match event:
-            case Token(text=more):
-                self.thinking = False
-                if self.items[-1][0] != "answer":
-                    self.items.append(["answer", ""])
-                self.items[-1][1] += more
-            case ToolResult(summary=summary):
-                self.pending, self.thinking = None, True
-                self.items.append(["note", summary])
-            case ToolApprovalRequired():
-                self.pending, self.thinking = event, False
-            case ToolApprovalExpired():
-                self.pending = None
-                self.items.append(["error", EXPIRED])
-            case Error(code=code, message=message):
-                self.items.append(["error", PLAIN_ERRORS.get(code, message)])
-            case MessageDone(notice=notice):
-                self.thinking = False
-                if notice:
-                    self.items.append(["note", notice])
-            case ToolCallStart() | Ping():
-                pass  # a call's start and a keep-alive show nothing
-            case _:
-                assert_never(event)
-        self._each(lambda panel: panel.follow(self, event))
-
-    def ended(self) -> None:
-        self.pending, self.thinking = None, False
-        if _TURNS.get(self.user_id) is self:
-            del _TURNS[self.user_id]
-        self._each(lambda panel: panel.turn_ended(self))
-
-    def _each(self, show) -> None:
-        for panel in tuple(self.panels):
-            if not panel.visit.gone:
-                with panel.root:
-                    show(panel)
-
-
-_TURNS: dict[str, LiveTurn] = {}  # person id -> their turn running in this process
-
-
-async def _drive(live: LiveTurn, turn) -> None:
-    """Consume the turn to its end, whatever becomes of the pages that show it."""
-    try:
-        async for event in turn.events():
-            live.seen(event)
-    except asyncio.CancelledError:
-        live.items.append(["note", STOPPED])
-        raise
-    except DeskError as error:
-        live.seen(Error(code=error.code, message=error.message))
-    finally:
-        live.ended()
 
 
 class Copilot:
@@ -221,7 +119,7 @@ class Copilot:
             return
         with self.root:
             self.session_id = found.session_id
-            live = _TURNS.get(actor.id)
+            live = running(actor.id)
             self.log.clear()
             self.answer, self.hint = None, None
             mine = live.run_id if live else None
@@ -236,7 +134,7 @@ class Copilot:
                         self._message(role, text)
                     last_of_run = at + 1 == len(shown) or shown[at + 1][2] != run_id
                     if last_of_run and run_id in found.endings:  # how it ended, as it was said when it did
-                        words, error = _ending(*found.endings[run_id])
+                        words, error = ending(*found.endings[run_id])
                         self._note(words, error=error)
             if live is not None:
                 self._attach(live)
@@ -305,11 +203,7 @@ class Copilot:
             self._note(PLAIN_ERRORS.get(error.code, error.message), error=True)
             self._state()
             return
-        live = LiveTurn(actor.id, content)
-        live.run_id = turn.run_id
-        _TURNS[actor.id] = live
-        # Its own task, in no page's context: the page may close, the turn goes on and is stored.
-        live.task = background_tasks.create(_drive(live, turn), name="copilot-turn")
+        live = drive(actor.id, content, turn)
         for panel in _panels_of(actor.id):
             with panel.root:
                 panel._attach_new(live)

@@ -1,0 +1,152 @@
+"""A copilot turn running in this process (`LiveTurn`), and the words its events and endings become.
+
+A turn started from a panel runs in a task of its own, not the page's (`drive`): a page that closes
+leaves it to finish and be stored. Every panel of the person in this process follows it
+(components/copilot.py draws them); one opened later catches up from what the turn has shown so far.
+"""
+
+import asyncio
+import weakref
+from typing import Protocol, assert_never
+
+from nicegui import background_tasks, ui
+
+from components.session import Visit
+from desk.agent.events import (
+    Error,
+    MessageDone,
+    Ping,
+    RunEvent,
+    Token,
+    ToolApprovalExpired,
+    ToolApprovalRequired,
+    ToolCallStart,
+    ToolResult,
+)
+from desk.agent.runtime import STEPS_USED, UNREACHED, CopilotTurn
+from desk.errors import DeskError, ErrorCode
+
+PLAIN_ERRORS = {
+    ErrorCode.AI_UNAVAILABLE: "The assistant can't be reached right now. Try again in a minute.",
+    ErrorCode.AI_BUDGET_EXCEEDED: "Today's AI budget is used up. It resets at midnight UTC; the desk works as usual.",
+    ErrorCode.AI_APPROVAL_PENDING: "The assistant is still busy with your last message. Wait for it, or press Stop.",
+    ErrorCode.AI_APPROVAL_EXPIRED: "That change can no longer be approved; ask the assistant again.",
+    ErrorCode.RATE_LIMITED: "That was a lot of messages in a short time. Wait a minute, then ask again.",
+}
+EXPIRED = "The approval expired, so nothing was changed. Ask again if you still want it."
+STOPPED = "Stopped. Nothing pending was carried out."
+
+
+class Follower(Protocol):
+    """A panel showing the turn (components.copilot.Copilot)."""
+
+    visit: Visit
+    root: ui.element
+
+    def follow(self, live: "LiveTurn", event: RunEvent) -> None: ...
+
+    def turn_ended(self, live: "LiveTurn") -> None: ...
+
+
+def ending(status: str, code: str | None) -> tuple[str, bool]:
+    """What a run that ended other than complete came to, for a page drawing it later: the words, and if an error."""
+    match status:
+        case "aborted":
+            return STOPPED, False
+        case "expired":
+            return EXPIRED, True
+        case "budget_exceeded" if code == "step_cap":
+            return STEPS_USED, True
+        case "budget_exceeded":
+            return PLAIN_ERRORS[ErrorCode.AI_BUDGET_EXCEEDED], True
+        case _ if code in (ErrorCode.AI_UNAVAILABLE.value, UNREACHED):
+            return PLAIN_ERRORS[ErrorCode.AI_UNAVAILABLE], True
+        case _:
+            return "The assistant stopped before it finished this answer.", True
+
+
+class LiveTurn:
+    """A turn running in this process, in its own task: it outlives the page that started it.
+
+    Every panel of the person in this process follows it (`panels`); one opened later catches up from
+    `items`, what the turn has shown so far.
+    """
+
+    def __init__(self, user_id: str, content: str) -> None:
+        self.user_id, self.run_id = user_id, ""
+        self.items: list[list[str]] = [["user", content]]  # [kind, text]: user, answer, note, error
+        self.pending: ToolApprovalRequired | None = None
+        self.thinking = True
+        self.panels: weakref.WeakSet[Follower] = weakref.WeakSet()
+        self.task: asyncio.Task | None = None
+
+    def seen(self, event: RunEvent) -> None:
+        """Fold one event in and show it on every panel following the turn."""
+        match event:
+            case Token(text=more):
+                self.thinking = False
+                if self.items[-1][0] != "answer":
+                    self.items.append(["answer", ""])
+                self.items[-1][1] += more
+            case ToolResult(summary=summary):
+                self.pending, self.thinking = None, True
+                self.items.append(["note", summary])
+            case ToolApprovalRequired():
+                self.pending, self.thinking = event, False
+            case ToolApprovalExpired():
+                self.pending = None
+                self.items.append(["error", EXPIRED])
+            case Error(code=code, message=message):
+                self.items.append(["error", PLAIN_ERRORS.get(code, message)])
+            case MessageDone(notice=notice):
+                self.thinking = False
+                if notice:
+                    self.items.append(["note", notice])
+            case ToolCallStart() | Ping():
+                pass  # a call's start and a keep-alive show nothing
+            case _:
+                assert_never(event)
+        self._each(lambda panel: panel.follow(self, event))
+
+    def ended(self) -> None:
+        self.pending, self.thinking = None, False
+        if _TURNS.get(self.user_id) is self:
+            del _TURNS[self.user_id]
+        self._each(lambda panel: panel.turn_ended(self))
+
+    def _each(self, show) -> None:
+        for panel in tuple(self.panels):
+            if not panel.visit.gone:
+                with panel.root:
+                    show(panel)
+
+
+_TURNS: dict[str, LiveTurn] = {}  # person id -> their turn running in this process
+
+
+def running(user_id: str) -> LiveTurn | None:
+    """The person's turn running in this process, if there is one."""
+    return _TURNS.get(user_id)
+
+
+def drive(user_id: str, content: str, turn: CopilotTurn) -> LiveTurn:
+    """Run `turn` (just begun) in a task of its own, in no page's context: a page may close, the turn goes on."""
+    live = LiveTurn(user_id, content)
+    live.run_id = turn.run_id
+    _TURNS[user_id] = live
+    live.task = background_tasks.create(_drive(live, turn), name="copilot-turn")
+    return live
+
+
+async def _drive(live: LiveTurn, turn: CopilotTurn) -> None:
+    """Consume the turn to its end, whatever becomes of the pages that show it."""
+    try:
+        async for event in turn.events():
+            live.seen(event)
+    except asyncio.CancelledError:
+        live.items.append(["note", STOPPED])
+        raise
+    except DeskError as error:
+        live.seen(Error(code=error.code, message=error.message))
+    finally:
+        live.ended()
