@@ -2,6 +2,7 @@
 
 import time
 
+import pytest
 from bson import ObjectId
 from nicegui import ui
 from nicegui.testing import User
@@ -10,7 +11,7 @@ from desk.agent import policy
 from desk.agent.triage import worker_jobs
 from desk.users import service as users_service
 from desk.work_orders import service as work_orders
-from desk.work_orders.models import WorkOrderUpdate
+from desk.work_orders.models import WorkOrderRead, WorkOrderUpdate
 from tests.helpers import actor, reconfigure
 from tests.triage.conftest import proposal
 from tests.ui.conftest import WAIT
@@ -26,17 +27,28 @@ async def open_order(user: User, order_id: str) -> None:
     await user.should_see(marker="detail-title", retries=WAIT)
 
 
+@pytest.fixture
+def triaged(make_order, db, ai_settings, provider, fake_provider):
+    """An order of `person`, triaged once by the worker as the scripted model proposes (`proposal`'s words)."""
+
+    async def triage(person: dict, title: str, priority: str, **words) -> WorkOrderRead:
+        order = await make_order(person, title)
+        fake_provider.script(proposal(priority, **words))
+        await triage_now(db, ai_settings, provider)
+        return order
+
+    return triage
+
+
 def stored_suggestion(db, order):
     return db["triage_suggestions"].find_one({"workOrderId": ObjectId(order.id)})
 
 
-async def test_the_owner_sees_the_suggestion_and_accepts_it(
-    user: User, make_user, make_order, log_in, db, ai_settings, provider, fake_provider
-):
+async def test_the_owner_sees_the_suggestion_and_accepts_it(user: User, make_user, log_in, db, triaged):
     sam = await make_user("user", name="Sam Rivera")
-    order = await make_order(sam, "Water on the floor")
-    fake_provider.script(proposal("urgent", summary="Burst pipe under the sink; water spreading.", flag=True))
-    await triage_now(db, ai_settings, provider)
+    order = await triaged(
+        sam, "Water on the floor", "urgent", summary="Burst pipe under the sink; water spreading.", flag=True
+    )
 
     await log_in(user, sam)
     await open_order(user, order.id)
@@ -54,13 +66,9 @@ async def test_the_owner_sees_the_suggestion_and_accepts_it(
     await user.should_not_see(marker="triage-accept")
 
 
-async def test_dismiss_leaves_the_priority(
-    user: User, make_user, make_order, log_in, db, ai_settings, provider, fake_provider
-):
+async def test_dismiss_leaves_the_priority(user: User, make_user, log_in, db, triaged):
     sam = await make_user("user")
-    order = await make_order(sam, "Squeaky door")
-    fake_provider.script(proposal("high", summary="A door hinge needs oil."))
-    await triage_now(db, ai_settings, provider)
+    order = await triaged(sam, "Squeaky door", "high", summary="A door hinge needs oil.")
 
     await log_in(user, sam)
     await open_order(user, order.id)
@@ -73,12 +81,10 @@ async def test_dismiss_leaves_the_priority(
 
 
 async def test_a_suggestion_overtaken_by_a_persons_priority_offers_no_accept(
-    user: User, make_user, make_order, log_in, db, ai_settings, provider, fake_provider
+    user: User, make_user, log_in, db, triaged
 ):
     sam = await make_user("user")
-    order = await make_order(sam, "Flickering light")
-    fake_provider.script(proposal("low", summary="One bulb flickers in the hall."))
-    await triage_now(db, ai_settings, provider)
+    order = await triaged(sam, "Flickering light", "low", summary="One bulb flickers in the hall.")
     update = WorkOrderUpdate(version=1, priority="urgent")  # the team knows better: it is the fire exit sign
     await work_orders.update(db=db, actor=actor(sam), order_id=order.id, data=update)
 
@@ -93,12 +99,10 @@ async def test_a_suggestion_overtaken_by_a_persons_priority_offers_no_accept(
 
 
 async def test_an_admin_decides_on_anyones_order_a_viewer_only_reads(
-    user: User, create_user, make_user, change_user, make_order, log_in, db, ai_settings, provider, fake_provider
+    user: User, create_user, make_user, change_user, log_in, triaged
 ):
     ada, vera = await make_user("admin"), await make_user("user")
-    order = await make_order(vera, "Broken window")
-    fake_provider.script(proposal("high", summary="Glass broken in the lobby."))
-    await triage_now(db, ai_settings, provider)
+    order = await triaged(vera, "Broken window", "high", summary="Glass broken in the lobby.")
     vera = await change_user(vera, role="viewer")  # viewers read their own orders and change nothing
 
     await log_in(user, vera)
@@ -131,14 +135,14 @@ async def test_a_suggestion_stored_by_the_worker_shows_on_the_open_page_within_t
 
 
 async def test_auto_applied_reads_as_applied_by_the_triage_agent(
-    user: User, make_user, make_order, log_in, db, ai_settings, provider, fake_provider
+    user: User, make_user, log_in, db, ai_settings, triaged
 ):
     await policy.current(db, ai_settings)
     await db["agent_config"].update_one({"_id": "triage"}, {"$set": {"mode": "auto_apply"}})
     sam = await make_user("user")
-    order = await make_order(sam, "Gas smell in the kitchen")
-    fake_provider.script(proposal("urgent", summary="Possible gas leak: evacuate and call the utility."))
-    await triage_now(db, ai_settings, provider)
+    order = await triaged(
+        sam, "Gas smell in the kitchen", "urgent", summary="Possible gas leak: evacuate and call the utility."
+    )
 
     await log_in(user, sam)
     await open_order(user, order.id)
@@ -150,12 +154,10 @@ async def test_auto_applied_reads_as_applied_by_the_triage_agent(
 
 
 async def test_accept_after_someone_else_changed_the_order_shows_the_conflict(
-    user: User, make_user, make_order, log_in, db, ai_settings, provider, fake_provider
+    user: User, make_user, log_in, db, triaged
 ):
     sam, ada = await make_user("user"), await make_user("admin")
-    order = await make_order(sam, "Leaking roof")
-    fake_provider.script(proposal("urgent", summary="Roof leak over the server room."))
-    await triage_now(db, ai_settings, provider)
+    order = await triaged(sam, "Leaking roof", "urgent", summary="Roof leak over the server room.")
     await log_in(user, sam)
     await open_order(user, order.id)
     user.find(marker="edit-description").type("Bucket under it for now.")  # an edit in progress: no live reload
@@ -173,14 +175,10 @@ async def test_accept_after_someone_else_changed_the_order_shows_the_conflict(
     assert (await stored_suggestion(db, order))["decision"] is None  # still open: nothing was decided
 
 
-async def test_a_summary_holding_html_is_shown_as_text(
-    user: User, make_user, make_order, log_in, db, ai_settings, provider, fake_provider
-):
+async def test_a_summary_holding_html_is_shown_as_text(user: User, make_user, log_in, triaged):
     sam = await make_user("user")
-    order = await make_order(sam, "Odd one")
     payload = '<img src=x onerror="alert(1)"><script>alert(2)</script>'
-    fake_provider.script(proposal("low", summary=payload))
-    await triage_now(db, ai_settings, provider)
+    order = await triaged(sam, "Odd one", "low", summary=payload)
 
     await log_in(user, sam)
     await open_order(user, order.id)
@@ -191,12 +189,10 @@ async def test_a_summary_holding_html_is_shown_as_text(
 
 
 async def test_a_person_who_turned_ai_off_sees_no_suggestion_on_their_orders(
-    user: User, make_user, make_order, log_in, db, ai_settings, provider, fake_provider
+    user: User, make_user, make_order, log_in, db, ai_settings, provider, fake_provider, triaged
 ):
     sam = await make_user("user")
-    old = await make_order(sam, "Made while AI was on")
-    fake_provider.script(proposal("high", summary="Triaged before the opt-out."))
-    await triage_now(db, ai_settings, provider)
+    old = await triaged(sam, "Made while AI was on", "high", summary="Triaged before the opt-out.")
     await users_service.set_own_ai(db=db, actor=actor(sam), enabled=False)
     new = await make_order(sam, "Made after the opt-out")
     assert await triage_now(db, ai_settings, provider) == 0  # its event was skipped: no model call
@@ -210,13 +206,9 @@ async def test_a_person_who_turned_ai_off_sees_no_suggestion_on_their_orders(
     await user.should_not_see(marker="triage-card")
 
 
-async def test_with_ai_off_at_boot_the_page_offers_no_suggestion(
-    user: User, make_user, make_order, log_in, db, ai_settings, provider, fake_provider
-):
+async def test_with_ai_off_at_boot_the_page_offers_no_suggestion(user: User, make_user, log_in, ai_settings, triaged):
     sam = await make_user("user")
-    order = await make_order(sam, "Flickering light")
-    fake_provider.script(proposal("low", summary="Replace the tube."))
-    await triage_now(db, ai_settings, provider)
+    order = await triaged(sam, "Flickering light", "low", summary="Replace the tube.")
     reconfigure(ai_settings, ai_enabled=False)
 
     await log_in(user, sam)
