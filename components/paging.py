@@ -1,4 +1,7 @@
-"""Page numbers as every paged screen reads them: from an address, and the last one a count reaches."""
+"""Page numbers as every paged screen reads and writes them: from an address, the last one a count reaches,
+and the address of a view (its filters and its page)."""
+
+from urllib.parse import urlencode
 
 from desk.schema import MAX_OFFSET
 
@@ -13,3 +16,9 @@ def page_from(text: str | None, size: int) -> int:
 def last_page(total: int, size: int) -> int:
     """The last page of `total` items (1 when there are none), no deeper than offsets reach: narrow the filters."""
     return max(1, min(-(-total // size), MAX_OFFSET // size + 1))
+
+
+def address(path: str, params: list[tuple[str, str]], page: int) -> str:
+    """`path` with the view's non-default `params` and its page (page 1 is the plain path: nothing to say)."""
+    params = [*params, ("page", str(page))] if page > 1 else params
+    return path + (f"?{urlencode(params)}" if params else "")

@@ -5,7 +5,6 @@ link sent to another admin open the same view. New entries show up while the pag
 """
 
 from typing import assert_never
-from urllib.parse import urlencode
 
 from fastapi import Request
 from nicegui import APIRouter, ui
@@ -13,7 +12,7 @@ from nicegui import APIRouter, ui
 from components import session
 from components.formats import when
 from components.frame import admin_frame
-from components.paging import last_page, page_from
+from components.paging import address, last_page, page_from
 from desk.audit import service as audit_service
 from desk.audit.models import AuditQuery, AuditRead
 from desk.db.client import get_db
@@ -77,9 +76,7 @@ class AuditScreen:
         ui.timer(0, self.load, once=True)
 
     def url(self) -> str:
-        params = [("action", self.action)] if self.action else []
-        params += [("page", str(self.page))] if self.page > 1 else []
-        return PATH + (f"?{urlencode(params)}" if params else "")
+        return address(PATH, [("action", self.action)] if self.action else [], self.page)
 
     async def _follow(self) -> None:
         """Draw again when an entry was logged since (by anyone, in any web process): entries are only added."""

@@ -9,7 +9,6 @@ so Back, reload and a link sent to another admin open the same view.
 
 import json
 from datetime import UTC, date, datetime, time, timedelta
-from urllib.parse import urlencode
 
 from fastapi import Request
 from nicegui import APIRouter, ui
@@ -18,7 +17,7 @@ from components import session
 from components.chips import PRIORITY_LABELS
 from components.formats import when
 from components.frame import admin_frame
-from components.paging import last_page, page_from
+from components.paging import address, last_page, page_from
 from desk.agent import policy
 from desk.agent.models import AgentRunDetail, AgentRunRead, AgentToolCallRead
 from desk.agent.triage import service as triage
@@ -132,7 +131,7 @@ class RunsScreen:
         return select
 
     async def _set(self, key: str, value: object) -> None:
-        self.filters[key], self.page = value, 1
+        self.filters[key] = value
         await self._go(1)
 
     async def _go(self, page: int) -> None:
@@ -141,9 +140,8 @@ class RunsScreen:
         await self.load()
 
     def url(self) -> str:
-        params = [(key, str(value)) for key, value in self.filters.items() if value]  # a day reads YYYY-MM-DD
-        params += [("page", str(self.page))] if self.page > 1 else []
-        return PATH + (f"?{urlencode(params)}" if params else "")
+        filters = [(key, str(value)) for key, value in self.filters.items() if value]  # a day reads YYYY-MM-DD
+        return address(PATH, filters, self.page)
 
     async def load(self) -> None:
         self.latest += 1

@@ -7,7 +7,6 @@ built and replaces it on every change, so Back from an order, a reload or a book
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from datetime import date
-from urllib.parse import urlencode
 
 from fastapi import Request
 from nicegui import APIRouter, background_tasks, ui
@@ -16,7 +15,7 @@ from components import live, order_rows, session
 from components.chips import PRIORITY_LABELS, STATUS_LABELS
 from components.frame import frame, remember_list_view
 from components.order_rows import OrderRows
-from components.paging import last_page, page_from
+from components.paging import address, last_page, page_from
 from components.work_order_dialog import new_work_order_dialog
 from desk.actors import Actor
 from desk.db.client import get_db
@@ -72,8 +71,7 @@ class Filters:
         pairs = (("priority", self.priority), ("owner", self.owner), ("opened", self.opened))
         params += [(key, value) for key, value in pairs if value]
         params += [("sort", self.sort)] if self.sort != "-createdAt" else []
-        params += [("page", str(self.page))] if self.page > 1 else []
-        return "/app" + (f"?{urlencode(params)}" if params else "")
+        return address("/app", params, self.page)
 
     def statuses(self) -> list[str] | None:
         found = [s for choice in self.status for s in (("pending", "in_progress") if choice == OPEN else (choice,))]
