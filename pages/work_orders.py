@@ -46,19 +46,22 @@ class Filters:
     status: list[str] = field(default_factory=list)  # may hold OPEN
     priority: str | None = None
     owner: str | None = None
+    requester: str | None = None  # who asked for the orders
     sort: str = "-createdAt"
     page: int = 1
     opened: str | None = None  # a UTC day, YYYY-MM-DD: the metrics' per-day chart links here
 
     @classmethod
-    def from_params(cls, params, owners: dict[str, str]) -> "Filters":
-        """The view an address names; what is not understood is left out rather than refused."""
+    def from_params(cls, params, people: dict[str, dict[str, str]]) -> "Filters":
+        """The view an address names (`people`: the owner and requester choices); what is not understood is
+        left out rather than refused."""
         statuses = [s for s in params.getlist("status") if s in STATUS_CHOICES]
         return cls(
             q=params.get("q", "").strip()[:200],
             status=list(dict.fromkeys(statuses)),
             priority=params.get("priority") if params.get("priority") in PRIORITIES else None,
-            owner=params.get("owner") if params.get("owner") in owners else None,
+            owner=params.get("owner") if params.get("owner") in people["owner"] else None,
+            requester=params.get("requester") if params.get("requester") in people["requester"] else None,
             sort=params.get("sort") if params.get("sort") in SORTS else "-createdAt",
             page=page_from(params.get("page"), PAGE_SIZE),
             opened=_day(params.get("opened")),
@@ -68,7 +71,12 @@ class Filters:
         """The address of this view; the default view is plain /app."""
         params = [("q", self.q)] if self.q else []
         params += [("status", s) for s in self.status]
-        pairs = (("priority", self.priority), ("owner", self.owner), ("opened", self.opened))
+        pairs = (
+            ("priority", self.priority),
+            ("owner", self.owner),
+            ("requester", self.requester),
+            ("opened", self.opened),
+        )
         params += [(key, value) for key, value in pairs if value]
         params += [("sort", self.sort)] if self.sort != "-createdAt" else []
         return address("/app", params, self.page)
@@ -84,6 +92,7 @@ class Filters:
                 "status": self.statuses(),
                 "priority": self.priority,
                 "ownerId": self.owner,
+                "requesterId": self.requester,
                 "opened": self.opened,
                 "sort": self.sort,
                 "offset": (self.page - 1) * PAGE_SIZE,
@@ -99,13 +108,12 @@ async def work_orders_page(request: Request):
         return session.to_login(request)
     actor = session.actor_of(user)
     owners, assignable = await service.owner_choices(db=get_db(), actor=actor)
-    # who an order is for: everyone (admins, viewers) or oneself; and the unassigned queue for all
-    owner_filter = {"none": "Unassigned (queue)"} | (owners if service.sees_all(actor) else {actor.id: "Me"})
-    filters = Filters.from_params(request.query_params, owner_filter)
+    people = _people_choices(actor, owners)
+    filters = Filters.from_params(request.query_params, people)
 
     with frame("Work orders", user, path="/app") as visit:
         with ui.row().classes("w-full items-end gap-3"):
-            search = _filter_controls(filters, actor, owner_filter, lambda **changes: _set(filters, **changes))
+            search = _filter_controls(filters, people, lambda **changes: _set(filters, **changes))
             ui.space()
             if actor.can_write:
                 dialog = new_work_order_dialog(visit, assignable, lambda _: load())
@@ -198,7 +206,8 @@ class _ListView:
         self.empty.set_visibility(not page.items)
         self.count.set_visibility(bool(page.items))
         if not page.items:
-            searching = filters.q or filters.status or filters.priority or filters.owner or filters.opened
+            chosen = (filters.q, filters.status, filters.priority, filters.owner, filters.requester, filters.opened)
+            searching = any(chosen)
             text = "Nothing matches these filters." if searching else "No work orders yet."
             if not searching and self.actor.can_write:
                 text += " Create the first one with “New work order” (or press n)."
@@ -214,6 +223,12 @@ class _ListView:
         self.pager.set_visibility(last > 1)
 
 
+def _people_choices(actor: Actor, owners: dict[str, str]) -> dict[str, dict[str, str]]:
+    """Who an order is for, and who asked for it: anyone (admins, viewers) or oneself; as owner, also the queue."""
+    people = owners if service.sees_all(actor) else {actor.id: "Me"}
+    return {"owner": {"none": "Unassigned (queue)"} | people, "requester": people}
+
+
 def _day(text: str | None) -> str | None:
     try:
         return date.fromisoformat(text).isoformat() if text else None
@@ -221,8 +236,10 @@ def _day(text: str | None) -> str | None:
         return None
 
 
-def _filter_controls(filters: Filters, actor: Actor, owners: dict[str, str], change: Callable[..., None]) -> ui.input:
-    """Search, filters and sort, showing the view the address named; returns the search box (for "/")."""
+def _filter_controls(filters: Filters, people: dict[str, dict[str, str]], change: Callable[..., None]) -> ui.input:
+    """Search, filters and sort, showing the view the address named; returns the search box (for "/").
+
+    `people`: the choices of the owner and requester filters, by filter."""
     search = ui.input("Search", value=filters.q, placeholder="Words in title or description")
     search.classes("w-72").mark("search")
     search.props("clearable dense debounce=300")  # the browser sends the words once typing pauses
@@ -230,10 +247,14 @@ def _filter_controls(filters: Filters, actor: Actor, owners: dict[str, str], cha
     status = ui.select(STATUS_CHOICES, label="Status", multiple=True, clearable=True, value=list(filters.status))
     status.props("dense use-chips").classes("min-w-64").mark("status-filter")
     status.on_value_change(lambda e: change(page=1, status=list(e.value or [])))
-    priority = _filter_select(PRIORITY_LABELS, "Priority", "priority-filter", lambda v: change(page=1, priority=v))
-    priority.set_value(filters.priority)
-    # built with its value: setting it afterwards would fire the handler while the page is still being built
-    _filter_select(owners, "Owner", "owner-filter", lambda v: change(page=1, owner=v), value=filters.owner)
+
+    def pick(key: str) -> Callable[[str | None], None]:
+        return lambda value: change(page=1, **{key: value})
+
+    # built with their values: setting them afterwards would fire the handler while the page is still being built
+    _filter_select(PRIORITY_LABELS, "Priority", "priority-filter", pick("priority"), value=filters.priority)
+    _filter_select(people["owner"], "Owner", "owner-filter", pick("owner"), value=filters.owner)
+    _filter_select(people["requester"], "Requested by", "requester-filter", pick("requester"), value=filters.requester)
     sort = ui.select(SORTS, value=filters.sort, label="Sort").props("dense").classes("w-48").mark("sort")
     sort.on_value_change(lambda e: change(sort=e.value))
     if filters.opened:  # from a metrics chart: say so, and let it go

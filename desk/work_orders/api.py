@@ -29,7 +29,8 @@ async def list_orders(
     db: Db, actor: CurrentActor, query: Annotated[WorkOrderQuery, Query()]
 ) -> OffsetPage[WorkOrderRead]:
     """The work orders you may see (yours, those you asked for and the queue; admins and viewers: all), filtered
-    (`ownerId=none`: the unassigned queue), searched (`q`) and sorted."""
+    (`ownerId=none`: the unassigned queue; `requesterId`: who asked, yourself unless you see all), searched
+    (`q`) and sorted."""
     return await service.list_orders(db=db, actor=actor, query=query)
 
 

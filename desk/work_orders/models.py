@@ -87,7 +87,7 @@ def _owner_filter(value: str) -> str:
     if value != "none" and not re.fullmatch(OBJECT_ID_PATTERN, value):
         # the pattern in the context words it as for any id ("must be an id of 24 hexadecimal digits")
         raise PydanticCustomError("string_pattern_mismatch", "not an id", {"pattern": OBJECT_ID_PATTERN})
-    return value
+    return value.lower()  # ids are compared as the desk writes them (your own id in capitals is still yours)
 
 
 # A person's id, or "none": the unassigned queue.
@@ -120,6 +120,7 @@ class WorkOrderQuery(BaseModel):
     status: list[Status] | None = Field(None, max_length=len(STATUSES))  # repeats: any of them ("open": 2)
     priority: Priority | None = None
     owner_id: OwnerFilter | None = Field(None, alias="ownerId")
+    requester_id: ObjectIdStr | None = Field(None, alias="requesterId")  # who asked for the orders
     opened: Day | None = None  # orders opened on this UTC day (the metrics' per-day chart links here)
     sort: Sort = "-createdAt"
     offset: int = Field(0, ge=0, le=MAX_OFFSET)

@@ -50,6 +50,9 @@ async def ensure_indexes(db: AsyncDatabase) -> None:
     # and sorted half the desk without status_title: 90 ms at 100,000 orders on the embedded engine).
     await orders.create_index([("titleKey", ASCENDING), ("_id", ASCENDING)], name="title")
     await orders.create_index([("ownerId", ASCENDING), ("titleKey", ASCENDING), ("_id", ASCENDING)], name="owner_title")
+    await orders.create_index(
+        [("requesterId", ASCENDING), ("titleKey", ASCENDING), ("_id", ASCENDING)], name="requester_title"
+    )
     await orders.create_index([("status", ASCENDING), ("titleKey", ASCENDING), ("_id", ASCENDING)], name="status_title")
     await db["activity"].create_index([("workOrderId", ASCENDING), ("at", DESCENDING)], name="order_at")
     await changes.ensure_indexes(db)
@@ -75,13 +78,21 @@ def handed_by(doc: Doc) -> ObjectId | None:
     return requester if owner is not None and requester is not None and owner != requester else None
 
 
-def filters(*, owner_id: ObjectId | str | None, status: str | list[str] | None, priority: str | None) -> Doc:
+def filters(
+    *,
+    owner_id: ObjectId | str | None,
+    status: str | list[str] | None,
+    priority: str | None,
+    requester_id: ObjectId | None = None,
+) -> Doc:
     """The MongoDB filter for a list request (it also applies to search postings); owner "none" is the queue."""
     found: Doc = {}
     if owner_id == counters.QUEUE:
         found["ownerId"] = None
     elif owner_id is not None:
         found["ownerId"] = owner_id
+    if requester_id is not None:
+        found["requesterId"] = requester_id
     if isinstance(status, list) and len(status) > 1:
         found["status"] = {"$in": status}
     elif status:

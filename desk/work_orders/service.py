@@ -171,7 +171,8 @@ async def list_orders(
     work on plus the queue; `mine`: only what the actor asked for or works on (the copilot's "own")."""
     _require_person(actor)
     owner = _list_owner(actor, query.owner_id, mine=mine)
-    filter_ = repo.filters(owner_id=owner, status=query.status, priority=query.priority)
+    requester = _list_requester(actor, query.requester_id)
+    filter_ = repo.filters(owner_id=owner, requester_id=requester, status=query.status, priority=query.priority)
     parts, total_keys = _scope(actor, owner, mine=mine)
     if query.opened:  # one UTC day: counted by the server up to the cap, as a search is
         start = datetime.combine(query.opened, time(), tzinfo=UTC)
@@ -180,7 +181,7 @@ async def list_orders(
         docs, total, exact = await repo.search_page(
             db, query.q, filter_, parts, sort=query.sort, offset=query.offset, limit=query.limit
         )
-    elif query.opened:
+    elif query.opened or requester is not None:  # no counter keeps these: counted by the server up to the cap
         filter_ = repo.within(filter_, parts)
         docs = await repo.page(db, filter_, sort=query.sort, offset=query.offset, limit=query.limit)
         total, exact = await repo.count(db, filter_)
@@ -206,6 +207,15 @@ def _list_owner(actor: Actor, requested: str | None, *, mine: bool) -> ObjectId 
     if oid is None:
         raise ValidationFailed("ownerId is not a valid id.", details={"field": "ownerId"})
     return oid
+
+
+def _list_requester(actor: Actor, requested: str | None) -> ObjectId | None:
+    """The requester filter: admins and viewers name anyone, people themselves (what they asked for)."""
+    if requested is None:
+        return None
+    if not sees_all(actor) and requested != actor.id:
+        raise Forbidden("You can filter only by what you asked for yourself.")
+    return ObjectId(requested)
 
 
 def _scope(actor: Actor, owner: ObjectId | str | None, *, mine: bool) -> tuple[list[dict[str, Any]], list]:

@@ -62,6 +62,44 @@ async def test_the_queue_filter_shows_only_unassigned_orders(user: User, make_us
     await user.should_not_see("Priya's lamp")
 
 
+async def test_requested_by_me_shows_what_i_asked_for_wherever_it_waits(
+    user: User, make_user, make_order, log_in, db
+):
+    sam, priya, admin = await make_user("user", name="Sam Rivera"), await make_user("user"), await make_user("admin")
+    await make_order(sam, "Sam's lamp")
+    await _queued(db, sam, "Broken chair")
+    await _queued(db, priya, "Priya's desk")
+    await make_order(admin, "Fix the door", ownerId=sam["id"])
+    await log_in(user, sam, landing="/app")
+    await user.should_see("1–4 of 4", retries=WAIT)
+    (requester,) = user.find(marker="requester-filter").elements
+    assert requester.options == {sam["id"]: "Me"}  # a person filters by themselves; admins by anyone
+
+    requester.set_value(sam["id"])
+
+    await user.should_see("1–2 of 2", retries=WAIT)
+    assert sorted(link.text for link in user.find(marker="order-title").elements) == ["Broken chair", "Sam's lamp"]
+    await user.open(f"/app?requester={sam['id']}&owner=none")  # the view's address, as Back or a reload gives it
+    await user.should_see("1–1 of 1", retries=WAIT)
+    assert [link.text for link in user.find(marker="order-title").elements] == ["Broken chair"]
+    assert user.find(marker="requester-filter").elements.pop().value == sam["id"]
+
+
+async def test_an_admin_filters_by_who_asked(user: User, make_user, make_order, log_in, db):
+    admin = await make_user("admin")
+    sam, priya = await make_user("user", name="Sam Rivera"), await make_user("user", name="Priya Shah")
+    await make_order(admin, "For Sam", ownerId=sam["id"])
+    await _queued(db, priya, "Priya's desk")
+    await log_in(user, admin, landing="/app")
+    await user.should_see("1–2 of 2", retries=WAIT)
+
+    user.find(marker="requester-filter").click()
+    user.find("Priya Shah").click()
+
+    await user.should_see("1–1 of 1", retries=WAIT)
+    assert [link.text for link in user.find(marker="order-title").elements] == ["Priya's desk"]
+
+
 async def test_a_queued_order_offers_assign_to_me_and_no_edit_form_until_taken(user: User, make_user, log_in, db):
     sam, priya = await make_user("user", name="Sam Rivera"), await make_user("user", name="Priya Shah")
     order = await _queued(db, sam, "Broken chair")

@@ -140,3 +140,41 @@ async def test_a_long_timeline_is_read_page_by_page_newest_first(make_user, clie
     assert [c["text"] for c in older_comments] == ["note 4", "note 3", "note 2", "note 1", "note 0"]
     assert too_many.status_code == 400
     assert too_many.json()["error"]["details"]["fields"][0]["field"] == "limit"
+
+
+async def test_the_list_filters_by_who_asked_people_by_themselves_admins_by_anyone(make_user, client_for, make_order):
+    sam, priya, lee, admin = [await make_user(role) for role in ("user", "user", "user", "admin")]
+    sams, admins = await client_for(sam), await client_for(admin)
+    await make_order(sam, "Sam's own")
+    await make_order(sam, "Sam's, queued", ownerId=None)
+    handed = await make_order(sam, "Sam's, for Lee")
+    await admins.patch(f"/api/v1/work-orders/{handed.id}", json={"version": 1, "ownerId": lee["id"]})
+    await make_order(admin, "Given to Sam", ownerId=sam["id"])
+    await make_order(priya, "Priya's own")
+    priyas_queued = await make_order(priya, "Priya's, queued", ownerId=None)
+
+    own = (await sams.get("/api/v1/work-orders", params={"requesterId": sam["id"].upper()})).json()
+    someone_elses = await sams.get("/api/v1/work-orders", params={"requesterId": priya["id"]})
+    priyas = (await admins.get("/api/v1/work-orders", params={"requesterId": priya["id"], "sort": "title"})).json()
+    both = await admins.get("/api/v1/work-orders", params={"requesterId": priya["id"], "ownerId": "none"})
+    searched = await admins.get("/api/v1/work-orders", params={"requesterId": priya["id"], "q": "own"})
+    malformed = await admins.get("/api/v1/work-orders", params={"requesterId": "sam"})
+
+    assert sorted(o["title"] for o in own["items"]) == ["Sam's own", "Sam's, for Lee", "Sam's, queued"]
+    assert (own["total"], own["totalExact"]) == (3, True)
+    assert someone_elses.status_code == 403
+    assert someone_elses.json()["error"]["message"] == "You can filter only by what you asked for yourself."
+    assert ([o["title"] for o in priyas["items"]], priyas["total"]) == (["Priya's own", "Priya's, queued"], 2)
+    assert [o["id"] for o in both.json()["items"]] == [priyas_queued.id]
+    assert [o["title"] for o in searched.json()["items"]] == ["Priya's own"]  # not Sam's own
+    assert (malformed.status_code, malformed.json()["error"]["code"]) == (400, "VALIDATION_ERROR")
+
+
+async def test_people_name_themselves_as_owner_in_capitals_too(make_user, client_for, make_order):
+    sam = await make_user("user")
+    await make_order(sam, "Sam's own")
+
+    listed = await (await client_for(sam)).get("/api/v1/work-orders", params={"ownerId": sam["id"].upper()})
+
+    assert listed.status_code == 200
+    assert [o["title"] for o in listed.json()["items"]] == ["Sam's own"]
