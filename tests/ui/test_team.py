@@ -62,9 +62,7 @@ async def test_the_queue_filter_shows_only_unassigned_orders(user: User, make_us
     await user.should_not_see("Priya's lamp")
 
 
-async def test_requested_by_me_shows_what_i_asked_for_wherever_it_waits(
-    user: User, make_user, make_order, log_in, db
-):
+async def test_requested_by_me_shows_what_i_asked_for_wherever_it_waits(user: User, make_user, make_order, log_in, db):
     sam, priya, admin = await make_user("user", name="Sam Rivera"), await make_user("user"), await make_user("admin")
     await make_order(sam, "Sam's lamp")
     await _queued(db, sam, "Broken chair")
