@@ -43,8 +43,12 @@ def fail(message: str, code: int = 2) -> NoReturn:
 
 def call(*cmd: str | Path, env: dict[str, str] | None = None) -> int:
     """Run a command in the repo root; return its exit code (128+N when killed by signal N)."""
-    code = subprocess.run([str(part) for part in cmd], cwd=ROOT, env=env or ENV, check=False).returncode
-    return 128 - code if code < 0 else code
+    return exit_code(subprocess.run([str(part) for part in cmd], cwd=ROOT, env=env or ENV, check=False).returncode)
+
+
+def exit_code(returncode: int) -> int:
+    """A child's exit code as a shell gives it: 128+N when it was killed by signal N."""
+    return 128 - returncode if returncode < 0 else returncode
 
 
 def check(*cmd: str | Path, env: dict[str, str] | None = None) -> None:
@@ -52,6 +56,16 @@ def check(*cmd: str | Path, env: dict[str, str] | None = None) -> None:
     code = call(*cmd, env=env)
     if code:
         fail(f"{Path(str(cmd[0])).name} failed (exit {code})", code)
+
+
+def check_quietly(*cmd: str | Path) -> None:
+    """`check`, showing what the command printed only if it fails: pip's build backend talks even with --quiet
+    (setuptools' notes on editable installs), and a first run should say what it does, not how."""
+    done = subprocess.run([str(part) for part in cmd], cwd=ROOT, env=ENV, capture_output=True, text=True, check=False)
+    if done.returncode:
+        sys.stdout.write(done.stdout)
+        sys.stderr.write(done.stderr)
+        fail(f"{Path(str(cmd[0])).name} failed (exit {exit_code(done.returncode)})", exit_code(done.returncode))
 
 
 def is_root() -> bool:
@@ -88,7 +102,7 @@ def setup(extras: set[str]) -> None:
         # --clear: a half-made .venv (say, an interrupted first run) is rebuilt rather than reused.
         check(sys.executable, "-m", "venv", "--clear", VENV)
         # The bundled pip can be old (Debian's is); a current one resolves and builds reliably.
-        check(BIN / "python", "-m", "pip", "install", "--quiet", "--upgrade", "pip")
+        check_quietly(BIN / "python", "-m", "pip", "install", "--quiet", "--upgrade", "pip")
 
     # The stamp holds pyproject.toml's hash and the extras installed with it. An install with more
     # extras serves a command that needs fewer (`test` installs dev, so a later `run` skips pip).
@@ -101,7 +115,7 @@ def setup(extras: set[str]) -> None:
     target = f".[{','.join(sorted(extras))}]" if extras else "."
     header(f"pip install -e {target}")
     STAMP.unlink(missing_ok=True)  # a failed install must not leave an old stamp that looks valid
-    check(BIN / "python", "-m", "pip", "install", "--quiet", "--disable-pip-version-check", "-e", target)
+    check_quietly(BIN / "python", "-m", "pip", "install", "--quiet", "--disable-pip-version-check", "-e", target)
     STAMP.write_text(f"{digest} {','.join(sorted(extras))}\n")
 
 
