@@ -1,7 +1,8 @@
-"""/app/admin/audit: the desk-wide audit log for admins, newest first, filtered by what happened.
+"""/app/admin/audit: the desk-wide audit log for admins, newest first, filtered by what happened, by whom and
+to whom.
 
-The filter and the page live in the address (`?action=role_changed&page=2`), so Back, reload and a
-link sent to another admin open the same view. New entries show up while the page is open.
+The filters and the page live in the address (`?action=role_changed&subject=<id>&page=2`), so Back, reload
+and a link sent to another admin open the same view. New entries show up while the page is open.
 """
 
 from typing import assert_never
@@ -45,44 +46,65 @@ async def admin_audit_page(request: Request):
     with admin_frame("Audit log", user, path=PATH) as visit:
         if visit is None:
             return
-        await AuditScreen(visit, request.query_params).build()
+        people = {str(p["_id"]): p["name"] for p in await users_service.everyone(db=get_db())}
+        await AuditScreen(visit, request.query_params, people).build()
 
 
 class AuditScreen:
     """A filter, the entries of one page and a pager."""
 
-    def __init__(self, visit: session.Visit, params) -> None:
-        """`params`: the address's query; what is not understood is left out rather than refused."""
-        self.visit, self.action = visit, params.get("action") if params.get("action") in ACTIONS else None
+    def __init__(self, visit: session.Visit, params, people: dict[str, str]) -> None:
+        """`params`: the address's query (what is not understood is left out rather than refused); `people`:
+        everyone's names by id, the choices of the person filters."""
+        self.visit, self.people = visit, people
+        self.action = params.get("action") if params.get("action") in ACTIONS else None
+        self.actor_id = params.get("actor") if params.get("actor") in people else None
+        self.subject_id = params.get("subject") if params.get("subject") in people else None
         self.page = page_from(params.get("page"), PAGE_SIZE)
         self.seen: str | None = None  # the newest entry of the filter when the page was last drawn
         self.latest = 0  # draws overlap when the filter or the page change quickly: only the newest may draw
 
     async def build(self) -> None:
         ui.label("Kept for one year; nobody can change or delete an entry.").classes("text-sm text-grey-7")
-        choose = ui.select(ACTIONS, label="What happened", value=self.action, clearable=True)
-        choose.props("dense").classes("w-64")
-        choose.mark("audit-action").on_value_change(lambda e: self._go(1, e.value))
+        with ui.row().classes("items-end gap-3"):
+            choose = ui.select(ACTIONS, label="What happened", value=self.action, clearable=True)
+            choose.props("dense").classes("w-64")
+            choose.mark("audit-action").on_value_change(lambda e: self._go(1, action=e.value))
+            by = ui.select(self.people, label="Done by", value=self.actor_id, clearable=True)
+            by.props("dense").classes("w-56").mark("audit-actor")
+            by.on_value_change(lambda e: self._go(1, actor_id=e.value))
+            to = ui.select(self.people, label="Done to", value=self.subject_id, clearable=True)
+            to.props("dense").classes("w-56").mark("audit-subject")
+            to.on_value_change(lambda e: self._go(1, subject_id=e.value))
         self.count = ui.label().classes("text-sm text-grey-7").mark("audit-count")
         self.entries = ui.column().classes("w-full gap-0 border rounded").mark("audit-entries")
         self.pager = ui.pagination(1, 1, direction_links=True).mark("audit-pages")
-        self.pager.on_value_change(lambda e: e.value != self.page and self._go(e.value, self.action))
+        self.pager.on_value_change(lambda e: e.value != self.page and self._go(e.value))
         await self.load()
         ui.timer(FOLLOW_SECONDS, self._follow)
 
-    def _go(self, page: int, action: str | None) -> None:
-        self.page, self.action = page, action
+    def _go(self, page: int, **filters: str | None) -> None:
+        """Show `page` of the log with the `filters` given changed (action, actor_id, subject_id)."""
+        self.page = page
+        for name, value in filters.items():
+            setattr(self, name, value)
         ui.navigate.history.replace(self.url())  # Back, reload and bookmarks come back to this view
         ui.timer(0, self.load, once=True)
 
     def url(self) -> str:
-        return address(PATH, [("action", self.action)] if self.action else [], self.page)
+        pairs = (("action", self.action), ("actor", self.actor_id), ("subject", self.subject_id))
+        return address(PATH, [(key, value) for key, value in pairs if value], self.page)
+
+    def query(self) -> AuditQuery:
+        offset = (self.page - 1) * PAGE_SIZE
+        filters = {"action": self.action, "actorId": self.actor_id, "subjectId": self.subject_id}
+        return AuditQuery.model_validate({"offset": offset, "limit": PAGE_SIZE, **filters})
 
     async def _follow(self) -> None:
         """Draw again when an entry was logged since (by anyone, in any web process): entries are only added."""
         try:
             actor = await self.visit.actor(touch=False)
-            if await audit_service.newest_id(db=get_db(), actor=actor, action=self.action) != self.seen:
+            if await audit_service.newest_id(db=get_db(), actor=actor, query=self.query()) != self.seen:
                 await self.load(touch=False)
         except DeskError:
             return  # refused (no longer an admin): the frame's session check closes the page
@@ -92,13 +114,13 @@ class AuditScreen:
         mine = self.latest
         actor = await self.visit.actor(touch=touch)
         db = get_db()
-        query = AuditQuery(offset=(self.page - 1) * PAGE_SIZE, limit=PAGE_SIZE, action=self.action)
-        newest = await audit_service.newest_id(db=db, actor=actor, action=self.action)
+        query = self.query()
+        newest = await audit_service.newest_id(db=db, actor=actor, query=query)
         found = await audit_service.list_entries(db=db, actor=actor, query=query)
         if mine != self.latest:
             return
         if not found.items and found.total and self.page > 1:  # an old link past the end: its last page
-            self._go(last_page(found.total, PAGE_SIZE), self.action)
+            self._go(last_page(found.total, PAGE_SIZE))
             return
         ids = {e.actor_id for e in found.items if e.actor_id} | {e.subject_id for e in found.items if e.subject_id}
         names = await users_service.display_names(db=db, user_ids=ids)
@@ -112,11 +134,20 @@ class AuditScreen:
         self.entries.set_visibility(bool(found.items))
         total = f"{found.total:,}" if found.total_exact else f"{found.total:,}+"
         noun = "entry" if found.total == 1 and found.total_exact else "entries"
-        empty = f"No “{ACTIONS[self.action]}” entries." if self.action else "Nothing logged yet."
+        empty = self._nothing()
         self.count.set_text(f"{total} {noun}" if found.items else empty)
         self.pager.max = last_page(found.total, PAGE_SIZE)
         self.pager.set_value(self.page)
         self.pager.set_visibility(self.pager.max > 1)
+
+    def _nothing(self) -> str:
+        """What the count says when no entry matches: which filters found nothing, in words."""
+        if not (self.action or self.actor_id or self.subject_id):
+            return "Nothing logged yet."
+        kind = f"“{ACTIONS[self.action]}” entries" if self.action else "entries"
+        by = f" by {self.people[self.actor_id]}" if self.actor_id else ""
+        to = f" concerning {self.people[self.subject_id]}" if self.subject_id else ""
+        return f"No {kind}{by}{to}."
 
 
 def _entry(entry: AuditRead, names: dict[str, str]) -> None:

@@ -5,7 +5,7 @@ from typing import Literal
 
 from pydantic import Field
 
-from desk.schema import IdStr, PageQuery, ReadModel
+from desk.schema import IdStr, ObjectIdStr, PageQuery, ReadModel
 
 Action = Literal[
     "work_order_deleted",
@@ -33,4 +33,13 @@ class AuditRead(ReadModel):
 
 
 class AuditQuery(PageQuery):
+    """Filters, all optional and combined: what happened, who did it, whom (or which order) it was done to."""
+
     action: Action | None = None
+    actor_id: ObjectIdStr | None = Field(None, alias="actorId")
+    subject_id: ObjectIdStr | None = Field(None, alias="subjectId")
+
+    def filter(self) -> dict:
+        """The stored entries this query selects (offset and limit aside)."""
+        chosen = {"action": self.action, "actorId": self.actor_id, "subjectId": self.subject_id}
+        return {field: value for field, value in chosen.items() if value is not None}

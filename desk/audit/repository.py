@@ -22,6 +22,8 @@ def _log(db: AsyncDatabase):
 async def ensure_indexes(db: AsyncDatabase) -> None:
     await _log(db).create_index([("at", DESCENDING)], name="kept_a_year", expireAfterSeconds=KEPT_SECONDS)
     await _log(db).create_index([("action", DESCENDING), ("at", DESCENDING)], name="action_at")
+    await _log(db).create_index([("actorId", DESCENDING), ("at", DESCENDING)], name="actor_at")
+    await _log(db).create_index([("subjectId", DESCENDING), ("at", DESCENDING)], name="subject_at")
 
 
 async def append(db: AsyncDatabase, entry: Doc) -> None:

@@ -31,22 +31,18 @@ async def record(
 async def list_entries(*, db: AsyncDatabase, actor: Actor, query: AuditQuery) -> OffsetPage[AuditRead]:
     """A page of the audit log, newest first; admins only."""
     _require_admin(actor)
-    docs, total, exact = await repo.page(db, _filter(query.action), offset=query.offset, limit=query.limit)
+    docs, total, exact = await repo.page(db, query.filter(), offset=query.offset, limit=query.limit)
     items = [AuditRead.model_validate(doc) for doc in docs]
     return OffsetPage[AuditRead](items=items, total=total, offset=query.offset, limit=query.limit, total_exact=exact)
 
 
-async def newest_id(*, db: AsyncDatabase, actor: Actor, action: str | None = None) -> str | None:
-    """The newest entry's id (of one `action`, when given): what an open log compares to see that one came."""
+async def newest_id(*, db: AsyncDatabase, actor: Actor, query: AuditQuery) -> str | None:
+    """The id of the newest entry `query` selects: what an open log compares to see that one came."""
     _require_admin(actor)
-    found = await repo.newest_id(db, _filter(action))
+    found = await repo.newest_id(db, query.filter())
     return str(found) if found else None
 
 
 def _require_admin(actor: Actor) -> None:
     if not actor.is_admin or not actor.is_human:
         raise Forbidden("Only admins can read the audit log.")
-
-
-def _filter(action: str | None) -> dict:
-    return {"action": action} if action else {}

@@ -61,6 +61,32 @@ async def test_role_activation_password_reset_and_token_revocations_are_logged(m
     assert [e["action"] for e in only] == ["role_changed"]
 
 
+async def test_the_log_filters_by_who_did_it_and_to_whom_together(make_user, client_for):
+    dana, ola, sam, lee = [await make_user(role) for role in ("admin", "admin", "user", "user")]
+    danas, olas = await client_for(dana), await client_for(ola)
+    await danas.patch(f"/api/v1/admin/users/{sam['id']}", json={"role": "viewer"})
+    await danas.patch(f"/api/v1/admin/users/{lee['id']}", json={"role": "viewer"})
+    await olas.patch(f"/api/v1/admin/users/{sam['id']}", json={"active": False})
+
+    by_dana = await _log(olas, actorId=dana["id"])
+    to_sam = await _log(olas, subjectId=sam["id"].upper())
+    both = await danas.get("/api/v1/admin/audit", params={"actorId": dana["id"], "subjectId": sam["id"]})
+    none = await danas.get("/api/v1/admin/audit", params={"actorId": ola["id"], "action": "role_changed"})
+    malformed = await danas.get("/api/v1/admin/audit", params={"subjectId": "sam"})
+
+    assert [(e["action"], e["subjectId"]) for e in by_dana] == [
+        ("role_changed", lee["id"]),
+        ("role_changed", sam["id"]),
+    ]
+    assert [(e["action"], e["actorId"]) for e in to_sam] == [
+        ("activation_changed", ola["id"]),
+        ("role_changed", dana["id"]),
+    ]
+    assert [(e["actorId"], e["subjectId"]) for e in both.json()["items"]] == [(dana["id"], sam["id"])]
+    assert (both.json()["total"], none.json()["total"], none.json()["items"]) == (1, 0, [])
+    assert malformed.status_code == 400
+
+
 async def test_a_person_added_renamed_given_a_new_email_and_unlocked_by_an_admin_is_logged(make_user, client_for, db):
     admin = await make_user("admin")
     admins = await client_for(admin)

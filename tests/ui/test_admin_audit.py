@@ -92,6 +92,31 @@ async def test_the_address_keeps_the_filter_and_the_page(user: User, make_user, 
     assert len(user.find(marker="audit-entry").elements) == 2
 
 
+async def test_an_admin_narrows_the_log_to_who_did_it_and_to_whom(user: User, make_user, log_in, db):
+    dana, ola = await make_user("admin", name="Dana Admin"), await make_user("admin", name="Ola Admin")
+    sam, lee = await make_user("user", name="Sam Rivera"), await make_user("user", name="Lee Chen")
+    for person in (sam, lee):
+        await users_service.update_user(
+            db=db, actor=actor(dana), user_id=person["id"], data=UserAdminUpdate(role="viewer")
+        )
+    await users_service.update_user(db=db, actor=actor(ola), user_id=sam["id"], data=UserAdminUpdate(active=False))
+    await log_in(user, dana)
+    await user.open("/app/admin/audit")
+    await user.should_see("3 entries")
+
+    user.find(marker="audit-actor").elements.pop().set_value(dana["id"])
+    await user.should_see("2 entries")
+    user.find(marker="audit-subject").elements.pop().set_value(sam["id"])
+    await user.should_see("1 entry")
+    await user.should_see("Sam Rivera: user → viewer")
+    await user.should_not_see("Lee Chen: user → viewer")
+
+    await user.open(f"/app/admin/audit?actor={ola['id']}&subject={lee['id']}")  # the view's address, as a link
+    await user.should_see("No entries by Ola Admin concerning Lee Chen.")
+    assert user.find(marker="audit-actor").elements.pop().value == ola["id"]
+    assert user.find(marker="audit-subject").elements.pop().value == lee["id"]
+
+
 async def test_new_entries_show_up_while_the_log_is_open(user: User, make_user, log_in, db, monkeypatch):
     monkeypatch.setattr(admin_audit, "FOLLOW_SECONDS", 0.2)
     admin, other = await make_user("admin", name="Dana Admin"), await make_user("admin", name="Ola Admin")
