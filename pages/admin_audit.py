@@ -51,7 +51,7 @@ async def admin_audit_page(request: Request):
 
 
 class AuditScreen:
-    """A filter, the entries of one page and a pager."""
+    """The filters, the entries of one page and a pager."""
 
     def __init__(self, visit: session.Visit, params, people: dict[str, str]) -> None:
         """`params`: the address's query (what is not understood is left out rather than refused); `people`:
