@@ -61,10 +61,12 @@ def check(*cmd: str | Path, env: dict[str, str] | None = None) -> None:
 def check_quietly(*cmd: str | Path) -> None:
     """`check`, showing what the command printed only if it fails: pip's build backend talks even with --quiet
     (setuptools' notes on editable installs), and a first run should say what it does, not how."""
-    done = subprocess.run([str(part) for part in cmd], cwd=ROOT, env=ENV, capture_output=True, text=True, check=False)
+    done = subprocess.run([str(part) for part in cmd], cwd=ROOT, env=ENV, capture_output=True, check=False)
     if done.returncode:
-        sys.stdout.write(done.stdout)
-        sys.stderr.write(done.stderr)
+        sys.stdout.buffer.write(done.stdout)  # as bytes: whatever pip printed, shown as it came
+        sys.stdout.flush()
+        sys.stderr.buffer.write(done.stderr)
+        sys.stderr.flush()
         fail(f"{Path(str(cmd[0])).name} failed (exit {exit_code(done.returncode)})", exit_code(done.returncode))
 
 
@@ -113,7 +115,7 @@ def setup(extras: set[str]) -> None:
             return
 
     target = f".[{','.join(sorted(extras))}]" if extras else "."
-    header(f"pip install -e {target}")
+    header(f"pip install -e {target}" + (" (a minute or two the first time)" if fresh else ""))
     STAMP.unlink(missing_ok=True)  # a failed install must not leave an old stamp that looks valid
     check_quietly(BIN / "python", "-m", "pip", "install", "--quiet", "--disable-pip-version-check", "-e", target)
     STAMP.write_text(f"{digest} {','.join(sorted(extras))}\n")

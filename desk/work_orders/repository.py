@@ -112,6 +112,12 @@ def seen_by(person: ObjectId) -> list[Doc]:
     return [{"ownerId": person}, {"ownerId": None}, {"handedBy": person}]
 
 
+def requested_by(person: ObjectId) -> list[Doc]:
+    """What a person asked for, as disjoint parts with an index range each (as in `seen_by`): what they work on
+    themselves, what they asked of someone else, what they asked of the queue."""
+    return [{"ownerId": person, "requesterId": person}, {"handedBy": person}, {"ownerId": None, "requesterId": person}]
+
+
 def requested_or_owned(person: ObjectId) -> list[Doc]:
     """A person's own work orders: what they work on, what they asked of others, what they asked of the queue."""
     return [{"ownerId": person}, {"handedBy": person}, {"requesterId": person, "ownerId": None}]
@@ -273,14 +279,16 @@ async def _backfill_requesters(db: AsyncDatabase, *, batch: int = 1000) -> None:
 
     Idempotent and safe when two processes start at once: both write the same value, each write naming
     only an order still without one. Counters need nothing (an order whose owner asked adds to no
-    "handed" total), nor do search postings: a person finds such an order by its owner, the same person,
-    and the next write of the order posts its requester.
+    "handed" total); search postings get the requester first (a search may filter by it), so a crash in
+    between leaves the order to redo.
     """
     started, done, previous = time.monotonic(), 0, None
-    while docs := await _orders(db).find(NO_REQUESTER, {"ownerId": 1}).limit(batch).to_list():
+    shown = {"ownerId": 1, "title": 1, "description": 1}
+    while docs := await _orders(db).find(NO_REQUESTER, shown).limit(batch).to_list():
         if docs[0]["_id"] == previous:
             raise RuntimeError("work_orders.requesterId backfill: an order is still without its requester")
         previous = docs[0]["_id"]
+        await search.stamp(db, [d | {"requesterId": d["ownerId"]} for d in docs], "requesterId")
         await _orders(db).bulk_write(
             [UpdateOne({"_id": d["_id"], **NO_REQUESTER}, {"$set": {"requesterId": d["ownerId"]}}) for d in docs],
             ordered=False,

@@ -185,7 +185,7 @@ async def search(
     *whole, last = wanted
     terms = [last + "*"] if len(last) <= PREFIX_LETTERS else await _words_beginning(db, last)
     if not whole and terms is not None:
-        queries = [[{"term": term, **filters, **part} for part in parts or [{}]] for term in terms]
+        queries = [[{"term": term, **walk} for walk in _walks_within(filters, parts)] for term in terms]
         return await _walks(db, queries, sort, offset, limit)
     matches, complete = await _intersect(db, whole, last, within(filters, parts or []), sort)
     return matches[offset : offset + limit], min(len(matches), CAP), complete and len(matches) <= CAP
@@ -243,6 +243,16 @@ def _in_order(postings: list[Doc], sort: list[tuple[str, int]]) -> list[Doc]:
 def _after(prefix: str) -> str:
     """The first string after every string that begins with `prefix`."""
     return prefix[:-1] + chr(ord(prefix[-1]) + 1)
+
+
+def _walks_within(filters: Doc, parts: list[Doc] | None) -> list[Doc]:
+    """`filters` in each part, as plain conditions for an index walk; a part they rule out (an owner filter
+    beside another owner's part) is left out, never allowed to override them."""
+    return [
+        {**filters, **part}
+        for part in parts or [{}]
+        if all(key not in filters or filters[key] == value for key, value in part.items())
+    ]
 
 
 def within(filter_: Doc, parts: list[Doc]) -> Doc:

@@ -168,18 +168,21 @@ async def list_orders(
     *, db: AsyncDatabase, actor: Actor, query: WorkOrderQuery, mine: bool = False
 ) -> OffsetPage[WorkOrderRead]:
     """A page of the work orders the actor may see: admins and viewers all, people what they asked for or
-    work on plus the queue; `mine`: only what the actor asked for or works on (the copilot's "own")."""
+    work on plus the queue; `mine`: only what the actor asked for or works on (the copilot's "own").
+    A requester filter (`_list_requester`) names only orders the actor may see, so it takes the scope's place."""
     _require_person(actor)
     owner = _list_owner(actor, query.owner_id, mine=mine)
-    requester = _list_requester(actor, query.requester_id)
+    requester = _list_requester(actor, query.requester_id, mine=mine)
     filter_ = repo.filters(owner_id=owner, requester_id=requester, status=query.status, priority=query.priority)
-    parts, total_keys = _scope(actor, owner, mine=mine)
+    parts, total_keys = _scope(actor, owner, mine=mine) if requester is None else ([], [])
     if query.opened:  # one UTC day: counted by the server up to the cap, as a search is
         start = datetime.combine(query.opened, time(), tzinfo=UTC)
         filter_["createdAt"] = {"$gte": start, "$lt": start + timedelta(days=1)}
     if query.q:
+        # a requester's orders are searched as the parts whose index ranges hold them, not the word's every posting
+        searched = repo.requested_by(requester) if requester is not None else parts
         docs, total, exact = await repo.search_page(
-            db, query.q, filter_, parts, sort=query.sort, offset=query.offset, limit=query.limit
+            db, query.q, filter_, searched, sort=query.sort, offset=query.offset, limit=query.limit
         )
     elif query.opened or requester is not None:  # no counter keeps these: counted by the server up to the cap
         filter_ = repo.within(filter_, parts)
@@ -209,11 +212,11 @@ def _list_owner(actor: Actor, requested: str | None, *, mine: bool) -> ObjectId 
     return oid
 
 
-def _list_requester(actor: Actor, requested: str | None) -> ObjectId | None:
-    """The requester filter: admins and viewers name anyone, people themselves (what they asked for)."""
+def _list_requester(actor: Actor, requested: str | None, *, mine: bool) -> ObjectId | None:
+    """The requester filter: admins and viewers name anyone, people (and any `mine` list) themselves."""
     if requested is None:
         return None
-    if not sees_all(actor) and requested != actor.id:
+    if (mine or not sees_all(actor)) and requested != actor.id:
         raise Forbidden("You can filter only by what you asked for yourself.")
     return ObjectId(requested)
 

@@ -52,6 +52,8 @@ async def test_two_desks_starting_at_once_give_every_old_order_its_owner_as_requ
     assert {o["requesterId"] for o in listed["items"]} == {sam["id"]}
     found = (await client.get("/api/v1/work-orders", params={"q": "tap"})).json()
     assert found["total"] == 4
+    asked = (await client.get("/api/v1/work-orders", params={"q": "tap", "requesterId": sam["id"]})).json()
+    assert asked["total"] == 4  # their search postings know the requester too
 
 
 async def test_an_old_order_reassigned_after_the_migration_stays_with_its_requester(make_user, client_for, db):

@@ -1,10 +1,12 @@
 """The team desk over HTTP: the queue, "assign to me", requesters, and comments (DESIGN §3a)."""
 
+import pytest
 from bson import ObjectId
 
+from desk.errors import Forbidden
 from desk.users import repository as users_repo
 from desk.work_orders import changes, service
-from desk.work_orders.models import CommentCreate
+from desk.work_orders.models import CommentCreate, WorkOrderQuery
 from tests.helpers import actor
 
 
@@ -142,32 +144,50 @@ async def test_a_long_timeline_is_read_page_by_page_newest_first(make_user, clie
     assert too_many.json()["error"]["details"]["fields"][0]["field"] == "limit"
 
 
-async def test_the_list_filters_by_who_asked_people_by_themselves_admins_by_anyone(make_user, client_for, make_order):
+async def test_the_list_filters_by_who_asked_people_by_themselves_admins_by_anyone(
+    make_user, client_for, make_order, change_user
+):
     sam, priya, lee, admin = [await make_user(role) for role in ("user", "user", "user", "admin")]
+    vic = await change_user(await make_user("user"), role="viewer")
     sams, admins = await client_for(sam), await client_for(admin)
-    await make_order(sam, "Sam's own")
-    await make_order(sam, "Sam's, queued", ownerId=None)
-    handed = await make_order(sam, "Sam's, for Lee")
-    await admins.patch(f"/api/v1/work-orders/{handed.id}", json={"version": 1, "ownerId": lee["id"]})
-    await make_order(admin, "Given to Sam", ownerId=sam["id"])
-    await make_order(priya, "Priya's own")
-    priyas_queued = await make_order(priya, "Priya's, queued", ownerId=None)
+    await make_order(sam, "Sam's own tap")
+    await make_order(sam, "Sam's queued tap", ownerId=None)
+    handed = await make_order(sam, "Sam's tap for Lee")
+    given = await admins.patch(f"/api/v1/work-orders/{handed.id}", json={"version": 1, "ownerId": lee["id"]})
+    await make_order(admin, "Tap given to Sam", ownerId=sam["id"])
+    await make_order(priya, "Priya's own tap")
+    priyas_queued = await make_order(priya, "Priya's queued tap", ownerId=None)
+    mine = {"Sam's own tap", "Sam's queued tap", "Sam's tap for Lee"}
 
     own = (await sams.get("/api/v1/work-orders", params={"requesterId": sam["id"].upper()})).json()
+    own_searched = (await sams.get("/api/v1/work-orders", params={"requesterId": sam["id"], "q": "tap"})).json()
     someone_elses = await sams.get("/api/v1/work-orders", params={"requesterId": priya["id"]})
     priyas = (await admins.get("/api/v1/work-orders", params={"requesterId": priya["id"], "sort": "title"})).json()
-    both = await admins.get("/api/v1/work-orders", params={"requesterId": priya["id"], "ownerId": "none"})
-    searched = await admins.get("/api/v1/work-orders", params={"requesterId": priya["id"], "q": "own"})
+    by_viewer = (await (await client_for(vic)).get("/api/v1/work-orders", params={"requesterId": sam["id"]})).json()
+    queued = {"requesterId": priya["id"], "ownerId": "none"}
+    both = (await admins.get("/api/v1/work-orders", params=queued)).json()
+    both_searched = (await admins.get("/api/v1/work-orders", params=queued | {"q": "tap"})).json()
     malformed = await admins.get("/api/v1/work-orders", params={"requesterId": "sam"})
 
-    assert sorted(o["title"] for o in own["items"]) == ["Sam's own", "Sam's, for Lee", "Sam's, queued"]
-    assert (own["total"], own["totalExact"]) == (3, True)
+    assert given.status_code == 200 and given.json()["ownerId"] == lee["id"]  # asked of someone else
+    assert ({o["title"] for o in own["items"]}, own["total"], own["totalExact"]) == (mine, 3, True)
+    assert ({o["title"] for o in own_searched["items"]}, own_searched["total"]) == (mine, 3)
     assert someone_elses.status_code == 403
     assert someone_elses.json()["error"]["message"] == "You can filter only by what you asked for yourself."
-    assert ([o["title"] for o in priyas["items"]], priyas["total"]) == (["Priya's own", "Priya's, queued"], 2)
-    assert [o["id"] for o in both.json()["items"]] == [priyas_queued.id]
-    assert [o["title"] for o in searched.json()["items"]] == ["Priya's own"]  # not Sam's own
+    assert ([o["title"] for o in priyas["items"]], priyas["total"]) == (["Priya's own tap", "Priya's queued tap"], 2)
+    assert {o["title"] for o in by_viewer["items"]} == mine
+    assert [o["id"] for o in both["items"]] == [priyas_queued.id]
+    assert ([o["id"] for o in both_searched["items"]], both_searched["total"]) == ([priyas_queued.id], 1)
     assert (malformed.status_code, malformed.json()["error"]["code"]) == (400, "VALIDATION_ERROR")
+
+
+async def test_the_copilots_own_list_takes_no_one_elses_requests(make_user, make_order, db):
+    admin, sam = await make_user("admin"), await make_user("user")
+    await make_order(sam, "Sam's own tap")
+    others = WorkOrderQuery(requesterId=sam["id"])
+
+    with pytest.raises(Forbidden):
+        await service.list_orders(db=db, actor=actor(admin), query=others, mine=True)
 
 
 async def test_people_name_themselves_as_owner_in_capitals_too(make_user, client_for, make_order):
