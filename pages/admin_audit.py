@@ -5,6 +5,7 @@ The filters and the page live in the address (`?action=role_changed&subject=<id>
 and a link sent to another admin open the same view. New entries show up while the page is open.
 """
 
+from dataclasses import dataclass, replace
 from typing import assert_never
 
 from fastapi import Request
@@ -18,6 +19,7 @@ from desk.audit import service as audit_service
 from desk.audit.models import AuditQuery, AuditRead
 from desk.db.client import get_db
 from desk.errors import DeskError
+from desk.schema import parse_object_id
 from desk.users import service as users_service
 
 router = APIRouter()
@@ -50,61 +52,78 @@ async def admin_audit_page(request: Request):
         await AuditScreen(visit, request.query_params, people).build()
 
 
-class AuditScreen:
-    """The filters, the entries of one page and a pager."""
+@dataclass(frozen=True)
+class AuditView:
+    """What the log shows: its filters and page, as its address names them."""
 
-    def __init__(self, visit: session.Visit, params, people: dict[str, str]) -> None:
-        """`params`: the address's query (what is not understood is left out rather than refused); `people`:
-        everyone's names by id, the choices of the person filters."""
-        self.visit, self.people = visit, people
-        self.action = params.get("action") if params.get("action") in ACTIONS else None
-        self.actor_id = params.get("actor") if params.get("actor") in people else None
-        self.subject_id = params.get("subject") if params.get("subject") in people else None
-        self.page = page_from(params.get("page"), PAGE_SIZE)
-        self.seen: str | None = None  # the newest entry of the filter when the page was last drawn
-        self.latest = 0  # draws overlap when the filter or the page change quickly: only the newest may draw
+    action: str | None = None
+    actor_id: str | None = None
+    subject_id: str | None = None
+    page: int = 1
 
-    async def build(self) -> None:
-        ui.label("Kept for one year; nobody can change or delete an entry.").classes("text-sm text-grey-7")
-        with ui.row().classes("items-end gap-3"):
-            choose = ui.select(ACTIONS, label="What happened", value=self.action, clearable=True)
-            choose.props("dense").classes("w-64")
-            choose.mark("audit-action").on_value_change(lambda e: self._go(1, action=e.value))
-            by = ui.select(self.people, label="Done by", value=self.actor_id, clearable=True)
-            by.props("dense").classes("w-56").mark("audit-actor")
-            by.on_value_change(lambda e: self._go(1, actor_id=e.value))
-            to = ui.select(self.people, label="Done to", value=self.subject_id, clearable=True)
-            to.props("dense").classes("w-56").mark("audit-subject")
-            to.on_value_change(lambda e: self._go(1, subject_id=e.value))
-        self.count = ui.label().classes("text-sm text-grey-7").mark("audit-count")
-        self.entries = ui.column().classes("w-full gap-0 border rounded").mark("audit-entries")
-        self.pager = ui.pagination(1, 1, direction_links=True).mark("audit-pages")
-        self.pager.on_value_change(lambda e: e.value != self.page and self._go(e.value))
-        await self.load()
-        ui.timer(FOLLOW_SECONDS, self._follow)
-
-    def _go(self, page: int, **filters: str | None) -> None:
-        """Show `page` of the log with the `filters` given changed (action, actor_id, subject_id)."""
-        self.page = page
-        for name, value in filters.items():
-            setattr(self, name, value)
-        ui.navigate.history.replace(self.url())  # Back, reload and bookmarks come back to this view
-        ui.timer(0, self.load, once=True)
+    @classmethod
+    def from_params(cls, params) -> "AuditView":
+        """The view an address names; what is not understood is left out rather than refused."""
+        return cls(
+            action=params.get("action") if params.get("action") in ACTIONS else None,
+            actor_id=_an_id(params.get("actor")),
+            subject_id=_an_id(params.get("subject")),
+            page=page_from(params.get("page"), PAGE_SIZE),
+        )
 
     def url(self) -> str:
         pairs = (("action", self.action), ("actor", self.actor_id), ("subject", self.subject_id))
         return address(PATH, [(key, value) for key, value in pairs if value], self.page)
 
     def query(self) -> AuditQuery:
-        offset = (self.page - 1) * PAGE_SIZE
         filters = {"action": self.action, "actorId": self.actor_id, "subjectId": self.subject_id}
-        return AuditQuery.model_validate({"offset": offset, "limit": PAGE_SIZE, **filters})
+        return AuditQuery.model_validate({"offset": (self.page - 1) * PAGE_SIZE, "limit": PAGE_SIZE, **filters})
+
+
+class AuditScreen:
+    """The filters, the entries of one page and a pager."""
+
+    def __init__(self, visit: session.Visit, params, people: dict[str, str]) -> None:
+        """`params`: the address's query; `people`: everyone's names by id, the choices of the person filters.
+        An id in the address that names nobody on the desk now (someone since removed, a deleted order) is
+        kept and shown as such, so a link still shows what it was sent for."""
+        self.visit, self.view = visit, AuditView.from_params(params)
+        named = (self.view.actor_id, self.view.subject_id)
+        self.names = people | {i: f"Not on the desk now ({i})" for i in named if i is not None and i not in people}
+        self.seen: str | None = None  # the newest entry of the filter when the page was last drawn
+        self.latest = 0  # draws overlap when the filter or the page change quickly: only the newest may draw
+
+    async def build(self) -> None:
+        view = self.view
+        ui.label("Kept for one year; nobody can change or delete an entry.").classes("text-sm text-grey-7")
+        with ui.row().classes("items-end gap-3"):
+            choose = ui.select(ACTIONS, label="What happened", value=view.action, clearable=True)
+            choose.props("dense").classes("w-64")
+            choose.mark("audit-action").on_value_change(lambda e: self._go(1, action=e.value))
+            by = ui.select(self.names, label="Done by", value=view.actor_id, clearable=True)
+            by.props("dense").classes("w-56").mark("audit-actor")
+            by.on_value_change(lambda e: self._go(1, actor_id=e.value))
+            to = ui.select(self.names, label="Done to", value=view.subject_id, clearable=True)
+            to.props("dense").classes("w-56").mark("audit-subject")
+            to.on_value_change(lambda e: self._go(1, subject_id=e.value))
+        self.count = ui.label().classes("text-sm text-grey-7").mark("audit-count")
+        self.entries = ui.column().classes("w-full gap-0 border rounded").mark("audit-entries")
+        self.pager = ui.pagination(1, 1, direction_links=True).mark("audit-pages")
+        self.pager.on_value_change(lambda e: e.value != self.view.page and self._go(e.value))
+        await self.load()
+        ui.timer(FOLLOW_SECONDS, self._follow)
+
+    def _go(self, page: int, **changes: str | None) -> None:
+        """Show `page` of the log, with the filters in `changes` changed."""
+        self.view = replace(self.view, page=page, **changes)
+        ui.navigate.history.replace(self.view.url())  # Back, reload and bookmarks come back to this view
+        ui.timer(0, self.load, once=True)
 
     async def _follow(self) -> None:
         """Draw again when an entry was logged since (by anyone, in any web process): entries are only added."""
         try:
             actor = await self.visit.actor(touch=False)
-            if await audit_service.newest_id(db=get_db(), actor=actor, query=self.query()) != self.seen:
+            if await audit_service.newest_id(db=get_db(), actor=actor, query=self.view.query()) != self.seen:
                 await self.load(touch=False)
         except DeskError:
             return  # refused (no longer an admin): the frame's session check closes the page
@@ -114,12 +133,13 @@ class AuditScreen:
         mine = self.latest
         actor = await self.visit.actor(touch=touch)
         db = get_db()
-        query = self.query()
+        view = self.view
+        query = view.query()
         newest = await audit_service.newest_id(db=db, actor=actor, query=query)
         found = await audit_service.list_entries(db=db, actor=actor, query=query)
         if mine != self.latest:
             return
-        if not found.items and found.total and self.page > 1:  # an old link past the end: its last page
+        if not found.items and found.total and view.page > 1:  # an old link past the end: its last page
             self._go(last_page(found.total, PAGE_SIZE))
             return
         ids = {e.actor_id for e in found.items if e.actor_id} | {e.subject_id for e in found.items if e.subject_id}
@@ -134,20 +154,25 @@ class AuditScreen:
         self.entries.set_visibility(bool(found.items))
         total = f"{found.total:,}" if found.total_exact else f"{found.total:,}+"
         noun = "entry" if found.total == 1 and found.total_exact else "entries"
-        empty = self._nothing()
-        self.count.set_text(f"{total} {noun}" if found.items else empty)
+        self.count.set_text(f"{total} {noun}" if found.items else self._nothing(view))
         self.pager.max = last_page(found.total, PAGE_SIZE)
-        self.pager.set_value(self.page)
+        self.pager.set_value(view.page)
         self.pager.set_visibility(self.pager.max > 1)
 
-    def _nothing(self) -> str:
+    def _nothing(self, view: AuditView) -> str:
         """What the count says when no entry matches: which filters found nothing, in words."""
-        if not (self.action or self.actor_id or self.subject_id):
+        if not (view.action or view.actor_id or view.subject_id):
             return "Nothing logged yet."
-        kind = f"“{ACTIONS[self.action]}” entries" if self.action else "entries"
-        by = f" by {self.people[self.actor_id]}" if self.actor_id else ""
-        to = f" concerning {self.people[self.subject_id]}" if self.subject_id else ""
+        kind = f"“{ACTIONS[view.action]}” entries" if view.action else "entries"
+        by = f" by {self.names[view.actor_id]}" if view.actor_id else ""
+        to = f" concerning {self.names[view.subject_id]}" if view.subject_id else ""
         return f"No {kind}{by}{to}."
+
+
+def _an_id(text: str | None) -> str | None:
+    """A well-formed id from the address, as the desk writes ids; None for anything else."""
+    found = parse_object_id(text or "")
+    return str(found) if found else None
 
 
 def _entry(entry: AuditRead, names: dict[str, str]) -> None:

@@ -117,6 +117,22 @@ async def test_an_admin_narrows_the_log_to_who_did_it_and_to_whom(user: User, ma
     assert user.find(marker="audit-subject").elements.pop().value == lee["id"]
 
 
+async def test_a_link_to_a_deleted_orders_entries_still_shows_them(user: User, make_user, make_order, log_in, db):
+    admin, sam = await make_user("admin", name="Dana Admin"), await make_user("user", name="Sam Rivera")
+    order = await make_order(sam, "Leaking tap")
+    await service.delete(db=db, actor=actor(sam), order_id=order.id, version=1)
+    await users_service.update_user(db=db, actor=actor(admin), user_id=sam["id"], data=UserAdminUpdate(role="viewer"))
+    await log_in(user, admin)
+
+    await user.open(f"/app/admin/audit?subject={order.id}")  # an order's id: nobody's name, still a filter
+
+    await user.should_see("1 entry")
+    await user.should_see("“Leaking tap” (pending, version 1)")
+    await user.should_not_see("Role changed")
+    (done_to,) = user.find(marker="audit-subject").elements
+    assert (done_to.value, done_to.options[order.id]) == (order.id, f"Not on the desk now ({order.id})")
+
+
 async def test_new_entries_show_up_while_the_log_is_open(user: User, make_user, log_in, db, monkeypatch):
     monkeypatch.setattr(admin_audit, "FOLLOW_SECONDS", 0.2)
     admin, other = await make_user("admin", name="Dana Admin"), await make_user("admin", name="Ola Admin")
