@@ -16,6 +16,8 @@ async def test_back_restores_a_filtered_sorted_second_page(browser, make_person,
     page.see("1–25 of 30")
     page.choose("Sort", "Title A–Z")
     page.wait_until(lambda: page.query.get("sort") == ["title"], "the sort in the address")
+    page.choose("Requested by", "Me")  # all of them Sam's own requests: the same 30
+    page.wait_until(lambda: page.query.get("requester") == [sam["id"]], "the requester in the address")
     page.press("2")
     page.see("26–30 of 30")
     page.wait_until(lambda: page.query.get("page") == ["2"], "the page in the address")
@@ -28,7 +30,7 @@ async def test_back_restores_a_filtered_sorted_second_page(browser, make_person,
     page.see("26–30 of 30")
     assert page.texts("a[href^='/app/work-orders/']") == [f"Kitchen job {n}" for n in range(25, 30)]
     assert page.field("Search").get_attribute("value") == "kit"
-    assert page.query == {"q": ["kit"], "sort": ["title"], "page": ["2"]}
+    assert page.query == {"q": ["kit"], "requester": [sam["id"]], "sort": ["title"], "page": ["2"]}
     page.shoot("back-restored")
 
 
