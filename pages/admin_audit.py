@@ -89,7 +89,7 @@ class AuditScreen:
         kept and shown as such, so a link still shows what it was sent for."""
         self.visit, self.view = visit, AuditView.from_params(params)
         named = (self.view.actor_id, self.view.subject_id)
-        self.names = people | {i: f"Not on the desk now ({i})" for i in named if i is not None and i not in people}
+        self.names = people | {i: f"{i} (not on the desk now)" for i in named if i is not None and i not in people}
         self.seen: str | None = None  # the newest entry of the filter when the page was last drawn
         self.latest = 0  # draws overlap when the filter or the page change quickly: only the newest may draw
 

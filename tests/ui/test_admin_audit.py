@@ -130,7 +130,7 @@ async def test_a_link_to_a_deleted_orders_entries_still_shows_them(user: User, m
     await user.should_see("“Leaking tap” (pending, version 1)")
     await user.should_not_see("Role changed")
     (done_to,) = user.find(marker="audit-subject").elements
-    assert (done_to.value, done_to.options[order.id]) == (order.id, f"Not on the desk now ({order.id})")
+    assert (done_to.value, done_to.options[order.id]) == (order.id, f"{order.id} (not on the desk now)")
 
 
 async def test_new_entries_show_up_while_the_log_is_open(user: User, make_user, log_in, db, monkeypatch):
