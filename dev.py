@@ -41,33 +41,25 @@ def fail(message: str, code: int = 2) -> NoReturn:
     sys.exit(code)
 
 
-def call(*cmd: str | Path, env: dict[str, str] | None = None) -> int:
-    """Run a command in the repo root; return its exit code (128+N when killed by signal N)."""
-    return exit_code(subprocess.run([str(part) for part in cmd], cwd=ROOT, env=env or ENV, check=False).returncode)
+def call(*cmd: str | Path, env: dict[str, str] | None = None, quiet: bool = False) -> int:
+    """Run a command in the repo root; return its exit code (128+N when killed by signal N).
 
-
-def exit_code(returncode: int) -> int:
-    """A child's exit code as a shell gives it: 128+N when it was killed by signal N."""
-    return 128 - returncode if returncode < 0 else returncode
-
-
-def check(*cmd: str | Path, env: dict[str, str] | None = None) -> None:
-    """Run a command; stop dev.py with the command's exit code if it fails."""
-    code = call(*cmd, env=env)
-    if code:
-        fail(f"{Path(str(cmd[0])).name} failed (exit {code})", code)
-
-
-def check_quietly(*cmd: str | Path) -> None:
-    """`check`, showing what the command printed only if it fails: pip's build backend talks even with --quiet
+    `quiet`: what it prints is shown only if it fails. pip's build backend talks even with --quiet
     (setuptools' notes on editable installs), and a first run should say what it does, not how."""
-    done = subprocess.run([str(part) for part in cmd], cwd=ROOT, env=ENV, capture_output=True, check=False)
-    if done.returncode:
-        sys.stdout.buffer.write(done.stdout)  # as bytes: whatever pip printed, shown as it came
+    done = subprocess.run([str(part) for part in cmd], cwd=ROOT, env=env or ENV, capture_output=quiet, check=False)
+    if quiet and done.returncode:
+        sys.stdout.buffer.write(done.stdout)  # as bytes: whatever it printed, shown as it came
         sys.stdout.flush()
         sys.stderr.buffer.write(done.stderr)
         sys.stderr.flush()
-        fail(f"{Path(str(cmd[0])).name} failed (exit {exit_code(done.returncode)})", exit_code(done.returncode))
+    return 128 - done.returncode if done.returncode < 0 else done.returncode
+
+
+def check(*cmd: str | Path, env: dict[str, str] | None = None, quiet: bool = False) -> None:
+    """Run a command (`call`); stop dev.py with the command's exit code if it fails."""
+    code = call(*cmd, env=env, quiet=quiet)
+    if code:
+        fail(f"{Path(str(cmd[0])).name} failed (exit {code})", code)
 
 
 def is_root() -> bool:
@@ -104,7 +96,7 @@ def setup(extras: set[str]) -> None:
         # --clear: a half-made .venv (say, an interrupted first run) is rebuilt rather than reused.
         check(sys.executable, "-m", "venv", "--clear", VENV)
         # The bundled pip can be old (Debian's is); a current one resolves and builds reliably.
-        check_quietly(BIN / "python", "-m", "pip", "install", "--quiet", "--upgrade", "pip")
+        check(BIN / "python", "-m", "pip", "install", "--quiet", "--upgrade", "pip", quiet=True)
 
     # The stamp holds pyproject.toml's hash and the extras installed with it. An install with more
     # extras serves a command that needs fewer (`test` installs dev, so a later `run` skips pip).
@@ -117,7 +109,7 @@ def setup(extras: set[str]) -> None:
     target = f".[{','.join(sorted(extras))}]" if extras else "."
     header(f"pip install -e {target}" + (" (a minute or two the first time)" if fresh else ""))
     STAMP.unlink(missing_ok=True)  # a failed install must not leave an old stamp that looks valid
-    check_quietly(BIN / "python", "-m", "pip", "install", "--quiet", "--disable-pip-version-check", "-e", target)
+    check(BIN / "python", "-m", "pip", "install", "--quiet", "--disable-pip-version-check", "-e", target, quiet=True)
     STAMP.write_text(f"{digest} {','.join(sorted(extras))}\n")
 
 

@@ -20,11 +20,11 @@ def _dev():
 def test_an_install_step_says_nothing_when_it_works_and_everything_when_it_fails(capfd):
     dev = _dev()
 
-    dev.check_quietly(sys.executable, "-c", "import sys; print('building'); print('a note', file=sys.stderr)")
+    dev.check(sys.executable, "-c", "import sys; print('building'); print('a note', file=sys.stderr)", quiet=True)
     quiet = capfd.readouterr()
     failing = "import sys; print('resolving'); sys.stdout.buffer.write(b'caf\\xe9\\n'); sys.exit('no such dist')"
     with pytest.raises(SystemExit) as stopped:
-        dev.check_quietly(sys.executable, "-c", failing)
+        dev.check(sys.executable, "-c", failing, quiet=True)
     shown = capfd.readouterr()
 
     assert (quiet.out, quiet.err) == ("", "")
