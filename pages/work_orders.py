@@ -7,6 +7,7 @@ built and replaces it on every change, so Back from an order, a reload or a book
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from datetime import date
+from typing import NamedTuple
 
 from fastapi import Request
 from nicegui import APIRouter, background_tasks, ui
@@ -40,6 +41,13 @@ STATUS_CHOICES = {OPEN: "Open (pending + in progress)", **STATUS_LABELS}
 TIME_COLUMNS = {"-createdAt": "created", "createdAt": "created", "-priority": "created"}
 
 
+class PeopleChoices(NamedTuple):
+    """What the owner and requester filters offer, names by id."""
+
+    owners: dict[str, str]
+    requesters: dict[str, str]
+
+
 @dataclass
 class Filters:
     q: str = ""
@@ -52,16 +60,15 @@ class Filters:
     opened: str | None = None  # a UTC day, YYYY-MM-DD: the metrics' per-day chart links here
 
     @classmethod
-    def from_params(cls, params, people: dict[str, dict[str, str]]) -> "Filters":
-        """The view an address names (`people`: the owner and requester choices); what is not understood is
-        left out rather than refused."""
+    def from_params(cls, params, people: PeopleChoices) -> "Filters":
+        """The view an address names; what is not understood is left out rather than refused."""
         statuses = [s for s in params.getlist("status") if s in STATUS_CHOICES]
         return cls(
             q=params.get("q", "").strip()[:200],
             status=list(dict.fromkeys(statuses)),
             priority=params.get("priority") if params.get("priority") in PRIORITIES else None,
-            owner=params.get("owner") if params.get("owner") in people["owner"] else None,
-            requester=params.get("requester") if params.get("requester") in people["requester"] else None,
+            owner=params.get("owner") if params.get("owner") in people.owners else None,
+            requester=params.get("requester") if params.get("requester") in people.requesters else None,
             sort=params.get("sort") if params.get("sort") in SORTS else "-createdAt",
             page=page_from(params.get("page"), PAGE_SIZE),
             opened=_day(params.get("opened")),
@@ -223,10 +230,10 @@ class _ListView:
         self.pager.set_visibility(last > 1)
 
 
-def _people_choices(actor: Actor, owners: dict[str, str]) -> dict[str, dict[str, str]]:
+def _people_choices(actor: Actor, owners: dict[str, str]) -> PeopleChoices:
     """Who an order is for, and who asked for it: anyone (admins, viewers) or oneself; as owner, also the queue."""
     people = owners if service.sees_all(actor) else {actor.id: "Me"}
-    return {"owner": {"none": "Unassigned (queue)"} | people, "requester": people}
+    return PeopleChoices(owners={"none": "Unassigned (queue)"} | people, requesters=people)
 
 
 def _day(text: str | None) -> str | None:
@@ -236,10 +243,8 @@ def _day(text: str | None) -> str | None:
         return None
 
 
-def _filter_controls(filters: Filters, people: dict[str, dict[str, str]], change: Callable[..., None]) -> ui.input:
-    """Search, filters and sort, showing the view the address named; returns the search box (for "/").
-
-    `people`: the choices of the owner and requester filters, by filter."""
+def _filter_controls(filters: Filters, people: PeopleChoices, change: Callable[..., None]) -> ui.input:
+    """Search, filters and sort, showing the view the address named; returns the search box (for "/")."""
     search = ui.input("Search", value=filters.q, placeholder="Words in title or description")
     search.classes("w-72").mark("search")
     search.props("clearable dense debounce=300")  # the browser sends the words once typing pauses
@@ -253,8 +258,8 @@ def _filter_controls(filters: Filters, people: dict[str, dict[str, str]], change
 
     # built with their values: setting them afterwards would fire the handler while the page is still being built
     _filter_select(PRIORITY_LABELS, "Priority", "priority-filter", pick("priority"), value=filters.priority)
-    _filter_select(people["owner"], "Owner", "owner-filter", pick("owner"), value=filters.owner)
-    _filter_select(people["requester"], "Requested by", "requester-filter", pick("requester"), value=filters.requester)
+    _filter_select(people.owners, "Owner", "owner-filter", pick("owner"), value=filters.owner)
+    _filter_select(people.requesters, "Requested by", "requester-filter", pick("requester"), value=filters.requester)
     sort = ui.select(SORTS, value=filters.sort, label="Sort").props("dense").classes("w-48").mark("sort")
     sort.on_value_change(lambda e: change(sort=e.value))
     if filters.opened:  # from a metrics chart: say so, and let it go
