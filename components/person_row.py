@@ -98,10 +98,7 @@ class UserRow:
                 self._show_stored()
                 return
         try:
-            data = UserAdminUpdate.model_validate({field: value})
-            person_id = self.shown.id
-            actor = await self.visit.actor()
-            self.shown = await users_service.update_user(db=get_db(), actor=actor, user_id=person_id, data=data)
+            self.shown = await self._update({field: value})
         except (ValidationError, DeskError) as error:
             message = error.message if isinstance(error, DeskError) else sentence(error.errors()[0])
             ui.notify(message, type="negative")
@@ -134,23 +131,12 @@ class UserRow:
                 if not changed:
                     dialog.submit(False)
                     return
-                try:
-                    data = UserAdminUpdate.model_validate(changed)
-                    actor = await self.visit.actor()
-                    self.shown = await users_service.update_user(db=get_db(), actor=actor, user_id=person.id, data=data)
-                except (ValidationError, DeskError) as error:
-                    show_problems(error, inputs, problem)
-                    return
-                dialog.submit(True)
+                if saved := await self._update_or_explain(changed, inputs, problem):
+                    self.shown = saved
+                    dialog.submit(True)
 
-            with ui.row().classes("w-full justify-end"):
-                ui.button("Cancel", on_click=lambda: dialog.submit(False)).props("flat")
-                ui.button("Save", on_click=save).mark("edit-person-save")
-        done = await dialog
-        if dialog.is_deleted:
-            return
-        dialog.delete()
-        if done:
+            _cancel_or(dialog, "Save", save, "edit-person-save")
+        if await _answer(dialog):
             self.name.set_text(self.shown.name)
             self.email.set_text(self.shown.email)
             ui.notify(f"Saved {self.shown.name} ({self.shown.email}).", type="positive")
@@ -169,24 +155,26 @@ class UserRow:
 
             async def save() -> None:
                 clear_problems({"password": password}, problem)
-                try:
-                    data = UserAdminUpdate.model_validate({"password": password.value or ""})
-                    actor = await self.visit.actor()
-                    await users_service.update_user(db=get_db(), actor=actor, user_id=person.id, data=data)
-                except (ValidationError, DeskError) as error:
-                    show_problems(error, {"password": password}, problem)
-                    return
-                dialog.submit(True)
+                if await self._update_or_explain({"password": password.value or ""}, {"password": password}, problem):
+                    dialog.submit(True)
 
-            with ui.row().classes("w-full justify-end"):
-                ui.button("Cancel", on_click=lambda: dialog.submit(False)).props("flat")
-                ui.button("Set password", on_click=save).mark("reset-save")
-        done = await dialog
-        if dialog.is_deleted:  # the page closed meanwhile (session ended or role changed)
-            return
-        dialog.delete()  # the typed password leaves the page with the dialog
-        if done:
+            _cancel_or(dialog, "Set password", save, "reset-save")
+        if await _answer(dialog):  # the typed password leaves the page with the dialog
             ui.notify(f"Password reset for {person.name}; their sessions have ended.", type="positive")
+
+    async def _update(self, values: dict) -> UserRead:
+        """Store `values` for this person through the users service; raises what it refuses."""
+        data = UserAdminUpdate.model_validate(values)
+        actor = await self.visit.actor()
+        return await users_service.update_user(db=get_db(), actor=actor, user_id=self.shown.id, data=data)
+
+    async def _update_or_explain(self, values: dict, inputs: dict, problem: ui.label) -> UserRead | None:
+        """`_update` from a dialog; None when refused, the reasons shown beside `inputs` and in `problem`."""
+        try:
+            return await self._update(values)
+        except (ValidationError, DeskError) as error:
+            show_problems(error, inputs, problem)
+            return None
 
     def _show_lock(self) -> None:
         self.lock_area.clear()
@@ -252,6 +240,23 @@ class TokensDialog:
         else:
             ui.notify(f"Token revoked for {self.person.name}.", type="positive")
         await self.show()
+
+
+def _cancel_or(dialog: ui.dialog, label: str, save, marker: str) -> None:
+    """A dialog's buttons: Cancel, and `label`, which runs `save`."""
+    with ui.row().classes("w-full justify-end"):
+        ui.button("Cancel", on_click=lambda: dialog.submit(False)).props("flat")
+        ui.button(label, on_click=save).mark(marker)
+
+
+async def _answer(dialog: ui.dialog) -> bool:
+    """Wait for the dialog and remove it; whether it was saved (not when the page closed meanwhile: the session
+    ended or the role changed)."""
+    done = await dialog
+    if dialog.is_deleted:
+        return False
+    dialog.delete()
+    return bool(done)
 
 
 def _ai_text(enabled: bool) -> str:
