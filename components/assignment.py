@@ -11,7 +11,7 @@ from desk.actors import Actor
 from desk.db.client import get_db
 from desk.errors import DeskError
 from desk.users import service as users_service
-from desk.work_orders import service
+from desk.work_orders import permissions, service
 from desk.work_orders.counters import QUEUE
 from desk.work_orders.models import WorkOrderRead, WorkOrderUpdate
 
@@ -41,13 +41,13 @@ async def assignment(visit: session.Visit, actor: Actor, order: WorkOrderRead, *
     else:
         shown = names.get(order.owner_id, "someone") if order.owner_id else "Unassigned"
         ui.label(f"Owner: {shown}").classes("text-sm text-grey-8").mark("owner")
-        if service.can_release(actor, order):
+        if permissions.can_release(actor, order):
 
             async def release() -> None:
                 await _reassign(visit, order, None, on_changed)
 
             ui.button("Back to the queue", icon="undo", on_click=release).props("dense outline").mark("release")
-    if service.can_take(actor, order):
+    if permissions.can_take(actor, order):
 
         async def assign_to_me() -> None:
             if taken := await take(visit, order):

@@ -19,7 +19,7 @@ from desk.agent.triage.models import TriageSuggestionRead
 from desk.config import get_settings
 from desk.db.client import get_db
 from desk.errors import Conflict, DeskError, NotFound
-from desk.work_orders import service as work_orders
+from desk.work_orders import permissions
 from desk.work_orders.models import WorkOrderRead
 
 NOTES = {
@@ -64,7 +64,7 @@ class TriageCard:
         self.area.clear()
         if newest is None:
             return
-        can_decide = work_orders.can_change(actor, order)
+        can_decide = permissions.can_change(actor, order)
         with self.area, ui.card().classes("w-full gap-2 bg-purple-1").mark("triage-card"):
             self._draw(newest, order, can_decide=can_decide)
 

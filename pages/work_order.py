@@ -19,7 +19,7 @@ from desk.actors import Actor
 from desk.db.client import get_db
 from desk.errors import Conflict, DeskError, NotFound
 from desk.users import service as users_service
-from desk.work_orders import service
+from desk.work_orders import permissions, service
 from desk.work_orders.models import (
     EDITABLE,
     TIMELINE_PAGE,
@@ -61,7 +61,7 @@ class WorkOrderView:
         self.client = ui.context.client
         self.told: int | None = None  # the newer version the person has already been told about
         # the form (and its draft) only for those who may change this order; the page reloads if that changes
-        self.editable = service.can_change(actor, order)
+        self.editable = permissions.can_change(actor, order)
         self.history_pages = 1  # pages of the timeline on screen: "Show older entries" adds one
 
     async def build(self) -> None:
@@ -262,7 +262,7 @@ class WorkOrderView:
         current = await service.get(db=get_db(), actor=self.actor, order_id=self.loaded.id)
         if current is None:
             self._deleted()
-        elif service.can_change(self.actor, current) != self.editable and not (self.editable and self.edits()):
+        elif permissions.can_change(self.actor, current) != self.editable and not (self.editable and self.edits()):
             self.client.run_javascript("location.reload()")  # the form appears (or goes) with the right to use it
         else:
             self.loaded = current
@@ -280,7 +280,7 @@ class WorkOrderView:
             return
         if current is None:
             self._deleted(gone=any(c["kind"] == "deleted" for c in mine))
-        elif service.can_change(self.actor, current) != self.editable and not (self.editable and self.edits()):
+        elif permissions.can_change(self.actor, current) != self.editable and not (self.editable and self.edits()):
             self.client.run_javascript("location.reload()")  # given or taken away: the form appears or goes
         elif current.version not in (self.loaded.version, self.told):
             if self.editable and self.edits():

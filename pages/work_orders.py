@@ -21,7 +21,7 @@ from components.work_order_dialog import new_work_order_dialog
 from desk.actors import Actor
 from desk.db.client import get_db
 from desk.schema import OffsetPage
-from desk.work_orders import service
+from desk.work_orders import permissions, service
 from desk.work_orders.models import PRIORITIES, STATUSES, WorkOrderQuery, WorkOrderRead
 
 router = APIRouter()
@@ -173,7 +173,7 @@ async def work_orders_page(request: Request):
     ui.keyboard(on_key=keys)
 
     async def on_changes(batch: list[dict]) -> None:
-        if any(change["kind"] != "commented" and service.concerns(actor, change) for change in batch):
+        if any(change["kind"] != "commented" and permissions.concerns(actor, change) for change in batch):
             await load(batch[-1]["seq"])
 
     live.on_change(on_changes)
@@ -187,7 +187,7 @@ async def _list(actor: Actor, query: WorkOrderQuery, change_seq: int | None) -> 
 
     if change_seq is None:
         return await read()
-    return await live.shared_read(change_seq, (service.list_scope(actor), query.model_dump_json()), read)
+    return await live.shared_read(change_seq, (permissions.list_scope(actor), query.model_dump_json()), read)
 
 
 class _ListView:
@@ -232,7 +232,7 @@ class _ListView:
 
 def _people_choices(actor: Actor, owners: dict[str, str]) -> PeopleChoices:
     """Who an order is for, and who asked for it: anyone (admins, viewers) or oneself; as owner, also the queue."""
-    people = owners if service.sees_all(actor) else {actor.id: "Me"}
+    people = owners if permissions.sees_all(actor) else {actor.id: "Me"}
     return PeopleChoices(owners={"none": "Unassigned (queue)"} | people, requesters=people)
 
 

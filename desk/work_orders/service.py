@@ -1,19 +1,21 @@
-"""Work-order rules: who may see and change what, optimistic versions, and the activity timeline."""
+"""Work orders: create, read, list, change, take and delete them, with optimistic versions and the activity timeline.
+
+Who may do which of these is decided in `permissions`; every function here asks it before touching a document.
+"""
 
 from datetime import UTC, datetime, time, timedelta
-from functools import partial
 from typing import Any
 
 from bson import ObjectId
 from pymongo.asynchronous.database import AsyncDatabase
 
-from desk.actors import Actor, Role
+from desk.actors import Actor
 from desk.audit import service as audit
-from desk.errors import Conflict, DeskError, Forbidden, NotFound, NothingToChange, ValidationFailed
+from desk.errors import Conflict, DeskError, Forbidden, NotFound, NothingToChange
 from desk.schema import OffsetPage, now, parse_object_id
 from desk.users import repository as users_repo
 from desk.users import service as users_service
-from desk.work_orders import counters
+from desk.work_orders import counters, permissions
 from desk.work_orders import repository as repo
 from desk.work_orders.models import (
     CLOSED,
@@ -31,71 +33,17 @@ from desk.work_orders.models import (
 TRACKED = (*EDITABLE, "ownerId")
 
 
-def _require_person(actor: Actor) -> None:
-    # Defence in depth (spec §4.2): the System Actor reaches only triage_patch.
-    if not actor.is_human:
-        raise Forbidden("This action is not available to automated agents.")
-
-
-def sees_all(actor: Actor) -> bool:
-    """Admins and viewers see every order (viewers only read)."""
-    return actor.is_admin or (actor.is_human and actor.role == Role.VIEWER)
-
-
-def _mine(actor: Actor, *, requester: str | None, owner: str | None) -> bool:
-    return actor.id in (requester, owner)
-
-
-def _visible(actor: Actor, doc: dict[str, Any]) -> bool:
-    owner = str(doc["ownerId"]) if doc.get("ownerId") else None
-    return sees_all(actor) or owner is None or _mine(actor, requester=_requester(doc), owner=owner)
-
-
-def _requester(doc: dict[str, Any]) -> str:
-    return str(doc.get("requesterId") or doc["ownerId"])  # an order stored before requesters: its owner asked
-
-
-def can_change(actor: Actor, order: WorkOrderRead) -> bool:
-    """Whether the actor may edit or delete this order: admins all, people what they asked for or work on."""
-    return actor.can_write and (actor.is_admin or _mine(actor, requester=order.requester_id, owner=order.owner_id))
-
-
-def can_take(actor: Actor, order: WorkOrderRead) -> bool:
-    """Whether the actor may "assign to me" this order: it is in the queue, and they can work."""
-    return actor.can_write and order.owner_id is None
-
-
-def concerns(actor: Actor, change: dict[str, Any]) -> bool:
-    """Whether a change-feed entry may change what this actor's lists show (the queue concerns everyone)."""
-    return sees_all(actor) or actor.id in change["owners"] or counters.QUEUE in change["owners"]
-
-
-def can_release(actor: Actor, order: WorkOrderRead) -> bool:
-    """Whether the actor may put this order back in the queue: its owner, or an admin."""
-    return actor.can_write and order.owner_id is not None and (actor.is_admin or order.owner_id == actor.id)
-
-
-def list_scope(actor: Actor) -> str:
-    """Actors with the same scope see the same list for the same filters: admins and viewers alike, others alone."""
-    return "all" if sees_all(actor) else actor.id
-
-
-def can_work(person: dict[str, Any]) -> bool:
-    """Whether an order can be given to this stored user: active, and not a viewer."""
-    return person.get("active", True) and person["role"] != Role.VIEWER
-
-
 async def owner_choices(*, db: AsyncDatabase, actor: Actor) -> tuple[dict[str, str], dict[str, str]]:
     """Names by id of everyone (to show and filter by), and of those the actor may give an order to.
 
     Admins give to anyone who can work, people only to themselves, viewers to nobody; both in
     alphabetical order. Everyone is read: a desk's people number in the hundreds, not the millions.
     """
-    _require_person(actor)
+    permissions.require_person(actor)
     people = await users_service.everyone(db=db)  # in the people list's order: any case, any accents
     names = {str(p["_id"]): p["name"] for p in people}
     if actor.is_admin:
-        return names, {str(p["_id"]): p["name"] for p in people if can_work(p)}
+        return names, {str(p["_id"]): p["name"] for p in people if permissions.can_work(p)}
     return names, ({actor.id: names.get(actor.id, "Me")} if actor.can_write else {})
 
 
@@ -110,7 +58,7 @@ async def _owner_id(db: AsyncDatabase, actor: Actor, requested: str | None, *, r
     # A well-formed id is a valid request (400 is for those the schema refuses): what it names decides the rest.
     if owner is None:
         raise NotFound("The owner does not exist.", details={"field": "ownerId"})
-    if not can_work(owner):  # say which rule it breaks
+    if not permissions.can_work(owner):  # say which rule it breaks
         problem = "is deactivated" if not owner.get("active", True) else "is a viewer and cannot work on orders"
         raise Conflict(f"{owner['name']} {problem}.", details={"field": "ownerId"})
     return owner["_id"]
@@ -119,7 +67,7 @@ async def _owner_id(db: AsyncDatabase, actor: Actor, requested: str | None, *, r
 async def create(*, db: AsyncDatabase, actor: Actor, data: WorkOrderCreate, run_id: str | None = None) -> WorkOrderRead:
     """A new pending work order asked for by the actor, worked on by them (owner left out), by nobody yet
     (owner null: the queue) or, when an admin names them, by anyone who can work."""
-    _require_person(actor)
+    permissions.require_person(actor)
     if not actor.can_write:
         raise Forbidden("Viewers cannot create work orders.")
     queued = data.owner_given() and data.owner_id is None
@@ -158,10 +106,10 @@ async def get_or_raise(*, db: AsyncDatabase, actor: Actor, order_id: str) -> Wor
 
 
 async def _get_visible(db: AsyncDatabase, actor: Actor, order_id: str) -> dict[str, Any] | None:
-    _require_person(actor)
+    permissions.require_person(actor)
     oid = parse_object_id(order_id)
     doc = await repo.get(db, oid) if oid else None
-    return doc if doc and _visible(actor, doc) else None
+    return doc if doc and permissions.visible(actor, doc) else None
 
 
 async def list_orders(
@@ -169,12 +117,13 @@ async def list_orders(
 ) -> OffsetPage[WorkOrderRead]:
     """A page of the work orders the actor may see: admins and viewers all, people what they asked for or
     work on plus the queue; `mine`: only what the actor asked for or works on (the copilot's "own").
-    A requester filter (`_list_requester`) names only orders the actor may see, so it takes the scope's place."""
-    _require_person(actor)
-    owner = _list_owner(actor, query.owner_id, mine=mine)
-    requester = _list_requester(actor, query.requester_id, mine=mine)
+    A requester filter (`permissions.list_requester`) names only orders the actor may see, so it takes the
+    scope's place."""
+    permissions.require_person(actor)
+    owner = permissions.list_owner(actor, query.owner_id, mine=mine)
+    requester = permissions.list_requester(actor, query.requester_id, mine=mine)
     filter_ = repo.filters(owner_id=owner, requester_id=requester, status=query.status, priority=query.priority)
-    parts, total_keys = _scope(actor, owner, mine=mine) if requester is None else ([], [])
+    parts, total_keys = permissions.list_parts(actor, owner, mine=mine) if requester is None else ([], [])
     if query.opened:  # one UTC day: counted by the server up to the cap, as a search is
         start = datetime.combine(query.opened, time(), tzinfo=UTC)
         filter_["createdAt"] = {"$gte": start, "$lt": start + timedelta(days=1)}
@@ -200,48 +149,13 @@ async def list_orders(
     )
 
 
-def _list_owner(actor: Actor, requested: str | None, *, mine: bool) -> ObjectId | str | None:
-    """The owner filter: an id, "none" (the queue) or None (no filter); people list only their own and the queue."""
-    if requested is None or requested == counters.QUEUE:
-        return None if mine else requested
-    if not sees_all(actor) and requested != actor.id:
-        raise Forbidden("You can list only your own work orders and the queue.")
-    oid = parse_object_id(requested)
-    if oid is None:
-        raise ValidationFailed("ownerId is not a valid id.", details={"field": "ownerId"})
-    return oid
-
-
-def _list_requester(actor: Actor, requested: str | None, *, mine: bool) -> ObjectId | None:
-    """The requester filter: admins and viewers name anyone, people (and any `mine` list) themselves."""
-    if requested is None:
-        return None
-    if (mine or not sees_all(actor)) and requested != actor.id:
-        raise Forbidden("You can filter only by what you asked for yourself.")
-    return ObjectId(requested)
-
-
-def _scope(actor: Actor, owner: ObjectId | str | None, *, mine: bool) -> tuple[list[dict[str, Any]], list]:
-    """The disjoint parts of the desk a list may show the actor (none: no limit), and the counters whose sum is
-    its total."""
-    me = actor.id
-    if mine and owner is None:
-        keys = [partial(counters.total_key, me), partial(counters.handed_key, me), partial(counters.queued_key, me)]
-        return repo.requested_or_owned(ObjectId(me)), keys
-    if owner is not None or sees_all(actor):  # an owner filter is within a person's scope (checked above)
-        return [], [partial(counters.total_key, str(owner) if owner else None)]
-    keys = [partial(counters.total_key, me), partial(counters.total_key, counters.QUEUE)]
-    keys.append(partial(counters.handed_key, me))
-    return repo.seen_by(ObjectId(me)), keys
-
-
 async def update(
     *, db: AsyncDatabase, actor: Actor, order_id: str, data: WorkOrderUpdate, run_id: str | None = None
 ) -> WorkOrderRead:
     """Change fields at the version the person saw; Conflict (and nothing written) when it moved on."""
     before = await _get_for_update(db, actor, order_id, data)
     taking = data.owner_id == actor.id and before.get("ownerId") is None  # "assign to me" from the queue
-    _check_writable(actor, before, taking=taking)
+    permissions.check_writable(actor, before, taking=taking)
     fields = data.changes()
     if not fields:
         raise NothingToChange()
@@ -330,7 +244,7 @@ async def _get_writable(db: AsyncDatabase, actor: Actor, order_id: str) -> dict[
     doc = await _get_visible(db, actor, order_id)
     if doc is None:
         raise NotFound("No such work order.")
-    _check_writable(actor, doc, taking=False)
+    permissions.check_writable(actor, doc, taking=False)
     return doc
 
 
@@ -350,14 +264,6 @@ async def _get_for_update(db: AsyncDatabase, actor: Actor, order_id: str, data: 
 
 class TakenFirst(Conflict):
     default_message = "Someone else took this work order first; it is no longer in the queue."
-
-
-def _check_writable(actor: Actor, doc: dict[str, Any], *, taking: bool) -> None:
-    if not actor.can_write:
-        raise Forbidden("Viewers cannot change work orders.")
-    owner = str(doc["ownerId"]) if doc.get("ownerId") else None
-    if not (actor.is_admin or taking or _mine(actor, requester=_requester(doc), owner=owner)):
-        raise Forbidden("Only its requester, its owner or an admin can change this work order (or take it, if queued).")
 
 
 def _check_version(current: dict[str, Any], version: int) -> None:
@@ -386,7 +292,7 @@ async def _lost_race(
 ) -> DeskError:
     """Another write landed between our read and our conditional write: say what is there now, if theirs to see."""
     current = await repo.get(db, order_id)
-    if current is not None and _visible(actor, current):
+    if current is not None and permissions.visible(actor, current):
         return _conflict(current, version, taking=taking)
     return TakenFirst() if current is not None and taking else NotFound("No such work order.")
 
@@ -410,6 +316,6 @@ def timeline_entry(actor: Actor, action: str, *, before, after, run_id: str | No
 
 async def by_ids(*, db: AsyncDatabase, actor: Actor, order_ids: list[ObjectId]) -> dict[ObjectId, WorkOrderRead]:
     """Those of these orders the actor may see, by id (the attention list, for admins)."""
-    _require_person(actor)
+    permissions.require_person(actor)
     docs = await repo.page(db, {"_id": {"$in": order_ids}}, sort="createdAt", offset=0, limit=max(1, len(order_ids)))
-    return {doc["_id"]: WorkOrderRead.model_validate(doc) for doc in docs if _visible(actor, doc)}
+    return {doc["_id"]: WorkOrderRead.model_validate(doc) for doc in docs if permissions.visible(actor, doc)}

@@ -27,6 +27,7 @@ from desk.outbox import repository as outbox
 from desk.outbox.models import OutboxEventRead
 from desk.schema import OffsetPage, now, parse_object_id
 from desk.users import service as users_service
+from desk.work_orders import permissions
 from desk.work_orders import service as work_orders
 from desk.work_orders.models import CLOSED, WorkOrderUpdate
 
@@ -140,7 +141,7 @@ async def decide(
     """Accept (the priority applied as this person, at `version` when given (the one they saw), else the order's
     current one) or dismiss; recorded as feedback."""
     order = await work_orders.get_or_raise(db=db, actor=actor, order_id=order_id)
-    if not work_orders.can_change(actor, order):  # the team model: whoever may change the order's priority
+    if not permissions.can_change(actor, order):  # the team model: whoever may change the order's priority
         raise Forbidden("Only someone who may change this work order can decide on its suggestions.")
     oid = parse_object_id(suggestion_id)
     suggestion = await repo.get(db, oid) if oid else None
