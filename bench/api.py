@@ -3,8 +3,9 @@
 Seeds work orders through the real repository into a fresh embedded MongoDB, runs `desk run` as
 a separate process on loopback and times, over HTTP, a page of 25 in the default sort, a
 one-word search and searches as people type (prefixes of 1, 2, 3 and 5 letters), as a user (the
-orders they asked for or own, and the queue) and as an admin (everyone's), plus list requests/s
-at concurrency 8. Run by hand, never in CI:
+orders they asked for or own, and the queue) and as an admin (everyone's), the list and a search
+filtered by who asked (the user's own requests, `requesterId`), plus list requests/s at concurrency 8.
+Run by hand, never in CI:
 
     .venv/bin/python -m bench.api [--sizes 1000,100000] [--requests 200] [--data-dir DIR]
 
@@ -201,7 +202,7 @@ async def _measure(size: int, uri: str, tmp: Path, desk: Desk, requests: int) ->
                     rows.append((size, who, "create", "", f"{WRITES} orders", *await _creates(client, desk)))
                 seen, tally = (desk.mine, desk.my_words) if who == "user" else (desk.count, desk.words)
                 for kind, q in [("list", None), *searches]:
-                    times, total = await _latencies(client, q, requests)
+                    times, total = await _latencies(client, {"q": q} if q else {}, requests)
                     n = tally[q + "*" if kind.startswith("prefix") else q] if q else seen
                     expected = min(n, search.CAP) if q else seen  # searches stop counting at the cap
                     # a longer prefix reads at most search.SCAN postings: past that its count is a floor
@@ -211,11 +212,25 @@ async def _measure(size: int, uri: str, tmp: Path, desk: Desk, requests: int) ->
                         )
                     share = f"{n / seen:.2%} of {seen:,}" if q else f"{seen:,}"
                     rows.append((size, who, kind, q or "", share, *_percentiles(times)))
+                rows += await _by_requester(client, size, who, desk, requests)
             rate = await _throughput(base, cookie)
             rows.append((size, who, f"list x{CONCURRENCY}", "", f"{THROUGHPUT_REQUESTS} req", None, None, rate))
         # Other work on the machine skews every number here; say how busy it was.
         load_after = os.getloadavg()[0]
         print(f"load average (1 min) while measuring at {size:,}: {load_before:.1f} before, {load_after:.1f} after")
+    return rows
+
+
+async def _by_requester(client: httpx.AsyncClient, size: int, who: str, desk: Desk, requests: int) -> list[tuple]:
+    """The list and a search filtered by who asked: what the measured user asked for (the seed's requesters
+    are its owners, so that is what they own). No counter keeps requesters: the server counts to the cap."""
+    rows = []
+    for kind, q in [("requested by", None), ("search by requester", MEDIUM_WORD)]:
+        params = {"requesterId": str(desk.owners[0]), **({"q": q} if q else {})}
+        times, total = await _latencies(client, params, requests)
+        n = desk.my_words[q] if q else desk.mine
+        assert total == min(n, search.CAP), f"{who} {kind}: the API said {total} matches, the seed made {n}"
+        rows.append((size, who, kind, q or "", f"{n:,} asked by user0", *_percentiles(times)))
     return rows
 
 
@@ -238,9 +253,8 @@ def _client(base: str, cookie: str) -> httpx.AsyncClient:
     return httpx.AsyncClient(base_url=base, headers={"Cookie": f"desk_session={cookie}"}, timeout=REQUEST_SECONDS)
 
 
-async def _latencies(client: httpx.AsyncClient, q: str | None, requests: int) -> tuple[list[float], int]:
+async def _latencies(client: httpx.AsyncClient, params: dict[str, str], requests: int) -> tuple[list[float], int]:
     """Seconds per request, after a warm-up (first requests pay for imports, caches, connections)."""
-    params = {"q": q} if q else {}
     for _ in range(WARMUP):
         (await client.get("/api/v1/work-orders", params=params)).raise_for_status()
     times = []
@@ -301,7 +315,8 @@ def _report(rows: list[tuple], sizes: list[int]) -> None:
     rate = {(size, who): r for size, who, _, _, _, _, _, r in rows if r is not None}
     print()
     for who in ("user", "admin"):
-        for kind in ("list", "search rare", "search medium", "search common", *(f"prefix {len(p)}" for p in PREFIXES)):
+        kinds = ("list", "search rare", "search medium", "search common", *(f"prefix {len(p)}" for p in PREFIXES))
+        for kind in (*kinds, "requested by", "search by requester"):
             growth = p95[large, who, kind] / p95[small, who, kind]
             _target(growth <= 3, f"{who} {kind}: p95 at {large:,} is {growth:.2f}x p95 at {small:,} (<= 3x)")
         list_p95 = p95[large, who, "list"]
