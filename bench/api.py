@@ -9,7 +9,7 @@ Run by hand, never in CI:
 
     .venv/bin/python -m bench.api [--sizes 1000,100000] [--requests 200] [--data-dir DIR]
 
-Seeding 100,000 orders takes about 25 minutes. With --data-dir, each size is kept as it was just
+Seeding 100,000 orders takes 17 to 25 minutes. With --data-dir, each size is kept as it was just
 after seeding (DIR/orders-<size>: the database files and what the script knows about them), and a
 later run starts from the snapshot it can use instead of seeding again. Measuring always works on a
 copy, so the snapshots stay as seeded.

@@ -2,7 +2,7 @@
 
 One read (`triage_read`, and the reconcile pass's walk, `triage_backlog`) and one write,
 `triage_patch`, which can change nothing but the fields a policy allows. Every other service entry
-refuses a System Actor (desk/work_orders/service.py).
+refuses a System Actor (`permissions.require_person`, called by every entry of desk/work_orders/service.py).
 """
 
 import logging
