@@ -1,18 +1,22 @@
 """Unsaved edits of an order page: asked about before leaving, and kept in this browser meanwhile.
 
 While the form differs from the order as loaded, leaving the page (a link, Back, closing the tab)
-asks first, and the edit is kept in the browser's localStorage under the order's id. A session
-that ends mid-typing sends the person to log in; the page restores the kept edit when they come
-back. Values travel as JSON strings and go back into inputs, never into HTML.
+asks first, and the edit is kept in the browser's localStorage under the person's and the order's
+ids. A session that ends mid-typing sends the person to log in; the page restores the kept edit
+when they come back, and only to them: someone else signing in on the same browser (a shared
+desk) never sees it. Logging out on purpose forgets the person's kept edits (`forget_all`), after
+asking when the page has one. Values travel as JSON strings and go back into inputs, never into HTML.
 """
 
 import json
 from contextlib import suppress
 from typing import Any
+from weakref import WeakKeyDictionary
 
-from nicegui import background_tasks, ui
+from nicegui import Client, background_tasks, ui
 
 KEY = "desk-draft:"
+_open: WeakKeyDictionary[Client, "Draft"] = WeakKeyDictionary()  # the edit form of each open page, if it has one
 # Static (no user text in it): asks before the page is left while the desk marked it dirty, and
 # sends Ctrl+S / Cmd+S to the page. Run, not added to <head>: the page may be sent already (the
 # frame waits for the socket), and a <script> inserted after that is never run by the browser.
@@ -36,10 +40,11 @@ READ_SECONDS = 5.0
 class Draft:
     """The browser side of one order page's edit: `track` after every change, `restore` once connected."""
 
-    def __init__(self, order_id: str) -> None:
-        self.key = json.dumps(KEY + order_id)
+    def __init__(self, user_id: str, order_id: str) -> None:
+        self.key = json.dumps(f"{KEY}{user_id}:{order_id}")
         self.dirty = False
         self.client = ui.context.client
+        _open[self.client] = self
         self.waiting: str | None = None  # the newest code not yet sent
         self.sending = False
         self.client.run_javascript(GUARD)
@@ -86,3 +91,17 @@ class Draft:
             return None
         edits = kept.get("edits") if isinstance(kept, dict) else None
         return edits if isinstance(edits, dict) and edits else None
+
+
+def unsaved(client: Client) -> bool:
+    """Whether the page of `client` holds an edit not saved yet."""
+    draft = _open.get(client)
+    return draft is not None and draft.dirty
+
+
+async def forget_all(user_id: str) -> None:
+    """Forget every edit this browser keeps for the person (they log out: nothing of theirs stays behind)."""
+    prefix = json.dumps(f"{KEY}{user_id}:")
+    code = f"Object.keys(localStorage).filter((key) => key.startsWith({prefix}))"
+    with suppress(TimeoutError):  # awaited, so it is done before the browser is sent away
+        await ui.run_javascript(f"{code}.forEach((key) => localStorage.removeItem(key)); window.deskDirty = false")

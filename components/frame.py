@@ -10,7 +10,8 @@ from contextlib import contextmanager
 
 from nicegui import app, ui
 
-from components import session
+from components import drafts, session
+from components.confirm import confirm
 from components.copilot import Copilot, ai_off_reason
 from components.forbidden import forbidden
 
@@ -179,5 +180,11 @@ def _nav(label: str, target: str, path: str) -> None:
 
 
 async def _log_out(visit: session.Visit) -> None:
+    """End the session; with an unsaved edit on the page, only once the person says to discard it."""
+    if drafts.unsaved(visit.client):
+        lines = ("This page has changes that are not saved.", "Log out and discard them?")
+        if not await confirm(*lines, action="Log out", marker="confirm-logout"):
+            return
+    await drafts.forget_all(visit.user_id)  # on a shared computer, the next person must find none of this one's typing
     await session.sign_out(visit)
     visit.close("/login")

@@ -25,6 +25,13 @@ def browser_storage(user: User) -> dict[str, str]:
         json.loads(m[1]), None
     )
     user.javascript_rules[re.compile(r'localStorage\.getItem\(("[^"]*")\)')] = lambda m: stored.get(json.loads(m[1]))
+
+    def remove_prefixed(match: re.Match) -> None:
+        for key in [key for key in stored if key.startswith(json.loads(match[1]))]:
+            del stored[key]
+
+    forget = re.compile(r'Object\.keys\(localStorage\)\.filter\(\(key\) => key\.startsWith\(("[^"]*")\)\)')
+    user.javascript_rules[forget] = remove_prefixed
     return stored
 
 
@@ -37,7 +44,7 @@ async def test_an_edit_is_kept_while_unsaved_and_forgotten_once_saved(user: User
     await user.should_see(marker="detail-title", retries=WAIT)
 
     user.find(marker="edit-title").clear().type("Leaking tap, <b>kitchen</b>")
-    key = f"desk-draft:{order.id}"
+    key = f"desk-draft:{sam['id']}:{order.id}"
     await until(lambda: "kitchen" in storage.get(key, ""), what="the edit kept in the browser", within=15)
     assert json.loads(storage[key]) == {"version": 1, "edits": {"title": "Leaking tap, <b>kitchen</b>"}}
 
@@ -56,7 +63,7 @@ async def test_a_session_that_ends_mid_typing_keeps_the_edit_for_after_the_next_
     await user.open(f"/app/work-orders/{order.id}")
     await user.should_see(marker="detail-title", retries=WAIT)
     user.find(marker="edit-description").clear().type("Cold tap drips all night")
-    key = f"desk-draft:{order.id}"
+    key = f"desk-draft:{sam['id']}:{order.id}"
     await until(lambda: "night" in storage.get(key, ""), what="the edit kept in the browser", within=15)
 
     await auth_service.end_sessions(db=db, user_id=ObjectId(sam["id"]))  # logged out in another tab
@@ -78,7 +85,8 @@ async def test_a_restored_edit_can_be_discarded(user: User, make_user, make_orde
     sam = await make_user("user")
     order = await make_order(sam, "Leaking tap")
     storage = browser_storage(user)
-    storage[f"desk-draft:{order.id}"] = json.dumps({"version": 1, "edits": {"title": "Kept", "status": "bogus"}})
+    kept = {"version": 1, "edits": {"title": "Kept", "status": "bogus"}}
+    storage[f"desk-draft:{sam['id']}:{order.id}"] = json.dumps(kept)
     await log_in(user, sam)
     await user.open(f"/app/work-orders/{order.id}")
     await user.should_see(marker="draft-restored", retries=3 * WAIT)
@@ -95,7 +103,7 @@ async def test_typing_while_the_kept_edit_is_read_back_is_not_overwritten(user: 
     sam = await make_user("user")
     order = await make_order(sam, "Leaking tap")
     storage = browser_storage(user)
-    key = f"desk-draft:{order.id}"
+    key = f"desk-draft:{sam['id']}:{order.id}"
     storage[key] = json.dumps({"version": 1, "edits": {"title": "An old kept edit"}})
     asked = []
 
@@ -132,3 +140,53 @@ async def test_ctrl_s_saves_and_save_comes_before_delete(user: User, make_user, 
             user.client.layout._handle_event({"listener_id": listener.id, "args": {}})
     await user.should_see("Saved.", retries=3 * WAIT)
     assert (await db["work_orders"].find_one({"_id": ObjectId(order.id)}))["title"] == "Dripping tap"
+
+
+async def test_someone_else_signing_in_on_the_same_browser_does_not_get_the_kept_edit(
+    user: User, make_user, make_order, log_in, db
+):
+    sam, admin = await make_user("user"), await make_user("admin")
+    order = await make_order(sam, "Leaking tap")
+    storage = browser_storage(user)
+    await log_in(user, sam)
+    await user.open(f"/app/work-orders/{order.id}")
+    await user.should_see(marker="detail-title", retries=WAIT)
+    user.find(marker="edit-title").clear().type("Leaking tap, private note")
+    await until(lambda: any("private note" in value for value in storage.values()), what="the edit kept", within=15)
+    await auth_service.end_sessions(db=db, user_id=ObjectId(sam["id"]))  # Sam's session ends; he walks away
+    await user.should_see(marker="login-reason", retries=WAIT)
+
+    await log_in(user, admin, landing=f"/login?redirect_to=/app/work-orders/{order.id}")
+    await user.should_see(marker="detail-title", retries=3 * WAIT)
+    await user.should_not_see(marker="draft-restored")
+    assert user.find(marker="edit-title").elements.pop().value == "Leaking tap"
+    assert any("private note" in value for value in storage.values())  # still Sam's, for when he is back
+
+
+async def test_logging_out_with_an_unsaved_edit_asks_first_and_then_forgets_it(
+    user: User, make_user, make_order, log_in
+):
+    sam = await make_user("user")
+    order = await make_order(sam, "Leaking tap")
+    storage = browser_storage(user)
+    storage[f"desk-draft:someone-else:{order.id}"] = json.dumps({"version": 1, "edits": {"title": "Theirs"}})
+    await log_in(user, sam)
+    await user.open(f"/app/work-orders/{order.id}")
+    await user.should_see(marker="detail-title", retries=WAIT)
+    user.find(marker="edit-title").clear().type("Dripping tap")
+    key = f"desk-draft:{sam['id']}:{order.id}"
+    await until(lambda: key in storage, what="the edit kept in the browser", within=15)
+
+    user.find(marker="logout").click()
+    await user.should_see("Log out and discard them?", retries=WAIT)
+    user.find("Cancel").click()
+    await user.should_not_see("Log out and discard them?", retries=WAIT)
+    assert user.find(marker="edit-title").elements.pop().value == "Dripping tap"  # still here, still signed in
+    await user.should_see(marker="current-user")
+
+    user.find(marker="logout").click()
+    await user.should_see(marker="confirm-logout", retries=WAIT)
+    user.find(marker="confirm-logout").click()
+    await user.should_see(marker="login", retries=WAIT)
+    await until(lambda: key not in storage, what="the edit forgotten at logout", within=15)
+    assert f"desk-draft:someone-else:{order.id}" in storage  # another person's kept edit is not this logout's
