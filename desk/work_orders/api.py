@@ -57,7 +57,8 @@ async def get(order_id: str, db: Db, actor: CurrentActor) -> WorkOrderRead:
 @router.patch("/{order_id}", response_model=WorkOrderRead, responses=errors(*MISSING, ErrorCode.CONFLICT))
 async def update(order_id: str, body: WorkOrderUpdate, db: Db, actor: CurrentActor) -> WorkOrderRead:
     """Change fields (leave out what stays; null and nothing to change are 400); `version` must be the
-    one you read, else 409 CONFLICT with the current order."""
+    one you read, else 409 CONFLICT with the current order. `{version, ownerId: <your id>}` takes an order
+    from the queue; such a take changes nothing else unless you asked for the order (or are an admin)."""
     return await service.update(db=db, actor=actor, order_id=order_id, data=body)
 
 
@@ -68,6 +69,8 @@ async def update(order_id: str, body: WorkOrderUpdate, db: Db, actor: CurrentAct
     responses=errors(*MISSING, ErrorCode.CONFLICT),
 )
 async def delete(order_id: str, version: Annotated[Version, Query()], db: Db, actor: CurrentActor) -> None:
+    """Delete an order you asked for (admins: any) at the `version` you read. Who works on someone else's
+    request cancels it instead (`status: cancelled`): deleting it is 403."""
     await service.delete(db=db, actor=actor, order_id=order_id, version=version)
 
 

@@ -43,8 +43,22 @@ def _requester(doc: dict[str, Any]) -> str:
 
 
 def can_change(actor: Actor, order: WorkOrderRead) -> bool:
-    """Whether the actor may edit or delete this order: admins all, people what they asked for or work on."""
+    """Whether the actor may edit this order: admins all, people what they asked for or work on."""
     return actor.can_write and (actor.is_admin or _mine(actor, requester=order.requester_id, owner=order.owner_id))
+
+
+def can_delete(actor: Actor, order: WorkOrderRead) -> bool:
+    """Whether the actor may delete this order: admins, and the person who asked for it.
+
+    Who works on someone else's request closes it (done, cancelled) instead: a deletion would take the
+    request away from the person who made it, and taking an order from the queue must not be a way to that.
+    """
+    return actor.can_write and (actor.is_admin or order.requester_id == actor.id)
+
+
+NOT_YOURS_TO_DELETE = (
+    "Only the person who asked for this work order, or an admin, can delete it; set its status to Cancelled instead."
+)
 
 
 def can_take(actor: Actor, order: WorkOrderRead) -> bool:
@@ -105,6 +119,20 @@ def list_parts(actor: Actor, owner: ObjectId | str | None, *, mine: bool) -> tup
     keys = [partial(counters.total_key, me), partial(counters.total_key, counters.QUEUE)]
     keys.append(partial(counters.handed_key, me))
     return repo.seen_by(ObjectId(me)), keys
+
+
+def check_deletable(actor: Actor, doc: dict[str, Any]) -> None:
+    """`can_delete` for a stored order, refusing in words."""
+    check_writable(actor, doc, taking=False)
+    if not (actor.is_admin or _requester(doc) == actor.id):
+        raise Forbidden(NOT_YOURS_TO_DELETE)
+
+
+def check_take(actor: Actor, doc: dict[str, Any], changes: dict[str, Any]) -> None:
+    """A take from the queue changes the owner alone, unless the one taking asked for the order or is an admin:
+    the rest is theirs to change once the order is theirs, in a request of its own (checked as any edit is)."""
+    if not (actor.is_admin or _requester(doc) == actor.id) and set(changes) - {"ownerId"}:
+        raise Forbidden("Taking a work order from the queue changes only its owner; change the rest once it is yours.")
 
 
 def check_writable(actor: Actor, doc: dict[str, Any], *, taking: bool) -> None:

@@ -16,16 +16,21 @@ from desk.work_orders.models import CommentCreate, WorkOrderCreate, WorkOrderQue
 from tests.helpers import actor
 
 OK, HIDDEN, REFUSED = "ok", "hidden", "refused"
-ACTIONS = ("get", "activity", "comments", "comment", "update", "take", "delete", "listed")
+ACTIONS = ("get", "activity", "comments", "comment", "update", "take", "take+edit", "delete", "listed")
+WRITES = {"update", "take", "take+edit", "delete"}
 MATRIX = {  # (role, relation) -> what each action gives the person
     ("admin", "other"): dict.fromkeys(ACTIONS, OK),
     ("admin", "queue"): dict.fromkeys(ACTIONS, OK),
-    ("user", "requester"): dict.fromkeys(ACTIONS, OK) | {"take": REFUSED},  # reassigning is for admins
-    ("user", "owner"): dict.fromkeys(ACTIONS, OK),
-    ("user", "queue"): dict.fromkeys(ACTIONS, OK) | {"update": REFUSED, "delete": REFUSED},
+    # reassigning is for admins
+    ("user", "requester"): dict.fromkeys(ACTIONS, OK) | {"take": REFUSED, "take+edit": REFUSED},
+    ("user", "requester, queued"): dict.fromkeys(ACTIONS, OK),
+    # who works on someone else's request cancels it: deleting it is for its requester and admins
+    ("user", "owner"): dict.fromkeys(ACTIONS, OK) | {"delete": REFUSED},
+    # a take changes the owner alone: the rest is for once the order is theirs
+    ("user", "queue"): dict.fromkeys(ACTIONS, OK) | {"update": REFUSED, "take+edit": REFUSED, "delete": REFUSED},
     ("user", "other"): dict.fromkeys(ACTIONS, HIDDEN),
-    ("viewer", "other"): dict.fromkeys(ACTIONS, OK) | {"update": REFUSED, "take": REFUSED, "delete": REFUSED},
-    ("viewer", "queue"): dict.fromkeys(ACTIONS, OK) | {"update": REFUSED, "take": REFUSED, "delete": REFUSED},
+    ("viewer", "other"): dict.fromkeys(ACTIONS, OK) | dict.fromkeys(WRITES, REFUSED),
+    ("viewer", "queue"): dict.fromkeys(ACTIONS, OK) | dict.fromkeys(WRITES, REFUSED),
 }
 CELLS = [(role, rel, action, want) for (role, rel), row in MATRIX.items() for action, want in row.items()]
 
@@ -33,8 +38,8 @@ CELLS = [(role, rel, action, want) for (role, rel), row in MATRIX.items() for ac
 async def _order_for(relation: str, person: dict, make_user, db):
     """An order in `relation` to `person`, made through the service by whoever asked for it."""
     asker, worker = await make_user("user"), await make_user("user")
-    requester = person if relation == "requester" else asker
-    owner = {"owner": person, "queue": None}.get(relation, worker)
+    requester = person if relation.startswith("requester") else asker
+    owner = {"owner": person, "queue": None, "requester, queued": None}.get(relation, worker)
     data = WorkOrderCreate.model_validate({"title": "Leaking tap", "ownerId": None})
     order = await service.create(db=db, actor=actor(requester), data=data)
     if owner is not None:
@@ -53,6 +58,9 @@ async def _attempt(action: str, who, order, db):
         "comment": lambda: service.add_comment(**at, data=CommentCreate(text="On it")),
         "update": lambda: service.update(**at, data=WorkOrderUpdate(version=order.version, title="Changed")),
         "take": lambda: service.update(**at, data=WorkOrderUpdate(version=order.version, ownerId=who.id)),
+        "take+edit": lambda: service.update(
+            **at, data=WorkOrderUpdate(version=order.version, ownerId=who.id, title="Changed")
+        ),
         "delete": lambda: service.delete(**at, version=order.version),
     }
     if action in attempts:
@@ -88,6 +96,8 @@ async def test_visibility_cell(role, relation, action, expected, make_user, chan
         assert after["title"] == "Changed"
     elif action == "take":
         assert after["ownerId"] == ObjectId(person["id"])
+    elif action == "take+edit":
+        assert (after["ownerId"], after["title"]) == (ObjectId(person["id"]), "Changed")
     elif action == "delete":
         assert after is None
 
