@@ -33,6 +33,8 @@ def frame(title: str, user: dict, *, path: str) -> Iterator[session.Visit]:
         toggle = _copilot_drawer(visit) if path != COPILOT_PAGE else _focus_page_copilot
         if path == COPILOT_PAGE:
             _shortcut(toggle)
+    else:  # Ctrl+K is not a dead key: it says why there is no assistant
+        _shortcut(lambda: ui.notify(off, type="info"))
     # On a phone the header's buttons show their icons alone, and the name is cut short: two rows, not three.
     # (NiceGUI puts a button's text in as a bare text node: no element to hide, so its size goes to 0.)
     ui.add_css(
@@ -55,8 +57,10 @@ def frame(title: str, user: dict, *, path: str) -> Iterator[session.Visit]:
             assistant = ui.button("Assistant", icon="auto_awesome", on_click=toggle).props("flat color=white")
             assistant.classes("icon-on-phone").props('aria-label="Assistant"')
             assistant.mark("copilot-toggle").tooltip("Ctrl+K / ⌘K")
-        else:  # no shortcut and no dead button: a plain reason where the assistant would be
-            ui.label(off).classes("text-xs text-white opacity-80 max-w-64").mark("copilot-off")
+        else:  # where the assistant would be, a dimmed icon that says why not (one icon: the header stays one row)
+            unavailable = ui.button(icon="auto_awesome", on_click=lambda: ui.notify(off, type="info"))
+            unavailable.props(f'flat round color=white aria-label="Assistant unavailable: {off}"').classes("opacity-50")
+            unavailable.mark("copilot-off").tooltip(off)
         with ui.row().classes("items-center gap-2 text-white"):
             name = ui.link(user["name"], "/app/profile").classes("text-white max-sm:max-w-32 truncate")
             name.mark("current-user")

@@ -33,7 +33,7 @@ async def copilot_page(request: Request):
     with frame("Assistant", user, path="/app/copilot") as visit:
         off = ai_off_reason(user)
         if off is not None:
-            ui.label(off).mark("copilot-page-off")
+            _unavailable(off)
             return
         with ui.row().classes("w-full gap-6 items-start no-wrap max-md:flex-wrap"):  # a phone: the runs below
             with ui.column().classes("w-[40rem] max-w-full gap-2"):
@@ -54,6 +54,19 @@ async def copilot_page(request: Request):
                 ui.timer(RUNS_REFRESH_SECONDS, refresh)
         await panel.load()
         await refresh()
+
+
+def _unavailable(off: str) -> None:
+    """Why there is no assistant here, and what would bring it."""
+    with ui.card().classes("w-full max-w-xl gap-2 bg-grey-2").mark("copilot-page-off"):
+        ui.label(off).classes("text-lg font-semibold")
+        if get_settings().ai_enabled:  # off for this person alone: theirs to turn on
+            ui.link("Turn AI assistance on in your profile", "/app/profile").mark("copilot-page-profile")
+        else:
+            ui.label(
+                "The assistant answers questions about your work orders and drafts changes for you to approve. "
+                "An administrator of the server turns it on with AI_ENABLED and a provider, then restarts the desk."
+            ).classes("text-grey-8")
 
 
 async def _new(visit: session.Visit, panel: Copilot) -> None:

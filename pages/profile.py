@@ -13,6 +13,7 @@ from components.frame import frame, notify_next_page
 from components.tokens import token_row
 from desk.auth import service as auth_service
 from desk.auth.models import PasswordChange, TokenCreate, TokenCreated, TokenRead
+from desk.config import get_settings
 from desk.db.client import get_db
 from desk.errors import DeskError
 from desk.users import service as users_service
@@ -92,6 +93,10 @@ def _ai_card(visit: session.Visit, *, enabled: bool) -> None:
         ui.label("AI assistance").classes("text-lg font-semibold")
         ui.label("The copilot and its suggestions on your work orders.").classes("text-sm text-grey-7")
         switch = ui.switch("Use AI assistance", value=enabled).mark("own-ai")
+        if not get_settings().ai_enabled:  # the choice is kept, but it changes nothing until the desk has AI
+            ui.label("AI is not enabled on this desk; your choice applies once it is.").classes(
+                "text-sm text-grey-8"
+            ).mark("own-ai-desk-off")
 
         async def toggle(value: bool) -> None:
             try:

@@ -6,7 +6,9 @@ from datetime import timedelta
 import pytest
 from bson import ObjectId
 from nicegui import ElementFilter, ui
+from nicegui.events import GenericEventArguments
 from nicegui.testing import User
+from nicegui.testing.user_notify import UserNotify
 
 from desk.agent import runs
 from desk.config import Settings, use_settings
@@ -284,20 +286,52 @@ async def test_viewers_can_ask_but_are_never_offered_a_write(user: User, ai_on, 
     assert offered == {"list_my_work_orders", "search_my_work_orders", "get_profile"}
 
 
+def press_ctrl_k(user: User) -> None:
+    """Ctrl+K as the browser reports it to each of the page's keyboard listeners."""
+    args = {"action": "keydown", "repeat": False, "altKey": False, "ctrlKey": True, "metaKey": False}
+    args |= {"shiftKey": False, "key": "k", "code": "KeyK", "location": 0}
+    for keyboard in [e for e in user.client.elements.values() if isinstance(e, ui.keyboard)]:
+        keyboard._handle_key(GenericEventArguments(sender=keyboard, client=user.client, args=args))
+
+
 async def test_ai_off_for_the_desk_or_the_person(user: User, make_user, log_in, create_user, ai_settings, db):
     use_settings(Settings(**{**ai_settings.model_dump(), "ai_enabled": False}))
     sam = await make_user("user")
     await log_in(user, sam)
-    await user.should_see("The AI assistant is not enabled on this desk.")
+    await user.should_see(marker="copilot-off")  # a dimmed icon, not a sentence taking the header's room
+    (off,) = user.find(marker="copilot-off").elements
+    assert off.props["aria-label"] == "Assistant unavailable: The AI assistant is not enabled on this desk."
     await user.should_not_see(marker="copilot-toggle")
+    press_ctrl_k(user)  # not a dead key: it says why
+    await user.should_see("The AI assistant is not enabled on this desk.", kind=UserNotify, retries=WAIT)
 
     use_settings(ai_settings)
     priya = await make_user("user")
     await db["users"].update_one({"_id": ObjectId(priya["id"])}, {"$set": {"aiEnabled": False}})
     other = create_user()
     await log_in(other, priya)
-    await other.should_see("AI assistance is off for you. You can turn it on in your profile.")
+    await other.should_see(marker="copilot-off")
+    other.find(marker="copilot-off").click()
+    await other.should_see("AI assistance is off for you. You can turn it on in your profile.", retries=WAIT)
     await other.should_not_see(marker="copilot-toggle")
+
+
+async def test_the_assistant_page_says_what_would_bring_the_assistant(
+    user: User, make_user, log_in, create_user, ai_settings, db
+):
+    use_settings(Settings(**{**ai_settings.model_dump(), "ai_enabled": False}))
+    sam = await make_user("user")
+    await log_in(user, sam, landing="/login?redirect_to=/app/copilot")
+    await user.should_see("The AI assistant is not enabled on this desk.", retries=WAIT)
+    await user.should_see("turns it on with AI_ENABLED and a provider")
+    await user.should_not_see(marker="copilot-page-profile")
+
+    use_settings(ai_settings)
+    await db["users"].update_one({"_id": ObjectId(sam["id"])}, {"$set": {"aiEnabled": False}})
+    await user.open("/app/copilot")
+    await user.should_see("AI assistance is off for you. You can turn it on in your profile.", retries=WAIT)
+    user.find(marker="copilot-page-profile").click()
+    await user.should_see(marker="own-ai", retries=WAIT)
 
 
 async def test_the_full_page_shows_the_conversation_and_what_each_run_asked(

@@ -147,6 +147,7 @@ async def test_an_api_token_is_shown_once_then_listed_used_and_revoked(user: Use
 async def test_turning_ai_assistance_off_and_on(user: User, make_user, log_in, db, role):
     person = await make_user(role, name="Pat Doe")
     await log_in(user, person, landing=PAGE)
+    await user.should_see("AI is not enabled on this desk; your choice applies once it is.")  # as tests run
 
     user.find(marker="own-ai").click()
     await user.should_see("AI assistance is off for you.", retries=WAIT)
@@ -200,6 +201,7 @@ async def test_the_header_follows_ones_own_ai_switch_at_once(user: User, ai_sett
     sam = await make_user("user")
     await log_in(user, sam, landing=PAGE)
     await user.should_see(marker="copilot-toggle")
+    await user.should_not_see(marker="own-ai-desk-off")
 
     user.find(marker="own-ai").click()
     await user.should_see("AI assistance is off for you.", retries=WAIT)
