@@ -59,8 +59,13 @@ class Visit:
     secret: str
     user_id: str
     role: str
-    path: str
+    address: str  # the page's address now, its query included: where a new login brings the person back
     closing: bool = field(default=False, init=False)
+
+    def moved_to(self, address: str) -> None:
+        """The page now shows `address` (a view's filters, say): the browser's, for Back and reload, and ours."""
+        ui.navigate.history.replace(address)
+        self.address = address
 
     async def actor(self, *, touch: bool = True) -> Actor:
         """The person as stored now; when they may no longer act on this page, it closes and PageClosed is raised.
@@ -91,14 +96,14 @@ class Visit:
     async def _now(self, *, touch: bool) -> tuple[dict | None, str]:
         """The user while this page may still act for them, else None and where to send the browser."""
         if self.gone:
-            return None, self.path
+            return None, self.address
         try:
             user = await auth_service.user_for_session(db=get_db(), secret=self.secret, touch=touch)
         except Unauthorized:  # logged out (here or in another tab), deactivated, reset, idle or too old
-            return None, f"/login?redirect_to={quote(self.path, safe='')}&reason={ENDED}"
+            return None, f"/login?redirect_to={quote(self.address, safe='')}&reason={ENDED}"
         if str(user["_id"]) != self.user_id or user["role"] != self.role:
-            return None, self.path  # the same page again, built for the role they have now
-        return user, self.path
+            return None, self.address  # the same page again, built for the role they have now
+        return user, self.address
 
     def tell(self, message: str, **kwargs: Any) -> None:
         """A notification on this page, even when the element whose handler says it is gone: a live redraw
@@ -128,9 +133,10 @@ class Visit:
 
 def visit(user: dict, path: str) -> Visit:
     """The Visit of the page being built, for `user` (just read from this request's session)."""
-    return Visit(
-        client=ui.context.client, secret=_request_secret() or "", user_id=str(user["_id"]), role=user["role"], path=path
-    )
+    request = ui.context.client.request
+    address = request.url.path + (f"?{request.url.query}" if request.url.query else "") if request else path
+    secret, user_id = _request_secret() or "", str(user["_id"])
+    return Visit(ui.context.client, secret, user_id, user["role"], address)
 
 
 def _request_secret() -> str | None:

@@ -116,7 +116,7 @@ class AuditScreen:
     def _go(self, page: int, **changes: str | None) -> None:
         """Show `page` of the log, with the filters in `changes` changed."""
         self.view = replace(self.view, page=page, **changes)
-        ui.navigate.history.replace(self.view.url())  # Back, reload and bookmarks come back to this view
+        self.visit.moved_to(self.view.url())  # Back, reload, bookmarks and a new login come back to this view
         ui.timer(0, self.load, once=True)
 
     async def _follow(self) -> None:

@@ -136,7 +136,7 @@ class RunsScreen:
 
     async def _go(self, page: int) -> None:
         self.page = page
-        ui.navigate.history.replace(self.url())  # Back, reload and bookmarks come back to this view
+        self.visit.moved_to(self.url())  # Back, reload, bookmarks and a new login come back to this view
         await self.load()
 
     def url(self) -> str:

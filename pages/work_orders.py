@@ -146,7 +146,7 @@ async def work_orders_page(request: Request):
                 return  # the view as the address built it: nothing to load again
             for key, value in changes.items():
                 setattr(current, key, value)
-            ui.navigate.history.replace(current.url())  # Back, reload and bookmarks come back to this view
+            visit.moved_to(current.url())  # Back, reload, bookmarks and a new login come back to this view
             remember_list_view(current.url())  # and an order's "All work orders" link
             reload()
 

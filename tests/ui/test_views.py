@@ -1,10 +1,13 @@
 """Views that stay put: the list's address holds its search, filters, sort and page."""
 
+from bson import ObjectId
 from nicegui.testing import User
 
+from desk.auth import service as auth_service
 from desk.work_orders import service
 from desk.work_orders.models import WorkOrderUpdate
-from tests.helpers import actor, until
+from tests.helpers import PASSWORD, actor, until
+from tests.ui.conftest import WAIT, submit
 
 
 def titles(user: User) -> list[str]:
@@ -99,3 +102,25 @@ async def test_all_work_orders_goes_back_to_the_view_this_tab_showed(user: User,
 
     await user.should_see("1–1 of 1")
     assert titles(user) == ["Kitchen tap"]
+
+
+async def test_a_session_that_ends_brings_the_person_back_to_the_view_they_had(
+    user: User, make_user, make_order, log_in, db
+):
+    sam = await make_user("user")
+    for number in range(3):
+        await make_order(sam, f"Kitchen job {number}")
+    await make_order(sam, "Roof")
+    await log_in(user, sam)
+    await user.open("/app?q=kit")
+    await user.should_see("1–3 of 3")
+    user.find(marker="sort").elements.pop().set_value("title")  # changed on the page: the address follows
+    await user.should_see("Times: when created")
+
+    await auth_service.end_sessions(db=db, user_id=ObjectId(sam["id"]))  # an admin reset it, or it timed out
+    await user.should_see(marker="login-reason", retries=WAIT)
+    submit(user, sam["email"], PASSWORD)
+
+    await user.should_see("1–3 of 3", retries=WAIT)
+    assert user.find(marker="search").elements.pop().value == "kit"
+    assert user.find(marker="sort").elements.pop().value == "title"
