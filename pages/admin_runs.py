@@ -172,7 +172,8 @@ class RunsScreen:
         self.list.clear()
         with self.list:
             if not found.items:
-                ui.label("No runs match these filters.").classes("text-grey-7 p-4").mark("runs-empty")
+                empty = "No runs match these filters." if any(self.filters.values()) else "No runs yet."
+                ui.label(empty).classes("text-grey-7 p-4").mark("runs-empty")
             for run in found.items:
                 self._row(run, extras.get(run.id))
         first = (self.page - 1) * PAGE_SIZE + 1

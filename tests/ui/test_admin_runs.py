@@ -38,6 +38,13 @@ async def test_only_admins(user: User, make_user, log_in):
     await user.should_not_see(marker="runs")
 
 
+async def test_a_desk_with_no_runs_says_so_not_that_filters_found_nothing(user: User, make_user, log_in):
+    await log_in(user, await make_user("admin"))
+    await user.open("/app/admin/agents/runs")
+    await user.should_see("No runs yet.", retries=WAIT)
+    await user.should_not_see("No runs match these filters.")
+
+
 async def test_every_run_listed_and_filtered_by_agent_status_person_and_date(
     user: User, make_user, make_order, log_in, db, ai_settings, provider, fake_provider, client_for
 ):
