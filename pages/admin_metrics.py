@@ -1,9 +1,11 @@
 """/app/admin/metrics: the desk at a glance, drawn as charts that follow every change to the work orders.
 
-Filtered by owner and a range of days; a click on a bar or on a day's point opens the list of those orders
-(the list keeps its filters in its address: pages/work_orders.py).
+Filtered by owner and a range of days, kept in the address (`?owner=&since=&until=`, as the list keeps its
+own): Back, reload and a bookmark come back to them. A click on a bar or on a day's point opens the list of
+those orders (pages/work_orders.py).
 """
 
+from collections.abc import Mapping
 from datetime import date
 from urllib.parse import urlencode
 
@@ -25,6 +27,7 @@ from desk.work_orders import service as orders_service
 from desk.work_orders.models import PRIORITIES, STATUSES
 
 router = APIRouter()
+PATH = "/app/admin/metrics"
 # The chips' colours (components/chips.py) as the hex values ECharts needs.
 STATUS_HEX = {"pending": "#ff8f00", "in_progress": "#3949ab", "done": "#388e3c", "cancelled": "#616161"}
 PRIORITY_HEX = {"low": "#9e9e9e", "medium": "#1e88e5", "high": "#ef6c00", "urgent": "#d32f2f"}
@@ -33,37 +36,59 @@ PRIORITY_HEX = {"low": "#9e9e9e", "medium": "#1e88e5", "high": "#ef6c00", "urgen
 PAIR, HALF = "w-full gap-4 max-md:flex-col md:flex-nowrap", "w-full md:w-1/2"
 
 
-@router.page("/app/admin/metrics")
+@router.page(PATH)
 async def admin_metrics_page(request: Request):
     user = await session.current_user()
     if user is None:
         return session.to_login(request)
     actor = session.actor_of(user)
-    with admin_frame("Metrics", user, path="/app/admin/metrics") as visit:
+    with admin_frame("Metrics", user, path=PATH) as visit:
         if visit is None:
             return
-        board = MetricsBoard(visit)
         owners, _ = await orders_service.owner_choices(db=get_db(), actor=actor)
+        board = MetricsBoard(visit, from_address(request.query_params, owners))
         board.filters(owners)
-        board.build(await desk_metrics(db=get_db(), actor=actor))
+        board.build(await desk_metrics(db=get_db(), actor=actor, query=board.query))
         await board.show_agents(actor)
     live.on_change(board.on_changes)
+
+
+def from_address(params: Mapping[str, str], owners: dict[str, str]) -> MetricsQuery:
+    """The filters an address names; what is not understood (an owner not on the desk, a day that is not one)
+    is left out, as the list does."""
+    fields = {"ownerId": params.get("owner") if params.get("owner") in owners else None}
+    for key in ("since", "until"):
+        try:
+            fields[key] = date.fromisoformat(params.get(key) or "")
+        except ValueError:
+            fields[key] = None
+    return MetricsQuery.model_validate(fields)
+
+
+def address(query: MetricsQuery) -> str:
+    params = {"owner": query.owner_id, "since": query.since, "until": query.until}
+    shown = urlencode({key: str(value) for key, value in params.items() if value})
+    return f"{PATH}?{shown}" if shown else PATH
 
 
 class MetricsBoard:
     """The charts are drawn once; a change to the work orders re-reads the figures and updates them in place."""
 
-    def __init__(self, visit: session.Visit) -> None:
+    def __init__(self, visit: session.Visit, query: MetricsQuery) -> None:
         self.visit = visit
         self.reading = self.stale = False
-        self.query = MetricsQuery()
+        self.query = query
 
     def filters(self, owners: dict[str, str]) -> None:
         """Owner and range of days; any change reads the figures again."""
         with ui.row().classes("w-full items-end gap-3"):
-            owner = ui.select(owners, label="Owner", clearable=True).props("dense").classes("w-56").mark("owner")
-            since = ui.input("From (UTC day)").props("type=date dense stack-label").classes("w-44").mark("since")
-            until = ui.input("To (UTC day)").props("type=date dense stack-label").classes("w-44").mark("until")
+            shown = self.query
+            owner = ui.select(owners, label="Owner", value=shown.owner_id, clearable=True).props("dense")
+            owner.classes("w-56").mark("owner")
+            since = ui.input("From (UTC day)", value=shown.since.isoformat() if shown.since else "")
+            since.props("type=date dense stack-label").classes("w-44").mark("since")
+            until = ui.input("To (UTC day)", value=shown.until.isoformat() if shown.until else "")
+            until.props("type=date dense stack-label").classes("w-44").mark("until")
             self.problem = ui.label().classes("text-negative text-sm").mark("range-problem")
 
         async def changed() -> None:
@@ -79,6 +104,7 @@ class MetricsBoard:
                 self.problem.set_text("Pick a start day on or before the end day.")
                 return
             self.query = query
+            self.visit.moved_to(address(query))  # Back, reload, bookmarks and a new login come back to this view
             await self.on_changes([])
 
         for element in (owner, since, until):

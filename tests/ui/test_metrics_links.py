@@ -1,11 +1,14 @@
 """Metrics that lead somewhere: filtered by owner and days; a bar or a day's point opens the list of those orders."""
 
+from bson import ObjectId
 from nicegui import ui
 from nicegui.testing import User
 
+from desk.auth import service as auth_service
 from desk.work_orders import service
 from desk.work_orders.models import WorkOrderUpdate
-from tests.helpers import actor, until
+from tests.helpers import PASSWORD, actor, until
+from tests.ui.conftest import WAIT, submit
 
 PAGE = "/app/admin/metrics"
 
@@ -70,3 +73,31 @@ async def test_a_backwards_range_is_explained(user: User, make_user, log_in):
     user.find(marker="since").elements.pop().set_value("2026-03-02")
     user.find(marker="until").elements.pop().set_value("2026-03-01")
     await user.should_see("Pick a start day on or before the end day.")
+
+
+async def test_the_address_keeps_the_owner_and_the_days(user: User, make_user, make_order, log_in, db):
+    ada = await make_user("admin", name="Ada Lovelace")
+    sam = await make_user("user", name="Sam Rivera")
+    await make_order(sam, "Leaking tap")
+    await make_order(ada, "Replace bulb")
+    await log_in(user, ada)
+
+    await user.open(f"{PAGE}?owner={sam['id']}&since=2026-11-01&until=2026-11-30")  # a link another admin sent
+    await user.should_see(marker="total")
+    assert user.find(marker="total").elements.pop().text == "1"
+    assert user.find(marker="owner").elements.pop().value == sam["id"]
+    assert [user.find(marker=key).elements.pop().value for key in ("since", "until")] == ["2026-11-01", "2026-11-30"]
+    days = chart(user, "per-day-chart").options["xAxis"]["data"]
+    assert (days[0], days[-1], len(days)) == ("01 Nov", "30 Nov", 30)
+
+    await user.open(f"{PAGE}?owner=nobody&since=someday")  # what is not understood is left out
+    await user.should_see(marker="total")
+    assert user.find(marker="total").elements.pop().text == "2"
+
+    user.find(marker="owner").elements.pop().set_value(sam["id"])  # changed on the page: the address follows
+    await until(lambda: user.find(marker="total").elements.pop().text == "1", what="Sam's total")
+    await auth_service.end_sessions(db=db, user_id=ObjectId(ada["id"]))
+    await user.should_see(marker="login-reason", retries=WAIT)
+    submit(user, ada["email"], PASSWORD)
+    await user.should_see(marker="total", retries=WAIT)
+    assert user.find(marker="owner").elements.pop().value == sam["id"]
