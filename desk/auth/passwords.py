@@ -1,6 +1,7 @@
 """Password hashing (argon2id) and the password policy."""
 
 import asyncio
+import re
 from functools import cache
 from importlib.resources import files
 
@@ -12,6 +13,9 @@ from desk.schema import BLANK, BMP, char_class
 
 MIN_LENGTH = 12  # ASVS 4.0 2.1.1
 MAX_LENGTH = 128
+# What people put around a word to pass a length rule: ASCII digits, punctuation and space ("password1234").
+PADDING = "0-9 !-/:-@\\[-`{-~"
+PADDED_WORDS = 100  # the most common passwords' words, refused with any padding around them
 
 # OWASP's minimum for argon2id: 19 MiB of memory, 2 iterations, 1 lane.
 _hasher = PasswordHasher(time_cost=2, memory_cost=19 * 1024, parallelism=1)
@@ -20,33 +24,54 @@ _DUMMY_HASH = _hasher.hash("not a real password, only for equal timing")
 
 
 @cache
-def _common_passwords() -> frozenset[str]:
+def _common_passwords() -> tuple[str, ...]:
+    """The list's passwords, lower-cased, most common first."""
     text = files("desk.auth").joinpath("common_passwords.txt").read_text(encoding="utf-8")
-    return frozenset(line.strip().lower() for line in text.splitlines() if line.strip() and not line.startswith("#"))
+    lines = (line.strip().lower() for line in text.splitlines() if line.strip() and not line.startswith("#"))
+    return tuple(dict.fromkeys(lines))
+
+
+@cache
+def _refused() -> str:
+    """One regex for the check and the API's schema: a common password as it is; one of the most common words
+    with only digits, punctuation or spaces around it ("Password1234!", "iloveyou2024"); or nothing but those.
+
+    Case is spelled out in character classes (`_spellings`), since a JSON schema pattern takes no flags.
+    """
+    common = _common_passwords()
+    exact = [word for word in common if MIN_LENGTH <= len(word) <= MAX_LENGTH]
+    padding = re.compile(f"^[{PADDING}]+|[{PADDING}]+$")
+    bases = dict.fromkeys(padding.sub("", word) for word in common)
+    words = [word for word in bases if len(word) >= 5 and word.isascii() and word.isalpha()][:PADDED_WORDS]
+    pad = f"[{PADDING}]"
+    return f"^(?:{_alternatives(exact)}|{pad}*(?:{_alternatives(words)}){pad}*|{pad}+)$"
+
+
+def _alternatives(words: list[str]) -> str:
+    return "|".join("".join(f"[{char_class(_spellings(char))}]" for char in word) for word in sorted(words))
 
 
 def check_policy(password: str, *, field: str = "password") -> None:
     """Raise ValidationFailed, naming `field` (the request's name for it), when the password is too short, too long,
-    nothing but spaces and invisible characters, or among the most common ones."""
+    nothing but spaces and invisible characters, or a common one (`_refused`)."""
     if len(password) < MIN_LENGTH:
         raise ValidationFailed(f"The password must have at least {MIN_LENGTH} characters.", details={"field": field})
     if len(password) > MAX_LENGTH:
         raise ValidationFailed(f"The password may have at most {MAX_LENGTH} characters.", details={"field": field})
     if not password.strip(BLANK):  # twelve spaces, or zero-width ones: nobody could see or type it back
         raise ValidationFailed(NOTHING_VISIBLE, details={"field": field})
-    if password.lower() in _common_passwords():
-        raise ValidationFailed("That password is too common; choose another.", details={"field": field})
+    if re.fullmatch(_refused(), password):
+        raise ValidationFailed(TOO_COMMON, details={"field": field})
 
 
 NOTHING_VISIBLE = "The password must have more in it than spaces and invisible characters."
+TOO_COMMON = "That password is too common (digits or symbols around a common word do not help); choose another."
 
 
 def json_schema() -> dict[str, object]:
     """The policy in JSON schema, for the API's contract: the lengths, something visible, and no common password."""
-    refused = sorted(word for word in _common_passwords() if MIN_LENGTH <= len(word) <= MAX_LENGTH)
-    words = "|".join("".join(f"[{char_class(_spellings(char))}]" for char in word) for word in refused)
     visible = f"[^{char_class(frozenset(BLANK))}]"  # somewhere in it (a JSON schema pattern searches)
-    return {"minLength": MIN_LENGTH, "maxLength": MAX_LENGTH, "pattern": visible, "not": {"pattern": f"^(?:{words})$"}}
+    return {"minLength": MIN_LENGTH, "maxLength": MAX_LENGTH, "pattern": visible, "not": {"pattern": _refused()}}
 
 
 @cache

@@ -9,6 +9,7 @@ from nicegui.testing import User
 from components.forbidden import MESSAGE as NO_ACCESS
 from components.frame import SESSION_CHECK_SECONDS
 from desk.auth import service as auth_service
+from desk.auth.passwords import TOO_COMMON
 from desk.errors import Unauthorized
 from desk.users import service as users_service
 from desk.users.models import UserAdminUpdate, UserCreate
@@ -77,8 +78,8 @@ async def test_messages_appear_beside_the_fields(user: User, make_user, log_in, 
 
     user.find(marker="new-password").clear().type("qwerty123456")
     user.find(marker="create-user").click()
-    await user.should_see("That password is too common; choose another.", retries=WAIT)
-    assert error_of(user, "new-password") == "That password is too common; choose another."
+    await user.should_see(TOO_COMMON, retries=WAIT)
+    assert error_of(user, "new-password") == TOO_COMMON
 
     user.find(marker="new-password").clear().type(NEW_PASSWORD)
     user.find(marker="create-user").click()

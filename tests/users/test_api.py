@@ -58,6 +58,9 @@ async def test_duplicate_email_is_a_conflict(make_user, client_for):
         ("eleven char", "at least 12"),
         ("qwerty123456", "too common"),
         ("Q1W2E3R4T5Y6", "too common"),
+        ("Password1234", "too common"),  # a common word with digits around it, to reach twelve
+        ("!iloveyou2024", "too common"),
+        ("123456789012", "too common"),  # nothing but digits
         ("x" * 129, "at most 128"),
         (" " * 12, "more in it than spaces"),
         ("\u200b" * 12, "more in it than spaces"),
