@@ -42,6 +42,7 @@ async def test_a_colleague_takes_an_order_from_the_queue_in_the_list(user: User,
     await log_in(user, priya, landing="/app")
     await user.should_see("Broken chair", retries=WAIT)
     await user.should_see("Unassigned")
+    await user.should_see("asked by Sam Rivera")
     (take,) = user.find(marker="assign-to-me").elements
     assert take.props["aria-label"] == "Assign “Broken chair” to me"  # which one, to a screen reader
 
@@ -50,6 +51,7 @@ async def test_a_colleague_takes_an_order_from_the_queue_in_the_list(user: User,
     await user.should_see("“Broken chair” is yours now.", retries=WAIT)
     await user.should_see("Priya Shah")
     assert (await db["work_orders"].find_one({}))["ownerId"] == ObjectId(priya["id"])
+    await user.should_see("asked by Sam Rivera")  # why it is on her list, now that it is not the queue's
 
 
 async def test_the_queue_filter_shows_only_unassigned_orders(user: User, make_user, make_order, log_in, db):
@@ -279,3 +281,12 @@ async def test_a_viewer_reads_every_order_and_gets_no_edit_controls(
         await user.should_not_see(marker=marker)
     await user.should_see("Viewers read work orders and comment on them; they do not change them.")  # no form: why
     await user.should_see(marker="comment-add")  # a comment changes nothing on the order
+
+
+async def test_the_list_says_who_asked_only_when_someone_else_works_on_it(user: User, make_user, make_order, log_in):
+    sam = await make_user("user", name="Sam Rivera")
+    await make_order(sam, "Own lamp")
+    await log_in(user, sam, landing="/app")
+    await user.should_see("Own lamp", retries=WAIT)
+    await user.should_see(marker="order-owner")
+    await user.should_not_see(marker="order-requester")  # asked and worked on by Sam: nothing to explain
