@@ -87,7 +87,7 @@ async def seed_demo(db: AsyncDatabase, *, count: int = 200, only_if_empty: bool 
     for _ in range(count):
         stored = await orders_repo.insert(db, _order(rng, workers, moment, requesters=workers, queue_share=QUEUE_SHARE))
         await _history(db, rng, stored, [oid for oid, _ in people])
-    emails = ", ".join(email for email, _, _ in PEOPLE)
+    emails = ", ".join(f"{email} ({role})" for email, _, role in PEOPLE)  # which one to try each role as
     return f"Added {count} demo work orders. Demo people ({emails}) log in with the password {DEMO_PASSWORD}."
 
 

@@ -95,6 +95,7 @@ async def test_demo_seed_makes_a_realistic_desk(db, anonymous):
     summary = await seed_demo(db)
 
     assert "200 demo work orders" in summary
+    assert "dana.admin@example.com (admin)" in summary and "vic.moreau@example.com (viewer)" in summary
     assert sorted(await db["users"].distinct("role")) == ["admin", "user", "viewer"]
     orders = await db["work_orders"].find({}).to_list()
     assert len(orders) == 200
