@@ -61,7 +61,8 @@ def frame(title: str, user: dict, *, path: str) -> Iterator[session.Visit]:
             assistant.mark("copilot-toggle").tooltip("Ctrl+K / ⌘K")
         else:  # where the assistant would be, a dimmed icon that says why not (one icon: the header stays one row)
             unavailable = ui.button(icon="auto_awesome", on_click=lambda: ui.notify(off, type="info"))
-            unavailable.props(f'flat round color=white aria-label="Assistant unavailable: {off}"').classes("opacity-50")
+            unavailable.props("flat round color=white").classes("opacity-50")
+            unavailable.props["aria-label"] = f"Assistant unavailable: {off}"
             unavailable.mark("copilot-off").tooltip(off)
         with ui.row().classes("items-center gap-2 text-white"):
             name = ui.link(user["name"], "/app/profile").classes("text-white max-sm:max-w-32 truncate")

@@ -31,11 +31,11 @@ class UserRow:
         self.visit, self.shown = visit, person
         self.saving = False  # a change of this row is on its way to the database
         with ui.row().classes("w-full items-center gap-3 px-3 py-1 border-b").mark(f"user-row user:{person.email}"):
-            with ui.row().classes("w-48 items-center gap-1 no-wrap"):
+            with ui.row().classes("w-40 items-center gap-1 no-wrap"):
                 self.name = ui.label(person.name).classes("wrap-anywhere").mark("user-name")
                 if you:
                     ui.label("(you)").classes("text-xs text-grey-7")
-            self.email = ui.label(person.email).classes("w-64 wrap-anywhere text-sm").mark("user-email")
+            self.email = ui.label(person.email).classes("w-56 wrap-anywhere text-sm").mark("user-email")
             with ui.label().classes("w-28 text-sm text-grey-8").mark("last-login") as self.last:
                 self.last_at = ui.tooltip()
             self._show_last_login()
@@ -53,9 +53,17 @@ class UserRow:
             self.lock_area = ui.row().classes("items-center gap-1 no-wrap")
             self._show_lock()
             ui.space()
-            ui.button("Edit", icon="edit", on_click=self.edit_identity).props("flat dense").mark("edit-person")
-            ui.button("Tokens", icon="vpn_key", on_click=self.show_tokens).props("flat dense").mark("tokens")
-            ui.button("Reset password", icon="key", on_click=self.reset_password).props("flat dense").mark("reset")
+            # icons, each named by its tooltip and for screen readers: with words the three wrapped onto a
+            # second line under every person, even on a wide screen
+            actions = (
+                ("edit", "Edit name and email", self.edit_identity, "edit-person"),
+                ("vpn_key", "API tokens", self.show_tokens, "tokens"),
+                ("lock_reset", "Reset password", self.reset_password, "reset"),
+            )
+            for icon, words, action, marker in actions:
+                button = ui.button(icon=icon, on_click=action).props("flat round dense").mark(marker)
+                button.props["aria-label"] = words
+                button.tooltip(words)
 
     def show(self, person: UserRead) -> None:
         """`person` as stored now (another admin changed them, or they logged in), drawn in place."""

@@ -215,9 +215,14 @@ def _bars(title: str, labels: dict[str, str]) -> dict:
     return {
         "title": {"text": title, **TITLE},
         "tooltip": {"trigger": "axis"},
-        "grid": {"left": 40, "right": 16, "bottom": 32, "top": 48},
-        # every bar named, also on a phone (left to itself the chart names every other one when narrow)
-        "xAxis": {"type": "category", "data": list(labels.values()), "axisLabel": {"interval": 0}},
+        "grid": {"left": 40, "right": 16, "bottom": 44, "top": 48},
+        # every bar named, also on a phone (left to itself the chart names every other one when narrow); a name
+        # wider than its bar's room breaks onto a second line instead of running into its neighbour's
+        "xAxis": {
+            "type": "category",
+            "data": list(labels.values()),
+            "axisLabel": {"interval": 0, "width": 60, "overflow": "break"},
+        },
         "yAxis": {"type": "value", "minInterval": 1},
         "series": [{"type": "bar", "name": "Work orders", "data": [], "label": {"show": True, "position": "top"}}],
     }

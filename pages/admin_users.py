@@ -134,7 +134,7 @@ class UsersScreen:
             ui.label(count).classes("text-sm text-grey-7").mark("user-count")
             with ui.column().classes("w-full gap-0 border rounded"):
                 with ui.row().classes("w-full gap-3 px-3 py-1 text-xs text-grey-7 border-b"):
-                    columns = (("Name ↑", "w-48"), ("Email", "w-64"), ("Last login", "w-28"), ("Role", "w-32"))
+                    columns = (("Name ↑", "w-40"), ("Email", "w-56"), ("Last login", "w-28"), ("Role", "w-32"))
                     for heading, width in (*columns, ("AI", "w-28")):
                         ui.label(heading).classes(width)
                     ui.label("Access")

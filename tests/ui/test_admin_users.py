@@ -146,6 +146,9 @@ async def test_an_admin_resets_a_password(user: User, make_user, log_in, db):
     await open_as_admin(user, make_user, log_in)
 
     with user.scope(marker="user:sam@example.com"):
+        # icons in the row, each named for a screen reader and in a tooltip
+        named = {m: user.find(marker=m).elements.pop().props["aria-label"] for m in ("edit-person", "tokens", "reset")}
+        assert named == {"edit-person": "Edit name and email", "tokens": "API tokens", "reset": "Reset password"}
         user.find(marker="reset").click()
     await user.should_see(marker="reset-dialog", retries=WAIT)
     await user.should_see("New password for Sam Rivera (sam@example.com)")
