@@ -5,6 +5,7 @@ from nicegui import ui
 from pydantic import ValidationError
 
 from desk import problems
+from desk.auth import passwords
 from desk.errors import DeskError
 
 
@@ -67,3 +68,14 @@ def sentence(item: dict) -> str:
         return in_a_form
     text = problems.message(item)  # never pydantic's "Input should be ..."
     return text[:1].upper() + text[1:] + "."
+
+
+def password_problem(password: str) -> str | None:
+    """What the password policy says of `password` (None: nothing), to show beside its field with the form's
+    other problems at once: the schema's checks come first, the policy's only once they pass. The service
+    checks it again when the form is sent."""
+    try:
+        passwords.check_policy(password)
+    except DeskError as error:
+        return error.message
+    return None

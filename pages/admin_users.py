@@ -9,7 +9,7 @@ from nicegui import APIRouter, Client, ui
 from pydantic import ValidationError
 
 from components import session
-from components.fields import clear_problems, new_password, show_problems
+from components.fields import clear_problems, new_password, password_problem, show_problems
 from components.frame import admin_frame
 from components.paging import last_page
 from components.person_row import ROLE_NOUNS, ROLES, UserRow
@@ -73,6 +73,8 @@ class UsersScreen:
                     )
                 except (ValidationError, DeskError) as error:
                     show_problems(error, inputs, problem)
+                    if isinstance(error, ValidationError) and not password.error:  # every problem at once
+                        password.error = password_problem(password.value or "")
                     return
                 email.value, name.value, password.value, role.value = "", "", "", "user"
                 ui.notify(f"Added {made.name} as {ROLE_NOUNS[made.role]}.", type="positive")

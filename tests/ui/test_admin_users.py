@@ -81,6 +81,12 @@ async def test_messages_appear_beside_the_fields(user: User, make_user, log_in, 
     await user.should_see(TOO_COMMON, retries=WAIT)
     assert error_of(user, "new-password") == TOO_COMMON
 
+    user.find(marker="new-email").clear().type("not an email")  # every problem at once, not one a try
+    user.find(marker="create-user").click()
+    await user.should_see("Must be an email address.", retries=WAIT)
+    assert error_of(user, "new-password") == TOO_COMMON
+
+    user.find(marker="new-email").clear().type("ada@example.com")
     user.find(marker="new-password").clear().type(NEW_PASSWORD)
     user.find(marker="create-user").click()
     await user.should_see("A user with that email already exists.", retries=WAIT)
