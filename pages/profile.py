@@ -172,7 +172,8 @@ async def _show_secret_once(created: TokenCreated) -> None:
         ui.label("Your new API token").classes("text-lg font-semibold")
         ui.label(created.name).classes("wrap-anywhere font-medium")
         ui.label(created.secret).classes("font-mono break-all bg-grey-2 rounded p-2 w-full").mark("token-secret")
-        ui.label("Copy it now: you won't see this token again.").classes("text-warning font-medium")
+        # a dark orange: Quasar's amber "warning" on white was hard to read
+        ui.label("Copy it now: you won't see this token again.").classes("text-orange-10 font-medium")
 
         def copy() -> None:
             ui.clipboard.write(created.secret)
