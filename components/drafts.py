@@ -5,18 +5,18 @@ asks first, and the edit is kept in the browser's localStorage under the person'
 ids. A session that ends mid-typing sends the person to log in; the page restores the kept edit
 when they come back, and only to them: someone else signing in on the same browser (a shared
 desk) never sees it. Logging out on purpose forgets the person's kept edits (`forget_all`), after
-asking when the page has one. Values travel as JSON strings and go back into inputs, never into HTML.
+asking when this page or any other tab has one (`kept`). Values travel as JSON strings and go back
+into inputs, never into HTML.
 """
 
 import json
 from contextlib import suppress
 from typing import Any
-from weakref import WeakKeyDictionary
 
-from nicegui import Client, background_tasks, ui
+from nicegui import background_tasks, ui
 
 KEY = "desk-draft:"
-_open: WeakKeyDictionary[Client, "Draft"] = WeakKeyDictionary()  # the edit form of each open page, if it has one
+OLD_KEYS = r"/^desk-draft:[0-9a-f]{24}$/"  # kept under the order's id alone, before keys named the person
 # Static (no user text in it): asks before the page is left while the desk marked it dirty, and
 # sends Ctrl+S / Cmd+S to the page. Run, not added to <head>: the page may be sent already (the
 # frame waits for the socket), and a <script> inserted after that is never run by the browser.
@@ -35,6 +35,7 @@ if (!window.deskGuard) {
 }
 """
 READ_SECONDS = 5.0
+ASK_SECONDS = 2.0  # a logout waits this long at most to learn whether it must ask (a browser answers at once)
 
 
 class Draft:
@@ -44,7 +45,6 @@ class Draft:
         self.key = json.dumps(f"{KEY}{user_id}:{order_id}")
         self.dirty = False
         self.client = ui.context.client
-        _open[self.client] = self
         self.waiting: str | None = None  # the newest code not yet sent
         self.sending = False
         self.client.run_javascript(GUARD)
@@ -93,15 +93,23 @@ class Draft:
         return edits if isinstance(edits, dict) and edits else None
 
 
-def unsaved(client: Client) -> bool:
-    """Whether the page of `client` holds an edit not saved yet."""
-    draft = _open.get(client)
-    return draft is not None and draft.dirty
+async def kept(user_id: str) -> int:
+    """How many edits this browser keeps for the person, from any of their tabs (0 when it does not answer)."""
+    with suppress(TimeoutError):
+        found = await ui.run_javascript(f"{_theirs(user_id)}.length", timeout=ASK_SECONDS)
+        return found if isinstance(found, int) else 0
+    return 0
 
 
 async def forget_all(user_id: str) -> None:
-    """Forget every edit this browser keeps for the person (they log out: nothing of theirs stays behind)."""
-    prefix = json.dumps(f"{KEY}{user_id}:")
-    code = f"Object.keys(localStorage).filter((key) => key.startsWith({prefix}))"
+    """Forget every edit this browser keeps for the person (they log out: nothing of theirs stays behind), and
+    any kept before keys named their person (whose they were is unknown)."""
+    old = f"Object.keys(localStorage).filter((key) => {OLD_KEYS}.test(key))"
+    code = f"{_theirs(user_id)}.concat({old}).forEach((key) => localStorage.removeItem(key)); window.deskDirty = false"
     with suppress(TimeoutError):  # awaited, so it is done before the browser is sent away
-        await ui.run_javascript(f"{code}.forEach((key) => localStorage.removeItem(key)); window.deskDirty = false")
+        await ui.run_javascript(code)
+
+
+def _theirs(user_id: str) -> str:
+    prefix = json.dumps(f"{KEY}{user_id}:")  # ids only: no text of anyone's goes into the code
+    return f"Object.keys(localStorage).filter((key) => key.startsWith({prefix}))"

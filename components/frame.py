@@ -187,9 +187,13 @@ def _nav(label: str, target: str, path: str) -> None:
 
 
 async def _log_out(visit: session.Visit) -> None:
-    """End the session; with an unsaved edit on the page, only once the person says to discard it."""
-    if drafts.unsaved(visit.client):
-        lines = ("This page has changes that are not saved.", "Log out and discard them?")
+    """End the session; with unsaved edits (on this page, in another tab, kept from before), only once the
+    person says to discard them."""
+    here = visit.draft is not None and visit.draft.dirty
+    unsaved = max(await drafts.kept(visit.user_id), int(here))  # this page's may not have reached the browser yet
+    if unsaved:
+        orders = "1 work order" if unsaved == 1 else f"{unsaved} work orders"
+        lines = (f"You have changes on {orders} that are not saved.", "Log out and discard them?")
         if not await confirm(*lines, action="Log out", marker="confirm-logout"):
             return
     await drafts.forget_all(visit.user_id)  # on a shared computer, the next person must find none of this one's typing

@@ -11,7 +11,7 @@ a session that ended, or a role that changed, closes the page on the server (see
 import asyncio
 import re
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 from urllib.parse import quote
 from uuid import uuid4
 
@@ -24,6 +24,9 @@ from desk.auth import service as auth_service
 from desk.db.client import get_db
 from desk.errors import Unauthorized
 from desk.http import session_cookie_name, set_session_cookie
+
+if TYPE_CHECKING:  # a type only: drafts is a component of the order page, the session knows no pages
+    from components.drafts import Draft
 
 # One "/" then only the characters RFC 3986 allows in a path and query: no whitespace or control
 # character (browsers strip them, so "/\t/evil.example" would go to //evil.example), no backslash.
@@ -61,6 +64,7 @@ class Visit:
     role: str
     address: str  # the page's address now, its query included: where a new login brings the person back
     closing: bool = field(default=False, init=False)
+    draft: "Draft | None" = field(default=None, init=False)  # the page's edit form, if it has one (logout asks)
 
     def moved_to(self, address: str) -> None:
         """The page now shows `address` (a view's filters, say): the browser's, for Back and reload, and ours."""

@@ -69,7 +69,7 @@ class WorkOrderView:
         self.notice = ui.column().classes("w-full")
         await triage_card(self.visit, lambda: self.loaded, on_conflict=self._conflict)
         if self.editable:
-            self.draft = Draft(self.actor.id, self.loaded.id)
+            self.draft = self.visit.draft = Draft(self.actor.id, self.loaded.id)
             self._form()
             ui.on("desksave", self.save)  # Ctrl+S / Cmd+S
         else:
