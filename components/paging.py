@@ -1,9 +1,10 @@
-"""Page numbers as every paged screen reads and writes them: from an address, the last one a count reaches,
-and the address of a view (its filters and its page)."""
+"""Views in addresses as every screen reads and writes them: a page number, a day, the last page a count
+reaches, and the address of a view (its filters and its page)."""
 
+from datetime import date
 from urllib.parse import urlencode
 
-from desk.schema import MAX_OFFSET
+from desk.schema import FULL_DATE, MAX_OFFSET
 
 
 def page_from(text: str | None, size: int) -> int:
@@ -11,6 +12,16 @@ def page_from(text: str | None, size: int) -> int:
     if not text or not text.isdecimal() or len(text) > 6:  # "²" is a digit to isdigit(), not to int()
         return 1
     return max(1, min(int(text), MAX_OFFSET // size + 1))
+
+
+def day_from(text: str | None) -> date | None:
+    """The day `?since=` (or any day parameter) names, as the API reads one (YYYY-MM-DD); anything else is none."""
+    if not text or not FULL_DATE.match(text):  # Python alone would also take 20261201 and 2026-W48-1
+        return None
+    try:
+        return date.fromisoformat(text)
+    except ValueError:  # 2026-02-30
+        return None
 
 
 def last_page(total: int, size: int) -> int:

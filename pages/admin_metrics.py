@@ -16,6 +16,7 @@ from components import agent_charts, live, session
 from components.agent_charts import GRID_TOP, LEGEND, TITLE
 from components.chips import PRIORITY_LABELS, STATUS_LABELS
 from components.frame import admin_frame
+from components.paging import address, day_from
 from desk.actors import Actor
 from desk.agent.triage import service as triage_service
 from desk.config import get_settings
@@ -56,19 +57,15 @@ async def admin_metrics_page(request: Request):
 def from_address(params: Mapping[str, str], owners: dict[str, str]) -> MetricsQuery:
     """The filters an address names; what is not understood (an owner not on the desk, a day that is not one)
     is left out, as the list does."""
-    fields = {"ownerId": params.get("owner") if params.get("owner") in owners else None}
-    for key in ("since", "until"):
-        try:
-            fields[key] = date.fromisoformat(params.get(key) or "")
-        except ValueError:
-            fields[key] = None
-    return MetricsQuery.model_validate(fields)
+    owner = params.get("owner") if params.get("owner") in owners else None
+    return MetricsQuery.model_validate(
+        {"ownerId": owner, "since": day_from(params.get("since")), "until": day_from(params.get("until"))}
+    )
 
 
-def address(query: MetricsQuery) -> str:
-    params = {"owner": query.owner_id, "since": query.since, "until": query.until}
-    shown = urlencode({key: str(value) for key, value in params.items() if value})
-    return f"{PATH}?{shown}" if shown else PATH
+def view_address(query: MetricsQuery) -> str:
+    params = [("owner", query.owner_id), ("since", query.since), ("until", query.until)]
+    return address(PATH, [(key, str(value)) for key, value in params if value], page=1)
 
 
 class MetricsBoard:
@@ -104,7 +101,7 @@ class MetricsBoard:
                 self.problem.set_text("Pick a start day on or before the end day.")
                 return
             self.query = query
-            self.visit.moved_to(address(query))  # Back, reload, bookmarks and a new login come back to this view
+            self.visit.moved_to(view_address(query))  # Back, reload, bookmarks and a new login come back to this view
             await self.on_changes([])
 
         for element in (owner, since, until):

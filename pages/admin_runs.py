@@ -17,7 +17,7 @@ from components import session
 from components.chips import PRIORITY_LABELS
 from components.formats import when
 from components.frame import admin_frame
-from components.paging import address, last_page, page_from
+from components.paging import address, day_from, last_page, page_from
 from desk.agent import policy
 from desk.agent.models import AgentRunDetail, AgentRunRead, AgentToolCallRead
 from desk.agent.triage import service as triage
@@ -102,8 +102,8 @@ class RunsScreen:
             "agent": params.get("agent") if params.get("agent") in AGENT_NAMES else None,
             "status": params.get("status") if params.get("status") in STATUSES else None,
             "person": params.get("person") if params.get("person") in people else None,
-            "since": _day(params.get("since")),
-            "until": _day(params.get("until")),
+            "since": day_from(params.get("since")),
+            "until": day_from(params.get("until")),
         }
         self.page = page_from(params.get("page"), PAGE_SIZE)
         self.latest = 0  # loads overlap when filters change quickly: only the newest may draw
@@ -117,7 +117,7 @@ class RunsScreen:
                 day = self.filters[key]
                 field = ui.input(label, value=day.isoformat() if isinstance(day, date) else "")
                 field.props("type=date dense stack-label clearable").classes("w-40")
-                field.mark(f"runs-{key}").on_value_change(lambda e, k=key: self._set(k, _day(e.value)))
+                field.mark(f"runs-{key}").on_value_change(lambda e, k=key: self._set(k, day_from(e.value)))
         self.count = ui.label().classes("text-sm text-grey-7").mark("runs-count")
         self.list = ui.column().classes("w-full gap-0 border rounded").mark("runs")
         self.pager = ui.pagination(1, 1, direction_links=True).mark("runs-pages")
@@ -285,10 +285,3 @@ def _shown(field: str, value: object) -> str:
         return PRIORITY_LABELS.get(str(value), str(value))
     text = str(value)
     return f"“{text[:120]}…”" if len(text) > 120 else f"“{text}”"
-
-
-def _day(value: str | None) -> date | None:
-    try:
-        return date.fromisoformat(value) if value else None
-    except ValueError:
-        return None

@@ -16,7 +16,7 @@ from components import live, order_rows, session
 from components.chips import PRIORITY_LABELS, STATUS_LABELS
 from components.frame import frame, remember_list_view
 from components.order_rows import OrderRows
-from components.paging import address, last_page, page_from
+from components.paging import address, day_from, last_page, page_from
 from components.work_order_dialog import new_work_order_dialog
 from desk.actors import Actor
 from desk.db.client import get_db
@@ -71,7 +71,7 @@ class Filters:
             requester=params.get("requester") if params.get("requester") in people.requesters else None,
             sort=params.get("sort") if params.get("sort") in SORTS else "-createdAt",
             page=page_from(params.get("page"), PAGE_SIZE),
-            opened=_day(params.get("opened")),
+            opened=(day.isoformat() if (day := day_from(params.get("opened"))) else None),
         )
 
     def url(self) -> str:
@@ -234,13 +234,6 @@ def _people_choices(actor: Actor, owners: dict[str, str]) -> PeopleChoices:
     """Who an order is for, and who asked for it: anyone (admins, viewers) or oneself; as owner, also the queue."""
     people = owners if permissions.sees_all(actor) else {actor.id: "Me"}
     return PeopleChoices(owners={"none": "Unassigned (queue)"} | people, requesters=people)
-
-
-def _day(text: str | None) -> str | None:
-    try:
-        return date.fromisoformat(text).isoformat() if text else None
-    except ValueError:
-        return None
 
 
 def _filter_controls(filters: Filters, people: PeopleChoices, change: Callable[..., None]) -> ui.input:

@@ -36,6 +36,11 @@ class MetricsQuery(BaseModel):
     def days(self) -> list[date]:
         """The days to show, oldest first: at most MAX_DAYS, ending at `until` (default today)."""
         until = self.until or now().date()
-        since = self.since or until - timedelta(days=DAYS - 1)
-        since = max(since, until - timedelta(days=MAX_DAYS - 1))
+        since = self.since or _back(until, DAYS - 1)
+        since = max(since, _back(until, MAX_DAYS - 1))
         return [since + timedelta(days=n) for n in range((until - since).days + 1)]
+
+
+def _back(day: date, days: int) -> date:
+    """`days` before `day`, or the first day there is (0001-01-01 is a valid request, and has no 30 days before it)."""
+    return day - timedelta(days=days) if (day - date.min).days >= days else date.min

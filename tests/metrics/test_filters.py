@@ -39,3 +39,5 @@ async def test_one_owners_figures_and_a_range_of_days(make_user, client_for, db)
     assert backwards.status_code == 200 and backwards.json()["perDay"] == []  # no day is in that range
     as_a_number = await client.get("/api/v1/admin/metrics", params={"until": "0"})  # the fuzzer's 1970-01-01
     assert as_a_number.status_code == 400
+    first_day = await client.get("/api/v1/admin/metrics", params={"until": "0001-01-01"})  # was a 500
+    assert first_day.status_code == 200 and [d["day"] for d in first_day.json()["perDay"]] == ["0001-01-01"]

@@ -90,9 +90,10 @@ async def test_the_address_keeps_the_owner_and_the_days(user: User, make_user, m
     days = chart(user, "per-day-chart").options["xAxis"]["data"]
     assert (days[0], days[-1], len(days)) == ("01 Nov", "30 Nov", 30)
 
-    await user.open(f"{PAGE}?owner=nobody&since=someday")  # what is not understood is left out
+    await user.open(f"{PAGE}?owner=nobody&since=someday&until=20261130")  # what is not understood is left out
     await user.should_see(marker="total")
     assert user.find(marker="total").elements.pop().text == "2"
+    assert user.find(marker="until").elements.pop().value == ""  # a day as the API reads one: YYYY-MM-DD
 
     user.find(marker="owner").elements.pop().set_value(sam["id"])  # changed on the page: the address follows
     await until(lambda: user.find(marker="total").elements.pop().text == "1", what="Sam's total")
