@@ -138,9 +138,13 @@ class Visit:
 def visit(user: dict, path: str) -> Visit:
     """The Visit of the page being built, for `user` (just read from this request's session)."""
     request = ui.context.client.request
-    address = request.url.path + (f"?{request.url.query}" if request.url.query else "") if request else path
-    secret, user_id = _request_secret() or "", str(user["_id"])
-    return Visit(ui.context.client, secret, user_id, user["role"], address)
+    return Visit(
+        client=ui.context.client,
+        secret=_request_secret() or "",
+        user_id=str(user["_id"]),
+        role=user["role"],
+        address=_address(request) if request is not None else path,
+    )
 
 
 def _request_secret() -> str | None:
@@ -153,9 +157,14 @@ ENDED = "ended"  # the login page's reason: a session this browser had is over
 
 def to_login(request: Request) -> RedirectResponse:
     """Send the person to log in, and back here afterwards."""
-    target = request.url.path + (f"?{request.url.query}" if request.url.query else "")
+    target = _address(request)
     reason = f"&reason={ENDED}" if request.cookies.get(session_cookie_name()) else ""  # it had one: it ended
     return RedirectResponse(f"/login?redirect_to={quote(target, safe='')}{reason}", status_code=303)
+
+
+def _address(request: Request) -> str:
+    """Where `request` went: its path and query, what brings a person back to the same view."""
+    return request.url.path + (f"?{request.url.query}" if request.url.query else "")
 
 
 def safe_target(redirect_to: str | None) -> str:

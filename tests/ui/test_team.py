@@ -283,10 +283,18 @@ async def test_a_viewer_reads_every_order_and_gets_no_edit_controls(
     await user.should_see(marker="comment-add")  # a comment changes nothing on the order
 
 
-async def test_the_list_says_who_asked_only_when_someone_else_works_on_it(user: User, make_user, make_order, log_in):
+async def test_the_list_says_who_asked_only_when_someone_else_works_on_it(
+    user: User, make_user, make_order, log_in, db
+):
     sam = await make_user("user", name="Sam Rivera")
     await make_order(sam, "Own lamp")
     await log_in(user, sam, landing="/app")
     await user.should_see("Own lamp", retries=WAIT)
     await user.should_see(marker="order-owner")
     await user.should_not_see(marker="order-requester")  # asked and worked on by Sam: nothing to explain
+
+    await _queued(db, sam, "Queued lamp")  # left in the queue: the list says who asked
+    await user.should_see("asked by Sam Rivera", retries=WAIT)
+    user.find(marker="assign-to-me").click()  # Sam takes his own request: nothing to explain again
+    await user.should_see("“Queued lamp” is yours now.", retries=WAIT)
+    await user.should_not_see(marker="order-requester", retries=WAIT)
