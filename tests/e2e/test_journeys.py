@@ -94,20 +94,31 @@ async def test_two_people_edit_one_work_order(browser, make_person, e2e_db):
     robin.shoot("logged-out")
 
 
-async def test_logging_out_in_one_window_ends_the_session_in_the_other(browser, make_person):
+KEPT_EDITS = "return Object.keys(localStorage).filter((key) => key.startsWith('desk-draft:')).length"
+
+
+async def test_logging_out_in_one_window_ends_the_session_in_the_other(browser, make_person, make_order):
     person = await make_person(name="Sam Twowindows")
+    order = await make_order(person, "Squeaky door")
     sam = browser("sam")
     sam.log_in(person)
     first = sam.driver.current_window_handle
+    sam.click_link("Squeaky door")
+    sam.wait_until(lambda: sam.path.startswith("/app/work-orders/"), "the order page")
+    sam.fill("Title", "Squeaky door, second floor")  # not saved: kept in this browser meanwhile
+    sam.wait_until(lambda: sam.run_js(KEPT_EDITS) == 1, "the edit kept in the browser")
     sam.open_window()
     sam.open("/app")
     sam.see("Sam Twowindows")
 
     sam.press("Log out")
+    sam.see("You have changes on 1 work order that are not saved.")  # typed in the other window
+    sam.press("Log out")  # in the dialog that asks first
     sam.wait_for_path("/login")
+    assert sam.run_js(KEPT_EDITS) == 0  # on a shared computer, nothing of Sam's typing stays behind
     sam.use_window(first)
     sam.wait_for_path("/login", timeout=SESSION_CHECK)
-    _assert_on_login_page(sam, back_to="/app")
+    _assert_on_login_page(sam, back_to=f"/app/work-orders/{order.id}")  # the page it was on
     sam.shoot("other-window-logged-out")
 
 
