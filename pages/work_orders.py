@@ -195,7 +195,10 @@ class _ListView:
 
     def __init__(self, actor: Actor, owners: dict[str, str], filters: Filters, on_page: Callable[[int], None]) -> None:
         self.actor, self.filters = actor, filters
-        self.empty = ui.label().classes("text-grey-7 p-6").mark("empty")
+        with ui.row().classes("items-baseline gap-3 p-6") as self.nothing:
+            self.empty = ui.label().classes("text-grey-7").mark("empty")
+            # a fresh page with the same sort: the filter controls are drawn from the address again
+            self.clear = ui.link("Clear filters", Filters(sort=filters.sort).url()).mark("clear-filters")
         with ui.row().classes("w-full items-center"):
             self.count = ui.label().classes("text-sm text-grey-7").mark("count")
             ui.space()
@@ -210,11 +213,15 @@ class _ListView:
         self.rows.time_field = "created_at" if TIME_COLUMNS.get(filters.sort) == "created" else "updated_at"
         self.time_column.set_text(f"Times: when {TIME_COLUMNS.get(filters.sort, 'last updated')}")
         self.rows.show(page.items)
-        self.empty.set_visibility(not page.items)
+        self.nothing.set_visibility(not page.items)
         self.count.set_visibility(bool(page.items))
+        self.time_column.set_visibility(bool(page.items))  # times of nothing: nothing to say
         if not page.items:
             chosen = (filters.q, filters.status, filters.priority, filters.owner, filters.requester, filters.opened)
             searching = any(chosen)
+            self.clear.props["href"] = Filters(sort=filters.sort).url()
+            self.clear.set_visibility(searching)
+            self.clear.update()
             text = "Nothing matches these filters." if searching else "No work orders yet."
             if not searching and self.actor.can_write:
                 text += " Create the first one with “New work order” (or press n)."

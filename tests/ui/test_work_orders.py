@@ -5,7 +5,7 @@ from nicegui.testing import User
 
 from desk.work_orders import service
 from desk.work_orders.models import WorkOrderUpdate
-from tests.helpers import actor
+from tests.helpers import actor, until
 from tests.ui.conftest import WAIT
 
 XSS_TITLE = "<img src=x onerror=alert(1)>"
@@ -50,6 +50,13 @@ async def test_search_and_filters_narrow_the_list(user: User, make_user, make_or
 
     user.find(marker="search").clear().type("nothingatall")
     await user.should_see("Nothing matches these filters.", retries=WAIT)
+    await user.should_not_see(marker="time-column")  # times of nothing
+    user.find(marker="sort").elements.pop().set_value("title")
+    await user.should_see(marker="clear-filters", retries=WAIT)
+    clear = user.find(marker="clear-filters").elements.pop()
+    await until(lambda: clear.props["href"] == "/app?sort=title", what="a way back that keeps the sort")
+    user.find(marker="clear-filters").click()
+    await user.should_see("1–3 of 3", retries=WAIT)
 
 
 async def test_new_work_order_dialog_validates_beside_the_fields_then_creates(user: User, make_user, log_in, db):
