@@ -1,8 +1,9 @@
 """Who may see and change which work orders: the team model's rules, in one place.
 
 Admins and viewers see every order (viewers only read); people see what they asked for, what they
-work on and the queue, and change what they asked for or work on; anyone who can write may take a
-queued order. The service applies these to every read and write; pages ask them what to offer.
+work on and the queue, change what they asked for or work on, and delete what they asked for; anyone
+who can write may take a queued order (its owner, nothing else). The service applies these to every
+read and write; pages ask them what to offer.
 """
 
 from functools import partial
