@@ -4,9 +4,9 @@ Every request carries the CSRF header, as the desk's own pages and any honest cl
 state-changing request is a 403 before anything else is checked). With FUZZ_EMAIL set, requests go as
 that person: a session cookie from a real login, logged in again whenever a request answers 401,
 since the fuzzer itself logs out, and an admin may reset a password or end sessions along the way.
-When the login itself fails (the fuzzing admin reset its own password, or locked its account), the
-account is put back straight in the database (FUZZ_MONGODB_URI), as an operator would, and the login
-tried again.
+When the login itself fails (the fuzzing admin reset its own password, changed its own email, or locked
+its account), the account is put back straight in the database (FUZZ_MONGODB_URI), as an operator would,
+and the login tried again. It is found by the id its first login answered: its email may be what changed.
 """
 
 import os
@@ -14,6 +14,7 @@ import os
 import requests
 import schemathesis
 from argon2 import PasswordHasher
+from bson import ObjectId
 from pymongo import MongoClient
 
 URL = os.environ.get("FUZZ_URL", "")
@@ -23,6 +24,7 @@ CSRF = {"X-Desk-CSRF": "1"}
 COOKIE = "desk_session"  # plain http: no __Host- prefix (desk/http.py)
 MONGODB_URI = os.environ.get("FUZZ_MONGODB_URI", "")
 UNLOCKED = {"failedLoginCount": 0, "lockedUntil": None}
+_account: dict[str, object] = {}  # the fuzzing person's id, from its first login
 
 
 @schemathesis.hook
@@ -42,6 +44,7 @@ if EMAIL:
                 _restore()
                 answer = _login()
             answer.raise_for_status()
+            _account.setdefault("_id", answer.json()["id"])
             return answer.cookies[COOKIE]
 
         def set(self, case, data, context):
@@ -55,9 +58,10 @@ def _login() -> requests.Response:
 
 def _restore() -> None:
     """The account as bench/fuzz.py made it: its password, active, unlocked."""
+    who = {"_id": ObjectId(str(_account["_id"]))} if _account else {"email": EMAIL}
     with MongoClient(MONGODB_URI) as client:
         client["desk"]["users"].update_one(
-            {"email": EMAIL},
-            {"$set": {"passwordHash": PasswordHasher().hash(PASSWORD), "active": True, **UNLOCKED}},
+            who,
+            {"$set": {"email": EMAIL, "passwordHash": PasswordHasher().hash(PASSWORD), "active": True, **UNLOCKED}},
         )
         client["desk"]["rate_limits"].delete_many({})  # the failed logins' counters: a fuzz desk, nobody else's

@@ -104,7 +104,7 @@ async def test_on_a_phone_no_screen_scrolls_sideways_or_squeezes_a_column(browse
     screens = {
         "/app/admin/users": "Add a person",
         "/app/admin/agents": "Policy",
-        "/app/admin/agents/runs": "No runs match these filters.",
+        "/app/admin/agents/runs": "No runs yet.",
         "/app/admin/audit": "Nothing logged yet.",
         "/app/admin/metrics": "Work orders",
         "/app/profile": "Change password",
