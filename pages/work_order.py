@@ -183,9 +183,9 @@ class WorkOrderView:
             with ui.row().classes("w-full items-center") as self.actions:  # Save first: before Delete on Tab too
                 ui.button("Save", on_click=self.save).mark("save").tooltip("Ctrl+S")
                 ui.space()
-                if permissions.can_delete(self.actor, order):  # who works on someone else's request cancels it
-                    delete = ui.button("Delete", icon="delete", on_click=self._confirm_delete)
-                    delete.props("flat color=negative").mark("delete")
+                ui.button("Delete", icon="delete", on_click=self._confirm_delete).props("flat color=negative").mark(
+                    "delete"
+                )
 
     def edits(self) -> dict[str, object]:
         """The fields the person changed compared with `loaded`."""

@@ -46,9 +46,6 @@ class Staging:
             if image is None:
                 yield call.answer("error", {"error": "That work order no longer exists."}, "Found the work order gone")
                 return
-            if image.refusal is not None:  # nothing to ask the person about: they may not make it
-                yield call.answer("error", {"error": image.refusal}, "The change could not be made")
-                return
             pre, version = image.fields, image.version
         shown = approvals.diff(tool.name, args, pre)
         if not shown.changed:  # nothing to show the person, nothing to make

@@ -69,8 +69,6 @@ async def update(order_id: str, body: WorkOrderUpdate, db: Db, actor: CurrentAct
     responses=errors(*MISSING, ErrorCode.CONFLICT),
 )
 async def delete(order_id: str, version: Annotated[Version, Query()], db: Db, actor: CurrentActor) -> None:
-    """Delete an order you asked for (admins: any) at the `version` you read. Who works on someone else's
-    request cancels it instead (`status: cancelled`): deleting it is 403."""
     await service.delete(db=db, actor=actor, order_id=order_id, version=version)
 
 

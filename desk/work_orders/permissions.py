@@ -1,9 +1,9 @@
 """Who may see and change which work orders: the team model's rules, in one place.
 
 Admins and viewers see every order (viewers only read); people see what they asked for, what they
-work on and the queue, change what they asked for or work on, and delete what they asked for; anyone
-who can write may take a queued order (its owner, nothing else). The service applies these to every
-read and write; pages ask them what to offer.
+work on and the queue, and change (edit, delete) what they asked for or work on; anyone who can write
+may take a queued order (its owner, nothing else). The service applies these to every read and write;
+pages ask them what to offer.
 """
 
 from functools import partial
@@ -44,22 +44,8 @@ def _requester(doc: dict[str, Any]) -> str:
 
 
 def can_change(actor: Actor, order: WorkOrderRead) -> bool:
-    """Whether the actor may edit this order: admins all, people what they asked for or work on."""
+    """Whether the actor may edit or delete this order: admins all, people what they asked for or work on."""
     return actor.can_write and (actor.is_admin or _mine(actor, requester=order.requester_id, owner=order.owner_id))
-
-
-def can_delete(actor: Actor, order: WorkOrderRead) -> bool:
-    """Whether the actor may delete this order: admins, and the person who asked for it.
-
-    Who works on someone else's request closes it (done, cancelled) instead: a deletion would take the
-    request away from the person who made it, and taking an order from the queue must not be a way to that.
-    """
-    return actor.can_write and (actor.is_admin or order.requester_id == actor.id)
-
-
-NOT_YOURS_TO_DELETE = (
-    "Only the person who asked for this work order, or an admin, can delete it; set its status to Cancelled instead."
-)
 
 
 def can_take(actor: Actor, order: WorkOrderRead) -> bool:
@@ -120,13 +106,6 @@ def list_parts(actor: Actor, owner: ObjectId | str | None, *, mine: bool) -> tup
     keys = [partial(counters.total_key, me), partial(counters.total_key, counters.QUEUE)]
     keys.append(partial(counters.handed_key, me))
     return repo.seen_by(ObjectId(me)), keys
-
-
-def check_deletable(actor: Actor, doc: dict[str, Any]) -> None:
-    """`can_delete` for a stored order, refusing in words."""
-    check_writable(actor, doc, taking=False)
-    if not (actor.is_admin or _requester(doc) == actor.id):
-        raise Forbidden(NOT_YOURS_TO_DELETE)
 
 
 def check_take(actor: Actor, doc: dict[str, Any], changes: dict[str, Any]) -> None:

@@ -192,10 +192,7 @@ async def update(
 
 async def delete(*, db: AsyncDatabase, actor: Actor, order_id: str, version: int, run_id: str | None = None) -> None:
     """Delete at the version the person saw; Conflict (and nothing deleted) when it moved on."""
-    before = await _get_visible(db, actor, order_id)
-    if before is None:
-        raise NotFound("No such work order.")
-    permissions.check_deletable(actor, before)
+    before = await _get_writable(db, actor, order_id)
     _check_version(before, version)
     deleted = timeline_entry(actor, "deleted", before=_tracked(before), after=None, run_id=run_id)
     gone = await repo.delete(db, before["_id"], version, activity=deleted)
@@ -243,6 +240,14 @@ async def add_comment(*, db: AsyncDatabase, actor: Actor, order_id: str, data: C
         "at": now(),
     }
     return CommentRead.model_validate(await repo.comment(db, doc, entry))
+
+
+async def _get_writable(db: AsyncDatabase, actor: Actor, order_id: str) -> dict[str, Any]:
+    doc = await _get_visible(db, actor, order_id)
+    if doc is None:
+        raise NotFound("No such work order.")
+    permissions.check_writable(actor, doc, taking=False)
+    return doc
 
 
 async def _get_for_update(db: AsyncDatabase, actor: Actor, order_id: str, data: WorkOrderUpdate) -> dict[str, Any]:

@@ -24,8 +24,7 @@ MATRIX = {  # (role, relation) -> what each action gives the person
     # reassigning is for admins
     ("user", "requester"): dict.fromkeys(ACTIONS, OK) | {"take": REFUSED, "take+edit": REFUSED},
     ("user", "requester, queued"): dict.fromkeys(ACTIONS, OK),
-    # who works on someone else's request cancels it: deleting it is for its requester and admins
-    ("user", "owner"): dict.fromkeys(ACTIONS, OK) | {"delete": REFUSED},
+    ("user", "owner"): dict.fromkeys(ACTIONS, OK),
     # a take changes the owner alone: the rest is for once the order is theirs
     ("user", "queue"): dict.fromkeys(ACTIONS, OK) | {"update": REFUSED, "take+edit": REFUSED, "delete": REFUSED},
     ("user", "other"): dict.fromkeys(ACTIONS, HIDDEN),

@@ -39,15 +39,10 @@ class ToolOutput:
 
 @dataclass(frozen=True)
 class PreImage:
-    """The target as it was when a write was staged: the diff's "before" and the version to write at.
-
-    `refusal`: why the person may not make this change at all, said before anything is staged for them
-    (the service refuses it anyway if it ever runs).
-    """
+    """The target as it was when a write was staged: the diff's "before" and the version to write at."""
 
     fields: dict[str, Any]
     version: int
-    refusal: str | None = None
 
 
 @dataclass(frozen=True)

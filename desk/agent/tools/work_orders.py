@@ -4,7 +4,7 @@ from pydantic import Field
 
 from desk.agent.tools.registry import MAX_ITEMS, PreImage, Tool, ToolArgs, ToolContext, ToolOutput, clip, derive
 from desk.users import service as users_service
-from desk.work_orders import permissions, service
+from desk.work_orders import service
 from desk.work_orders.models import Priority, Status, WorkOrderCreate, WorkOrderQuery, WorkOrderRead, WorkOrderUpdate
 
 EVERYONE = frozenset({"admin", "user", "viewer"})
@@ -90,15 +90,6 @@ async def preimage(ctx: ToolContext, args: ToolArgs) -> PreImage | None:
     return PreImage({f: getattr(order, f) for f in SHOWN}, order.version) if order else None
 
 
-async def preimage_to_delete(ctx: ToolContext, args: ToolArgs) -> PreImage | None:
-    """As `preimage`; an order the person works on but did not ask for is theirs to cancel, not to delete."""
-    order = await service.get(db=ctx.db, actor=ctx.actor, order_id=args.id)
-    if order is None:
-        return None
-    refusal = None if permissions.can_delete(ctx.actor, order) else permissions.NOT_YOURS_TO_DELETE
-    return PreImage({f: getattr(order, f) for f in SHOWN}, order.version, refusal)
-
-
 def _count(output: ToolOutput) -> str:
     return f"Looked up {output.result.get('shown', 0)} of your work orders"  # "1 of your work orders" reads right
 
@@ -158,8 +149,7 @@ TOOLS = [
     ),
     Tool(
         "delete_work_order",
-        "Propose deleting a work order the person asked for (id from an earlier result); one they only work on "
-        "is cancelled instead. The person must approve it.",
+        "Propose deleting one of the person's work orders (id from an earlier result). The person must approve it.",
         DeleteArgs,
         "write",
         WRITERS,
@@ -167,6 +157,6 @@ TOOLS = [
         delete,
         lambda _: "Deleted a work order",
         target=lambda a: a.id,
-        preimage=preimage_to_delete,
+        preimage=preimage,
     ),
 ]
