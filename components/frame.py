@@ -33,8 +33,12 @@ def frame(title: str, user: dict, *, path: str) -> Iterator[session.Visit]:
         toggle = _copilot_drawer(visit) if path != COPILOT_PAGE else _focus_page_copilot
         if path == COPILOT_PAGE:
             _shortcut(toggle)
-    else:  # Ctrl+K is not a dead key: it says why there is no assistant
-        _shortcut(lambda: ui.notify(off, type="info"))
+    else:  # Ctrl+K is not a dead key, nor the icon in its place: both say why there is no assistant
+
+        def say_why() -> None:
+            ui.notify(off, type="info")
+
+        _shortcut(say_why)
     # On a phone the header's buttons show their icons alone, and the name is cut short: two rows, not three.
     # (NiceGUI puts a button's text in as a bare text node: no element to hide, so its size goes to 0.)
     ui.add_css(
@@ -60,7 +64,7 @@ def frame(title: str, user: dict, *, path: str) -> Iterator[session.Visit]:
             assistant.classes("icon-on-phone").props('aria-label="Assistant"')
             assistant.mark("copilot-toggle").tooltip("Ctrl+K / ⌘K")
         else:  # where the assistant would be, a dimmed icon that says why not (one icon: the header stays one row)
-            unavailable = ui.button(icon="auto_awesome", on_click=lambda: ui.notify(off, type="info"))
+            unavailable = ui.button(icon="auto_awesome", on_click=say_why)
             unavailable.props("flat round color=white").classes("opacity-50")
             unavailable.props["aria-label"] = f"Assistant unavailable: {off}"
             unavailable.mark("copilot-off").tooltip(off)

@@ -48,11 +48,12 @@ class _Row:
             self.title = ui.link(order.title, f"/app/work-orders/{order.id}").classes(f"{title_classes} wrap-anywhere")
             self.title.mark("order-title")
             self.status = status_chip(order.status)
-            self.owner = self.asker = None
-            if owners is not None:  # who works on it; below, who asked, when someone else did (why it is listed)
+            self.people: tuple[ui.label, ui.label] | None = None  # who works on it, and who asked
+            if owners is not None:  # below the owner, who asked, when someone else did (why it is listed)
                 with ui.column().classes("gap-0 w-36 max-md:w-auto shrink-0"):
-                    self.owner = ui.label().classes("text-sm text-grey-8 wrap-anywhere").mark("order-owner")
-                    self.asker = ui.label().classes("text-xs text-grey-7 wrap-anywhere").mark("order-requester")
+                    owner = ui.label().classes("text-sm text-grey-8 wrap-anywhere").mark("order-owner")
+                    asker = ui.label().classes("text-xs text-grey-7 wrap-anywhere").mark("order-requester")
+                    self.people = (owner, asker)
             self.take = None
             if on_take is not None:  # shown on queued orders only, in a column every row keeps: the rows line up
                 with ui.element().classes("w-28 max-md:w-auto shrink-0"):
@@ -68,11 +69,12 @@ class _Row:
         self.title.set_text(order.title)
         _set_chip(self.priority, PRIORITY_LABELS[order.priority], PRIORITY_COLORS[order.priority])
         _set_chip(self.status, STATUS_LABELS[order.status], STATUS_COLORS[order.status])
-        if self.owner is not None and self.asker is not None and owners is not None:
-            self.owner.set_text(owners.get(order.owner_id, "—") if order.owner_id else "Unassigned")
+        if self.people is not None and owners is not None:
+            owner, asker = self.people
+            owner.set_text(owners.get(order.owner_id, "—") if order.owner_id else "Unassigned")
             asked_elsewhere = order.requester_id != order.owner_id
-            self.asker.set_text(f"asked by {owners.get(order.requester_id, 'someone')}" if asked_elsewhere else "")
-            self.asker.set_visibility(asked_elsewhere)
+            asker.set_text(f"asked by {owners.get(order.requester_id, 'someone')}" if asked_elsewhere else "")
+            asker.set_visibility(asked_elsewhere)
         if self.take is not None:
             self.take.set_visibility(order.owner_id is None)
             label = f"Assign “{order.title}” to me"  # 25 rows of "Assign to me" read alike to a screen reader

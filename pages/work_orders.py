@@ -197,8 +197,7 @@ class _ListView:
         self.actor, self.filters = actor, filters
         with ui.row().classes("items-baseline gap-3 p-6") as self.nothing:
             self.empty = ui.label().classes("text-grey-7").mark("empty")
-            # a fresh page with the same sort: the filter controls are drawn from the address again
-            self.clear = ui.link("Clear filters", Filters(sort=filters.sort).url()).mark("clear-filters")
+            self.clear = ui.link("Clear filters", "/app").mark("clear-filters")  # its address: `show`
         with ui.row().classes("w-full items-center"):
             self.count = ui.label().classes("text-sm text-grey-7").mark("count")
             ui.space()
@@ -219,6 +218,7 @@ class _ListView:
         if not page.items:
             chosen = (filters.q, filters.status, filters.priority, filters.owner, filters.requester, filters.opened)
             searching = any(chosen)
+            # a fresh page with the same sort: the filter controls are drawn from the address again
             self.clear.props["href"] = Filters(sort=filters.sort).url()
             self.clear.set_visibility(searching)
             self.clear.update()
