@@ -42,17 +42,27 @@ def browser_storage(user: User) -> dict[str, str]:
 OLD_KEY = re.compile(r"desk-draft:[0-9a-f]{24}")  # as the browser's code tests it (components/drafts.py OLD_KEYS)
 
 
+async def type_unsaved(user: User, person: dict, order, storage: dict[str, str], field: str, text: str) -> str:
+    """On `order`'s page (`person` logged in), type `text` into `field` and wait for the browser to keep it; its key."""
+    await user.open(f"/app/work-orders/{order.id}")
+    await user.should_see(marker="detail-title", retries=WAIT)
+    user.find(marker=f"edit-{field}").clear().type(text)
+    key = f"desk-draft:{person['id']}:{order.id}"
+
+    def kept() -> bool:
+        return key in storage and json.loads(storage[key])["edits"].get(field) == text
+
+    await until(kept, what="the edit kept in the browser", within=15)
+    return key
+
+
 async def test_an_edit_is_kept_while_unsaved_and_forgotten_once_saved(user: User, make_user, make_order, log_in, db):
     sam = await make_user("user")
     order = await make_order(sam, "Leaking tap")
     storage = browser_storage(user)
     await log_in(user, sam)
-    await user.open(f"/app/work-orders/{order.id}")
-    await user.should_see(marker="detail-title", retries=WAIT)
 
-    user.find(marker="edit-title").clear().type("Leaking tap, <b>kitchen</b>")
-    key = f"desk-draft:{sam['id']}:{order.id}"
-    await until(lambda: "kitchen" in storage.get(key, ""), what="the edit kept in the browser", within=15)
+    key = await type_unsaved(user, sam, order, storage, "title", "Leaking tap, <b>kitchen</b>")
     assert json.loads(storage[key]) == {"version": 1, "edits": {"title": "Leaking tap, <b>kitchen</b>"}}
 
     user.find(marker="save").click()
@@ -67,11 +77,7 @@ async def test_a_session_that_ends_mid_typing_keeps_the_edit_for_after_the_next_
     order = await make_order(sam, "Leaking tap", description="Cold tap")
     storage = browser_storage(user)
     await log_in(user, sam)
-    await user.open(f"/app/work-orders/{order.id}")
-    await user.should_see(marker="detail-title", retries=WAIT)
-    user.find(marker="edit-description").clear().type("Cold tap drips all night")
-    key = f"desk-draft:{sam['id']}:{order.id}"
-    await until(lambda: "night" in storage.get(key, ""), what="the edit kept in the browser", within=15)
+    await type_unsaved(user, sam, order, storage, "description", "Cold tap drips all night")
 
     await auth_service.end_sessions(db=db, user_id=ObjectId(sam["id"]))  # logged out in another tab
     await user.should_see(marker="login-reason", retries=WAIT)
@@ -156,10 +162,7 @@ async def test_someone_else_signing_in_on_the_same_browser_does_not_get_the_kept
     order = await make_order(sam, "Leaking tap")
     storage = browser_storage(user)
     await log_in(user, sam)
-    await user.open(f"/app/work-orders/{order.id}")
-    await user.should_see(marker="detail-title", retries=WAIT)
-    user.find(marker="edit-title").clear().type("Leaking tap, private note")
-    await until(lambda: any("private note" in value for value in storage.values()), what="the edit kept", within=15)
+    await type_unsaved(user, sam, order, storage, "title", "Leaking tap, private note")
     await auth_service.end_sessions(db=db, user_id=ObjectId(sam["id"]))  # Sam's session ends; he walks away
     await user.should_see(marker="login-reason", retries=WAIT)
 
@@ -178,11 +181,7 @@ async def test_logging_out_with_an_unsaved_edit_asks_first_and_then_forgets_it(
     storage = browser_storage(user)
     storage[f"desk-draft:someone-else:{order.id}"] = json.dumps({"version": 1, "edits": {"title": "Theirs"}})
     await log_in(user, sam)
-    await user.open(f"/app/work-orders/{order.id}")
-    await user.should_see(marker="detail-title", retries=WAIT)
-    user.find(marker="edit-title").clear().type("Dripping tap")
-    key = f"desk-draft:{sam['id']}:{order.id}"
-    await until(lambda: key in storage, what="the edit kept in the browser", within=15)
+    key = await type_unsaved(user, sam, order, storage, "title", "Dripping tap")
 
     user.find(marker="logout").click()
     await user.should_see("You have changes on 1 work order that are not saved.", retries=WAIT)

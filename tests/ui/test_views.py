@@ -10,15 +10,20 @@ from tests.helpers import PASSWORD, actor, until
 from tests.ui.conftest import WAIT, submit
 
 
+async def kitchen_jobs(make_order, person: dict, count: int) -> None:
+    """`count` orders with "kitchen" in their titles, and one without."""
+    for number in range(count):
+        await make_order(person, f"Kitchen job {number:02d}")
+    await make_order(person, "Roof")
+
+
 def titles(user: User) -> list[str]:
     return [link.text for link in user.find(marker="order-title").elements]
 
 
 async def test_an_address_opens_its_view_filtered_sorted_and_on_its_page(user: User, make_user, make_order, log_in):
     sam = await make_user("user")
-    for number in range(27):
-        await make_order(sam, f"Kitchen job {number:02d}")
-    await make_order(sam, "Roof")
+    await kitchen_jobs(make_order, sam, 27)
     await log_in(user, sam)
 
     await user.open("/app?q=kit&sort=title&page=2")
@@ -108,14 +113,12 @@ async def test_a_session_that_ends_brings_the_person_back_to_the_view_they_had(
     user: User, make_user, make_order, log_in, db
 ):
     sam = await make_user("user")
-    for number in range(3):
-        await make_order(sam, f"Kitchen job {number}")
-    await make_order(sam, "Roof")
+    await kitchen_jobs(make_order, sam, 3)
     await log_in(user, sam)
     await user.open("/app?q=kit")
-    await user.should_see("1–3 of 3")
-    user.find(marker="sort").elements.pop().set_value("title")  # changed on the page: the address follows
     await user.should_see("Times: when created")
+    user.find(marker="sort").elements.pop().set_value("title")  # changed on the page: the address follows
+    await user.should_see("Times: when last updated", retries=WAIT)  # the list redrawn in that sort
 
     await auth_service.end_sessions(db=db, user_id=ObjectId(sam["id"]))  # an admin reset it, or it timed out
     await user.should_see(marker="login-reason", retries=WAIT)
