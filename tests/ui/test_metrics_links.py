@@ -75,7 +75,7 @@ async def test_a_backwards_range_is_explained(user: User, make_user, log_in):
     await user.should_see("Pick a start day on or before the end day.")
 
 
-async def test_the_address_keeps_the_owner_and_the_days(user: User, make_user, make_order, log_in, db):
+async def test_the_address_keeps_the_owner_and_the_days(user: User, make_user, make_order, log_in):
     ada = await make_user("admin", name="Ada Lovelace")
     sam = await make_user("user", name="Sam Rivera")
     await make_order(sam, "Leaking tap")
@@ -95,6 +95,15 @@ async def test_the_address_keeps_the_owner_and_the_days(user: User, make_user, m
     assert user.find(marker="total").elements.pop().text == "2"
     assert user.find(marker="until").elements.pop().value == ""  # a day as the API reads one: YYYY-MM-DD
 
+
+async def test_a_new_login_comes_back_to_the_owner_picked_on_the_page(user: User, make_user, make_order, log_in, db):
+    ada = await make_user("admin", name="Ada Lovelace")
+    sam = await make_user("user", name="Sam Rivera")
+    await make_order(sam, "Leaking tap")
+    await make_order(ada, "Replace bulb")
+    await log_in(user, ada, landing=f"/login?redirect_to={PAGE}")  # one page open: the one whose session ends
+    await user.should_see(marker="total", retries=WAIT)
+
     user.find(marker="owner").elements.pop().set_value(sam["id"])  # changed on the page: the address follows
     await until(lambda: user.find(marker="total").elements.pop().text == "1", what="Sam's total")
     await auth_service.end_sessions(db=db, user_id=ObjectId(ada["id"]))
@@ -102,3 +111,4 @@ async def test_the_address_keeps_the_owner_and_the_days(user: User, make_user, m
     submit(user, ada["email"], PASSWORD)
     await user.should_see(marker="total", retries=WAIT)
     assert user.find(marker="owner").elements.pop().value == sam["id"]
+    assert user.find(marker="total").elements.pop().text == "1"
