@@ -86,9 +86,20 @@ RFC3339 = re.compile(
     r"^[0-9]{4}-[0-9]{2}-[0-9]{2}[Tt][0-9]{2}:[0-9]{2}:[0-9]{2}(\.[0-9]+)?([Zz]|[+-][0-9]{2}:[0-9]{2})$"
 )
 FULL_DATE = re.compile(r"^[0-9]{4}-[0-9]{2}-[0-9]{2}$")
+
+
+def _in_utc(value: datetime) -> datetime:
+    """The moment in UTC, as it is stored and compared; one its offset takes past year 1 or 9999 is out of range."""
+    try:
+        return value.astimezone(UTC)
+    except OverflowError:
+        raise PydanticCustomError("datetime_range", WHEN_RANGE) from None
+
+
+WHEN_RANGE = "must be between 0001-01-01T00:00:00Z and 9999-12-31T23:59:59Z"
 # A moment in a query string: RFC 3339 with its offset, what the schema's date-time format means (pydantic
 # alone would also take a bare date, a number of seconds or no offset at all).
-Timestamp = Annotated[datetime, BeforeValidator(_rfc3339)]
+Timestamp = Annotated[datetime, BeforeValidator(_rfc3339), AfterValidator(_in_utc)]
 
 
 DAY = "must be a day such as 2026-01-31"

@@ -444,6 +444,34 @@ async def test_a_time_in_a_query_is_rfc3339_not_a_number_or_a_bare_date(make_use
     assert answers[0].json()["error"]["details"]["fields"][0]["message"].startswith("must be a date and time")
 
 
+@pytest.mark.parametrize("bound", [{"since": "0001-01-01T00:00:00+01:00"}, {"until": "9999-12-31T23:59:59-01:00"}])
+async def test_a_time_whose_offset_takes_it_past_the_calendar_is_a_400_not_a_500(bound, make_user, client_for):
+    # found by a QA pass: well formed, but in UTC before year 1 or after 9999, and the database could not store it
+    client = await client_for(await make_user("admin"))
+
+    response = await client.get("/api/v1/admin/agents/runs", params=bound)
+
+    assert response.status_code == 400
+    assert response.json()["error"]["details"]["fields"] == [
+        {
+            "field": next(iter(bound)),
+            "message": "must be between 0001-01-01T00:00:00Z and 9999-12-31T23:59:59Z",
+            "type": "datetime_range",
+        }
+    ]
+
+
+async def test_the_first_and_last_days_there_are_can_be_asked_for(make_user, client_for, make_order):
+    # found by a QA pass: the order list's `opened=9999-12-31` was a 500 (its day has no next day to end before)
+    sam = await make_user("user")
+    client = await client_for(sam)
+    await make_order(sam)
+
+    answers = [await client.get(ORDERS, params={"opened": day}) for day in ("0001-01-01", "9999-12-31")]
+
+    assert [(answer.status_code, answer.json()["total"]) for answer in answers] == [(200, 0), (200, 0)]
+
+
 async def test_a_well_formed_owner_that_names_nobody_is_not_found_not_a_bad_request(make_user, client_for, db):
     client = await client_for(await make_user("admin"))
 

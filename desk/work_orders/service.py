@@ -3,7 +3,7 @@
 Who may do which of these is decided in `permissions`; every function here asks it before touching a document.
 """
 
-from datetime import UTC, datetime, time, timedelta
+from datetime import UTC, date, datetime, time, timedelta
 from typing import Any
 
 from bson import ObjectId
@@ -126,7 +126,8 @@ async def list_orders(
     parts, total_keys = permissions.list_parts(actor, owner, mine=mine) if requester is None else ([], [])
     if query.opened:  # one UTC day: counted by the server up to the cap, as a search is
         start = datetime.combine(query.opened, time(), tzinfo=UTC)
-        filter_["createdAt"] = {"$gte": start, "$lt": start + timedelta(days=1)}
+        # the last day there is (9999-12-31) has no next day to end before
+        filter_["createdAt"] = {"$gte": start} | ({"$lt": start + timedelta(days=1)} if query.opened < date.max else {})
     if query.q:
         # a requester's orders are searched as the parts whose index ranges hold them, not the word's every posting
         searched = repo.requested_by(requester) if requester is not None else parts
