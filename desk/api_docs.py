@@ -13,7 +13,7 @@ from fastapi.responses import HTMLResponse
 from fastapi.staticfiles import StaticFiles
 from swagger_ui_bundle import swagger_ui_path
 
-from desk.http import CSRF_HEADER, session_cookie_name
+from desk.http import CSRF_HEADER, MAX_BODY_BYTES, session_cookie_name
 
 DOCS = "/api/docs"
 ASSETS = f"{DOCS}/assets"
@@ -50,10 +50,18 @@ def _schema(app: FastAPI) -> dict[str, Any]:
             for method, operation in operations.items():
                 # FastAPI documents a 422 on every route with input; the desk answers those as 400 in the envelope.
                 operation.get("responses", {}).pop("422", None)
+                if "requestBody" in operation:  # any body over the limit, on any route (desk.http.BodyLimit)
+                    operation["responses"]["413"] = TOO_LARGE
                 if (security := OPEN.get((path, method), SIGNED_IN)) is not None:
                     operation["security"] = security
         app.openapi_schema = schema
     return app.openapi_schema
+
+
+TOO_LARGE = {
+    "description": f"VALIDATION_ERROR: the body is over {MAX_BODY_BYTES // 1024} KiB; nothing was saved",
+    "content": {"application/json": {"schema": {"$ref": "#/components/schemas/ErrorEnvelope"}}},
+}
 
 
 def security_schemes() -> dict[str, Any]:

@@ -23,6 +23,23 @@ async def test_health_and_readiness(anonymous):
     assert (await anonymous.get("/readyz")).json() == {"status": "ready"}
 
 
+async def test_a_probe_with_a_query_is_still_answered(anonymous):
+    # a load balancer may add a cache-buster; every other route refuses a query it does not take
+    assert (await anonymous.get("/healthz", params={"t": "1733130000"})).json() == {"status": "ok"}
+    assert (await anonymous.get("/readyz", params={"t": "1733130000"})).json() == {"status": "ready"}
+    assert (await anonymous.get("/api/v1/work-orders", params={"t": "1"})).status_code in (400, 401)
+
+
+def test_every_route_that_takes_a_body_documents_the_413_for_one_too_large():
+    app = FastAPI()
+    install_api(app)
+    operations = [op for methods in app.openapi()["paths"].values() for op in methods.values()]
+
+    with_body = [op for op in operations if "requestBody" in op]
+    assert with_body and all(op["responses"]["413"]["description"].startswith("VALIDATION_ERROR") for op in with_body)
+    assert not any("413" in op["responses"] for op in operations if "requestBody" not in op)
+
+
 def test_every_api_route_documents_its_error_envelope():
     app = FastAPI()
     install_api(app)
