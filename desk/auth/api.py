@@ -4,7 +4,7 @@ from fastapi import APIRouter, Depends, Request, Response, status
 
 from desk.auth import service
 from desk.auth.models import LoginRequest, PasswordChange, ProfileUpdate, TokenCreate, TokenCreated, TokenRead
-from desk.errors import ErrorCode, ValidationFailed
+from desk.errors import ErrorCode, Forbidden
 from desk.http import (
     AUTHED,
     CurrentActor,
@@ -25,7 +25,7 @@ router = APIRouter(prefix="/api/v1/auth", tags=["auth"])
 
 NOT_A_SESSION = (
     "Logging out ends a browser session. To stop using this token, revoke it on your profile page, "
-    "or with DELETE /api/v1/auth/tokens/{id} from a browser session."
+    "or with DELETE /api/v1/auth/tokens/{id} sent with the token itself."
 )
 
 
@@ -45,9 +45,9 @@ async def login(body: LoginRequest, request: Request, response: Response, db: Db
 
 @router.post("/logout", status_code=status.HTTP_204_NO_CONTENT, response_class=Response, responses=errors(*AUTHED))
 async def logout(request: Request, response: Response, db: Db, user: CurrentUser) -> None:
-    """End this browser session and the person's running copilot runs; with an API token it is a 400."""
+    """End this browser session and the person's running copilot runs; with an API token it is a 403."""
     if request.headers.get("Authorization"):  # CurrentUser let it in: a valid bearer token, not a session
-        raise ValidationFailed(NOT_A_SESSION)
+        raise Forbidden(NOT_A_SESSION)
     secret = request.cookies.get(session_cookie_name())
     if secret:
         await service.logout(db=db, secret=secret)  # the service stops their copilot runs too
@@ -96,12 +96,14 @@ async def create_token(body: TokenCreate, db: Db, actor: SessionActor) -> TokenC
 
 @router.get("/tokens", response_model=list[TokenRead], responses=errors(*AUTHED))
 async def list_tokens(db: Db, actor: SessionActor) -> list[TokenRead]:
-    """One's own tokens, from a browser session only (a token may still revoke itself or another)."""
+    """One's own tokens, from a browser session only (a token may still revoke itself)."""
     return await service.list_tokens(db=db, actor=actor)
 
 
 @router.delete(
     "/tokens/{token_id}", status_code=204, response_class=Response, responses=errors(*AUTHED, ErrorCode.NOT_FOUND)
 )
-async def revoke_token(token_id: str, db: Db, actor: CurrentActor) -> None:
-    await service.revoke_token(db=db, actor=actor, token_id=token_id)
+async def revoke_token(token_id: str, request: Request, db: Db, actor: CurrentActor) -> None:
+    """Revoke one of your tokens; with an API token, only that token itself (the others need a browser session)."""
+    _, _, secret = request.headers.get("Authorization", "").partition(" ")  # current_user let in a bearer token
+    await service.revoke_token(db=db, actor=actor, token_id=token_id, by_token=secret.strip() or None)

@@ -96,9 +96,16 @@ async def touch_token(db: AsyncDatabase, token_id: ObjectId, *, used_at: datetim
     await db["api_tokens"].update_one({"_id": token_id}, {"$set": {"lastUsedAt": used_at}})
 
 
-async def delete_token(db: AsyncDatabase, token_id: ObjectId, user_id: ObjectId) -> Doc | None:
-    """The token as it was, or None when the user has no such token."""
-    return await db["api_tokens"].find_one_and_delete({"_id": token_id, "userId": user_id})
+async def delete_token(
+    db: AsyncDatabase, token_id: ObjectId, user_id: ObjectId, *, token_hash: str | None = None
+) -> Doc | None:
+    """The token as it was, or None when the user has no such token (with `token_hash`: none with that hash)."""
+    query: Doc = {"_id": token_id, "userId": user_id} | ({"hash": token_hash} if token_hash is not None else {})
+    return await db["api_tokens"].find_one_and_delete(query)
+
+
+async def has_token(db: AsyncDatabase, token_id: ObjectId, user_id: ObjectId) -> bool:
+    return await db["api_tokens"].find_one({"_id": token_id, "userId": user_id}, {"_id": 1}) is not None
 
 
 async def delete_user_tokens(db: AsyncDatabase, user_id: ObjectId) -> int:

@@ -118,6 +118,8 @@ async def _count_failure(*, db: AsyncDatabase, user_id: ObjectId, moment: dateti
 
 
 def _locked_message(until: datetime) -> str:
+    whole = until.replace(second=0, microsecond=0)
+    until = whole if whole == until else whole + timedelta(minutes=1)  # 17:00:21 is "17:01": a retry then works
     return (
         f"This account was locked for {LOCK_MINUTES} minutes after {users_repo.LOCK_AFTER_FAILURES} failed logins, "
         f"until {until.astimezone(UTC):%H:%M} UTC. Try again then, or ask an admin to unlock it."
@@ -223,10 +225,17 @@ async def list_tokens(*, db: AsyncDatabase, actor: Actor) -> list[TokenRead]:
     return [TokenRead.model_validate(doc) for doc in await repo.list_tokens(db, ObjectId(actor.id))]
 
 
-async def revoke_token(*, db: AsyncDatabase, actor: Actor, token_id: str) -> None:
-    """Delete one of the actor's own tokens; someone else's is NotFound."""
-    oid = parse_object_id(token_id)
-    gone = await repo.delete_token(db, oid, ObjectId(actor.id)) if oid else None
+async def revoke_token(*, db: AsyncDatabase, actor: Actor, token_id: str, by_token: str | None = None) -> None:
+    """Delete one of the actor's own tokens; someone else's is NotFound.
+
+    `by_token`: the secret of the API token the request came with, which may revoke itself and no other
+    (as it may not list or make them): a leaked token must not cut its owner's other scripts off.
+    """
+    oid, owner = parse_object_id(token_id), ObjectId(actor.id)
+    used = digest(by_token) if by_token is not None else None
+    gone = await repo.delete_token(db, oid, owner, token_hash=used) if oid else None
+    if gone is None and used is not None and oid and await repo.has_token(db, oid, owner):
+        raise Forbidden(NOT_ITSELF)
     if gone is None:
         raise NotFound("No such API token.")
     events.record("token_revoked", actor_id=actor.id, subject_id=actor.id, tokenId=oid)
@@ -257,6 +266,9 @@ async def revoke_token_of(*, db: AsyncDatabase, actor: Actor, user_id: str, toke
         raise NotFound("No such API token.")
     events.record("token_revoked", actor_id=actor.id, subject_id=owner, tokenId=oid)
     await audit.record(db=db, actor=actor, action="token_revoked", subject_id=owner, details=_named(gone))
+
+
+NOT_ITSELF = "An API token can revoke only itself. Revoke your other tokens on your profile page, in a browser."
 
 
 def _named(token: dict) -> dict[str, str]:
