@@ -28,7 +28,7 @@ def problem(item: dict[str, Any]) -> dict[str, str]:
         loc = loc[:1]  # ("body", 1): the rest is the character position of the JSON error, not a field
     names = []
     for part in loc[1:]:
-        if isinstance(part, str) and not NAME.fullmatch(part):
+        if isinstance(part, str) and not (NAME.fullmatch(part) or (loc[0] == "header" and HEADER.fullmatch(part))):
             break  # pydantic's name for a union member ("constrained-str", "literal['none']"), not a field
         if isinstance(part, int) and loc[0] == "query":
             continue  # ?status=a&status=b: the parameter is named, not its place among its repeats ("status.0")
@@ -38,6 +38,7 @@ def problem(item: dict[str, Any]) -> dict[str, str]:
 
 
 NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+HEADER = re.compile(r"[A-Za-z][A-Za-z0-9-]*")  # a header's name has hyphens ("idempotency-key")
 
 
 def message(item: dict[str, Any]) -> str:

@@ -597,6 +597,48 @@ async def test_message_length_outside_1_to_4000_is_400(provider, client_for, mak
     assert await db["agent_runs"].count_documents({}) == 0
 
 
+JSON = {"Content-Type": "application/json"}
+UNUSUAL_REQUESTS = {  # each goes FastAPI's own way (api.StreamRoute), and is answered as on any route
+    "a query the route does not take": ({"params": {"draft": "1"}}, "draft: unknown field"),
+    "a JSON body sent as text": ({"headers": {"Content-Type": "text/plain"}}, "Send the request body as JSON"),
+    "an idempotency key over 200 characters": ({"headers": {"Idempotency-Key": "k" * 201}}, "idempotency-key: may"),
+    "a body that is not JSON": ({"content": b'{"content": "hi"', "headers": JSON}, "not valid JSON"),
+    "a field the message does not have": ({"json": {"content": "hi", "urgent": True}}, "urgent: unknown field"),
+}
+
+
+@pytest.mark.parametrize("unusual", UNUSUAL_REQUESTS.values(), ids=UNUSUAL_REQUESTS.keys())
+async def test_an_unusual_message_request_is_refused_as_any_route_refuses_it(
+    provider, fake_provider, client_for, make_user, db, unusual
+):
+    sam = await make_user("user")
+    client = await client_for(sam)
+    session_id = await open_session(client)
+    request, says = unusual
+
+    response = await client.post(f"{AI}/sessions/{session_id}/messages", **({"json": {"content": "hi"}} | request))
+
+    assert says in refused(response, 400, ErrorCode.VALIDATION_ERROR)["message"] + response.text
+    assert await db["agent_runs"].count_documents({}) == 0 and fake_provider.requests == []
+
+
+async def test_a_message_sent_as_json_with_a_charset_streams_too(provider, fake_provider, client_for, make_user):
+    sam = await make_user("user")
+    client = await client_for(sam)
+    session_id = await open_session(client)
+    fake_provider.script(Turn.text("Three are open."), Turn.text("Still three."))
+    url = f"{AI}/sessions/{session_id}/messages"
+
+    plain = await client.post(url, json={"content": "what is open?"})
+    with_charset = await client.post(
+        url, content=b'{"content": "and now?"}', headers={"Content-Type": "application/json; charset=utf-8"}
+    )
+
+    assert [event.kind for event in frames(plain.text)] == [event.kind for event in frames(with_charset.text)]
+    assert "".join(event.text for event in frames(with_charset.text) if event.kind == "token") == "Still three."
+    assert fake_provider.requests[1]["messages"][-1] == {"role": "user", "content": "and now?"}
+
+
 async def test_message_of_4000_chars_is_accepted(provider, fake_provider, client_for, make_user):
     sam = await make_user("user")
     client = await client_for(sam)
