@@ -332,6 +332,35 @@ async def test_queries_on_object_id_references(db: AsyncDatabase, indexed: bool)
     assert await ids({}) == [2, 3]
 
 
+async def test_equality_with_null_matches_a_stored_null_in_every_filter(db: AsyncDatabase) -> None:
+    # the embedded engine answers some of these in SQL and the rest in Python: a person's list by two statuses
+    # (an $in beside the parts they see) left out the queue, whose orders hold ownerId null
+    coll = db["nulls"]
+    me = ObjectId()
+    await coll.insert_many(
+        [
+            {"_id": 1, "ownerId": me, "status": "pending"},
+            {"_id": 2, "ownerId": None, "status": "pending"},
+            {"_id": 3, "ownerId": None, "status": "in_progress"},
+            {"_id": 4, "ownerId": ObjectId(), "status": "pending", "handedBy": me},
+            {"_id": 5, "ownerId": ObjectId(), "status": "pending"},
+            {"_id": 6, "status": "done", "meta": {"by": None}},
+        ]
+    )
+    seen = [{"ownerId": me}, {"ownerId": None}, {"handedBy": me}]
+    both = {"$in": ["pending", "in_progress"]}
+
+    async def ids(query: dict) -> list[int]:
+        return [doc["_id"] for doc in await coll.find(query).sort("_id", ASCENDING).to_list()]
+
+    assert await ids({"ownerId": None}) == [2, 3, 6]  # a missing field is null too
+    assert await ids({"status": both, "$and": [{"$or": seen}]}) == [1, 2, 3, 4]
+    assert await ids({"$and": [{"status": both}, {"ownerId": None}]}) == [2, 3]
+    assert await ids({"$or": [{"status": {"$in": ["done"]}}, {"meta.by": None}]}) == [1, 2, 3, 4, 5, 6]
+    assert await ids({"$and": [{"status": {"$in": ["done"]}}, {"meta.by": None}]}) == [6]
+    assert await coll.count_documents({"status": both, "$and": [{"$or": seen}]}) == 4
+
+
 async def test_date_comparisons_keep_milliseconds(db: AsyncDatabase) -> None:
     coll = db["dates_ms"]
     day = datetime(2026, 1, 10, tzinfo=UTC)

@@ -23,6 +23,25 @@ async def test_status_may_repeat_and_the_total_counts_every_status_named(make_us
     assert wrong.status_code == 400
 
 
+async def test_the_open_view_of_a_person_holds_the_shared_queue_and_its_total_counts_what_it_shows(
+    make_user, client_for, make_order
+):
+    # found by a QA pass: the queue's orders were counted in the total but missing from the pages
+    sam, priya = await make_user("user"), await make_user("user")
+    await make_order(sam, "Sam's own tap")
+    await make_order(priya, "Queued chair", ownerId=None)
+    started = await make_order(priya, "Queued lamp", ownerId=None)
+    await make_order(priya, "Priya's own desk")
+    priyas = await client_for(priya)
+    await priyas.patch(f"/api/v1/work-orders/{started.id}", json={"version": 1, "status": "in_progress"})
+    client = await client_for(sam)
+
+    open_ = (await client.get("/api/v1/work-orders", params=[("status", "pending"), ("status", "in_progress")])).json()
+
+    assert sorted(o["title"] for o in open_["items"]) == ["Queued chair", "Queued lamp", "Sam's own tap"]
+    assert open_["total"] == 3
+
+
 async def test_orders_opened_on_a_day(make_user, client_for, make_order, db):
     sam = await make_user("user")
     client = await client_for(sam)

@@ -41,6 +41,7 @@ def patch_engine() -> None:  # pragma: no cover - runs in the child (and in test
         aggregation,
         compound_id_index,
         document_copies,
+        null_equality,
         object_id_refs,
         projection,
         python_updates,
@@ -62,3 +63,4 @@ def patch_engine() -> None:  # pragma: no cover - runs in the child (and in test
     projection.apply()
     table_names.apply()
     document_copies.apply()
+    null_equality.apply()
