@@ -15,6 +15,24 @@ from desk.work_orders.counters import QUEUE
 from desk.work_orders.models import WorkOrderCreate, WorkOrderRead
 
 
+def new_work_order_opener(
+    visit: session.Visit, owners: dict[str, str], on_created: Callable[[WorkOrderRead], Awaitable[None]]
+) -> Callable[[], None]:
+    """What opens a "New work order" dialog, made afresh each time (here, on the page) in place of the last.
+
+    One dialog kept for every opening showed the last order's text again: the browser's input writes
+    what it last showed back into its element as the closing dialog unmounts it, over the emptied value.
+    """
+    home = ui.element()
+
+    def open_one() -> None:
+        home.clear()  # the last one, closed (not at its closing: its create() still runs in it then)
+        with home:
+            new_work_order_dialog(visit, owners, on_created).open()
+
+    return open_one
+
+
 def new_work_order_dialog(
     visit: session.Visit, owners: dict[str, str], on_created: Callable[[WorkOrderRead], Awaitable[None]]
 ) -> ui.dialog:
@@ -46,7 +64,6 @@ def new_work_order_dialog(
                 problem.set_text(error.message)
                 return
             dialog.close()
-            title.value, description.value = "", ""
             ui.notify(f"Created “{order.title}”", type="positive")
             await on_created(order)
 

@@ -17,7 +17,7 @@ from components.chips import PRIORITY_LABELS, STATUS_LABELS
 from components.frame import frame, remember_list_view
 from components.order_rows import OrderRows
 from components.paging import address, day_from, last_page, page_from
-from components.work_order_dialog import new_work_order_dialog
+from components.work_order_dialog import new_work_order_opener
 from desk.actors import Actor
 from desk.db.client import get_db
 from desk.schema import OffsetPage
@@ -123,8 +123,8 @@ async def work_orders_page(request: Request):
             search = _filter_controls(filters, people, lambda **changes: _set(filters, **changes))
             ui.space()
             if actor.can_write:
-                dialog = new_work_order_dialog(visit, assignable, lambda _: load())
-                ui.button("New work order", icon="add", on_click=dialog.open).mark("new-order")
+                new_order = new_work_order_opener(visit, assignable, lambda _: load())
+                ui.button("New work order", icon="add", on_click=new_order).mark("new-order")
 
         latest, client = 0, ui.context.client
         view = _ListView(actor, owners, filters, on_page=lambda number: _set(filters, page=number))
@@ -168,7 +168,7 @@ async def work_orders_page(request: Request):
         if event.key == "/":
             search.run_method("focus")
         elif event.key == "n" and actor.can_write:
-            dialog.open()
+            new_order()
 
     ui.keyboard(on_key=keys)
 
