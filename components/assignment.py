@@ -6,6 +6,7 @@ from collections.abc import Awaitable, Callable
 from nicegui import ui
 
 from components import session
+from components.confirm import confirm
 from components.order_rows import take
 from desk.actors import Actor
 from desk.db.client import get_db
@@ -18,8 +19,14 @@ from desk.work_orders.models import WorkOrderRead, WorkOrderUpdate
 Changed = Callable[[WorkOrderRead], Awaitable[None]]
 
 
-async def assignment(visit: session.Visit, actor: Actor, order: WorkOrderRead, *, on_changed: Changed) -> None:
-    """The requester, the owner (a field for admins, offering only people who can work), and "Assign to me"."""
+async def assignment(
+    visit: session.Visit, actor: Actor, order: WorkOrderRead, *, on_changed: Changed, unsaved: Callable[[], bool]
+) -> None:
+    """The requester, the owner (a field for admins, offering only people who can work), and "Assign to me".
+
+    `unsaved`: whether the page holds an edit not saved yet (giving the order back, which would leave the
+    person unable to save it, asks first).
+    """
     people = {order.requester_id, order.owner_id} - {None}
     names = await users_service.display_names(db=get_db(), user_ids=people)
     ui.label(f"Requested by {names.get(order.requester_id, 'someone')}").classes("text-sm text-grey-8").mark(
@@ -44,6 +51,18 @@ async def assignment(visit: session.Visit, actor: Actor, order: WorkOrderRead, *
         if permissions.can_release(actor, order):
 
             async def release() -> None:
+                queued = order.model_copy(update={"owner_id": None})
+                if (
+                    unsaved()
+                    and not permissions.can_change(actor, queued)
+                    and not await confirm(
+                        "Put it back in the queue?",
+                        "Your unsaved edit cannot be saved once it is in the queue: only its requester changes it then.",
+                        action="Put it back, drop my edit",
+                        marker="confirm-release",
+                    )
+                ):
+                    return
                 await _reassign(visit, order, None, on_changed)
 
             ui.button("Back to the queue", icon="undo", on_click=release).props("dense outline").mark("release")

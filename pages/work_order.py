@@ -60,7 +60,7 @@ class WorkOrderView:
         self.gone = False
         self.client = ui.context.client
         self.told: int | None = None  # the newer version the person has already been told about
-        # the form (and its draft) only for those who may change this order; the page reloads if that changes
+        # the form (and its draft) only for those who may change this order; drawn again in place if that changes
         self.editable = permissions.can_change(actor, order)
         self.history_pages = 1  # pages of the timeline on screen: "Show older entries" adds one
 
@@ -68,12 +68,9 @@ class WorkOrderView:
         self.summary = ui.column().classes("w-full gap-1")
         self.notice = ui.column().classes("w-full")
         await triage_card(self.visit, lambda: self.loaded, on_conflict=self._conflict)
-        if self.editable:
-            self.draft = self.visit.draft = Draft(self.actor.id, self.loaded.id)
-            self._form()
-            ui.on("desksave", self.save)  # Ctrl+S / Cmd+S
-        else:
-            self.read_only = ui.column().classes("w-full")
+        self.body = ui.column().classes("w-full gap-0")
+        self._draw_body()
+        ui.on("desksave", self.save)  # Ctrl+S / Cmd+S
         ui.label("Activity").classes("text-lg font-semibold mt-4")
         self.comments = comment_box(self._comment)
         self.history = ui.column().classes("w-full")
@@ -105,6 +102,28 @@ class WorkOrderView:
 
                 ui.button("Discard my edit", on_click=discard).props("outline").mark("draft-discard")
 
+    def _draw_body(self) -> None:
+        """The form (and its draft) for a person who may change the order, else its text and why they may not."""
+        self.body.clear()
+        self.inputs = {}
+        with self.body:
+            if self.editable:
+                self.draft = self.visit.draft = Draft(self.actor.id, self.loaded.id)
+                self._form()
+            else:
+                self.visit.draft = None
+                self.read_only = ui.column().classes("w-full")
+
+    async def _may_change_now(self, current: WorkOrderRead) -> None:
+        """The right to change the order came or went: the form appears or goes, in place (no reload: a comment
+        being typed stays, and so does what the page just said)."""
+        if self.editable:
+            self.draft.forget()  # what could not be saved any more (they were asked first when it was their move)
+        self.editable, self.loaded = not self.editable, current
+        self.notice.clear()
+        self._draw_body()
+        await self.show()
+
     def _track(self) -> None:
         self.draft.track(self.edits(), self.loaded.version)
 
@@ -134,7 +153,8 @@ class WorkOrderView:
             with ui.row().classes("items-center gap-2"):
                 priority_chip(order.priority)
                 status_chip(order.status)
-                await assignment(self.visit, self.actor, order, on_changed=self._assigned)
+                unsaved = lambda: self.editable and bool(self.edits())  # noqa: E731 - asked at the click
+                await assignment(self.visit, self.actor, order, on_changed=self._assigned, unsaved=unsaved)
                 ui.label(f"Created {when(order.created_at)} · version {order.version}").classes("text-sm text-grey-7")
 
     async def _show_theirs(self, current: WorkOrderRead) -> None:
@@ -193,7 +213,7 @@ class WorkOrderView:
         return {f: value for f, value in values.items() if value != getattr(self.loaded, f)}
 
     async def save(self) -> None:
-        if self.gone:
+        if self.gone or not self.editable:
             return
         self.actor = await self.visit.actor()
         edits = self.edits()
@@ -220,15 +240,14 @@ class WorkOrderView:
 
     async def _conflict(self, current: WorkOrderRead, mine: dict[str, object]) -> None:
         """Someone saved first: say what they changed; let the person reload or apply their edit again."""
-        theirs = [f for f in EDITABLE if getattr(current, f) != getattr(self.loaded, f)]
+        theirs = await _what_changed(self.loaded, current)
         await self._show_theirs(current)
         self.told = current.version
         self.notice.clear()
         with self.notice, ui.card().classes("w-full bg-amber-1 gap-1").mark("conflict"):
             ui.label("Someone else saved this work order first. Nothing of yours was saved yet.").classes("font-medium")
-            for field in theirs:
-                before, after = _shown(field, getattr(self.loaded, field)), _shown(field, getattr(current, field))
-                ui.label(f"They changed {field}: {before} → {after}").classes("text-sm wrap-anywhere")
+            for line in theirs:
+                ui.label(line).classes("text-sm wrap-anywhere")
 
             async def reload() -> None:
                 self.actor = await self.visit.actor()
@@ -257,16 +276,25 @@ class WorkOrderView:
         return None
 
     async def _assigned(self, _: WorkOrderRead) -> None:
-        """After "Assign to me" or a reassignment here: draw the order as it is now."""
+        """After "Assign to me", "Back to the queue" or a reassignment here: draw the order as it is now.
+
+        An unsaved edit stays in the form while the person may still save it: their move changed the owner
+        alone, so the edit goes on top of the order as it is now.
+        """
+        edits = self.edits() if self.editable else {}
         self.actor = await self.visit.actor()
         current = await service.get(db=get_db(), actor=self.actor, order_id=self.loaded.id)
         if current is None:
             self._deleted()
-        elif permissions.can_change(self.actor, current) != self.editable and not (self.editable and self.edits()):
-            self.client.run_javascript("location.reload()")  # the form appears (or goes) with the right to use it
+        elif permissions.can_change(self.actor, current) != self.editable:
+            await self._may_change_now(current)
         else:
             self.loaded = current
+            self.notice.clear()  # a change elsewhere it told of is on screen now, under the person's edit
             await self.show()
+            for field, value in edits.items():
+                self.inputs[field].value = value
+            self._track()
 
     async def _on_changes(self, batch: list[dict]) -> None:
         mine = [c for c in batch if c["workOrderId"] == self.loaded.id]
@@ -281,7 +309,7 @@ class WorkOrderView:
         if current is None:
             self._deleted(gone=any(c["kind"] == "deleted" for c in mine))
         elif permissions.can_change(self.actor, current) != self.editable and not (self.editable and self.edits()):
-            self.client.run_javascript("location.reload()")  # given or taken away: the form appears or goes
+            await self._may_change_now(current)  # given or taken away: the form appears or goes
         elif current.version not in (self.loaded.version, self.told):
             if self.editable and self.edits():
                 await self._changed_while_editing(current)
@@ -290,16 +318,32 @@ class WorkOrderView:
                 await self.show()
 
     async def _changed_while_editing(self, current: WorkOrderRead) -> None:
-        # Never clobber what the person is typing: tell them, and let them choose when. What is saved now is
-        # shown above the form and in the timeline (a header still showing the old version would mislead).
+        # Never clobber what the person is typing: tell them what changed, and let them choose when. What is saved
+        # now is shown above the form and in the timeline (a header still showing the old version would mislead).
         await self._show_theirs(current)
         self.told = current.version
         self.notice.clear()
-        with self.notice, ui.card().classes("w-full bg-blue-1").mark("changed-elsewhere"):
-            ui.label("Someone else just changed this work order. Your edit is kept until you choose.")
+        still = permissions.can_change(self.actor, current)
+        lines = await _what_changed(self.loaded, current)
+        with self.notice, ui.card().classes("w-full bg-blue-1 gap-1").mark("changed-elsewhere"):
+            if still:
+                ui.label("Someone else just changed this work order. Your edit is kept until you choose.")
+            else:  # Save and Delete would only be refused now
+                ui.label(
+                    "Someone else just changed this work order, and it is no longer yours to change: your edit "
+                    "cannot be saved. It stays in the form for you to copy."
+                ).mark("changed-elsewhere-lost")
+                for element in self.actions.descendants():
+                    if isinstance(element, DisableableElement):
+                        element.disable()
+            for line in lines:
+                ui.label(line).classes("text-sm wrap-anywhere")
 
             async def reload() -> None:
                 self.actor = await self.visit.actor()
+                if permissions.can_change(self.actor, current) != self.editable:
+                    await self._may_change_now(current)
+                    return
                 self.loaded = current
                 self.notice.clear()
                 await self.show()
@@ -354,6 +398,23 @@ def _shown(field: str, value: object) -> str:
     labels = {"priority": PRIORITY_LABELS, "status": STATUS_LABELS}.get(field)
     text = labels.get(str(value), str(value)) if labels else f"“{value}”"
     return text if len(text) <= 140 else text[:140] + "…"
+
+
+async def _what_changed(before: WorkOrderRead, after: WorkOrderRead) -> list[str]:
+    """What someone else changed, a line each: the fields of the form, then who works on it."""
+    lines = [
+        f"They changed {field}: {_shown(field, getattr(before, field))} → {_shown(field, getattr(after, field))}"
+        for field in EDITABLE
+        if getattr(before, field) != getattr(after, field)
+    ]
+    if after.owner_id != before.owner_id:
+        names = await users_service.display_names(db=get_db(), user_ids={after.owner_id} - {None})
+        lines.append(
+            f"They gave it to {names.get(after.owner_id, 'someone')}."
+            if after.owner_id
+            else "They put it back in the queue."
+        )
+    return lines
 
 
 def _owner_values(entry) -> list[object]:

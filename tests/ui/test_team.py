@@ -279,3 +279,106 @@ async def test_the_list_says_who_asked_only_when_someone_else_works_on_it(
     user.find(marker="assign-to-me").click()  # Sam takes his own request: nothing to explain again
     await user.should_see("“Queued lamp” is yours now.", retries=WAIT)
     await user.should_not_see(marker="order-requester", retries=WAIT)
+
+
+# --- one's own assignment and an unsaved edit (found by a UI QA pass: each of these lost the person's text) ---
+
+
+def _value(user: User, marker: str) -> object:
+    return user.find(marker=marker).elements.pop().value
+
+
+async def _taken(db, requester: dict, taker: dict, title: str):
+    """An order `requester` asked of the queue and `taker` then took: theirs to work on, not theirs to keep."""
+    order = await _queued(db, requester, title)
+    data = WorkOrderUpdate(version=order.version, ownerId=taker["id"])
+    return await service.update(db=db, actor=actor(taker), order_id=order.id, data=data)
+
+
+async def test_an_admin_who_reassigns_keeps_the_edit_being_typed(user: User, make_user, make_order, log_in, db):
+    admin = await make_user("admin", name="Dana Admin")
+    sam, priya = await make_user("user", name="Sam Rivera"), await make_user("user", name="Priya Shah")
+    order = await make_order(sam, "Broken chair")
+    await log_in(user, admin)
+    await open_order(user, order.id)
+    user.find(marker="edit-title").clear().type("Broken chair, left leg")
+
+    user.find(marker="owner-select").elements.pop().set_value(priya["id"])
+    await user.should_see("Reassigned.", retries=WAIT)
+    await user.should_see("Owner: Sam Rivera → Priya Shah", retries=WAIT)
+    assert _value(user, "edit-title") == "Broken chair, left leg"
+    user.find(marker="save").click()
+
+    await user.should_see("Saved.", retries=WAIT)
+    stored = await db["work_orders"].find_one({})
+    assert (stored["title"], stored["ownerId"]) == ("Broken chair, left leg", ObjectId(priya["id"]))
+
+
+async def test_taking_ones_own_request_keeps_the_edit_and_says_so(user: User, make_user, log_in, db):
+    sam = await make_user("user", name="Sam Rivera")
+    order = await _queued(db, sam, "Broken chair")
+    await log_in(user, sam)
+    await open_order(user, order.id)
+    user.find(marker="edit-title").clear().type("Broken chair, left leg")
+
+    user.find(marker="assign-to-me").click()
+
+    await user.should_see("“Broken chair” is yours now.", retries=WAIT)  # the page is not reloaded under it
+    await user.should_see("Owner: Unassigned → Sam Rivera", retries=WAIT)
+    assert _value(user, "edit-title") == "Broken chair, left leg"
+    assert (await db["work_orders"].find_one({}))["title"] == "Broken chair"  # not saved until they save
+
+
+async def test_a_comment_being_typed_stays_when_the_order_becomes_yours(user: User, make_user, log_in, db):
+    sam, priya = await make_user("user", name="Sam Rivera"), await make_user("user", name="Priya Shah")
+    order = await _queued(db, sam, "Broken chair")
+    await log_in(user, priya)
+    await open_order(user, order.id)
+    user.find(marker="comment-text").type("On my way with glue")
+
+    user.find(marker="assign-to-me").click()
+
+    await user.should_see(marker="save", retries=WAIT)  # the form comes, in place
+    await user.should_see("“Broken chair” is yours now.")
+    assert _value(user, "comment-text") == "On my way with glue"
+
+
+async def test_giving_an_order_back_with_an_unsaved_edit_asks_first(user: User, make_user, log_in, db):
+    sam, priya = await make_user("user", name="Sam Rivera"), await make_user("user", name="Priya Shah")
+    order = await _taken(db, sam, priya, "Broken chair")
+    await log_in(user, priya)
+    await open_order(user, order.id)
+    user.find(marker="edit-description").type("Needs a new leg")
+
+    user.find(marker="release").click()
+    await user.should_see("Your unsaved edit cannot be saved once it is in the queue", retries=WAIT)
+    user.find("Cancel").click()
+    await user.should_not_see(marker="confirm-release", retries=WAIT)
+    assert (await db["work_orders"].find_one({}))["ownerId"] == ObjectId(priya["id"])
+    assert _value(user, "edit-description") == "Needs a new leg"
+
+    user.find(marker="release").click()
+    await user.should_see(marker="confirm-release", retries=WAIT)
+    user.find(marker="confirm-release").click()
+
+    await user.should_see("Back in the queue.", retries=WAIT)
+    await user.should_not_see(marker="save", retries=WAIT)  # only its requester changes it now
+    await user.should_see(marker="read-only-why")
+    assert (await db["work_orders"].find_one({}))["ownerId"] is None
+
+
+async def test_an_edit_that_can_no_longer_be_saved_is_said_so(user: User, make_user, log_in, db):
+    sam, priya = await make_user("user", name="Sam Rivera"), await make_user("user", name="Priya Shah")
+    admin = await make_user("admin", name="Dana Admin")
+    order = await _taken(db, sam, priya, "Broken chair")
+    await log_in(user, priya)
+    await open_order(user, order.id)
+    user.find(marker="edit-description").type("Needs a new leg")
+
+    data = WorkOrderUpdate(version=order.version, ownerId=None)
+    await service.update(db=db, actor=actor(admin), order_id=order.id, data=data)
+
+    await user.should_see(marker="changed-elsewhere-lost", retries=WAIT)
+    await user.should_see("They put it back in the queue.")
+    assert not user.find(marker="save").elements.pop().enabled  # Save would only be refused
+    assert _value(user, "edit-description") == "Needs a new leg"  # kept, to be copied
