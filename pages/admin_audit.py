@@ -21,6 +21,7 @@ from desk.db.client import get_db
 from desk.errors import DeskError
 from desk.schema import parse_object_id
 from desk.users import service as users_service
+from desk.work_orders import service as work_orders_service
 
 router = APIRouter()
 PATH = "/app/admin/audit"
@@ -49,6 +50,10 @@ async def admin_audit_page(request: Request):
         if visit is None:
             return
         people = {str(p["_id"]): p["name"] for p in await users_service.everyone(db=get_db())}
+        subject = _an_id(request.query_params.get("subject"))
+        if subject and subject not in people:  # an order's entries (the order page links here): named by its title
+            order = await work_orders_service.get(db=get_db(), actor=session.actor_of(user), order_id=subject)
+            people = people | ({subject: f"Work order “{order.title}”"} if order else {})
         await AuditScreen(visit, request.query_params, people).build()
 
 

@@ -133,6 +133,19 @@ async def test_a_link_to_a_deleted_orders_entries_still_shows_them(user: User, m
     assert (done_to.value, done_to.options[order.id]) == (order.id, f"{order.id} (not on the desk now)")
 
 
+async def test_a_link_to_an_orders_entries_names_the_order(user: User, make_user, make_order, log_in, db):
+    # found by a UI QA pass: an order still on the desk was called "(not on the desk now)"
+    admin, sam = await make_user("admin", name="Dana Admin"), await make_user("user", name="Sam Rivera")
+    order = await make_order(sam, "Leaking tap")
+    await log_in(user, admin)
+
+    await user.open(f"/app/admin/audit?subject={order.id}")
+
+    await user.should_see("No entries concerning Work order “Leaking tap”.")
+    (done_to,) = user.find(marker="audit-subject").elements
+    assert (done_to.value, done_to.options[order.id]) == (order.id, "Work order “Leaking tap”")
+
+
 async def test_new_entries_show_up_while_the_log_is_open(user: User, make_user, log_in, db, monkeypatch):
     monkeypatch.setattr(admin_audit, "FOLLOW_SECONDS", 0.2)
     admin, other = await make_user("admin", name="Dana Admin"), await make_user("admin", name="Ola Admin")
