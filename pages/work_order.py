@@ -220,6 +220,7 @@ class WorkOrderView:
         if not edits:
             ui.notify("Nothing to save.")
             return
+        seen = self.loaded.version
         try:
             data = WorkOrderUpdate.model_validate({"version": self.loaded.version, **edits})
             self.loaded = await service.update(db=get_db(), actor=self.actor, order_id=self.loaded.id, data=data)
@@ -234,7 +235,10 @@ class WorkOrderView:
             return
         # Notify first: when Save came from the conflict card, clearing the notice deletes the
         # element this handler runs in, and a notification after that has nowhere to go.
-        ui.notify("Saved.", type="positive")
+        if self.loaded.version == seen:  # only spaces around the text: the order already says that
+            ui.notify("Nothing to save.")
+        else:
+            ui.notify("Saved.", type="positive")
         self.notice.clear()
         await self.show()
 

@@ -31,6 +31,21 @@ async def test_edit_and_change_status(user: User, make_user, make_order, log_in,
     assert (stored["title"], stored["status"], stored["version"]) == ("Leaking tap, kitchen", "in_progress", 2)
 
 
+async def test_a_space_added_to_the_title_is_nothing_to_save(user: User, make_user, make_order, log_in, db):
+    # found by a UI QA pass: it said "Saved." though the order stayed as it was (titles are stored trimmed)
+    sam = await make_user("user", name="Sam Rivera")
+    order = await make_order(sam, "Leaking tap")
+    await log_in(user, sam)
+    await open_order(user, order.id)
+
+    user.find(marker="edit-title").type(" ")
+    user.find(marker="save").click()
+
+    await user.should_see("Nothing to save.", retries=WAIT)
+    await user.should_not_see("Saved.")
+    assert (await db["work_orders"].find_one({"_id": ObjectId(order.id)}))["version"] == 1
+
+
 async def test_invalid_edit_shows_the_problem_beside_the_field(user: User, make_user, make_order, log_in, db):
     sam = await make_user("user")
     order = await make_order(sam, "Leaking tap")
