@@ -138,8 +138,8 @@ async def work_orders_page(request: Request):
             mine = latest
             reader = actor if change_seq is not None else await visit.actor()
             page = await _list(reader, filters.query(), change_seq)
-            if mine == latest and not client.is_deleted:  # a newer load started meanwhile: let it draw
-                view.show(page)
+            if mine == latest and not client.is_deleted and (last := view.show(page)):  # else a newer load draws
+                _set(filters, page=last)  # it was past its last page (an old link, deletions): the last one
 
         def _set(current: Filters, **changes) -> None:
             if all(getattr(current, key) == value for key, value in changes.items()):
@@ -207,8 +207,11 @@ class _ListView:
         # set_value in show() also fires this; only a click on another page number loads
         self.pager.on_value_change(lambda e: e.value != filters.page and on_page(e.value))
 
-    def show(self, page: OffsetPage[WorkOrderRead]) -> None:
+    def show(self, page: OffsetPage[WorkOrderRead]) -> int | None:
+        """Draw `page`; one past the last page of a list that has orders draws nothing and answers that last page."""
         filters = self.filters
+        if not page.items and page.total and filters.page > 1:
+            return last_page(page.total, PAGE_SIZE)
         self.rows.time_field = "created_at" if TIME_COLUMNS.get(filters.sort) == "created" else "updated_at"
         self.time_column.set_text(f"Times: when {TIME_COLUMNS.get(filters.sort, 'last updated')}")
         self.rows.show(page.items)
@@ -235,6 +238,7 @@ class _ListView:
             self.pager.update()
         self.pager.set_value(filters.page)
         self.pager.set_visibility(last > 1)
+        return None
 
 
 def _people_choices(actor: Actor, owners: dict[str, str]) -> PeopleChoices:
