@@ -57,7 +57,7 @@ async def assignment(
                     and not permissions.can_change(actor, queued)
                     and not await confirm(
                         "Put it back in the queue?",
-                        "Your unsaved edit cannot be saved once it is in the queue: only its requester changes it then.",
+                        "Your unsaved edit cannot be saved once it is in the queue (only its requester changes it).",
                         action="Put it back, drop my edit",
                         marker="confirm-release",
                     )
