@@ -116,9 +116,12 @@ Day = Annotated[date, BeforeValidator(_full_date)]
 
 
 def _whole(value: object) -> object:
+    if isinstance(value, str) and not DIGITS.fullmatch(value):  # a query's text: pydantic took "5_0", " 7" and "+7"
+        raise PydanticCustomError("int_parsing", "must be a whole number")
     return int(value) if isinstance(value, float) and value.is_integer() else value
 
 
+DIGITS = re.compile(r"-?[0-9]+(\.0+)?")  # "7.0" stays 7, as 7.0 does in a body
 # JSON Schema counts 824.0 as an integer, and so does the API: a whole number sent with a point is taken.
 WholeNumber = BeforeValidator(_whole)
 
@@ -275,8 +278,8 @@ class OffsetPage(ReadModel, Generic[T]):
 class PageQuery(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
-    offset: int = Field(0, ge=0, le=MAX_OFFSET)
-    limit: int = Field(25, ge=1, le=MAX_LIMIT)
+    offset: Annotated[int, Field(ge=0, le=MAX_OFFSET), WholeNumber] = 0
+    limit: Annotated[int, Field(ge=1, le=MAX_LIMIT), WholeNumber] = 25
 
 
 def sort_key(text: str) -> str:

@@ -612,3 +612,17 @@ async def test_a_day_in_a_query_is_yyyy_mm_dd_not_a_number(value, make_user, cli
 
     assert (refused.status_code, taken.status_code) == (400, 200)
     assert refused.json()["error"]["details"]["fields"][0]["message"] == "must be a day such as 2026-01-31"
+
+
+@pytest.mark.parametrize("value", ["5_0", " 7", "+7", "7.5", "0x10"])
+async def test_a_whole_number_in_a_query_is_written_in_digits(value, make_user, client_for):
+    # found by a QA pass: limit=5_0 was read as 50 (Python's int() takes underscores, spaces and a sign)
+    client = await client_for(await make_user("user"))
+
+    refused = await client.get(ORDERS, params={"limit": value})
+    taken = [await client.get(ORDERS, params={"limit": whole}) for whole in ("50", "50.0")]
+
+    assert (refused.status_code, [answer.status_code for answer in taken]) == (400, [200, 200])
+    assert refused.json()["error"]["details"]["fields"] == [
+        {"field": "limit", "message": "must be a whole number", "type": "int_parsing"}
+    ]

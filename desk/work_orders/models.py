@@ -107,8 +107,8 @@ class TimelineQuery(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
 
-    offset: int = Field(0, ge=0, le=MAX_OFFSET)
-    limit: int = Field(TIMELINE_PAGE, ge=1, le=TIMELINE_PAGE)
+    offset: Annotated[int, Field(ge=0, le=MAX_OFFSET), WholeNumber] = 0
+    limit: Annotated[int, Field(ge=1, le=TIMELINE_PAGE), WholeNumber] = TIMELINE_PAGE
 
 
 class WorkOrderQuery(BaseModel):
@@ -123,8 +123,8 @@ class WorkOrderQuery(BaseModel):
     requester_id: ObjectIdStr | None = Field(None, alias="requesterId")  # who asked for the orders
     opened: Day | None = None  # orders opened on this UTC day (the metrics' per-day chart links here)
     sort: Sort = "-createdAt"
-    offset: int = Field(0, ge=0, le=MAX_OFFSET)
-    limit: int = Field(25, ge=1, le=MAX_LIMIT)
+    offset: Annotated[int, Field(ge=0, le=MAX_OFFSET), WholeNumber] = 0
+    limit: Annotated[int, Field(ge=1, le=MAX_LIMIT), WholeNumber] = 25
 
     @field_validator("q")
     @classmethod
