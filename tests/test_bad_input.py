@@ -497,6 +497,7 @@ async def test_a_length_limit_counts_the_text_as_sent(make_user, client_for, db)
     ("body", "words"),
     [
         ({"email": "no-at-sign", "name": "X", "password": "tulip-orbit-42"}, "email: must be an email address"),
+        ({"email": "  ", "name": "X", "password": "tulip-orbit-42"}, "email: required"),  # as a name's "empty"
         ({"email": "x@example.com", "name": "X", "role": "root", "password": "tulip-orbit-42"}, "role: must be one of"),
         ({"email": "x@example.com", "name": 5, "password": "tulip-orbit-42"}, "name: must be text"),
         ({"email": "x@example.com", "name": "", "password": "tulip-orbit-42"}, "name: must not be empty"),

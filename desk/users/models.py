@@ -14,6 +14,8 @@ EMAIL = re.compile(r"^[^@\s]+@[^@\s]+\.[^@\s]+$")
 
 
 def _email(value: str) -> str:
+    if not value:  # nothing but spaces, or nothing: not a wrong address
+        raise ValueError("required")
     if not EMAIL.match(value):
         raise ValueError("must be an email address")
     return value.lower()
