@@ -152,7 +152,10 @@ class RunsScreen:
             agent=self.filters["agent"],
             status=self.filters["status"],
             since=datetime.combine(since, time(), tzinfo=UTC) if since else None,
-            until=datetime.combine(until + timedelta(days=1), time(), tzinfo=UTC) if until else None,  # inclusive
+            # inclusive; the last day there is has no next day to end before
+            until=datetime.combine(until + timedelta(days=1), time(), tzinfo=UTC)
+            if until and until < date.max
+            else None,
             offset=(self.page - 1) * PAGE_SIZE,
             limit=PAGE_SIZE,
         )
@@ -173,6 +176,8 @@ class RunsScreen:
         with self.list:
             if not found.items:
                 empty = "No runs match these filters." if any(self.filters.values()) else "No runs yet."
+                if since and until and since > until:  # as the metrics page says it
+                    empty = "No runs match: pick a start day on or before the end day."
                 ui.label(empty).classes("text-grey-7 p-4").mark("runs-empty")
             for run in found.items:
                 self._row(run, extras.get(run.id))

@@ -45,6 +45,17 @@ async def test_a_desk_with_no_runs_says_so_not_that_filters_found_nothing(user: 
     await user.should_not_see("No runs match these filters.")
 
 
+async def test_days_in_the_wrong_order_or_at_the_calendars_end_are_said_so_not_a_failure(user: User, make_user, log_in):
+    # found by a UI QA pass: days the wrong way round only said "No runs match"; the last day there is failed
+    await log_in(user, await make_user("admin"))
+
+    await user.open(f"{PAGE}?since=2026-12-02&until=2026-12-01")
+    await user.should_see("No runs match: pick a start day on or before the end day.", retries=WAIT)
+
+    await user.open(f"{PAGE}?until=9999-12-31")
+    await user.should_see("No runs match these filters.", retries=WAIT)
+
+
 async def test_every_run_listed_and_filtered_by_agent_status_person_and_date(
     user: User, make_user, make_order, log_in, db, ai_settings, provider, fake_provider, client_for
 ):
