@@ -48,7 +48,9 @@ def timeline(entries: list[ActivityRead], names: dict[str, str]) -> None:
                         ui.label(entry.text or "").classes("text-sm whitespace-pre-wrap break-words").mark("comment")
                     elif entry.action == "updated":
                         for field, old, new in _changes(entry, names):
-                            ui.label(f"{field}: {old} → {new}").classes("text-sm text-grey-9 wrap-anywhere")
+                            ui.label(f"{field}: {old} → {new}").classes(
+                                "text-sm text-grey-9 wrap-anywhere whitespace-pre-wrap"
+                            )
 
 
 def _who(entry: ActivityRead, names: dict[str, str]) -> str:
