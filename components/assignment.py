@@ -33,9 +33,10 @@ async def assignment(
         "requester"
     )
     if actor.is_admin:
-        _, assignable = await service.owner_choices(db=get_db(), actor=actor)
+        everyone, assignable = await service.owner_choices(db=get_db(), actor=actor)
         if order.owner_id and order.owner_id not in assignable:  # someone deactivated since keeps their orders
-            assignable[order.owner_id] = names.get(order.owner_id, "someone")
+            # in name order, named so ("Lee Chen (deactivated)")
+            assignable = {key: name for key, name in everyone.items() if key in assignable or key == order.owner_id}
         choices = {**assignable, QUEUE: "Unassigned (queue)"}  # as the new-order dialog offers it
         owner = ui.select(choices, value=order.owner_id or QUEUE, label="Owner").props("dense").classes("w-56")
         owner.mark("owner-select")

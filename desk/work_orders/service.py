@@ -37,11 +37,12 @@ async def owner_choices(*, db: AsyncDatabase, actor: Actor) -> tuple[dict[str, s
     """Names by id of everyone (to show and filter by), and of those the actor may give an order to.
 
     Admins give to anyone who can work, people only to themselves, viewers to nobody; both in
-    alphabetical order. Everyone is read: a desk's people number in the hundreds, not the millions.
+    alphabetical order. Someone deactivated keeps their orders, and is named so ("Lee Chen (deactivated)").
+    Everyone is read: a desk's people number in the hundreds, not the millions.
     """
     permissions.require_person(actor)
     people = await users_service.everyone(db=db)  # in the people list's order: any case, any accents
-    names = {str(p["_id"]): p["name"] for p in people}
+    names = {str(p["_id"]): p["name"] + ("" if p.get("active", True) else " (deactivated)") for p in people}
     if actor.is_admin:
         return names, {str(p["_id"]): p["name"] for p in people if permissions.can_work(p)}
     return names, ({actor.id: names.get(actor.id, "Me")} if actor.can_write else {})

@@ -382,3 +382,25 @@ async def test_an_edit_that_can_no_longer_be_saved_is_said_so(user: User, make_u
     await user.should_see("They put it back in the queue.")
     assert not user.find(marker="save").elements.pop().enabled  # Save would only be refused
     assert _value(user, "edit-description") == "Needs a new leg"  # kept, to be copied
+
+
+async def test_someone_deactivated_is_named_so_and_in_name_order_where_an_admin_picks_an_owner(
+    user: User, make_user, make_order, change_user, log_in
+):
+    # found by a UI QA pass: Lee, deactivated, came last in the owner field, and plain in the list's filters
+    admin = await make_user("admin", name="Dana Admin")
+    lee, sam = await make_user("user", name="Lee Chen"), await make_user("user", name="Sam Rivera")
+    order = await make_order(lee, "Broken chair")
+    await change_user(lee, active=False)  # they keep their orders
+    await log_in(user, admin)
+
+    await open_order(user, order.id)
+    (picker,) = user.find(marker="owner-select").elements
+    *offered, queue = list(picker.options.values())
+    assert queue == "Unassigned (queue)" and "Lee Chen (deactivated)" in offered
+    assert offered == sorted(offered, key=str.casefold)
+    assert picker.value == lee["id"] and sam["id"] in picker.options
+
+    await user.open("/app")
+    (owner_filter,) = user.find(marker="owner-filter").elements
+    assert owner_filter.options[lee["id"]] == "Lee Chen (deactivated)"
