@@ -105,6 +105,16 @@ class UserRow:
             if not await confirm(question, until, action="Deactivate", marker="confirm-deactivate"):
                 self._show_stored()
                 return
+        if field == "role" and "admin" in (value, self.shown.role):  # admin rights given or taken: as deliberate
+            name, noun = self.shown.name, ROLE_NOUNS[str(value)]
+            what = (
+                "They can then manage people and settings."
+                if value == "admin"
+                else "They lose the admin pages at once."
+            )
+            if not await confirm(f"Make {name} {noun}?", what, action=f"Make {noun}", marker="confirm-role"):
+                self._show_stored()
+                return
         try:
             self.shown = await self._update({field: value})
         except (ValidationError, DeskError) as error:
