@@ -134,6 +134,9 @@ class UsersScreen:
             if self.q and not found.total:
                 count = "Nobody's name or email contains that."
             ui.label(count).classes("text-sm text-grey-7").mark("user-count")
+            self.rows = []
+            if not found.items:  # no table of nobody: the count says why
+                return
             with ui.column().classes("w-full gap-0 border rounded"):
                 with ui.row().classes("w-full gap-3 px-3 py-1 text-xs text-grey-7 border-b"):
                     columns = (("Name ↑", "w-40"), ("Email", "w-56"), ("Last login", "w-28"), ("Role", "w-32"))

@@ -22,6 +22,7 @@ async def test_people_sorted_by_name_found_by_name_or_email_with_last_login(user
     assert names(user) == ["Lee Chen"]
     user.find(marker="user-search").clear().type("nobody-at-all")
     await user.should_see("Nobody's name or email contains that.")
+    await user.should_not_see("Last login")  # no headings over no one
 
 
 async def test_an_admin_edits_a_name_and_an_email_which_must_be_free(user: User, make_user, log_in, db):
