@@ -1,12 +1,12 @@
 """Unsaved edits of an order page: asked about before leaving, and kept in this browser meanwhile.
 
-While the form differs from the order as loaded, leaving the page (a link, Back, closing the tab)
-asks first, and the edit is kept in the browser's localStorage under the person's and the order's
-ids. A session that ends mid-typing sends the person to log in; the page restores the kept edit
-when they come back, and only to them: someone else signing in on the same browser (a shared
-desk) never sees it. Logging out on purpose forgets the person's kept edits (`forget_all`), after
-asking when this page or any other tab has one (`kept`). Values travel as JSON strings and go back
-into inputs, never into HTML.
+While the form differs from the order as loaded, or a comment is being typed, leaving the page (a
+link, Back, closing the tab) asks first, and the text is kept in the browser's localStorage under
+the person's and the order's ids (a comment's key ends in ":comment"). A session that ends
+mid-typing sends the person to log in; the page restores the kept text when they come back, and
+only to them: someone else signing in on the same browser (a shared desk) never sees it. Logging
+out on purpose forgets the person's kept texts (`forget_all`), after asking when this page or any
+other tab has one (`kept`). Values travel as JSON strings and go back into inputs, never into HTML.
 """
 
 import json
@@ -24,7 +24,7 @@ GUARD = """
 if (!window.deskGuard) {
   window.deskGuard = true;
   window.addEventListener('beforeunload', (event) => {
-    if (window.deskDirty) { event.preventDefault(); event.returnValue = ''; }
+    if (Object.keys(window.deskDirty || {}).length) { event.preventDefault(); event.returnValue = ''; }
   });
   document.addEventListener('keydown', (event) => {
     if ((event.ctrlKey || event.metaKey) && event.key.toLowerCase() === 's') {
@@ -39,10 +39,11 @@ ASK_SECONDS = 2.0  # a logout waits this long at most to learn whether it must a
 
 
 class Draft:
-    """The browser side of one order page's edit: `track` after every change, `restore` once connected."""
+    """The browser side of one order page's edit (or, with `part`, of another text on it, such as a comment being
+    typed): `track` after every change, `restore` once connected."""
 
-    def __init__(self, user_id: str, order_id: str) -> None:
-        self.key = json.dumps(f"{KEY}{user_id}:{order_id}")
+    def __init__(self, user_id: str, order_id: str, part: str = "") -> None:
+        self.key = json.dumps(f"{KEY}{user_id}:{order_id}" + (f":{part}" if part else ""))
         self.dirty = False
         self.client = ui.context.client
         self.waiting: str | None = None  # the newest code not yet sent
@@ -53,9 +54,11 @@ class Draft:
         """Keep `edits` in the browser and guard leaving while there are any; none: forget and stop asking."""
         if edits:
             value = json.dumps(json.dumps({"version": version, "edits": edits}, default=str))
-            self._send(f"localStorage.setItem({self.key}, {value}); window.deskDirty = true")
+            # which texts of the page are unsaved: one of them saved does not let the page go without asking
+            dirty = f"window.deskDirty = {{...window.deskDirty, [{self.key}]: 1}}"
+            self._send(f"localStorage.setItem({self.key}, {value}); {dirty}")
         elif self.dirty:
-            self._send(f"localStorage.removeItem({self.key}); window.deskDirty = false")
+            self._send(f"localStorage.removeItem({self.key}); delete (window.deskDirty || {{}})[{self.key}]")
         self.dirty = bool(edits)
 
     def _send(self, code: str) -> None:
@@ -94,9 +97,11 @@ class Draft:
 
 
 async def kept(user_id: str) -> int:
-    """How many edits this browser keeps for the person, from any of their tabs (0 when it does not answer)."""
+    """On how many orders this browser keeps the person's unsaved text, from any of their tabs (0: it does not
+    answer)."""
+    orders = f"new Set({_theirs(user_id)}.map((key) => key.split(':')[2])).size"  # an edit and a comment: one order
     with suppress(TimeoutError):
-        found = await ui.run_javascript(f"{_theirs(user_id)}.length", timeout=ASK_SECONDS)
+        found = await ui.run_javascript(orders, timeout=ASK_SECONDS)
         return found if isinstance(found, int) else 0
     return 0
 

@@ -2,10 +2,11 @@
 
 from collections.abc import Awaitable, Callable
 
-from nicegui import ui
+from nicegui import background_tasks, ui
 from pydantic import ValidationError
 
 from components.chips import PRIORITY_LABELS, STATUS_LABELS
+from components.drafts import Draft
 from components.fields import sentence
 from components.formats import ago, when
 from desk.work_orders.models import ActivityRead
@@ -81,12 +82,18 @@ def _value(field: str, value: object, names: dict[str, str]) -> str:
     return f"“{text[:120]}…”" if len(text) > 120 else f"“{text}”"
 
 
-def comment_box(on_add: Callable[[str], Awaitable[str | None]]) -> ui.row:
-    """A field to add a comment (the row holding it, to disable); `on_add` saves the text and returns a problem."""
+def comment_box(on_add: Callable[[str], Awaitable[str | None]], draft: Draft) -> ui.row:
+    """A field to add a comment (the row holding it, to disable); `on_add` saves the text and returns a problem.
+
+    What is typed is kept in the browser by `draft` until it is added, and put back when the page opens
+    again (after a session that ended mid-comment, a reload).
+    """
     with ui.row().classes("w-full items-start gap-2") as box:
         text = ui.textarea(placeholder="Add a comment").props("autogrow counter maxlength=2000 dense outlined")
         text.props('aria-label="Add a comment"')  # its name for screen readers: a placeholder is no label
         text.classes("grow").mark("comment-text")
+        text.on_value_change(lambda e: draft.track({"text": e.value} if (e.value or "").strip() else {}, 0))
+        background_tasks.create(_restore(text, draft), name="restore a kept comment")
 
         async def add() -> None:
             try:
@@ -99,3 +106,10 @@ def comment_box(on_add: Callable[[str], Awaitable[str | None]]) -> ui.row:
 
         ui.button("Comment", on_click=add).props("outline").mark("comment-add")
     return box
+
+
+async def _restore(text: ui.textarea, draft: Draft) -> None:
+    await draft.client.connected()
+    kept = await draft.restore()
+    if kept and isinstance(kept.get("text"), str) and not text.value and not text.is_deleted:
+        text.value = kept["text"]  # into the input, never into HTML

@@ -72,7 +72,8 @@ class WorkOrderView:
         self._draw_body()
         ui.on("desksave", self.save)  # Ctrl+S / Cmd+S
         ui.label("Activity").classes("text-lg font-semibold mt-4")
-        self.comments = comment_box(self._comment)
+        self.comment_draft = Draft(self.actor.id, self.loaded.id, part="comment")
+        self.comments = comment_box(self._comment, self.comment_draft)
         self.history = ui.column().classes("w-full")
         await self.show()
         live.on_change(self._on_changes)
@@ -358,6 +359,7 @@ class WorkOrderView:
         self.gone = True
         if self.editable:
             self.draft.forget()  # nothing left to save it to
+        self.comment_draft.forget()
         self.notice.clear()
         with self.notice:
             text = "This work order has been deleted." if gone else "This work order is no longer yours to see."
