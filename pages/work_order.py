@@ -125,6 +125,12 @@ class WorkOrderView:
         self._draw_body()
         await self.show()
 
+    def _allow_saving(self, allowed: bool) -> None:
+        """Save and Delete on or off (off while what the person typed could only be refused)."""
+        for element in self.actions.descendants() if self.editable else []:
+            if isinstance(element, DisableableElement):
+                element.set_enabled(allowed)
+
     def _track(self) -> None:
         self.draft.track(self.edits(), self.loaded.version)
 
@@ -296,6 +302,7 @@ class WorkOrderView:
         else:
             self.loaded = current
             self.notice.clear()  # a change elsewhere it told of is on screen now, under the person's edit
+            self._allow_saving(True)  # taken back after a change elsewhere took it away: theirs to save again
             await self.show()
             for field, value in edits.items():
                 self.inputs[field].value = value
@@ -338,9 +345,7 @@ class WorkOrderView:
                     "Someone else just changed this work order, and it is no longer yours to change: your edit "
                     "cannot be saved. It stays in the form for you to copy."
                 ).mark("changed-elsewhere-lost")
-                for element in self.actions.descendants():
-                    if isinstance(element, DisableableElement):
-                        element.disable()
+                self._allow_saving(False)
             for line in lines:
                 ui.label(line).classes("text-sm wrap-anywhere")
 

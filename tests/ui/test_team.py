@@ -383,6 +383,13 @@ async def test_an_edit_that_can_no_longer_be_saved_is_said_so(user: User, make_u
     assert not user.find(marker="save").elements.pop().enabled  # Save would only be refused
     assert _value(user, "edit-description") == "Needs a new leg"  # kept, to be copied
 
+    user.find(marker="assign-to-me").click()  # hers again: the edit may be saved after all
+    await user.should_see("“Broken chair” is yours now.", retries=WAIT)
+    assert user.find(marker="save").elements.pop().enabled and _value(user, "edit-description") == "Needs a new leg"
+    user.find(marker="save").click()
+    await user.should_see("Saved.", retries=WAIT)
+    assert (await db["work_orders"].find_one({}))["description"] == "Needs a new leg"
+
 
 async def test_someone_deactivated_is_named_so_and_in_name_order_where_an_admin_picks_an_owner(
     user: User, make_user, make_order, change_user, log_in
