@@ -7,7 +7,7 @@ from fastapi import APIRouter, Query, Response
 from desk.auth import service as auth_service
 from desk.auth.models import TokenRead
 from desk.errors import ErrorCode
-from desk.http import AUTHED, CurrentActor, Db, errors
+from desk.http import AUTHED, CurrentActor, Db, SessionActor, errors
 from desk.schema import OffsetPage
 from desk.users import service
 from desk.users.models import PersonRead, UserAdminUpdate, UserCreate, UserQuery, UserRead
@@ -51,8 +51,9 @@ async def unlock_user(user_id: str, db: Db, actor: CurrentActor) -> UserRead:
 
 
 @router.get("/{user_id}/tokens", response_model=list[TokenRead], responses=errors(*AUTHED, ErrorCode.NOT_FOUND))
-async def list_user_tokens(user_id: str, db: Db, actor: CurrentActor) -> list[TokenRead]:
-    """A person's personal API tokens with when each was last used, newest first (never their secrets)."""
+async def list_user_tokens(user_id: str, db: Db, actor: SessionActor) -> list[TokenRead]:
+    """A person's personal API tokens with when each was last used, newest first (never their secrets); from a
+    browser session only, as one's own tokens are (a leaked token must not list or revoke its owner's others)."""
     return await auth_service.list_tokens_of(db=db, actor=actor, user_id=user_id)
 
 
@@ -62,6 +63,6 @@ async def list_user_tokens(user_id: str, db: Db, actor: CurrentActor) -> list[To
     response_class=Response,
     responses=errors(*AUTHED, ErrorCode.NOT_FOUND),
 )
-async def revoke_user_token(user_id: str, token_id: str, db: Db, actor: CurrentActor) -> None:
-    """Revoke one of a person's API tokens: programs using it get 401 at once."""
+async def revoke_user_token(user_id: str, token_id: str, db: Db, actor: SessionActor) -> None:
+    """Revoke one of a person's API tokens: programs using it get 401 at once. From a browser session only."""
     await auth_service.revoke_token_of(db=db, actor=actor, user_id=user_id, token_id=token_id)

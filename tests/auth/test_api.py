@@ -264,6 +264,22 @@ async def test_a_token_may_revoke_itself_but_not_its_owners_other_tokens(make_us
     assert (await anonymous.get("/api/v1/auth/me")).status_code == 401
 
 
+async def test_an_admins_token_cannot_list_or_revoke_anyones_tokens(make_user, client_for, anonymous, db):
+    # found by a review: the admin routes let an admin's leaked token list and revoke its owner's other tokens
+    dana = await make_user("admin")
+    browser = await client_for(dana)
+    leaked, other = [(await browser.post("/api/v1/auth/tokens", json={"name": n})).json() for n in ("leaked", "cron")]
+    anonymous.headers["Authorization"] = f"Bearer {leaked['secret']}"
+
+    listed = await anonymous.get(f"/api/v1/admin/users/{dana['id']}/tokens")
+    revoked = await anonymous.delete(f"/api/v1/admin/users/{dana['id']}/tokens/{other['id']}")
+
+    assert (listed.status_code, revoked.status_code) == (403, 403)
+    assert "browser" in revoked.json()["error"]["message"]
+    assert await db["api_tokens"].count_documents({}) == 2
+    assert (await browser.get(f"/api/v1/admin/users/{dana['id']}/tokens")).status_code == 200  # from a session
+
+
 async def test_a_token_request_answered_before_it_needs_its_person_leaves_no_error_in_the_log(anonymous, caplog):
     """The token is looked up as the request comes in (desk.http.TokenLookup); a 404 never asks how that went."""
     anonymous.headers["Authorization"] = "Bearer wod_not-a-real-token"
