@@ -160,8 +160,7 @@ class WorkOrderView:
             with ui.row().classes("items-center gap-2"):
                 priority_chip(order.priority)
                 status_chip(order.status)
-                unsaved = lambda: self.editable and bool(self.edits())  # noqa: E731 - asked at the click
-                await assignment(self.visit, self.actor, order, on_changed=self._assigned, unsaved=unsaved)
+                await assignment(self.visit, self.actor, order, on_changed=self._assigned, unsaved=self._unsaved)
                 ui.label(f"Created {when(order.created_at)} · version {order.version}").classes("text-sm text-grey-7")
 
     async def _show_theirs(self, current: WorkOrderRead) -> None:
@@ -213,6 +212,9 @@ class WorkOrderView:
                 ui.button("Delete", icon="delete", on_click=self._confirm_delete).props("flat color=negative").mark(
                     "delete"
                 )
+
+    def _unsaved(self) -> bool:
+        return self.editable and bool(self.edits())
 
     def edits(self) -> dict[str, object]:
         """The fields the person changed compared with `loaded`."""
@@ -299,10 +301,14 @@ class WorkOrderView:
             self._deleted()
         elif permissions.can_change(self.actor, current) != self.editable:
             await self._may_change_now(current)
+        elif any(getattr(current, field) != getattr(self.loaded, field) for field in edits):
+            # someone else changed what the person is editing: their Save must meet it as a conflict, not undo it
+            self._allow_saving(True)  # theirs to save again, if a change elsewhere had taken that away
+            await self._show_theirs(current)
         else:
             self.loaded = current
             self.notice.clear()  # a change elsewhere it told of is on screen now, under the person's edit
-            self._allow_saving(True)  # taken back after a change elsewhere took it away: theirs to save again
+            self._allow_saving(True)
             await self.show()
             for field, value in edits.items():
                 self.inputs[field].value = value
@@ -336,6 +342,7 @@ class WorkOrderView:
         self.told = current.version
         self.notice.clear()
         still = permissions.can_change(self.actor, current)
+        self._allow_saving(still)  # off while it could only be refused; on again when given back
         lines = await _what_changed(self.loaded, current)
         with self.notice, ui.card().classes("w-full bg-blue-1 gap-1").mark("changed-elsewhere"):
             if still:
@@ -345,7 +352,6 @@ class WorkOrderView:
                     "Someone else just changed this work order, and it is no longer yours to change: your edit "
                     "cannot be saved. It stays in the form for you to copy."
                 ).mark("changed-elsewhere-lost")
-                self._allow_saving(False)
             for line in lines:
                 ui.label(line).classes("text-sm wrap-anywhere")
 
@@ -356,6 +362,7 @@ class WorkOrderView:
                     return
                 self.loaded = current
                 self.notice.clear()
+                self._allow_saving(True)
                 await self.show()
 
             ui.button("Show their version (discard my edit)", on_click=reload).props("outline")

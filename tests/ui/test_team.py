@@ -36,6 +36,17 @@ async def test_a_new_order_can_be_left_in_the_queue(user: User, make_user, log_i
     assert (stored["requesterId"], stored["ownerId"]) == (ObjectId(sam["id"]), None)
 
 
+async def test_opening_the_new_order_dialog_again_while_it_is_open_keeps_what_is_typed(user: User, make_user, log_in):
+    # found by a review: each opening makes a dialog afresh, and "n" pressed again would have thrown this one away
+    await log_in(user, await make_user("user"), landing="/app")
+    user.find(marker="new-order").click()
+    user.find(marker="new-title").type("Broken chair")
+
+    user.find(marker="new-order").click()
+
+    assert [title.value for title in user.find(marker="new-title").elements] == ["Broken chair"]
+
+
 async def test_a_colleague_takes_an_order_from_the_queue_in_the_list(user: User, make_user, log_in, db):
     sam, priya = await make_user("user", name="Sam Rivera"), await make_user("user", name="Priya Shah")
     await _queued(db, sam, "Broken chair")
@@ -411,3 +422,45 @@ async def test_someone_deactivated_is_named_so_and_in_name_order_where_an_admin_
     await user.open("/app")
     (owner_filter,) = user.find(marker="owner-filter").elements
     assert owner_filter.options[lee["id"]] == "Lee Chen (deactivated)"
+
+
+async def test_a_change_elsewhere_that_gives_the_order_back_lets_the_edit_be_saved(user: User, make_user, log_in, db):
+    # found by a review: Save stayed off once a change elsewhere had taken the order away, even after it came back
+    sam, priya = await make_user("user", name="Sam Rivera"), await make_user("user", name="Priya Shah")
+    admin = await make_user("admin", name="Dana Admin")
+    order = await _taken(db, sam, priya, "Broken chair")
+    await log_in(user, priya)
+    await open_order(user, order.id)
+    user.find(marker="edit-description").type("Needs a new leg")
+
+    away = await service.update(
+        db=db, actor=actor(admin), order_id=order.id, data=WorkOrderUpdate(version=order.version, ownerId=None)
+    )
+    await user.should_see(marker="changed-elsewhere-lost", retries=WAIT)
+    data = WorkOrderUpdate(version=away.version, ownerId=priya["id"])
+    await service.update(db=db, actor=actor(admin), order_id=order.id, data=data)
+
+    await user.should_not_see(marker="changed-elsewhere-lost", retries=WAIT)  # hers to change again
+    await user.should_see(marker="changed-elsewhere")
+    assert user.find(marker="save").elements.pop().enabled
+
+
+async def test_taking_an_order_does_not_undo_a_change_elsewhere_to_the_field_being_edited(
+    user: User, make_user, log_in, db
+):
+    # found by a review: the person's edit was put on top of the newest version, silently over someone's change
+    sam, admin = await make_user("user", name="Sam Rivera"), await make_user("admin", name="Dana Admin")
+    order = await _queued(db, sam, "Broken chair")
+    await log_in(user, sam)
+    await open_order(user, order.id)
+    user.find(marker="edit-title").clear().type("Chair, left leg")
+    data = WorkOrderUpdate(version=order.version, title="Chair with a cracked seat")
+    await service.update(db=db, actor=actor(admin), order_id=order.id, data=data)
+    await user.should_see(marker="changed-elsewhere", retries=WAIT)
+
+    user.find(marker="assign-to-me").click()
+    await user.should_see("“Chair with a cracked seat” is yours now.", retries=WAIT)
+    user.find(marker="save").click()
+
+    await user.should_see("Someone else saved this work order first. Nothing of yours was saved yet.", retries=WAIT)
+    assert (await db["work_orders"].find_one({}))["title"] == "Chair with a cracked seat"
