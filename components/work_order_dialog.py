@@ -24,11 +24,15 @@ def new_work_order_opener(
     what it last showed back into its element as the closing dialog unmounts it, over the emptied value.
     """
     home = ui.element()
+    shown: list[ui.dialog] = []
 
     def open_one() -> None:
+        if shown and shown[0].value:  # open already ("n" again): what is typed in it stays
+            return
         home.clear()  # the last one, closed (not at its closing: its create() still runs in it then)
         with home:
-            new_work_order_dialog(visit, owners, on_created).open()
+            shown[:] = [new_work_order_dialog(visit, owners, on_created)]
+        shown[0].open()
 
     return open_one
 
