@@ -110,7 +110,7 @@ async def forget_all(user_id: str) -> None:
     """Forget every edit this browser keeps for the person (they log out: nothing of theirs stays behind), and
     any kept before keys named their person (whose they were is unknown)."""
     old = f"Object.keys(localStorage).filter((key) => {OLD_KEYS}.test(key))"
-    code = f"{_theirs(user_id)}.concat({old}).forEach((key) => localStorage.removeItem(key)); window.deskDirty = false"
+    code = f"{_theirs(user_id)}.concat({old}).forEach((key) => localStorage.removeItem(key)); window.deskDirty = {{}}"
     with suppress(TimeoutError):  # awaited, so it is done before the browser is sent away
         await ui.run_javascript(code)
 

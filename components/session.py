@@ -122,7 +122,7 @@ class Visit:
             return
         self.closing = True
         with self.client:
-            ui.run_javascript("window.deskDirty = false")  # an unsaved edit stays kept in the browser: no prompt
+            ui.run_javascript("window.deskDirty = {}")  # an unsaved edit stays kept in the browser: no prompt
             ui.navigate.to(target)
         background_tasks.create(self._delete_soon(), name="close a page")
 

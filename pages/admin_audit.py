@@ -51,10 +51,15 @@ async def admin_audit_page(request: Request):
             return
         people = {str(p["_id"]): p["name"] for p in await users_service.everyone(db=get_db())}
         subject = _an_id(request.query_params.get("subject"))
+        order = None
         if subject and subject not in people:  # an order's entries (the order page links here): named by its title
             order = await work_orders_service.get(db=get_db(), actor=session.actor_of(user), order_id=subject)
-            people = people | ({subject: f"Work order “{order.title}”"} if order else {})
-        await AuditScreen(visit, request.query_params, people).build()
+        orders = {order.id: f"Work order “{order.title}”"} if order else {}
+        await AuditScreen(visit, request.query_params, people, orders).build()
+
+
+def _gone(named: str | None, known: dict[str, str]) -> dict[str, str]:
+    return {named: f"{named} (not on the desk now)"} if named is not None and named not in known else {}
 
 
 @dataclass(frozen=True)
@@ -88,13 +93,15 @@ class AuditView:
 class AuditScreen:
     """The filters, the entries of one page and a pager."""
 
-    def __init__(self, visit: session.Visit, params, people: dict[str, str]) -> None:
-        """`params`: the address's query; `people`: everyone's names by id, the choices of the person filters.
-        An id in the address that names nobody on the desk now (someone since removed, a deleted order) is
-        kept and shown as such, so a link still shows what it was sent for."""
+    def __init__(self, visit: session.Visit, params, people: dict[str, str], orders: dict[str, str]) -> None:
+        """`params`: the address's query; `people`: everyone's names by id, the choices of the person filters;
+        `orders`: the order the address names, by its title ("Done to" only). An id in the address that names
+        nothing on the desk now (someone since removed, a deleted order) is kept and shown as such, so a link
+        still shows what it was sent for."""
         self.visit, self.view = visit, AuditView.from_params(params)
-        named = (self.view.actor_id, self.view.subject_id)
-        self.names = people | {i: f"{i} (not on the desk now)" for i in named if i is not None and i not in people}
+        actor, subject = self.view.actor_id, self.view.subject_id
+        self.names = people | _gone(actor, people)
+        self.subjects = people | orders | _gone(subject, people | orders)
         self.seen: str | None = None  # the newest entry of the filter when the page was last drawn
         self.latest = 0  # draws overlap when the filter or the page change quickly: only the newest may draw
 
@@ -108,7 +115,7 @@ class AuditScreen:
             by = ui.select(self.names, label="Done by", value=view.actor_id, clearable=True)
             by.props("dense").classes("w-56").mark("audit-actor")
             by.on_value_change(lambda e: self._go(1, actor_id=e.value))
-            to = ui.select(self.names, label="Done to", value=view.subject_id, clearable=True)
+            to = ui.select(self.subjects, label="Done to", value=view.subject_id, clearable=True)
             to.props("dense").classes("w-56").mark("audit-subject")
             to.on_value_change(lambda e: self._go(1, subject_id=e.value))
         self.count = ui.label().classes("text-sm text-grey-7").mark("audit-count")
@@ -170,7 +177,7 @@ class AuditScreen:
             return "Nothing logged yet."
         kind = f"“{ACTIONS[view.action]}” entries" if view.action else "entries"
         by = f" by {self.names[view.actor_id]}" if view.actor_id else ""
-        to = f" concerning {self.names[view.subject_id]}" if view.subject_id else ""
+        to = f" concerning {self.subjects[view.subject_id]}" if view.subject_id else ""
         return f"No {kind}{by}{to}."
 
 

@@ -210,8 +210,8 @@ class _ListView:
     def show(self, page: OffsetPage[WorkOrderRead]) -> int | None:
         """Draw `page`; one past the last page of a list that has orders draws nothing and answers that last page."""
         filters = self.filters
-        if not page.items and page.total and filters.page > 1:
-            return last_page(page.total, PAGE_SIZE)
+        if not page.items and filters.page > (last := last_page(page.total, PAGE_SIZE)):
+            return last
         self.rows.time_field = "created_at" if TIME_COLUMNS.get(filters.sort) == "created" else "updated_at"
         self.time_column.set_text(f"Times: when {TIME_COLUMNS.get(filters.sort, 'last updated')}")
         self.rows.show(page.items)

@@ -142,8 +142,9 @@ async def test_a_link_to_an_orders_entries_names_the_order(user: User, make_user
     await user.open(f"/app/admin/audit?subject={order.id}")
 
     await user.should_see("No entries concerning Work order “Leaking tap”.")
-    (done_to,) = user.find(marker="audit-subject").elements
+    (done_to,), (done_by,) = user.find(marker="audit-subject").elements, user.find(marker="audit-actor").elements
     assert (done_to.value, done_to.options[order.id]) == (order.id, "Work order “Leaking tap”")
+    assert order.id not in done_by.options  # an order does nothing
 
 
 async def test_new_entries_show_up_while_the_log_is_open(user: User, make_user, log_in, db, monkeypatch):
