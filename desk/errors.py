@@ -127,6 +127,11 @@ class Unauthorized(DeskError):
     code = ErrorCode.UNAUTHORIZED
     default_message = "Please log in."
 
+    def __init__(self, message: str | None = None, **kwargs: Any) -> None:
+        super().__init__(message, **kwargs)
+        # RFC 9110: a 401 names a scheme the request could use (the session cookie, the other, no header can name)
+        self.headers = {"WWW-Authenticate": 'Bearer realm="desk"'} | self.headers
+
 
 class Forbidden(DeskError):
     code = ErrorCode.FORBIDDEN

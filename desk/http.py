@@ -191,13 +191,7 @@ def envelope(
 
 async def _desk_error(_: Request, error: Exception) -> Response:
     assert isinstance(error, DeskError)
-    headers = error.headers
-    if error.code is ErrorCode.UNAUTHORIZED:  # RFC 9110: a 401 names a scheme the request could use
-        headers = {"WWW-Authenticate": CHALLENGE} | headers
-    return JSONResponse(error.envelope(), status_code=error.status, headers=headers)
-
-
-CHALLENGE = 'Bearer realm="desk"'  # or the session cookie, which no header can name
+    return JSONResponse(error.envelope(), status_code=error.status, headers=error.headers)
 
 
 NOT_JSON = "The request body is not valid JSON."

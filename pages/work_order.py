@@ -13,6 +13,7 @@ from components.drafts import Draft
 from components.fields import show_problems
 from components.formats import when
 from components.frame import back_to_list, frame, notify_next_page
+from components.order_changes import owner_values, what_changed, why_read_only
 from components.timeline import comment_box, timeline
 from components.triage_card import triage_card
 from desk.actors import Actor
@@ -149,7 +150,7 @@ class WorkOrderView:
             self.read_only.clear()
             with self.read_only:
                 ui.label(order.description or "No description.").classes("whitespace-pre-wrap wrap-anywhere")
-                ui.label(_why_read_only(self.actor, order)).classes("text-sm text-grey-7").mark("read-only-why")
+                ui.label(why_read_only(self.actor, order)).classes("text-sm text-grey-7").mark("read-only-why")
         await self._show_history()
 
     async def _show_summary(self, order: WorkOrderRead) -> None:
@@ -171,7 +172,7 @@ class WorkOrderView:
     async def _show_history(self) -> None:
         entries, older = await self._history()
         names = await users_service.display_names(
-            db=get_db(), user_ids={e.actor_id for e in entries} | {str(v) for e in entries for v in _owner_values(e)}
+            db=get_db(), user_ids={e.actor_id for e in entries} | {str(v) for e in entries for v in owner_values(e)}
         )
         self.history.clear()  # only now, after the reads: a live change drawing meanwhile must not draw it twice
         with self.history:
@@ -253,7 +254,7 @@ class WorkOrderView:
 
     async def _conflict(self, current: WorkOrderRead, mine: dict[str, object]) -> None:
         """Someone saved first: say what they changed; let the person reload or apply their edit again."""
-        theirs = await _what_changed(self.loaded, current)
+        theirs = await what_changed(self.loaded, current)
         await self._show_theirs(current)
         self.told = current.version
         self.notice.clear()
@@ -343,7 +344,7 @@ class WorkOrderView:
         self.notice.clear()
         still = permissions.can_change(self.actor, current)
         self._allow_saving(still)  # off while it could only be refused; on again when given back
-        lines = await _what_changed(self.loaded, current)
+        lines = await what_changed(self.loaded, current)
         with self.notice, ui.card().classes("w-full bg-blue-1 gap-1").mark("changed-elsewhere"):
             if still:
                 ui.label("Someone else just changed this work order. Your edit is kept until you choose.")
@@ -401,39 +402,3 @@ class WorkOrderView:
         notify_next_page(f"Deleted “{self.loaded.title}”.")  # on the list: this page is left at once
         self.draft.forget()
         ui.navigate.to(back_to_list())
-
-
-def _why_read_only(actor: Actor, order: WorkOrderRead) -> str:
-    """Why there is no form to edit this order: a person shown only text deserves to know."""
-    if not actor.can_write:
-        return "Viewers read work orders and comment on them; they do not change them."
-    if order.owner_id is None:
-        return "While it waits in the queue, only its requester or an admin changes it; “Assign to me” makes it yours."
-    return "Only its requester, its owner or an admin can change this work order."
-
-
-def _shown(field: str, value: object) -> str:
-    labels = {"priority": PRIORITY_LABELS, "status": STATUS_LABELS}.get(field)
-    text = labels.get(str(value), str(value)) if labels else f"“{value}”"
-    return text if len(text) <= 140 else text[:140] + "…"
-
-
-async def _what_changed(before: WorkOrderRead, after: WorkOrderRead) -> list[str]:
-    """What someone else changed, a line each: the fields of the form, then who works on it."""
-    lines = [
-        f"They changed {field}: {_shown(field, getattr(before, field))} → {_shown(field, getattr(after, field))}"
-        for field in EDITABLE
-        if getattr(before, field) != getattr(after, field)
-    ]
-    if after.owner_id != before.owner_id:
-        names = await users_service.display_names(db=get_db(), user_ids={after.owner_id} - {None})
-        lines.append(
-            f"They gave it to {names.get(after.owner_id, 'someone')}."
-            if after.owner_id
-            else "They put it back in the queue."
-        )
-    return lines
-
-
-def _owner_values(entry) -> list[object]:
-    return [side.get("ownerId") for side in (entry.before, entry.after) if side and side.get("ownerId")]
