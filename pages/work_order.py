@@ -135,14 +135,14 @@ class WorkOrderView:
     def _track(self) -> None:
         self.draft.track(self.edits(), self.loaded.version)
 
-    async def show(self) -> None:
-        """Draw the summary, the form values and the timeline from `loaded`."""
-        order = self.loaded
+    async def show(self, keep: dict[str, object] | None = None) -> None:
+        """Draw the summary, the form values and the timeline from `loaded` (the form with the edits in `keep`)."""
+        order, keep = self.loaded, keep or {}
         if self.editable:
             # Before any await: the page is served at the build's first await (the frame's timer waits for
             # the socket), so a person may already be typing; values set after an await would overwrite that.
             for field in EDITABLE:
-                self.inputs[field].value = getattr(order, field)
+                self.inputs[field].value = keep.get(field, getattr(order, field))
                 self.inputs[field].error = None
             self._track()  # an input already showing the saved value fires no change: forget the edit here
         await self._show_summary(order)
@@ -310,10 +310,7 @@ class WorkOrderView:
             self.loaded = current
             self.notice.clear()  # a change elsewhere it told of is on screen now, under the person's edit
             self._allow_saving(True)
-            await self.show()
-            for field, value in edits.items():
-                self.inputs[field].value = value
-            self._track()
+            await self.show(keep=edits)  # the edit never leaves the form meanwhile
 
     async def _on_changes(self, batch: list[dict]) -> None:
         mine = [c for c in batch if c["workOrderId"] == self.loaded.id]
