@@ -4,7 +4,7 @@ beside it (the sort key of names and titles, UTC now)."""
 import re
 import unicodedata
 from collections.abc import Callable
-from datetime import UTC, date, datetime
+from datetime import UTC, date, datetime, time, timedelta
 from functools import cache
 from typing import Annotated, Any, Generic, TypeVar
 
@@ -113,6 +113,21 @@ def _full_date(value: object) -> object:
 
 # A day in a query string: YYYY-MM-DD, what the schema's date format means (pydantic would take "0").
 Day = Annotated[date, BeforeValidator(_full_date)]
+
+
+def midnight(day: date) -> datetime:
+    """Where `day` begins, in UTC (the desk's days are UTC days)."""
+    return datetime.combine(day, time(), tzinfo=UTC)
+
+
+def after(day: date) -> datetime | None:
+    """Where a range of days ending with `day` ends: the next midnight; None after the last day there is."""
+    return midnight(day + timedelta(days=1)) if day < date.max else None
+
+
+def during(start: datetime, end: datetime | None) -> dict[str, datetime]:
+    """A filter for the moments from `start` until before `end` (no end: from `start` on)."""
+    return {"$gte": start} | ({"$lt": end} if end is not None else {})
 
 
 def _whole(value: object) -> object:

@@ -8,7 +8,7 @@ so Back, reload and a link sent to another admin open the same view.
 """
 
 import json
-from datetime import UTC, date, datetime, time, timedelta
+from datetime import date
 
 from fastapi import Request
 from nicegui import APIRouter, ui
@@ -25,6 +25,7 @@ from desk.agent.triage.models import RunQuery
 from desk.config import get_settings
 from desk.db.client import get_db
 from desk.errors import DeskError, NotFound
+from desk.schema import after, midnight
 from desk.users import service as users_service
 from pages.admin_agents import PATH as AGENTS
 from pages.admin_agents import agents_tabs, ai_off_notice
@@ -151,11 +152,8 @@ class RunsScreen:
         query = RunQuery(
             agent=self.filters["agent"],
             status=self.filters["status"],
-            since=datetime.combine(since, time(), tzinfo=UTC) if since else None,
-            # inclusive; the last day there is has no next day to end before
-            until=datetime.combine(until + timedelta(days=1), time(), tzinfo=UTC)
-            if until and until < date.max
-            else None,
+            since=midnight(since) if since else None,
+            until=after(until) if until else None,  # inclusive
             offset=(self.page - 1) * PAGE_SIZE,
             limit=PAGE_SIZE,
         )

@@ -8,7 +8,6 @@ orders only (counted here, not by a date aggregation), so the cost follows one p
 """
 
 from collections import Counter
-from datetime import UTC, datetime, time, timedelta
 
 from bson import ObjectId
 from pymongo.asynchronous.database import AsyncDatabase
@@ -16,6 +15,7 @@ from pymongo.asynchronous.database import AsyncDatabase
 from desk.actors import Actor
 from desk.errors import Forbidden
 from desk.metrics.models import DAYS, DayCount, Metrics, MetricsQuery
+from desk.schema import after, midnight
 from desk.work_orders import repository as orders_repo
 from desk.work_orders.counters import day_key, read, total_key
 from desk.work_orders.models import PRIORITIES, STATUSES
@@ -29,7 +29,7 @@ async def desk_metrics(*, db: AsyncDatabase, actor: Actor, query: MetricsQuery |
         raise Forbidden("Only admins can see desk metrics.")
     query = query or MetricsQuery()
     days, owner = query.days(), query.owner_id
-    midnights = {day: datetime.combine(day, time(), tzinfo=UTC) for day in days}
+    midnights = {day: midnight(day) for day in days}
     keys = [total_key(owner), *(total_key(owner, status=s) for s in STATUSES)]
     keys += [total_key(owner, priority=p) for p in PRIORITIES]
     if owner is None:
@@ -41,8 +41,7 @@ async def desk_metrics(*, db: AsyncDatabase, actor: Actor, query: MetricsQuery |
         closed = {day: values[day_key("closed", midnights[day])] for day in days}
         done, seconds = values["done:count"], values["done:seconds"]
     else:
-        start = midnights[days[0]]
-        history = await orders_repo.owner_history(db, ObjectId(owner), start=start, end=start + timedelta(len(days)))
+        history = await orders_repo.owner_history(db, ObjectId(owner), start=midnights[days[0]], end=after(days[-1]))
         opened, closed = Counter(m.date() for m in history["opened"]), Counter(m.date() for m in history["closed"])
         done, seconds = len(history["done"]), sum(history["done"])
     return Metrics(

@@ -16,7 +16,7 @@ from pymongo import ASCENDING, DESCENDING, ReturnDocument, UpdateOne
 from pymongo.asynchronous.database import AsyncDatabase
 
 from desk.outbox import repository as outbox
-from desk.schema import sort_key
+from desk.schema import during, sort_key
 from desk.work_orders import changes, counters, search
 from desk.work_orders.models import PRIORITIES
 
@@ -167,14 +167,17 @@ async def count(db: AsyncDatabase, filter_: Doc) -> tuple[int, bool]:
     return min(counted, search.CAP), counted <= search.CAP
 
 
-async def owner_history(db: AsyncDatabase, owner: ObjectId, *, start: datetime, end: datetime) -> dict[str, list]:
-    """One person's orders opened, and closed, in [start, end), and every time to done of theirs (the metrics).
+async def owner_history(
+    db: AsyncDatabase, owner: ObjectId, *, start: datetime, end: datetime | None
+) -> dict[str, list]:
+    """One person's orders opened, and closed, in [start, end) (no end: from start on), and every time to done of
+    theirs (the metrics).
 
     Reads that person's orders only (owner indexes), so its cost follows their orders, not the desk's.
     """
     mine = {"ownerId": owner}
-    opened = _orders(db).find(mine | {"createdAt": {"$gte": start, "$lt": end}}, {"createdAt": 1})
-    closed = _orders(db).find(mine | {"closedAt": {"$gte": start, "$lt": end}}, {"closedAt": 1})
+    opened = _orders(db).find(mine | {"createdAt": during(start, end)}, {"createdAt": 1})
+    closed = _orders(db).find(mine | {"closedAt": during(start, end)}, {"closedAt": 1})
     done = _orders(db).find(mine | {"status": "done"}, {"createdAt": 1, "closedAt": 1})
     return {
         "opened": [d["createdAt"] for d in await opened.to_list()],

@@ -3,7 +3,6 @@
 Who may do which of these is decided in `permissions`; every function here asks it before touching a document.
 """
 
-from datetime import UTC, date, datetime, time, timedelta
 from typing import Any
 
 from bson import ObjectId
@@ -12,7 +11,7 @@ from pymongo.asynchronous.database import AsyncDatabase
 from desk.actors import Actor
 from desk.audit import service as audit
 from desk.errors import Conflict, DeskError, Forbidden, NotFound, NothingToChange
-from desk.schema import OffsetPage, now, parse_object_id
+from desk.schema import OffsetPage, after, during, midnight, now, parse_object_id
 from desk.users import repository as users_repo
 from desk.users import service as users_service
 from desk.work_orders import counters, permissions
@@ -126,9 +125,7 @@ async def list_orders(
     filter_ = repo.filters(owner_id=owner, requester_id=requester, status=query.status, priority=query.priority)
     parts, total_keys = permissions.list_parts(actor, owner, mine=mine) if requester is None else ([], [])
     if query.opened:  # one UTC day: counted by the server up to the cap, as a search is
-        start = datetime.combine(query.opened, time(), tzinfo=UTC)
-        # the last day there is (9999-12-31) has no next day to end before
-        filter_["createdAt"] = {"$gte": start} | ({"$lt": start + timedelta(days=1)} if query.opened < date.max else {})
+        filter_["createdAt"] = during(midnight(query.opened), after(query.opened))
     if query.q:
         # a requester's orders are searched as the parts whose index ranges hold them, not the word's every posting
         searched = repo.requested_by(requester) if requester is not None else parts

@@ -41,3 +41,5 @@ async def test_one_owners_figures_and_a_range_of_days(make_user, client_for, db)
     assert as_a_number.status_code == 400
     first_day = await client.get("/api/v1/admin/metrics", params={"until": "0001-01-01"})  # was a 500
     assert first_day.status_code == 200 and [d["day"] for d in first_day.json()["perDay"]] == ["0001-01-01"]
+    last_day = await client.get("/api/v1/admin/metrics", params={"ownerId": sam["id"], "until": "9999-12-31"})
+    assert last_day.status_code == 200 and last_day.json()["perDay"][-1]["day"] == "9999-12-31"
