@@ -121,10 +121,21 @@ class WorkOrderView:
         being typed stays, and so does what the page just said)."""
         if self.editable:
             self.draft.forget()  # what could not be saved any more (they were asked first when it was their move)
-        self.editable, self.loaded = not self.editable, current
+        self.editable, self.loaded = permissions.can_change(self.actor, current), current
         self.notice.clear()
         self._draw_body()
         await self.show()
+
+    async def _adopt(self, current: WorkOrderRead, keep: dict[str, object] | None = None) -> None:
+        """Edit against `current` from now on: the notice goes, and the form follows the right to change it (with
+        the edits in `keep` while that right stays)."""
+        if permissions.can_change(self.actor, current) != self.editable:
+            await self._may_change_now(current)
+            return
+        self.loaded = current
+        self.notice.clear()
+        self._allow_saving(True)  # a change elsewhere may have taken saving away, and another given it back
+        await self.show(keep=keep)  # the edit never leaves the form meanwhile
 
     def _allow_saving(self, allowed: bool) -> None:
         """Save and Delete on or off (off while what the person typed could only be refused)."""
@@ -265,9 +276,7 @@ class WorkOrderView:
 
             async def reload() -> None:
                 self.actor = await self.visit.actor()
-                self.loaded = current
-                self.notice.clear()
-                await self.show()
+                await self._adopt(current)
 
             async def reapply() -> None:
                 self.loaded = current
@@ -298,19 +307,15 @@ class WorkOrderView:
         edits = self.edits() if self.editable else {}
         self.actor = await self.visit.actor()
         current = await service.get(db=get_db(), actor=self.actor, order_id=self.loaded.id)
+        clash = any(getattr(current, field) != getattr(self.loaded, field) for field in edits) if current else False
         if current is None:
             self._deleted()
-        elif permissions.can_change(self.actor, current) != self.editable:
-            await self._may_change_now(current)
-        elif any(getattr(current, field) != getattr(self.loaded, field) for field in edits):
+        elif clash and permissions.can_change(self.actor, current):
             # someone else changed what the person is editing: their Save must meet it as a conflict, not undo it
             self._allow_saving(True)  # theirs to save again, if a change elsewhere had taken that away
             await self._show_theirs(current)
-        else:
-            self.loaded = current
-            self.notice.clear()  # a change elsewhere it told of is on screen now, under the person's edit
-            self._allow_saving(True)
-            await self.show(keep=edits)  # the edit never leaves the form meanwhile
+        else:  # a change elsewhere it told of is on screen now, under the person's edit
+            await self._adopt(current, keep=edits)
 
     async def _on_changes(self, batch: list[dict]) -> None:
         mine = [c for c in batch if c["workOrderId"] == self.loaded.id]
@@ -330,8 +335,7 @@ class WorkOrderView:
             if self.editable and self.edits():
                 await self._changed_while_editing(current)
             else:
-                self.loaded = current
-                await self.show()
+                await self._adopt(current)
 
     async def _changed_while_editing(self, current: WorkOrderRead) -> None:
         # Never clobber what the person is typing: tell them what changed, and let them choose when. What is saved
@@ -355,13 +359,7 @@ class WorkOrderView:
 
             async def reload() -> None:
                 self.actor = await self.visit.actor()
-                if permissions.can_change(self.actor, current) != self.editable:
-                    await self._may_change_now(current)
-                    return
-                self.loaded = current
-                self.notice.clear()
-                self._allow_saving(True)
-                await self.show()
+                await self._adopt(current)
 
             ui.button("Show their version (discard my edit)", on_click=reload).props("outline")
 
