@@ -247,11 +247,15 @@ async def test_bad_credentials_headers_are_unauthorized(anonymous):
         assert response.headers["WWW-Authenticate"] == 'Bearer realm="desk"'  # RFC 9110: what would be let in
 
 
-async def test_a_token_may_revoke_itself_but_not_its_owners_other_tokens(make_user, client_for, anonymous, db):
-    sam = await make_user("user")
-    browser = await client_for(sam)
+async def leaked_and_another(browser, anonymous) -> tuple[dict, dict]:
+    """Two tokens made in `browser`'s session; `anonymous` now sends the first, as whoever found it would."""
     leaked, other = [(await browser.post("/api/v1/auth/tokens", json={"name": n})).json() for n in ("leaked", "cron")]
     anonymous.headers["Authorization"] = f"Bearer {leaked['secret']}"
+    return leaked, other
+
+
+async def test_a_token_may_revoke_itself_but_not_its_owners_other_tokens(make_user, client_for, anonymous, db):
+    leaked, other = await leaked_and_another(await client_for(await make_user("user")), anonymous)
 
     refused = await anonymous.delete(f"/api/v1/auth/tokens/{other['id']}")
     missing = await anonymous.delete(f"/api/v1/auth/tokens/{ObjectId()}")
@@ -268,8 +272,7 @@ async def test_an_admins_token_cannot_list_or_revoke_anyones_tokens(make_user, c
     # found by a review: the admin routes let an admin's leaked token list and revoke its owner's other tokens
     dana = await make_user("admin")
     browser = await client_for(dana)
-    leaked, other = [(await browser.post("/api/v1/auth/tokens", json={"name": n})).json() for n in ("leaked", "cron")]
-    anonymous.headers["Authorization"] = f"Bearer {leaked['secret']}"
+    _, other = await leaked_and_another(browser, anonymous)
 
     listed = await anonymous.get(f"/api/v1/admin/users/{dana['id']}/tokens")
     revoked = await anonymous.delete(f"/api/v1/admin/users/{dana['id']}/tokens/{other['id']}")

@@ -9,7 +9,7 @@ from nicegui.testing import User
 from nicegui.testing.user_notify import UserNotify
 
 from desk.work_orders import service
-from desk.work_orders.models import CommentCreate, WorkOrderCreate, WorkOrderUpdate
+from desk.work_orders.models import CommentCreate, WorkOrderCreate, WorkOrderRead, WorkOrderUpdate
 from tests.helpers import actor, until
 from tests.ui.conftest import WAIT
 from tests.ui.test_work_order import open_order
@@ -378,18 +378,24 @@ async def test_giving_an_order_back_with_an_unsaved_edit_asks_first(user: User, 
     assert (await db["work_orders"].find_one({}))["ownerId"] is None
 
 
-async def test_an_edit_that_can_no_longer_be_saved_is_said_so(user: User, make_user, log_in, db):
+async def _put_back_while_priya_edits(user: User, make_user, log_in, db) -> tuple[WorkOrderRead, dict, dict]:
+    """Priya types in an order she took from Sam; an admin puts it back in the queue meanwhile. The order as it
+    is then, Priya and the admin."""
     sam, priya = await make_user("user", name="Sam Rivera"), await make_user("user", name="Priya Shah")
     admin = await make_user("admin", name="Dana Admin")
     order = await _taken(db, sam, priya, "Broken chair")
     await log_in(user, priya)
     await open_order(user, order.id)
     user.find(marker="edit-description").type("Needs a new leg")
-
     data = WorkOrderUpdate(version=order.version, ownerId=None)
-    await service.update(db=db, actor=actor(admin), order_id=order.id, data=data)
-
+    away = await service.update(db=db, actor=actor(admin), order_id=order.id, data=data)
     await user.should_see(marker="changed-elsewhere-lost", retries=WAIT)
+    return away, priya, admin
+
+
+async def test_an_edit_that_can_no_longer_be_saved_is_said_so(user: User, make_user, log_in, db):
+    await _put_back_while_priya_edits(user, make_user, log_in, db)
+
     await user.should_see("They put it back in the queue.")
     assert not user.find(marker="save").elements.pop().enabled  # Save would only be refused
     assert _value(user, "edit-description") == "Needs a new leg"  # kept, to be copied
@@ -426,19 +432,10 @@ async def test_someone_deactivated_is_named_so_and_in_name_order_where_an_admin_
 
 async def test_a_change_elsewhere_that_gives_the_order_back_lets_the_edit_be_saved(user: User, make_user, log_in, db):
     # found by a review: Save stayed off once a change elsewhere had taken the order away, even after it came back
-    sam, priya = await make_user("user", name="Sam Rivera"), await make_user("user", name="Priya Shah")
-    admin = await make_user("admin", name="Dana Admin")
-    order = await _taken(db, sam, priya, "Broken chair")
-    await log_in(user, priya)
-    await open_order(user, order.id)
-    user.find(marker="edit-description").type("Needs a new leg")
+    away, priya, admin = await _put_back_while_priya_edits(user, make_user, log_in, db)
 
-    away = await service.update(
-        db=db, actor=actor(admin), order_id=order.id, data=WorkOrderUpdate(version=order.version, ownerId=None)
-    )
-    await user.should_see(marker="changed-elsewhere-lost", retries=WAIT)
     data = WorkOrderUpdate(version=away.version, ownerId=priya["id"])
-    await service.update(db=db, actor=actor(admin), order_id=order.id, data=data)
+    await service.update(db=db, actor=actor(admin), order_id=away.id, data=data)
 
     await user.should_not_see(marker="changed-elsewhere-lost", retries=WAIT)  # hers to change again
     await user.should_see(marker="changed-elsewhere")
