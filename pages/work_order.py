@@ -340,12 +340,14 @@ class WorkOrderView:
     async def _changed_while_editing(self, current: WorkOrderRead) -> None:
         # Never clobber what the person is typing: tell them what changed, and let them choose when. What is saved
         # now is shown above the form and in the timeline (a header still showing the old version would mislead).
+        lines = await what_changed(self.loaded, current)
         await self._show_theirs(current)
+        if self.told == current.version:  # the person's Save met this change meanwhile: its conflict card stays
+            return
         self.told = current.version
         self.notice.clear()
         still = permissions.can_change(self.actor, current)
         self._allow_saving(still)  # off while it could only be refused; on again when given back
-        lines = await what_changed(self.loaded, current)
         with self.notice, ui.card().classes("w-full bg-blue-1 gap-1").mark("changed-elsewhere"):
             if still:
                 ui.label("Someone else just changed this work order. Your edit is kept until you choose.")

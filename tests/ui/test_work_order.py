@@ -8,7 +8,7 @@ from nicegui.testing import User
 from desk.actors import SYSTEM_TRIAGE
 from desk.work_orders import repository, service
 from desk.work_orders.models import CommentCreate, WorkOrderUpdate
-from tests.helpers import actor
+from tests.helpers import actor, until
 from tests.ui.conftest import WAIT
 
 
@@ -109,6 +109,39 @@ async def test_someone_else_saved_first_then_reload(user: User, make_user, make_
     await user.should_see("Their title", retries=WAIT)
     await user.should_not_see(marker="conflict")
     assert (await db["work_orders"].find_one({}))["title"] == "Their title"
+
+
+async def test_a_save_that_meets_a_change_keeps_its_conflict_card_when_a_slower_live_redraw_ends(
+    user: User, make_user, make_order, log_in, db, monkeypatch
+):
+    # found by a clean-clone run under load: the live redraw of the same change, still reading the timeline when
+    # Save drew the conflict card, then put its own card over it, and the choice to reapply was gone
+    sam, admin = await make_user("user"), await make_user("admin")
+    order = await make_order(sam, "Broken window")
+    await log_in(user, sam)
+    await open_order(user, order.id)
+    user.find(marker="edit-title").clear().type("My title")
+    held, release, read = [], asyncio.Event(), service.activity
+
+    async def slow_for_the_live_redraw(**kwargs):
+        if not held:  # the first timeline read after the change: the live redraw's
+            held.append(True)
+            await release.wait()
+        return await read(**kwargs)
+
+    monkeypatch.setattr(service, "activity", slow_for_the_live_redraw)
+    await service.update(
+        db=db, actor=actor(admin), order_id=order.id, data=WorkOrderUpdate(version=1, title="Their title")
+    )
+    await until(lambda: held, what="the live redraw to read the timeline")
+    user.find(marker="save").click()
+    await user.should_see(marker="conflict", retries=WAIT)
+
+    release.set()
+    await asyncio.sleep(0.3)  # the live redraw ends
+
+    await user.should_see(marker="conflict-reapply")
+    await user.should_not_see(marker="changed-elsewhere")
 
 
 async def test_an_untouched_page_follows_changes_live(user: User, make_user, make_order, log_in, db):
