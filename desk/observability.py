@@ -152,14 +152,14 @@ class Measured:
             nonlocal status, first_token
             if message["type"] == "http.response.start":
                 status = message["status"]
-            elif message["type"] == "http.response.body" and _route(scope) == COPILOT_STREAM and status == 200:
+            await send(message)  # first: a stream's frame is counted once written, and never waits for it
+            if message["type"] == "http.response.body" and _route(scope) == COPILOT_STREAM and status == 200:
                 body = message.get("body", b"")
                 if not first_token and b"event: token" in body:
                     first_token = True
                     FIRST_TOKEN.observe(time.perf_counter() - started)
                 for code in _error_codes(body):
                     STREAM_ERRORS.labels(code).inc()
-            await send(message)
 
         try:
             await self.app(scope, receive, watch)

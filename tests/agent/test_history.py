@@ -7,6 +7,7 @@ been dropped; a conversation that fell out of memory still reads right, only slo
 answer (None: ask the database) is the only place a lost window shows.
 """
 
+import json
 from datetime import timedelta
 
 import pytest
@@ -14,6 +15,7 @@ from bson import ObjectId
 
 from desk.agent import history, runs
 from desk.agent.history import WINDOW, Histories, kept
+from desk.agent.provider import CHARS_PER_TOKEN
 from desk.schema import now
 from tests.agent.test_first_token import conversation, drain, said, session_of
 from tests.fake_provider import Turn
@@ -91,7 +93,7 @@ async def test_memory_never_keeps_a_message_longer_than_the_database(db, start, 
 
     session = await session_of(db, sam)
     stored = {(m["role"], m["content"]): m["createdAt"] for m in await runs.session_messages(db, session["_id"])}
-    in_memory = {(role, content): at for role, content, at in history.HISTORIES.current(session) if content}
+    in_memory = {(m.role, m.content): m.at for m in history.HISTORIES.current(session) if m.content}
     assert set(in_memory) == {("user", "q1"), ("assistant", "a1")}
     assert in_memory[("assistant", "a1")] == stored[("assistant", "a1")]
     assert in_memory[("user", "q1")] <= stored[("user", "q1")]
@@ -109,7 +111,22 @@ async def test_one_persons_turn_does_not_push_another_persons_conversation_out_o
 
     window = history.HISTORIES.current(await session_of(db, sam))
     assert window is not None  # sam's next turn needs no read
-    assert [(role, content) for role, content, _ in window] == [("user", "q1"), ("assistant", "a1")]
+    assert [(m.role, m.content) for m in window] == [("user", "q1"), ("assistant", "a1")]
+
+
+async def test_a_turn_sizes_its_conversation_as_the_json_the_model_is_sent(db, start, fake_provider, make_user):
+    sam = await make_user("user")
+    fake_provider.script(
+        Turn.tool_calls(("list_my_work_orders", {})), Turn.text('An "answer"\nwith ünïcode ✓ and 🛠'), Turn.text("a2")
+    )
+    await drain(await start(sam, 'A "question",\twith a tab, ünïcode and 🛠'))  # a tool call, then its answer
+    turn = await start(sam, "q2")
+
+    await drain(turn)
+
+    sent = fake_provider.requests[-1]["messages"]
+    assert len(sent) == 4  # the system prompt, the first question and answer (not the tool's), this question
+    assert turn.opening_tokens == len(json.dumps(sent)) // CHARS_PER_TOKEN
 
 
 # --- the window kept of each conversation -----------------------------------------------------------------
