@@ -108,6 +108,9 @@ def _run(settings: Settings) -> None:
         storage_secret=_storage_secret(settings),
         show_welcome_message=False,
         uvicorn_logging_level="warning",
+        # No access lines are printed at that level, but uvicorn would still build each one's
+        # arguments (the client's address, the quoted path) on every request.
+        access_log=False,
         favicon="🛠",
         # NiceGUI's own browser cookie carries no session (that is the desk's cookie), but it lives no
         # longer than a session and travels only over https when the desk is served so.
