@@ -19,6 +19,7 @@ class Actor:
     role: Role | None
     kind: Literal["human", "system"] = "human"
     capability: Literal["triage"] | None = None
+    by_token: bool = False  # came with an API token, not a browser session: it may not change who can sign in
 
     @property
     def is_human(self) -> bool:

@@ -92,8 +92,8 @@ async def current_user(request: Request, db: Db) -> dict:
     return user
 
 
-async def current_actor(user: Annotated[dict, Depends(current_user)]) -> Actor:
-    return auth_service.actor_for(user)
+async def current_actor(request: Request, user: Annotated[dict, Depends(current_user)]) -> Actor:
+    return auth_service.actor_for(user, by_token=bool(request.headers.get("Authorization")))
 
 
 CurrentUser = Annotated[dict, Depends(current_user)]

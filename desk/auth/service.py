@@ -37,9 +37,9 @@ def digest(secret: str) -> str:
     return hashlib.sha256(secret.encode()).hexdigest()
 
 
-def actor_for(user: dict) -> Actor:
-    """The human Actor for a stored user."""
-    return Actor(id=str(user["_id"]), role=Role(user["role"]), kind="human")
+def actor_for(user: dict, *, by_token: bool = False) -> Actor:
+    """The human Actor for a stored user; `by_token` when the request came with an API token."""
+    return Actor(id=str(user["_id"]), role=Role(user["role"]), kind="human", by_token=by_token)
 
 
 async def login(*, db: AsyncDatabase, email: str, password: str, ip: str) -> LoggedIn:
