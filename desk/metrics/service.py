@@ -40,6 +40,9 @@ async def desk_metrics(*, db: AsyncDatabase, actor: Actor, query: MetricsQuery |
         opened = {day: values[day_key("opened", midnights[day])] for day in days}
         closed = {day: values[day_key("closed", midnights[day])] for day in days}
         done, seconds = values["done:count"], values["done:seconds"]
+    elif not days:  # `until` before `since`: no days to read, nor an end to read them to
+        opened = closed = Counter()
+        done, seconds = 0, 0
     else:
         history = await orders_repo.owner_history(db, ObjectId(owner), start=midnights[days[0]], end=after(days[-1]))
         opened, closed = Counter(m.date() for m in history["opened"]), Counter(m.date() for m in history["closed"])

@@ -37,6 +37,10 @@ async def test_one_owners_figures_and_a_range_of_days(make_user, client_for, db)
 
     backwards = await client.get("/api/v1/admin/metrics", params={"since": "2026-03-02", "until": "2026-03-01"})
     assert backwards.status_code == 200 and backwards.json()["perDay"] == []  # no day is in that range
+    params = {"ownerId": sam["id"], "since": "2026-03-02", "until": "2026-03-01"}
+    backwards_for_sam = await client.get("/api/v1/admin/metrics", params=params)  # was a 500
+    assert backwards_for_sam.status_code == 200 and backwards_for_sam.json()["perDay"] == []
+    assert backwards_for_sam.json()["total"] == 2  # the counts of what exists now stay
     as_a_number = await client.get("/api/v1/admin/metrics", params={"until": "0"})  # the fuzzer's 1970-01-01
     assert as_a_number.status_code == 400
     first_day = await client.get("/api/v1/admin/metrics", params={"until": "0001-01-01"})  # was a 500
