@@ -21,6 +21,8 @@ def test_a_short_secret_says_how_many_characters_and_not_the_secret():
 def test_shapes_are_told_with_an_example_not_a_regex():
     lines = _lines(MONGODB_DB="my desk", AGENT_WORKING_HOURS="9-5", DESK_PORT="eighty")
     assert "MONGODB_DB: must be 1 to 63 letters, digits, '_' or '-', for example desk or desk_staging" in lines
-    assert "AGENT_WORKING_HOURS: must be * (any time) or a 24-hour range such as 08:00-18:00" in lines
+    hours = "AGENT_WORKING_HOURS: must be * (any time) or a 24-hour range such as 08:00-18:00 (ending at another time)"
+    assert hours in lines
+    assert _lines(AGENT_WORKING_HOURS="09:00-09:00") == [hours]  # no time at all, which "*" is not
     assert "DESK_PORT: must be a whole number" in lines
     assert not any("^" in line or "\\d" in line for line in lines)

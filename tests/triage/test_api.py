@@ -56,11 +56,17 @@ async def test_a_policy_change_is_versioned_validated_and_audited(db, make_user,
     secret = await admin.patch(f"{ADMIN}/triage/config", json={"version": version + 1, "aiBaseUrl": "https://evil"})
     hours = await admin.patch(f"{ADMIN}/triage/config", json={"version": version + 1, "workingHours": "9-5"})
     zone = await admin.patch(f"{ADMIN}/triage/config", json={"version": version + 1, "timeZone": "Mars/Olympus"})
+    never = await admin.patch(f"{ADMIN}/triage/config", json={"version": version + 1, "workingHours": "09:00-09:00"})
+    twice = await admin.patch(
+        f"{ADMIN}/triage/config", json={"version": version + 1, "allowedFields": ["priority"] * 2}
+    )
+    huge = await admin.patch(f"{ADMIN}/triage/config", json={"version": 2**63, "mode": "suggest"})  # was a 500
 
     assert changed.status_code == 200
     assert (changed.json()["mode"], changed.json()["version"]) == ("auto_apply", version + 1)
     assert stale.status_code == 409
-    assert [secret.status_code, hours.status_code, zone.status_code] == [400, 400, 400]
+    assert [r.status_code for r in (secret, hours, zone, never, twice, huge)] == [400] * 6
+    assert "another time" in never.json()["error"]["message"] and "once" in twice.json()["error"]["message"]
     (entry,) = await db["agent_config_audit"].find({"action": "config_updated"}).to_list()
     assert entry["actorId"] == admin_user["id"]
     assert (entry["before"]["mode"], entry["after"]["mode"]) == ("suggest", "auto_apply")
@@ -163,6 +169,31 @@ async def test_the_owner_sees_and_accepts_a_suggestion_which_applies_it_as_them(
     assert (current["priority"], current["version"]) == ("urgent", 2)
     (latest, *_) = (await client.get(f"/api/v1/work-orders/{order.id}/activity")).json()
     assert (latest["actorId"], latest["actorKind"]) == (owner["id"], "human")
+
+
+async def test_accepting_a_suggestion_never_undoes_a_priority_set_since(
+    make_user, make_order, client_for, fake_provider, burst
+):
+    owner, order = await triaged_order(make_user, make_order, fake_provider, burst, priority="urgent")
+    client = await client_for(owner)
+    (suggestion,) = (await client.get(f"/api/v1/work-orders/{order.id}/triage")).json()
+    decide = f"/api/v1/work-orders/{order.id}/triage/{suggestion['id']}/decide"
+    retitled = await client.patch(f"/api/v1/work-orders/{order.id}", json={"version": 1, "title": "Boiler, floor 2"})
+    assert retitled.status_code == 200
+
+    at_an_old_version = await client.post(decide, json={"accept": True, "version": 1})
+    set_low = await client.patch(f"/api/v1/work-orders/{order.id}", json={"version": 2, "priority": "low"})
+    overtaken = await client.post(decide, json={"accept": True})
+
+    assert (
+        at_an_old_version.status_code == 409 and at_an_old_version.json()["error"]["details"]["current"]["version"] == 2
+    )
+    assert set_low.status_code == 200
+    assert overtaken.status_code == 409 and "set to low" in overtaken.json()["error"]["message"]
+    current = (await client.get(f"/api/v1/work-orders/{order.id}")).json()
+    assert (current["priority"], current["version"]) == ("low", 3)
+    dismissed = await client.post(decide, json={"accept": False})
+    assert dismissed.status_code == 200 and dismissed.json()["decision"] == "dismissed"  # still open to decide
 
 
 async def test_the_requester_and_the_owner_may_decide_and_a_viewer_only_reads(

@@ -114,5 +114,9 @@ async def suggestions(order_id: str, db: Db, actor: CurrentActor) -> list[Triage
 async def decide(
     order_id: str, suggestion_id: str, body: DecideSuggestionIn, db: Db, actor: CurrentActor
 ) -> TriageSuggestionRead:
-    """Accept (the suggested priority is applied as you) or dismiss; 409 when already decided or the order moved."""
-    return await service.decide(db=db, actor=actor, order_id=order_id, suggestion_id=suggestion_id, accept=body.accept)
+    """Accept (the suggested priority is applied as you) or dismiss. 409 when it was already decided, when the
+    order is no longer at the `version` sent, or, on accept, when someone set the priority since the triage (an
+    older suggestion must not undo a person's decision: dismiss it instead)."""
+    return await service.decide(
+        db=db, actor=actor, order_id=order_id, suggestion_id=suggestion_id, accept=body.accept, version=body.version
+    )

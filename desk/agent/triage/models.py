@@ -7,14 +7,14 @@ from zoneinfo import available_timezones
 
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, StringConstraints
 
+from desk.config import WORKING_HOURS
 from desk.outbox.models import OutboxEventRead
 from desk.schema import ApiModel, IdStr, Keep, ObjectIdStr, PageQuery, ReadModel, Timestamp, WholeNumber
-from desk.work_orders.models import Priority, WorkOrderRead
+from desk.work_orders.models import Priority, Version, WorkOrderRead
 
 Mode = Literal["suggest", "auto_apply"]
 AllowedField = Literal["priority"]  # v1: the triage may change priority and nothing else
-# [0-9], not \d: Python's \d takes any script's digits, the schema's (ECMA) pattern ASCII ones alone.
-HOURS = re.compile(r"^(\*|([01][0-9]|2[0-3]):[0-5][0-9]-([01][0-9]|2[0-3]):[0-5][0-9])$")
+HOURS = re.compile(WORKING_HOURS)
 
 
 DATA_MARKER = "WORK_ORDER_DATA"  # the prompt's delimiters of the order's text (prompt.BEGIN, prompt.END)
@@ -48,6 +48,8 @@ SHAPED_AS_HOURS = re.compile(r"^[0-9]{2}:[0-9]{2}-[0-9]{2}:[0-9]{2}$")
 def _hours(value: str) -> str:
     if HOURS.match(value):
         return value
+    if SHAPED_AS_HOURS.match(value) and value[:5] == value[6:]:
+        raise ValueError('must end at another time than it starts ("*" for all day)')
     if SHAPED_AS_HOURS.match(value):  # the form is right, a time is not (25:00, 08:60): say that, not the form again
         raise ValueError("must use times of day, from 00:00 to 23:59")
     raise ValueError('must be "*" or "HH:MM-HH:MM"')
@@ -69,6 +71,17 @@ def _zones(schema: dict[str, object]) -> None:
 TimeZone = Annotated[str, AfterValidator(_zone), Field(json_schema_extra=_zones)]
 
 
+def _once_each(fields: list[str]) -> list[str]:
+    if len(set(fields)) != len(fields):
+        raise ValueError("must name each field once")
+    return fields
+
+
+AllowedFields = Annotated[
+    list[AllowedField], AfterValidator(_once_each), Field(json_schema_extra={"uniqueItems": True})
+]
+
+
 class AgentConfigRead(ReadModel):
     name: str = Field("triage", validation_alias="_id")
     enabled: bool
@@ -88,9 +101,9 @@ class AgentConfigUpdate(ApiModel):
 
     model_config = ConfigDict(json_schema_extra={"minProperties": 2})  # the version and something to change
 
-    version: Annotated[int, Field(ge=1), WholeNumber]
+    version: Version
     mode: Keep[Mode] = None
-    allowed_fields: Keep[list[AllowedField]] = None
+    allowed_fields: Keep[AllowedFields] = None
     daily_action_cap: Keep[Annotated[int, Field(ge=0, le=100_000), WholeNumber]] = None
     flag_threshold: Keep[Priority] = None
     working_hours: Keep[WorkingHours] = None
@@ -125,6 +138,8 @@ class TriageSuggestionRead(ReadModel):
 
 class DecideSuggestionIn(ApiModel):
     accept: bool
+    # The order's version an accept was made on: when given, an order changed since is a 409 (as on a PATCH).
+    version: Version | None = None
 
 
 class ManualRunIn(ApiModel):

@@ -147,6 +147,14 @@ async def decide(
     suggestion = await repo.get(db, oid) if oid else None
     if suggestion is None or str(suggestion["workOrderId"]) != order.id:
         raise NotFound("No such suggestion.")
+    before = suggestion.get("priorityBefore")
+    if accept and before not in (None, order.priority) and suggestion["suggestedPriority"] != order.priority:
+        # Someone set the priority since the triage: accepting must not undo a person's decision with an older one.
+        raise Conflict(
+            f"Since this suggestion, the priority was set to {order.priority}: dismiss it, or change the priority"
+            " on the work order.",
+            details={"current": order.model_dump(mode="json", by_alias=True)},
+        )
     moment = now()
     decision = {
         "decision": "accepted" if accept else "dismissed",
