@@ -126,16 +126,23 @@ def _locked_message(until: datetime) -> str:
     )
 
 
-async def limit_rate(*, db: AsyncDatabase, key: str, per_minute: int, message: str) -> None:
+async def limit_rate(*, db: AsyncDatabase, key: str, per_minute: int, message: str) -> datetime:
     """Count one hit on `key` in this minute (shared by every process); RateLimited past `per_minute`.
 
-    `message` says what was too much; when to try again is added to it.
+    `message` says what was too much; when to try again is added to it. Returns the window the hit went to,
+    for `forgive_hit` when what was counted turned out no failure.
     """
     moment = now()
     window_end = moment.replace(second=0, microsecond=0) + timedelta(minutes=1)
     if await repo.hit(db, key, window_end=window_end) > per_minute:
         retry_after = max(1, int((window_end - moment).total_seconds()))
         raise RateLimited(message, retry_after=retry_after)
+    return window_end
+
+
+async def forgive_hit(*, db: AsyncDatabase, key: str, window_end: datetime) -> None:
+    """Take back a hit `limit_rate` counted (a password that was right is no try at guessing it)."""
+    await repo.unhit(db, key, window_end=window_end)
 
 
 async def open_session(*, db: AsyncDatabase, user_id: ObjectId) -> str:

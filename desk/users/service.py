@@ -263,17 +263,16 @@ async def change_own_password(
     """Change one's own password after checking the current one; every other session ends, and the tokens if asked."""
     _require_human(actor)
     # Per account: a stolen session cannot be used to guess the password behind it.
-    await auth_service.limit_rate(
-        db=db,
-        key=f"password-check:{actor.id}",
-        per_minute=PASSWORD_CHECKS_PER_MINUTE,
-        message="Too many tries at your current password",
+    key = f"password-check:{actor.id}"
+    window = await auth_service.limit_rate(
+        db=db, key=key, per_minute=PASSWORD_CHECKS_PER_MINUTE, message="Too many wrong tries at your current password"
     )
     doc = await repo.get(db, ObjectId(actor.id))
     if doc is None or not await passwords.verify_password(doc["passwordHash"], current):
         events.record("password_change_failed", actor_id=actor.id, subject_id=actor.id, reason="wrong_password")
         # 403, not 400: the request is valid (no schema can know the password); the person did not prove who they are
         raise Forbidden("The current password is not right.", details={"field": "currentPassword"})
+    await auth_service.forgive_hit(db=db, key=key, window_end=window)  # only wrong tries count, as at login
     if new == current:  # a "change" that ends the person's other sessions and changes nothing
         same = "The new password is your current one; choose another."
         raise ValidationFailed(same, details={"field": "newPassword"})

@@ -1,6 +1,8 @@
 """Admins see and revoke anyone's API tokens; changing one's own password can revoke one's tokens, and its
 check of the current password is rate-limited per account."""
 
+from itertools import pairwise
+
 from bson import ObjectId
 
 from desk.http import CSRF_HEADER
@@ -98,6 +100,18 @@ async def test_the_current_password_check_is_rate_limited_per_account(make_user,
     assert right.status_code == 429 and right.json()["error"]["code"] == "RATE_LIMITED"
     assert 1 <= int(right.headers["Retry-After"]) <= 60
     assert other.status_code == 204  # another account is not held up
+
+
+async def test_only_wrong_tries_at_the_current_password_count_against_its_limit(make_user, client_for):
+    sams = await client_for(await make_user("user"))
+    passwords = [PASSWORD, NEW_PASSWORD] * 4  # changed back and forth: seven changes in a minute, each one right
+
+    answers = [
+        await sams.post("/api/v1/auth/password", json={"currentPassword": old, "newPassword": new})
+        for old, new in pairwise(passwords)
+    ]
+
+    assert [answer.status_code for answer in answers] == [204] * 7
 
 
 async def test_a_new_password_the_policy_refuses_is_named_as_the_field_it_came_in(make_user, client_for, anonymous):
