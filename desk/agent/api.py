@@ -72,7 +72,7 @@ class StreamRoute(APIRoute):
             body, key = plain
             db = await database()
             user = await current_user(request, db)
-            actor, provider = await current_actor(user), await provider_dependency()
+            actor, provider = await current_actor(request, user), await provider_dependency()
             session_id = request.path_params["session_id"]
             return await send_message(
                 session_id, body, request=request, db=db, user=user, actor=actor, provider=provider, idempotency_key=key
