@@ -87,8 +87,13 @@ def notify_next_page(message: str) -> None:
 
 
 def remember_list_view(url: str) -> None:
-    """The list's address with its filters, for this tab's way back to it (`back_to_list`)."""
-    app.storage.tab[LIST_VIEW] = url
+    """The list's address with its filters, for this tab's way back to it (`back_to_list`).
+
+    The tab is known once the browser is connected: before that (a page still being built), the list page
+    remembers its view from a timer instead.
+    """
+    if ui.context.client.has_socket_connection:
+        app.storage.tab[LIST_VIEW] = url
 
 
 def back_to_list(link: ui.link | None = None) -> str:

@@ -74,9 +74,16 @@ async def _poll() -> None:
                 _listeners.pop(listener, None)
                 continue
             try:
-                result = listener(batch)
+                with client:  # the page's own context, so that what it draws or runs knows where it goes
+                    result = listener(batch)
             except Exception as error:  # never the message: it may quote an order's text (SEC-1)
                 log.error("live feed: a listener failed (%s)", failure(error))
                 continue
             if inspect.isawaitable(result):
-                background_tasks.create(result, name="live-update")
+                background_tasks.create(_in_page(client, result), name="live-update")
+
+
+async def _in_page(client: Client, update: Awaitable[None]) -> None:
+    """Await a listener's update inside its page: a task of its own starts with no slot to draw in."""
+    with client:
+        await update

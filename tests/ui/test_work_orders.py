@@ -139,6 +139,22 @@ async def test_pages_of_twenty_five(user: User, make_user, make_order, log_in):
     assert titles(user) == ["Order 00", "Order 01"]
 
 
+async def test_a_page_emptied_by_deletions_elsewhere_turns_to_the_last_page(
+    user: User, make_user, make_order, log_in, db
+):
+    admin, sam = await make_user("admin"), await make_user("user")
+    orders = [await make_order(sam, f"Order {number:02d}") for number in range(27)]
+    await log_in(user, sam)
+    await user.open("/app?page=2")
+    await user.should_see("26–27 of 27", retries=WAIT)
+
+    for order in orders[:2]:  # someone else clears two: 25 are left, one page of them
+        await service.delete(db=db, actor=actor(admin), order_id=order.id, version=1)
+
+    await user.should_see("1–25 of 25", retries=WAIT)
+    assert len(titles(user)) == 25  # the first page, all of it (the pager is gone: one page is all there is)
+
+
 async def test_a_change_by_someone_else_appears_without_reload(user: User, make_user, make_order, log_in, db):
     admin, sam = await make_user("admin"), await make_user("user")
     order = await make_order(sam, "Heating not working")
