@@ -7,6 +7,7 @@ from nicegui import ui
 
 from components import session
 from components.confirm import confirm
+from components.once import one_at_a_time
 from components.order_rows import take
 from desk.actors import Actor
 from desk.db.client import get_db
@@ -51,6 +52,7 @@ async def assignment(
         ui.label(f"Owner: {shown}").classes("text-sm text-grey-8").mark("owner")
         if permissions.can_release(actor, order):
 
+            @one_at_a_time
             async def release() -> None:
                 queued = order.model_copy(update={"owner_id": None})
                 if (
@@ -69,6 +71,7 @@ async def assignment(
             ui.button("Back to the queue", icon="undo", on_click=release).props("dense outline").mark("release")
     if permissions.can_take(actor, order):
 
+        @one_at_a_time
         async def assign_to_me() -> None:
             if taken := await take(visit, order):
                 await on_changed(taken)

@@ -13,6 +13,7 @@ from nicegui import ui
 from components import session
 from components.chips import PRIORITY_COLORS, PRIORITY_LABELS, STATUS_COLORS, STATUS_LABELS, priority_chip, status_chip
 from components.formats import ago, when
+from components.once import one_at_a_time
 from desk.db.client import get_db
 from desk.errors import DeskError
 from desk.work_orders import service
@@ -57,7 +58,7 @@ class _Row:
             self.take = None
             if on_take is not None:  # shown on queued orders only, in a column every row keeps: the rows line up
                 with ui.element().classes("w-28 max-md:w-auto shrink-0"):
-                    self.take = ui.button("Assign to me", on_click=lambda: on_take(self.order))
+                    self.take = ui.button("Assign to me", on_click=one_at_a_time(lambda: on_take(self.order)))
                     self.take.props("flat dense no-wrap size=sm").mark("assign-to-me")
             with ui.label().classes("text-xs text-grey-7 w-24 max-md:w-auto shrink-0") as self.updated:
                 self.updated_tip = ui.tooltip()

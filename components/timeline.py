@@ -9,6 +9,7 @@ from components.chips import PRIORITY_LABELS, STATUS_LABELS
 from components.drafts import Draft
 from components.fields import sentence
 from components.formats import ago, when
+from components.once import one_at_a_time
 from desk.work_orders.models import ActivityRead
 
 FIELD_NAMES = {
@@ -95,6 +96,7 @@ def comment_box(on_add: Callable[[str], Awaitable[str | None]], draft: Draft) ->
         text.on_value_change(lambda e: draft.track({"text": e.value} if (e.value or "").strip() else {}, 0))
         background_tasks.create(_restore(text, draft), name="restore a kept comment")
 
+        @one_at_a_time
         async def add() -> None:
             try:
                 problem = await on_add(text.value or "")

@@ -8,6 +8,7 @@ from pydantic import ValidationError
 from components import session
 from components.chips import PRIORITY_LABELS
 from components.fields import clear_problems, show_problems
+from components.once import one_at_a_time
 from desk.db.client import get_db
 from desk.errors import DeskError
 from desk.work_orders import service
@@ -54,6 +55,7 @@ def new_work_order_dialog(
         problem = ui.label().classes("text-negative text-sm")
         inputs = {"title": title, "description": description, "priority": priority, "owner_id": owner}
 
+        @one_at_a_time
         async def create() -> None:
             clear_problems({k: v for k, v in inputs.items() if v is not None}, problem)
             values = {"title": title.value or "", "description": description.value or "", "priority": priority.value}

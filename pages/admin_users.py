@@ -11,6 +11,7 @@ from pydantic import ValidationError
 from components import session
 from components.fields import clear_problems, new_password, password_problem, show_problems
 from components.frame import admin_frame
+from components.once import one_at_a_time
 from components.paging import last_page
 from components.person_row import ROLE_NOUNS, ROLES, UserRow
 from desk.actors import Actor
@@ -64,6 +65,7 @@ class UsersScreen:
             problem = ui.label().classes("text-negative text-sm").mark("new-user-problem")
             inputs = {"email": email, "name": name, "role": role, "password": password}
 
+            @one_at_a_time
             async def create() -> None:
                 clear_problems(inputs, problem)
                 values = {k: (e.value or "") for k, e in inputs.items()}

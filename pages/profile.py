@@ -10,6 +10,7 @@ from components import session
 from components.confirm import confirm
 from components.fields import clear_problems, new_password, show_problems
 from components.frame import frame, notify_next_page
+from components.once import one_at_a_time
 from components.tokens import token_row
 from desk.auth import service as auth_service
 from desk.auth.models import PasswordChange, TokenCreate, TokenCreated, TokenRead
@@ -54,6 +55,7 @@ def _password_card(visit: session.Visit, *, on_tokens_revoked: Callable[[], Awai
         inputs = {"current_password": current, "currentPassword": current, "new_password": new, "newPassword": new}
         inputs["repeat"] = repeat
 
+        @one_at_a_time
         async def change() -> None:
             clear_problems(inputs, problem)
             if (new.value or "") != (repeat.value or ""):
@@ -124,10 +126,11 @@ class TokensCard:
             ui.label("For scripts and other programs: send one as “Authorization: Bearer <token>”.").classes(
                 "text-sm text-grey-7"
             )
+            create = one_at_a_time(self.create)  # Enter and the button alike: a double press makes one token
             with ui.row().classes("items-start gap-3"):
                 self.name = ui.input("Token name", placeholder="e.g. Reporting script").props("counter maxlength=100")
-                self.name.classes("w-72").mark("token-name").on("keydown.enter", self.create)
-                ui.button("Create token", icon="add", on_click=self.create).mark("create-token")
+                self.name.classes("w-72").mark("token-name").on("keydown.enter", create)
+                ui.button("Create token", icon="add", on_click=create).mark("create-token")
             self.problem = ui.label().classes("text-negative text-sm")
             self.list_area = ui.column().classes("w-full gap-0")
         await self.show()

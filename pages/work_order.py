@@ -13,6 +13,7 @@ from components.drafts import Draft
 from components.fields import show_problems
 from components.formats import when
 from components.frame import back_to_list, frame, notify_next_page
+from components.once import one_at_a_time
 from components.order_changes import owner_values, what_changed, why_read_only
 from components.timeline import comment_box, timeline
 from components.triage_card import triage_card
@@ -66,6 +67,7 @@ class WorkOrderView:
         self.history_pages = 1  # pages of the timeline on screen: "Show older entries" adds one
 
     async def build(self) -> None:
+        self.save = one_at_a_time(self.save)  # the button and Ctrl+S alike: a double press saves once
         self.summary = ui.column().classes("w-full gap-1")
         self.notice = ui.column().classes("w-full")
         await triage_card(self.visit, lambda: self.loaded, on_conflict=self._conflict)

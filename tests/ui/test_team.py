@@ -1,5 +1,6 @@
 """The team desk on screen: the queue, "Assign to me", the requester, an admin's owner field, comments, viewers."""
 
+import asyncio
 import gc
 import weakref
 
@@ -13,6 +14,8 @@ from desk.work_orders.models import CommentCreate, WorkOrderCreate, WorkOrderRea
 from tests.helpers import actor, until
 from tests.ui.conftest import WAIT
 from tests.ui.test_work_order import open_order
+
+SETTLE = 1.0  # seconds: a handler that the guard did not stop would have saved by then
 
 
 async def _queued(db, person: dict, title: str):
@@ -63,6 +66,42 @@ async def test_a_colleague_takes_an_order_from_the_queue_in_the_list(user: User,
     await user.should_see("Priya Shah")
     assert (await db["work_orders"].find_one({}))["ownerId"] == ObjectId(priya["id"])
     await user.should_see("asked by Sam Rivera")  # why it is on her list, now that it is not the queue's
+
+
+async def test_a_double_click_on_assign_to_me_takes_the_order_once_without_a_false_warning(
+    user: User, make_user, log_in, db
+):
+    sam, priya = await make_user("user", name="Sam Rivera"), await make_user("user", name="Priya Shah")
+    await _queued(db, sam, "Broken chair")
+    await log_in(user, priya, landing="/app")
+    await user.should_see("Broken chair", retries=WAIT)
+
+    take = user.find(marker="assign-to-me")
+    take.click()
+    take.click()  # the second click of a double-click, before the first has saved
+
+    await user.should_see("“Broken chair” is yours now.", kind=UserNotify, retries=WAIT)
+    await asyncio.sleep(SETTLE)  # time for a second take to be refused, had the second click been taken
+    assert user.notify.messages.count("“Broken chair” is yours now.") == 1
+    assert [m for m in user.notify.messages if "yours now" not in m] == []  # no "saved since" for her own take
+    assert (await db["work_orders"].find_one({}))["version"] == 2
+
+
+async def test_a_double_click_on_comment_posts_it_once(user: User, make_user, make_order, log_in, db):
+    sam = await make_user("user", name="Sam Rivera")
+    order = await make_order(sam, "Broken chair")
+    await log_in(user, sam)
+    await open_order(user, order.id)
+
+    user.find(marker="comment-text").type("It wobbles")
+    add = user.find(marker="comment-add")
+    add.click()
+    add.click()
+
+    (field,) = user.find(marker="comment-text").elements
+    await until(lambda: field.value == "", what="the comment posted and its field emptied")
+    await asyncio.sleep(SETTLE)  # time for a second post, had the second click been taken
+    assert await db["activity"].count_documents({"action": "commented"}) == 1
 
 
 async def test_the_queue_filter_shows_only_unassigned_orders(user: User, make_user, make_order, log_in, db):
