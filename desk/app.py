@@ -27,7 +27,7 @@ from desk.auth.api import router as auth_router
 from desk.config import Settings
 from desk.db.client import get_db, ping
 from desk.errors import Conflict, DeskError
-from desk.http import BodyLimit, TokenLookup, install_error_handlers, query_as_declared
+from desk.http import BodyLimit, HeadAsGet, TokenLookup, install_error_handlers, query_as_declared
 from desk.metrics.api import router as metrics_router
 from desk.outbox import repository as outbox_repo
 from desk.users import repository as users_repo
@@ -82,7 +82,8 @@ def install_api(app: FastAPI) -> None:
     app.add_middleware(BodyLimit)
     app.add_middleware(CompressedButTheCopilot)
     app.add_middleware(TokenLookup)  # early: the sooner the token's lookup starts, the more of it is hidden
-    app.add_middleware(observability.Measured)  # outermost: it times everything, and tags the lookup's log lines
+    app.add_middleware(observability.Measured)  # it times everything, and tags the lookup's log lines
+    app.add_middleware(HeadAsGet)  # outermost: HEAD is a GET to every layer (gzip's Content-Length is the GET's)
     install_docs(app)
 
 

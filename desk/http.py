@@ -279,12 +279,15 @@ def _no_such_endpoint(request: Request) -> str:
 
 def _method_not_allowed(request: Request) -> Response:
     """405 with every method the path takes in Allow (Starlette names only the first route that matched it)."""
-    allowed = ", ".join(method for method in METHODS if _best_match(request, method=method) is Match.FULL)
-    message = f"{request.method} is not a method of this endpoint; it takes {allowed}."
+    methods = [method for method in METHODS if _best_match(request, method=method) is Match.FULL]
+    allowed = ", ".join(m for method in methods for m in ((method, "HEAD") if method == "GET" else (method,)))
+    sent = "HEAD" if request.scope.get(HEAD_ASKED) else request.method
+    message = f"{sent} is not a method of this endpoint; it takes {allowed}."
     return envelope(ErrorCode.METHOD_NOT_ALLOWED, message, headers={"Allow": allowed})
 
 
 METHODS = ("GET", "POST", "PUT", "PATCH", "DELETE")
+HEAD_ASKED = "desk.head"  # in the scope of a HEAD request that HeadAsGet runs as a GET
 
 
 def _best_match(request: Request, **changes: str) -> Match:
@@ -396,3 +399,26 @@ class BodyLimit:
             return message
 
         await self.app(scope, counted, send)
+
+
+class HeadAsGet:
+    """HEAD answers as GET would, with its status and headers and no body (RFC 9110 §9.3.2).
+
+    The API's routes declare GET alone, so HEAD was a 405 that a link checker or a monitor reads as a
+    broken address. The route runs as GET; the headers (Content-Length included) are the GET's.
+    """
+
+    def __init__(self, app: ASGIApp) -> None:
+        self.app = app
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http" or scope["method"] != "HEAD":
+            await self.app(scope, receive, send)
+            return
+
+        async def headers_only(message: Message) -> None:
+            if message["type"] == "http.response.body":
+                message = {**message, "body": b""}
+            await send(message)
+
+        await self.app({**scope, "method": "GET", HEAD_ASKED: True}, receive, headers_only)

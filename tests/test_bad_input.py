@@ -247,7 +247,7 @@ async def test_unknown_api_paths_and_methods_answer_in_the_envelope(anonymous):
 
     assert missing.status_code == 404 and missing.json()["error"]["code"] == "NOT_FOUND"
     assert wrong_method.status_code == 405 and wrong_method.json()["error"]["code"] == "METHOD_NOT_ALLOWED"
-    assert wrong_method.headers["Allow"] == "GET, POST"
+    assert wrong_method.headers["Allow"] == "GET, HEAD, POST"
 
 
 async def test_an_address_with_a_trailing_slash_is_a_404_that_names_the_right_one(make_user, client_for, db):
@@ -269,9 +269,10 @@ async def test_an_address_with_a_trailing_slash_is_a_404_that_names_the_right_on
 @pytest.mark.parametrize(
     ("method", "path", "allowed"),
     [
-        ("TRACE", "/api/v1/work-orders/5f0000000000000000000000", "GET, PATCH, DELETE"),
+        ("TRACE", "/api/v1/work-orders/5f0000000000000000000000", "GET, HEAD, PATCH, DELETE"),
         ("PUT", "/api/v1/admin/users/5f0000000000000000000000", "PATCH"),
-        ("DELETE", "/healthz", "GET"),
+        ("DELETE", "/healthz", "GET, HEAD"),
+        ("HEAD", "/api/v1/auth/login", "POST"),
     ],
 )
 async def test_a_method_a_path_does_not_take_is_405_with_every_method_it_does(method, path, allowed, anonymous):
@@ -280,8 +281,25 @@ async def test_a_method_a_path_does_not_take_is_405_with_every_method_it_does(me
 
     assert response.status_code == 405
     assert response.headers["Allow"] == allowed
-    error = response.json()["error"]
-    assert error["code"] == "METHOD_NOT_ALLOWED" and error["message"].endswith(f"it takes {allowed}.")
+    if method != "HEAD":  # a HEAD answer has no body to say it in
+        error = response.json()["error"]
+        assert error["code"] == "METHOD_NOT_ALLOWED" and error["message"].endswith(f"it takes {allowed}.")
+
+
+async def test_head_answers_as_get_would_without_the_body(make_user, client_for, make_order, anonymous):
+    sam = await make_user("user")
+    await make_order(sam, "Leaking tap")
+    client = await client_for(sam)
+
+    got, head = await client.get(ORDERS), await client.head(ORDERS)
+    unauthorized = await anonymous.head(ORDERS)
+
+    assert (head.status_code, head.content) == (200, b"")
+    assert head.headers["content-type"] == got.headers["content-type"] == "application/json"
+    assert head.headers["content-length"] == got.headers["content-length"] == str(len(got.content))
+    assert (unauthorized.status_code, unauthorized.content) == (401, b"")
+    assert unauthorized.headers["WWW-Authenticate"].startswith("Bearer")
+    assert (await anonymous.head("/healthz")).status_code == 200
 
 
 async def test_requests_without_a_session_are_unauthorized(anonymous):

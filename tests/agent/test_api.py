@@ -1119,7 +1119,7 @@ async def test_ai_routes_are_json_everywhere_on_errors(provider, client_for, mak
     refused(await client.get(f"{AI}/nothing-here"), 404, ErrorCode.NOT_FOUND)
     wrong_method = await client.delete(f"{AI}/sessions")
     refused(wrong_method, 405, ErrorCode.METHOD_NOT_ALLOWED)
-    assert wrong_method.headers["Allow"] == "GET, POST"
+    assert wrong_method.headers["Allow"] == "GET, HEAD, POST"
     refused(
         await client.post(f"{AI}/tool-calls/{'a' * 24}/decide", json={"approve": "yes"}),
         400,
