@@ -4,6 +4,7 @@ from components.chips import PRIORITY_LABELS, STATUS_LABELS
 from desk.actors import Actor
 from desk.db.client import get_db
 from desk.users import service as users_service
+from desk.work_orders import service
 from desk.work_orders.models import EDITABLE, WorkOrderRead
 
 
@@ -41,3 +42,21 @@ async def what_changed(before: WorkOrderRead, after: WorkOrderRead) -> list[str]
 
 def owner_values(entry) -> list[object]:
     return [side.get("ownerId") for side in (entry.before, entry.after) if side and side.get("ownerId")]
+
+
+async def changed_by(actor: Actor, before: WorkOrderRead, after: WorkOrderRead) -> str:
+    """Who made the change from `before` to `after`, as a sentence's subject for the person looking: their own
+    save in another tab is not "someone else's", nor is their copilot's. The newest timeline entry that
+    changed what differs tells (the form's fields first: the person's own "Assign to me" is not the news)."""
+    fields = {field for field in EDITABLE if getattr(before, field) != getattr(after, field)}
+    fields = fields or ({"ownerId"} if before.owner_id != after.owner_id else set())
+    entries = await service.activity(db=get_db(), actor=actor, order_id=after.id, limit=10)
+    entry = next((entry for entry in entries if fields & set(entry.after or {})), None)
+    if entry is None:
+        return "Someone else"
+    if entry.actor_kind == "system":
+        return "The triage agent"
+    if entry.actor_id == actor.id:
+        return "Your copilot" if entry.run_id else "You, in another tab or window,"
+    names = await users_service.display_names(db=get_db(), user_ids={entry.actor_id})
+    return names.get(entry.actor_id, "Someone else")

@@ -14,7 +14,7 @@ from components.fields import show_problems
 from components.formats import when
 from components.frame import back_to_list, frame, notify_next_page
 from components.once import one_at_a_time
-from components.order_changes import owner_values, what_changed, why_read_only
+from components.order_changes import changed_by, owner_values, what_changed, why_read_only
 from components.timeline import comment_box, timeline
 from components.triage_card import triage_card
 from desk.actors import Actor
@@ -268,11 +268,12 @@ class WorkOrderView:
     async def _conflict(self, current: WorkOrderRead, mine: dict[str, object]) -> None:
         """Someone saved first: say what they changed; let the person reload or apply their edit again."""
         theirs = await what_changed(self.loaded, current)
+        who = await changed_by(self.actor, self.loaded, current)
         await self._show_theirs(current)
         self.told = current.version
         self.notice.clear()
         with self.notice, ui.card().classes("w-full bg-amber-1 gap-1").mark("conflict"):
-            ui.label("Someone else saved this work order first. Nothing of yours was saved yet.").classes("font-medium")
+            ui.label(f"{who} saved this work order first. Nothing of yours was saved yet.").classes("font-medium")
             for line in theirs:
                 ui.label(line).classes("text-sm wrap-anywhere")
 
@@ -287,7 +288,7 @@ class WorkOrderView:
                 await self.save()
 
             with ui.row():
-                ui.button("Reload their version", on_click=reload).props("outline").mark("conflict-reload")
+                ui.button("Reload the saved version", on_click=reload).props("outline").mark("conflict-reload")
                 ui.button("Apply my changes on top", on_click=reapply).mark("conflict-reapply")
 
     async def _comment(self, text: str) -> str | None:
@@ -343,6 +344,7 @@ class WorkOrderView:
         # Never clobber what the person is typing: tell them what changed, and let them choose when. What is saved
         # now is shown above the form and in the timeline (a header still showing the old version would mislead).
         lines = await what_changed(self.loaded, current)
+        who = await changed_by(self.actor, self.loaded, current)
         await self._show_theirs(current)
         if self.told == current.version:  # the person's Save met this change meanwhile: its conflict card stays
             return
@@ -352,10 +354,10 @@ class WorkOrderView:
         self._allow_saving(still)  # off while it could only be refused; on again when given back
         with self.notice, ui.card().classes("w-full bg-blue-1 gap-1").mark("changed-elsewhere"):
             if still:
-                ui.label("Someone else just changed this work order. Your edit is kept until you choose.")
+                ui.label(f"{who} just changed this work order. Your edit is kept until you choose.")
             else:  # Save and Delete would only be refused now
                 ui.label(
-                    "Someone else just changed this work order, and it is no longer yours to change: your edit "
+                    f"{who} just changed this work order, and it is no longer yours to change: your edit "
                     "cannot be saved. It stays in the form for you to copy."
                 ).mark("changed-elsewhere-lost")
             for line in lines:
@@ -365,7 +367,7 @@ class WorkOrderView:
                 self.actor = await self.visit.actor()
                 await self._adopt(current)
 
-            ui.button("Show their version (discard my edit)", on_click=reload).props("outline")
+            ui.button("Show the saved version (discard my edit)", on_click=reload).props("outline")
 
     def _deleted(self, *, gone: bool = True) -> None:
         self.gone = True

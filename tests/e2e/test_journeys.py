@@ -55,17 +55,17 @@ async def test_two_people_edit_one_work_order(browser, make_person, e2e_db):
     ada.see_containing("version 3")
     ada.shoot("saved-first")
 
-    robin.see("Someone else just changed this work order. Your edit is kept until you choose.", timeout=LIVE)
+    robin.see("Ada Admin just changed this work order. Your edit is kept until you choose.", timeout=LIVE)
     assert robin.field("Priority").get_attribute("value") == "Urgent"
     robin.press("Save")
-    robin.see("Someone else saved this work order first. Nothing of yours was saved yet.")
+    robin.see("Ada Admin saved this work order first. Nothing of yours was saved yet.")
     robin.see(
         "They changed description: “Gauge reads 0.5 bar in the basement.” → “Valve replaced; pressure back to 1.5 bar.”"
     )
     robin.shoot("conflict")
     with robin.expect_notification("Saved."):
         robin.press("Apply my changes on top")
-    robin.do_not_see("Someone else saved this work order first. Nothing of yours was saved yet.")
+    robin.do_not_see("Ada Admin saved this work order first. Nothing of yours was saved yet.")
     robin.see_containing("version 4")
     robin.see("Priority: High → Urgent")
     robin.shoot("applied-on-top")

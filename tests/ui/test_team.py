@@ -498,5 +498,5 @@ async def test_taking_an_order_does_not_undo_a_change_elsewhere_to_the_field_bei
     await user.should_see("“Chair with a cracked seat” is yours now.", retries=WAIT)
     user.find(marker="save").click()
 
-    await user.should_see("Someone else saved this work order first. Nothing of yours was saved yet.", retries=WAIT)
+    await user.should_see("Dana Admin saved this work order first. Nothing of yours was saved yet.", retries=WAIT)
     assert (await db["work_orders"].find_one({}))["title"] == "Chair with a cracked seat"

@@ -60,7 +60,7 @@ async def test_invalid_edit_shows_the_problem_beside_the_field(user: User, make_
 
 
 async def test_someone_else_saved_first_then_reapply(user: User, make_user, make_order, log_in, db):
-    sam, admin = await make_user("user"), await make_user("admin")
+    sam, admin = await make_user("user"), await make_user("admin", name="Dana Admin")
     order = await make_order(sam, "Broken window")
     await log_in(user, sam)
     await open_order(user, order.id)
@@ -71,12 +71,14 @@ async def test_someone_else_saved_first_then_reapply(user: User, make_user, make
         db=db, actor=actor(admin), order_id=order.id, data=WorkOrderUpdate(version=1, priority="urgent")
     )
     await user.should_see(marker="changed-elsewhere", retries=WAIT)  # told at once, edit kept
+    await user.should_see("Dana Admin just changed this work order. Your edit is kept until you choose.")
     await user.should_see("version 2")  # above the form, the order as saved now, and in the timeline
     await user.should_see("Priority: Medium → Urgent")
     assert user.find(marker="edit-description").elements.pop().value == "Glass cracked, taped for now."
     user.find(marker="save").click()
 
     await user.should_see(marker="conflict", retries=WAIT)
+    await user.should_see("Dana Admin saved this work order first. Nothing of yours was saved yet.")
     await user.should_see("They changed priority: Medium → Urgent")
     stored = await db["work_orders"].find_one({})
     assert (stored["description"], stored["version"]) == ("", 2)
@@ -90,6 +92,27 @@ async def test_someone_else_saved_first_then_reapply(user: User, make_user, make
         "urgent",
         3,
     )
+
+
+async def test_ones_own_save_in_another_tab_is_not_blamed_on_someone_else(
+    user: User, make_user, make_order, log_in, db
+):
+    # found by a UI QA pass: a person's own save in a second tab read "Someone else just changed…"
+    sam = await make_user("user")
+    order = await make_order(sam, "Broken window")
+    await log_in(user, sam)
+    await open_order(user, order.id)
+    user.find(marker="edit-title").clear().type("My title")
+
+    other_tab = WorkOrderUpdate(version=1, priority="urgent", title="Broken window, hall")
+    await service.update(db=db, actor=actor(sam), order_id=order.id, data=other_tab)
+
+    mine = "You, in another tab or window, just changed this work order. Your edit is kept until you choose."
+    await user.should_see(mine, retries=WAIT)
+    user.find(marker="save").click()
+    first = "You, in another tab or window, saved this work order first. Nothing of yours was saved yet."
+    await user.should_see(first, retries=WAIT)
+    await user.should_not_see("Someone else")
 
 
 async def test_someone_else_saved_first_then_reload(user: User, make_user, make_order, log_in, db):
