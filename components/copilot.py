@@ -159,13 +159,13 @@ class Copilot:
 
     def _message(self, role: str, text: str) -> None:
         if role == "user":
-            ui.label(text).classes("self-end bg-blue-1 rounded px-3 py-2 whitespace-pre-wrap break-words")
+            ui.label(text).classes("self-end max-w-full bg-blue-1 rounded px-3 py-2 whitespace-pre-wrap wrap-anywhere")
         else:
-            safe_markdown(text).classes("w-full break-words").mark("copilot-answer")
+            safe_markdown(text).classes("w-full wrap-anywhere").mark("copilot-answer")
 
     def _item(self, kind: str, text: str) -> None:
         if kind == "answer":
-            self.answer = safe_markdown(text).classes("w-full break-words").mark("copilot-answer")
+            self.answer = safe_markdown(text).classes("w-full wrap-anywhere").mark("copilot-answer")
         elif kind == "user":
             self._message("user", text)
         else:
@@ -240,7 +240,7 @@ class Copilot:
             case Token():
                 if self.answer is None:
                     with self.log:
-                        self.answer = safe_markdown().classes("w-full break-words").mark("copilot-answer")
+                        self.answer = safe_markdown().classes("w-full wrap-anywhere").mark("copilot-answer")
                 self.answer.set_content(to_safe_markdown(live.items[-1][1]))
             case ToolApprovalRequired():
                 self._show_approval(event, open_now=True)

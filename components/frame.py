@@ -46,6 +46,8 @@ def frame(title: str, user: dict, *, path: str) -> Iterator[session.Visit]:
         " .icon-on-phone .q-btn__content .q-icon { font-size: 24px; margin: 0; } }"
         # a notification quoting a long unbroken title wraps inside its box instead of running out of it
         " .q-notification__message { overflow-wrap: anywhere; }"
+        # the assistant's code blocks wrap too: a long line in one would widen the drawer
+        " .copilot-log pre { white-space: pre-wrap; overflow-wrap: anywhere; }"
     )
     with ui.header().classes("items-center gap-2 sm:gap-4 px-2 sm:px-4 py-2 bg-primary"):
         ui.link("Work Order Desk", "/app").classes("text-lg font-semibold text-white no-underline")

@@ -47,7 +47,7 @@ def timeline(entries: list[ActivityRead], names: dict[str, str]) -> None:
                         ui.label(ACTIONS[entry.action])
                         ui.label(ago(entry.at)).classes("text-xs text-grey-7").tooltip(when(entry.at))
                     if entry.action == "commented":  # plain text: a label never renders HTML
-                        ui.label(entry.text or "").classes("text-sm whitespace-pre-wrap break-words").mark("comment")
+                        ui.label(entry.text or "").classes("text-sm whitespace-pre-wrap wrap-anywhere").mark("comment")
                     elif entry.action == "updated":
                         for field, old, new in _changes(entry, names):
                             ui.label(f"{field}: {old} → {new}").classes(

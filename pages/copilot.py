@@ -36,7 +36,7 @@ async def copilot_page(request: Request):
             _unavailable(off)
             return
         with ui.row().classes("w-full gap-6 items-start no-wrap max-md:flex-wrap"):  # a phone: the runs below
-            with ui.column().classes("w-[40rem] max-w-full gap-2"):
+            with ui.column().classes("w-[40rem] max-w-full shrink-0 gap-2"):
                 with ui.card().classes("w-full h-[calc(100vh-12rem)] min-h-[24rem]"):
                     panel = Copilot(visit)
                     panel.build()
@@ -95,15 +95,18 @@ async def _runs(visit: session.Visit, into: ui.column) -> None:
             return
         with ui.column().classes("w-full gap-0 border rounded").mark("runs"):
             for run in found:
-                with ui.row().classes("w-full gap-3 px-3 py-1 border-b text-sm no-wrap items-start"):
-                    ui.label(STATUS_WORDS.get(run.status, run.status)).classes("w-28 shrink-0")
+                # the question on a line of its own, what came of it below: beside three fixed columns a
+                # question had a few letters' width left, a word per line
+                with ui.column().classes("w-full gap-0 px-3 py-1 border-b text-sm"):
                     question = asked.get(run.id, "")
                     shown = question if len(question) <= 80 else question[:80] + "…"
-                    ui.label(shown).classes("grow min-w-0 wrap-anywhere").mark("run-asked")
-                    if run.error_code == UNREACHED:
-                        used = "Not reached · no cost"
-                    else:
-                        used = f"{run.input_tokens + run.output_tokens:,} tokens"
-                    spent = ui.label(used).classes("w-36 shrink-0 text-grey-8")
-                    spent.tooltip("Tokens: the model's pieces of text, read and written; what the assistant costs.")
-                    ui.label(ago(run.started_at)).classes("w-24 shrink-0 text-grey-7").tooltip(when(run.started_at))
+                    ui.label(shown).classes("w-full wrap-anywhere").mark("run-asked")
+                    with ui.row().classes("gap-x-3 gap-y-0"):
+                        ui.label(STATUS_WORDS.get(run.status, run.status))
+                        if run.error_code == UNREACHED:
+                            used = "Not reached · no cost"
+                        else:
+                            used = f"{run.input_tokens + run.output_tokens:,} tokens"
+                        spent = ui.label(used).classes("text-grey-8")
+                        spent.tooltip("Tokens: the model's pieces of text, read and written; what the assistant costs.")
+                        ui.label(ago(run.started_at)).classes("text-grey-7").tooltip(when(run.started_at))

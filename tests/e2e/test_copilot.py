@@ -7,6 +7,15 @@ from tests.e2e.browser import Browser
 from tests.fake_provider import Turn
 
 INPUT = "//textarea[@placeholder='Ask about your work orders…']"
+# The texts of the visible conversation's elements that stick out of its box (on either side), if any.
+OUTSIDE_THE_LOG = """
+const log = [...document.querySelectorAll('.copilot-log')].find(l => l.offsetParent !== null);
+const box = log.getBoundingClientRect();
+return [...log.querySelectorAll('*')].filter(e => {
+    const r = e.getBoundingClientRect();
+    return r.width > 0 && (r.left < box.left - 1 || r.right > box.right + 1);
+}).map(e => e.textContent.slice(0, 40));
+"""
 
 
 def ask(person: Browser, question: str) -> None:
@@ -295,6 +304,27 @@ async def test_a_long_unbroken_description_leaves_the_after_value_on_screen(
     robin.press("Approve")
     robin.see("Closed.")
     assert (await e2e_db["work_orders"].find_one({}))["status"] == "done"
+
+
+async def test_long_unbroken_words_wrap_inside_the_drawer(browser, make_person, fake_provider):
+    # found by a UI QA pass: a pasted link in a question or an answer widened the drawer past the screen
+    person = await make_person(name="Robin Reed")
+    link = "https://intranet.example/work-orders/" + "a1b2c3d4" * 40
+    fake_provider.script(Turn.text(f"That page is {link} and `{link}`."))
+    robin = browser("robin")
+    robin.log_in(person)
+
+    ask(robin, f"What is {link}?")
+
+    robin.see_containing("That page is https://intranet.example/")
+    robin.shoot("long-words-drawer")
+    assert robin.run_js(OUTSIDE_THE_LOG) == []
+    assert robin.sideways_scroll() <= 0
+    robin.open("/app/copilot")  # the same conversation on the assistant's own page
+    robin.see_containing("That page is https://intranet.example/")
+    robin.shoot("long-words-page")
+    assert robin.run_js(OUTSIDE_THE_LOG) == []
+    assert robin.sideways_scroll() <= 0
 
 
 async def test_on_a_phone_the_drawer_fits_the_screen_and_closes(browser, make_person, make_order, fake_provider):

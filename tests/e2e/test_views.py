@@ -71,6 +71,13 @@ async def test_a_long_unbroken_title_wraps_without_a_horizontal_scrollbar(browse
     page.see_containing("version 1")
     page.shoot("long-title-order")
     assert page.sideways_scroll() <= 0
+
+    link = "https://intranet.example/photos/" + "a1b2c3d4" * 40  # a pasted link: one long word
+    page.fill("Add a comment", f"Photo: {link}")
+    page.press("Comment")
+    page.see_containing("Photo: https://intranet.example/photos/")
+    page.shoot("long-comment")
+    assert page.sideways_scroll() <= 0
     assert page.driver.title == f"{title} · Work Order Desk"
 
 
