@@ -42,6 +42,9 @@ HINT = (
     "Ask about your work orders (what is open, what is urgent, what changed), or ask it to create, change or "
     "delete one: every change waits for your approval."
 )
+VIEWER_HINT = (
+    "Ask about the work orders (what is open, what is urgent, what changed). As a viewer you read; it changes nothing."
+)
 WAITING_FOR_YOU = "The assistant is waiting for you to approve or reject its change first."
 WATCH_SECONDS = 1.0  # a panel showing a turn or a change of another process looks this often
 # The log follows new text to the bottom unless the person scrolled up to read (then it stays put);
@@ -125,7 +128,8 @@ class Copilot:
             mine = live.run_id if live else None
             with self.log:
                 if not found.messages and live is None:  # a new conversation: what the assistant is for
-                    self.hint = ui.label(HINT).classes("text-sm text-grey-7").mark("copilot-hint")
+                    hint = HINT if actor.can_write else VIEWER_HINT
+                    self.hint = ui.label(hint).classes("text-sm text-grey-7").mark("copilot-hint")
                 shown = [m for m in found.messages if m[2] != mine]
                 for at, (role, text, run_id) in enumerate(shown):
                     if role == "note":

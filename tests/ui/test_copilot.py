@@ -34,6 +34,15 @@ def ask(user: User, text: str) -> None:
     user.find(marker="copilot-send").click()
 
 
+async def test_a_viewers_assistant_offers_no_changes_they_could_not_approve(user: User, ai_on, make_user, log_in):
+    # found by a UI QA pass: a viewer was invited to have it create, change or delete orders
+    vic = await make_user("viewer")
+    await open_copilot(user, vic, log_in)
+
+    (hint,) = user.find(marker="copilot-hint").elements
+    assert "it changes nothing" in hint.text and "delete" not in hint.text
+
+
 async def test_a_new_conversation_says_what_the_assistant_is_for_until_it_begins(
     user: User, ai_on, fake_provider, make_user, log_in
 ):
