@@ -194,6 +194,8 @@ class Copilot:
         self.send_button.set_enabled(False)
         try:
             session = await sessions.current_session(db=db, settings=settings, actor=actor)
+            if session.id != self.session_id:  # another tab (or process) started a new one: show it, then ask there
+                await show_current_conversation(actor.id)
             turn = await start.begin(
                 db=db,
                 settings=settings,
@@ -347,3 +349,11 @@ _PANELS: weakref.WeakSet[Copilot] = weakref.WeakSet()
 
 def _panels_of(user_id: str) -> list[Copilot]:
     return [panel for panel in tuple(_PANELS) if panel.visit.user_id == user_id and not panel.visit.gone]
+
+
+async def show_current_conversation(user_id: str) -> None:
+    """Every open panel of the person in this process shows their conversation as stored now: a new one was
+    started (one tab's "New conversation" must not leave another tab showing the archived one)."""
+    for panel in _panels_of(user_id):
+        with panel.root:
+            await panel.load()

@@ -4,7 +4,7 @@ from fastapi import Request
 from nicegui import APIRouter, ui
 
 from components import session
-from components.copilot import Copilot, ai_off_reason
+from components.copilot import Copilot, ai_off_reason, show_current_conversation
 from components.formats import ago, when
 from components.frame import frame
 from desk.agent import sessions as agent_sessions
@@ -40,7 +40,7 @@ async def copilot_page(request: Request):
                 with ui.card().classes("w-full h-[calc(100vh-12rem)] min-h-[24rem]"):
                     panel = Copilot(visit)
                     panel.build()
-                ui.button("New conversation", icon="add", on_click=lambda: _new(visit, panel)).props("outline").mark(
+                ui.button("New conversation", icon="add", on_click=lambda: _new(visit)).props("outline").mark(
                     "copilot-new"
                 )
             with ui.column().classes("grow min-w-0 gap-2"):
@@ -69,7 +69,7 @@ def _unavailable(off: str) -> None:
             ).classes("text-grey-8")
 
 
-async def _new(visit: session.Visit, panel: Copilot) -> None:
+async def _new(visit: session.Visit) -> None:
     """Archive the conversation and start an empty one (refused while a turn in it runs or a change waits)."""
     actor = await visit.actor()
     try:
@@ -77,7 +77,7 @@ async def _new(visit: session.Visit, panel: Copilot) -> None:
     except DeskError as error:
         ui.notify(error.message, type="warning")
         return
-    await panel.load()
+    await show_current_conversation(actor.id)  # this panel and the person's other tabs
 
 
 async def _runs(visit: session.Visit, into: ui.column) -> None:

@@ -43,6 +43,30 @@ async def test_a_viewers_assistant_offers_no_changes_they_could_not_approve(user
     assert "it changes nothing" in hint.text and "delete" not in hint.text
 
 
+async def test_a_new_conversation_started_in_another_tab_replaces_the_old_one_in_this_tab(
+    user: User, create_user, ai_on, fake_provider, make_user, log_in
+):
+    # found by a UI QA pass: the first tab kept showing the archived conversation, and its next question
+    # went into the new one unseen
+    sam = await make_user("user")
+    fake_provider.script(Turn.text("Nothing is open."), Turn.text("Two are open now."))
+    await open_copilot(user, sam, log_in)
+    ask(user, "Anything open?")
+    await user.should_see("Nothing is open.", retries=WAIT)
+    second_tab = create_user()
+    await log_in(second_tab, sam, landing="/app/copilot")
+    await second_tab.should_see("Nothing is open.", retries=WAIT)
+
+    second_tab.find(marker="copilot-new").click()
+
+    await second_tab.should_see(marker="copilot-hint", retries=WAIT)
+    await user.should_see(marker="copilot-hint", retries=WAIT)
+    await user.should_not_see("Nothing is open.")
+    ask(user, "And now?")
+    await user.should_see("Two are open now.", retries=WAIT)
+    await user.should_not_see("Anything open?")
+
+
 async def test_a_new_conversation_says_what_the_assistant_is_for_until_it_begins(
     user: User, ai_on, fake_provider, make_user, log_in
 ):
