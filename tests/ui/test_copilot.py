@@ -53,6 +53,8 @@ async def test_a_new_conversation_started_in_another_tab_replaces_the_old_one_in
     await open_copilot(user, sam, log_in)
     ask(user, "Anything open?")
     await user.should_see("Nothing is open.", retries=WAIT)
+    (send,) = user.find(marker="copilot-send").elements
+    await until(lambda: send.enabled, what="the turn over (a new conversation waits for it)")
     second_tab = create_user()
     await log_in(second_tab, sam, landing="/app/copilot")
     await second_tab.should_see("Nothing is open.", retries=WAIT)
