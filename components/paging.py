@@ -4,6 +4,8 @@ reaches, and the address of a view (its filters and its page)."""
 from datetime import date
 from urllib.parse import urlencode
 
+from nicegui import ui
+
 from desk.schema import FULL_DATE, MAX_OFFSET
 
 
@@ -33,3 +35,11 @@ def address(path: str, params: list[tuple[str, str]], page: int) -> str:
     """`path` with the view's non-default `params` and its page (page 1 is the plain path: nothing to say)."""
     params = [*params, ("page", str(page))] if page > 1 else params
     return path + (f"?{urlencode(params)}" if params else "")
+
+
+def pager(last: int = 1, value: int = 1) -> ui.pagination:
+    """The page numbers under a list. A click on one shows the new page from its top: the numbers are at the
+    bottom, and the window stayed there, at the end of the new page (done in the browser, before the page loads)."""
+    numbers = ui.pagination(1, last, direction_links=True, value=value)
+    numbers.on("update:model-value", js_handler="() => window.scrollTo({top: 0})")
+    return numbers

@@ -14,7 +14,7 @@ from nicegui import APIRouter, ui
 from components import session
 from components.formats import when
 from components.frame import admin_frame
-from components.paging import address, last_page, page_from
+from components.paging import address, last_page, page_from, pager
 from desk.audit import service as audit_service
 from desk.audit.models import AuditQuery, AuditRead
 from desk.db.client import get_db
@@ -120,7 +120,7 @@ class AuditScreen:
             to.on_value_change(lambda e: self._go(1, subject_id=e.value))
         self.count = ui.label().classes("text-sm text-grey-7").mark("audit-count")
         self.entries = ui.column().classes("w-full gap-0 border rounded").mark("audit-entries")
-        self.pager = ui.pagination(1, 1, direction_links=True).mark("audit-pages")
+        self.pager = pager().mark("audit-pages")
         self.pager.on_value_change(lambda e: e.value != self.view.page and self._go(e.value))
         await self.load()
         ui.timer(FOLLOW_SECONDS, self._follow)

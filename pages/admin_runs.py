@@ -17,7 +17,7 @@ from components import session
 from components.chips import PRIORITY_LABELS
 from components.formats import when
 from components.frame import admin_frame
-from components.paging import address, day_from, last_page, page_from
+from components.paging import address, day_from, last_page, page_from, pager
 from desk.agent import policy
 from desk.agent.models import AgentRunDetail, AgentRunRead, AgentToolCallRead
 from desk.agent.triage import service as triage
@@ -121,7 +121,7 @@ class RunsScreen:
                 field.mark(f"runs-{key}").on_value_change(lambda e, k=key: self._set(k, day_from(e.value)))
         self.count = ui.label().classes("text-sm text-grey-7").mark("runs-count")
         self.list = ui.column().classes("w-full gap-0 border rounded").mark("runs")
-        self.pager = ui.pagination(1, 1, direction_links=True).mark("runs-pages")
+        self.pager = pager().mark("runs-pages")
         self.pager.on_value_change(lambda e: e.value != self.page and self._go(e.value))
         await self.load()
 

@@ -12,7 +12,7 @@ from components import session
 from components.fields import clear_problems, new_password, password_problem, show_problems
 from components.frame import admin_frame
 from components.once import one_at_a_time
-from components.paging import last_page
+from components.paging import last_page, pager
 from components.person_row import ROLE_NOUNS, ROLES, UserRow
 from desk.actors import Actor
 from desk.db.client import get_db
@@ -148,8 +148,8 @@ class UsersScreen:
                 self.rows = [UserRow(self.visit, person, you=person.id == actor.id) for person in found.items]
             pages = last_page(found.total, PAGE_SIZE)
             if pages > 1:
-                pager = ui.pagination(1, pages, direction_links=True, value=self.page).mark("user-pages")
-                pager.on_value_change(lambda e: self._go(e.value))
+                numbers = pager(pages, self.page).mark("user-pages")
+                numbers.on_value_change(lambda e: self._go(e.value))
 
     async def _go(self, page: int) -> None:
         self.page = page

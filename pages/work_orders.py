@@ -16,7 +16,7 @@ from components import live, order_rows, session
 from components.chips import PRIORITY_LABELS, STATUS_LABELS
 from components.frame import frame, remember_list_view
 from components.order_rows import OrderRows
-from components.paging import address, day_from, last_page, page_from
+from components.paging import address, day_from, last_page, page_from, pager
 from components.work_order_dialog import new_work_order_opener
 from desk.actors import Actor
 from desk.db.client import get_db
@@ -203,7 +203,7 @@ class _ListView:
             ui.space()
             self.time_column = ui.label().classes("text-xs text-grey-7 pr-3").mark("time-column")
         self.rows = OrderRows(owners)
-        self.pager = ui.pagination(1, 1, direction_links=True).mark("pages")
+        self.pager = pager().mark("pages")
         # set_value in show() also fires this; only a click on another page number loads
         self.pager.on_value_change(lambda e: e.value != filters.page and on_page(e.value))
 

@@ -5,37 +5,40 @@ from selenium.webdriver.common.by import By
 
 async def test_back_restores_a_filtered_sorted_second_page(browser, make_person, make_order):
     sam = await make_person(name="Sam Rivera")
-    for number in range(30):
+    for number in range(55):  # a second page as long as the first
         await make_order(sam, f"Kitchen job {number:02d}")
     await make_order(sam, "Roof tiles loose")
 
     page = browser("sam")
     page.log_in(sam)
-    page.see("1–25 of 31")
+    page.see("1–25 of 56")
     page.fill("Search", "kit")
-    page.see("1–25 of 30")
+    page.see("1–25 of 55")
     page.choose("Sort", "Title A–Z")
     page.wait_until(lambda: page.query.get("sort") == ["title"], "the sort in the address")
-    page.choose("Requested by", "Me")  # all of them Sam's own requests: the same 30
+    page.choose("Requested by", "Me")  # all of them Sam's own requests: the same 55
     page.wait_until(lambda: page.query.get("requester") == [sam["id"]], "the requester in the address")
+    page.run_js("window.scrollTo(0, document.body.scrollHeight)")  # down at the page numbers, under the list
+    assert page.run_js("return window.scrollY") > 0
     page.press("2")
-    page.see("26–30 of 30")
+    page.see("26–50 of 55")
     page.wait_until(lambda: page.query.get("page") == ["2"], "the page in the address")
+    page.wait_until(lambda: page.run_js("return window.scrollY") == 0, "the new page shown from its top")
     page.shoot("second-page")
 
     page.click_link("Kitchen job 27")
     page.wait_until(lambda: page.path.startswith("/app/work-orders/"), "the order page")
     page.driver.back()
 
-    page.see("26–30 of 30")
-    assert page.texts("a[href^='/app/work-orders/']") == [f"Kitchen job {n}" for n in range(25, 30)]
+    page.see("26–50 of 55")
+    assert page.texts("a[href^='/app/work-orders/']") == [f"Kitchen job {n}" for n in range(25, 50)]
     assert page.field("Search").get_attribute("value") == "kit"
     assert page.query == {"q": ["kit"], "requester": [sam["id"]], "sort": ["title"], "page": ["2"]}
     page.shoot("back-restored")
 
     page.open("/app?q=kit&page=9")  # an old link, past the end: the last page there is, in the address too
-    page.see("26–30 of 30")
-    page.wait_until(lambda: page.query == {"q": ["kit"], "page": ["2"]}, "the last page in the address")
+    page.see("51–55 of 55")
+    page.wait_until(lambda: page.query == {"q": ["kit"], "page": ["3"]}, "the last page in the address")
 
 
 async def test_a_viewer_reads_an_order_and_sees_no_edit_controls(browser, make_person, make_order):
