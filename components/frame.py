@@ -94,8 +94,8 @@ def remember_list_view(url: str) -> None:
     The tab is known once the browser is connected: before that (a page still being built), the list page
     remembers its view from a timer instead.
     """
-    if ui.context.client.has_socket_connection:
-        app.storage.tab[LIST_VIEW] = url
+    if (tab := _tab()) is not None:
+        tab[LIST_VIEW] = url
 
 
 def back_to_list(link: ui.link | None = None) -> str:
@@ -103,7 +103,7 @@ def back_to_list(link: ui.link | None = None) -> str:
 
     Only once the browser is connected is the tab known: a page calls it from a handler, or a timer.
     """
-    url = app.storage.tab.get(LIST_VIEW, "/app")
+    url = tab.get(LIST_VIEW, "/app") if (tab := _tab()) is not None else "/app"
     url = url if url == "/app" or url.startswith("/app?") else "/app"  # only ever an address of the list
     if link is not None:
         link.props(f'href="{url}"')
@@ -111,8 +111,19 @@ def back_to_list(link: ui.link | None = None) -> str:
 
 
 def _tell_notice() -> None:
-    if (message := app.storage.tab.pop(NOTICE, None)) is not None:
+    if (tab := _tab()) is not None and (message := tab.pop(NOTICE, None)) is not None:
         ui.notify(message, type="positive")
+
+
+def _tab() -> dict | None:
+    """This tab's storage, or None until the browser is connected. NiceGUI marks the client connected, then
+    creates the tab's storage: a timer or a live update can run in between, and must not fail there."""
+    if not ui.context.client.has_socket_connection:
+        return None
+    try:
+        return app.storage.tab
+    except AssertionError:  # "tab storage … should be created before accessing it": a moment later it is
+        return None
 
 
 @contextmanager
