@@ -1,6 +1,7 @@
 """The "New work order" dialog: fields, messages beside them, and the create call."""
 
 from collections.abc import Awaitable, Callable
+from typing import NamedTuple
 
 from nicegui import ui
 from pydantic import ValidationError
@@ -25,24 +26,34 @@ def new_work_order_opener(
     what it last showed back into its element as the closing dialog unmounts it, over the emptied value.
     """
     home = ui.element()
-    shown: list[ui.dialog] = []
+    shown: list[NewOrder] = []
 
     def open_one() -> None:
-        if shown and shown[0].value:  # open already ("n" again): what is typed in it stays
+        if shown and shown[0].dialog.value:  # open already ("n" again): what is typed in it stays
             return
-        home.clear()  # the last one, closed (not at its closing: its create() still runs in it then)
+        if shown and shown[0].unsaved():  # closed by Esc or a click beside it: what was typed comes back
+            shown[0].dialog.open()
+            return
+        home.clear()  # the last one, done with (not at its closing: its create() still runs in it then)
         with home:
             shown[:] = [new_work_order_dialog(visit, owners, on_created)]
-        shown[0].open()
+        shown[0].dialog.open()
 
     return open_one
 
 
+class NewOrder(NamedTuple):
+    dialog: ui.dialog
+    unsaved: Callable[[], bool]  # something typed that was neither created nor cancelled
+
+
 def new_work_order_dialog(
     visit: session.Visit, owners: dict[str, str], on_created: Callable[[WorkOrderRead], Awaitable[None]]
-) -> ui.dialog:
+) -> NewOrder:
     """A dialog that creates a work order, for the person, for nobody yet (the queue) or, for an admin, for
-    anyone in `owners` (those the person may give an order to)."""
+    anyone in `owners` (those the person may give an order to). Cancel drops what was typed; Esc or a click
+    beside the dialog only closes it, and the next "New work order" brings the text back."""
+    done = False
     with ui.dialog() as dialog, ui.card().classes("w-[36rem] gap-2").mark("new-dialog"):
         ui.label("New work order").classes("text-lg font-semibold")
         title = ui.input("Title").props("counter maxlength=200 autofocus").classes("w-full").mark("new-title")
@@ -69,12 +80,23 @@ def new_work_order_dialog(
             except DeskError as error:
                 problem.set_text(error.message)
                 return
+            nonlocal done
+            done = True
             dialog.close()
             ui.notify(f"Created “{order.title}”", type="positive")
             await on_created(order)
 
+        def cancel() -> None:
+            nonlocal done
+            done = True
+            dialog.close()
+
         title.on("keydown.enter", create)  # Enter in the one-line field creates, as in any form
         with ui.row().classes("w-full justify-end"):
-            ui.button("Cancel", on_click=dialog.close).props("flat")
+            ui.button("Cancel", on_click=cancel).props("flat").mark("cancel-new")
             ui.button("Create", on_click=create).mark("create")
-    return dialog
+
+    def unsaved() -> bool:
+        return not done and bool((title.value or "").strip() or (description.value or "").strip())
+
+    return NewOrder(dialog, unsaved)

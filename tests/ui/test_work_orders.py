@@ -77,6 +77,26 @@ async def test_new_work_order_dialog_validates_beside_the_fields_then_creates(us
     assert (await db["work_orders"].find_one({}))["description"] == "Main door of room 214 won't latch."
 
 
+async def test_a_new_order_dialog_closed_by_escape_keeps_what_was_typed_until_cancel(user: User, make_user, log_in):
+    # found by a UI QA pass: Esc or a click beside the dialog dropped a typed description without a word
+    await log_in(user, await make_user("user"))
+    user.find(marker="new-order").click()
+    user.find(marker="new-title").type("Broken door handle")
+    user.find(marker="new-description").type("Room 214.")
+
+    (card,) = user.find(marker="new-dialog").elements
+    (dialog,) = [e for e in card.ancestors() if isinstance(e, ui.dialog)]
+    dialog.set_value(False)  # what Esc or a click on the backdrop does in the browser
+    user.find(marker="new-order").click()
+
+    assert dialog.value is True
+    assert [e.value for e in user.find(marker="new-title").elements] == ["Broken door handle"]
+    assert [e.value for e in user.find(marker="new-description").elements] == ["Room 214."]
+    user.find(marker="cancel-new").click()  # Cancel drops it
+    user.find(marker="new-order").click()
+    assert [e.value for e in user.find(marker="new-title").elements] == [""]
+
+
 async def test_viewers_get_no_buttons_they_cannot_use(user: User, make_user, make_order, change_user, log_in):
     viewer, admin = await make_user("user"), await make_user("admin")
     order = await make_order(admin, "Watched order", ownerId=viewer["id"])
