@@ -157,7 +157,7 @@ async def open_session(*, db: AsyncDatabase, user_id: ObjectId) -> str:
             "userId": user_id,
             "createdAt": moment,
             "lastSeenAt": moment,
-            "idleExpiresAt": moment + timedelta(minutes=settings.desk_session_idle_minutes),
+            "idleExpiresAt": _idle_until(moment),
             "expiresAt": moment + timedelta(hours=settings.desk_session_max_hours),
         },
     )
@@ -178,9 +178,15 @@ async def user_for_session(*, db: AsyncDatabase, secret: str, touch: bool = True
     if user is None or not user.get("active", False):
         raise Unauthorized("Your session has ended; please log in again.")
     if touch and moment - session["lastSeenAt"] >= TOUCH_EVERY:
-        idle_until = moment + timedelta(minutes=get_settings().desk_session_idle_minutes)
-        await repo.touch_session(db, session["_id"], seen_at=moment, idle_until=idle_until)
+        await repo.touch_session(db, session["_id"], seen_at=moment, idle_until=_idle_until(moment))
     return user
+
+
+def _idle_until(seen: datetime) -> datetime:
+    """When a session seen at `seen` goes idle. Activity is written once a minute (TOUCH_EVERY), so a
+    request in that minute is not on record: the minute is added, and the idle limit is kept to within a
+    minute over, never under (a person working 59 s after a write was logged out a minute early)."""
+    return seen + timedelta(minutes=get_settings().desk_session_idle_minutes) + TOUCH_EVERY
 
 
 async def logout(*, db: AsyncDatabase, secret: str) -> None:

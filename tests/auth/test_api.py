@@ -164,6 +164,19 @@ async def test_idle_and_absolute_session_limits(make_user, client_for, db):
     assert (await old.get("/api/v1/auth/me")).status_code == 401
 
 
+async def test_the_idle_limit_is_never_shorter_than_set_after_the_last_request(make_user, client_for, db, settings):
+    # found by an API QA pass: activity is written once a minute, so a request just after a write went
+    # unrecorded and the session ended up to a minute before the idle limit after it
+    sam = await make_user("user")
+    client = await client_for(sam)
+    await db["sessions"].update_one({}, {"$set": {"lastSeenAt": now() - timedelta(seconds=59)}})
+
+    assert (await client.get("/api/v1/auth/me")).status_code == 200  # not written: the last write was 59 s ago
+
+    session = await db["sessions"].find_one({})
+    assert session["idleExpiresAt"] >= now() + timedelta(minutes=settings.desk_session_idle_minutes)
+
+
 async def test_activity_pushes_the_idle_limit_forward(make_user, client_for, db, settings):
     sam = await make_user("user")
     client = await client_for(sam)
