@@ -19,7 +19,7 @@ class Actor:
     role: Role | None
     kind: Literal["human", "system"] = "human"
     capability: Literal["triage"] | None = None
-    by_token: bool = False  # came with an API token, not a browser session: it may not change who can sign in
+    by_token: bool = False  # came with an API token, not a browser session: it may not reset a password
 
     @property
     def is_human(self) -> bool:

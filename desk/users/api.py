@@ -30,7 +30,6 @@ async def list_users(db: Db, actor: CurrentActor, query: Annotated[UserQuery, Qu
 
 @router.post("", status_code=201, response_model=UserRead, responses=errors(*AUTHED, ErrorCode.CONFLICT))
 async def create_user(body: UserCreate, db: Db, actor: CurrentActor) -> UserRead:
-    """Add a person with a role and a first password; from a browser session only (an API token gets a 403)."""
     return await service.create_user(db=db, actor=actor, data=body)
 
 
@@ -40,15 +39,15 @@ async def update_user(user_id: str, body: UserAdminUpdate, db: Db, actor: Curren
 
     A reset or a deactivation ends the person's sessions and revokes all their API tokens (reactivating does not
     bring them back). Either, a role that can do less or AI turned off also stops their copilot runs (the service
-    fires desk.users.access). An empty body, or a null for a field, is a 400. With an API token an admin may only take
-    access away (deactivate, a lower role, AI off) or rename: anything that lets someone in is a 403.
+    fires desk.users.access). An empty body, or a null for a field, is a 400. A password is reset from a browser
+    session only: with an API token it is a 403.
     """
     return await service.update_user(db=db, actor=actor, user_id=user_id, data=body)
 
 
 @router.post("/{user_id}/unlock", response_model=UserRead, responses=errors(*AUTHED, ErrorCode.NOT_FOUND))
 async def unlock_user(user_id: str, db: Db, actor: CurrentActor) -> UserRead:
-    """Lift the lock that failed logins put on an account (`lockedUntil` becomes null); from a browser session only."""
+    """Lift the lock that failed logins put on an account (`lockedUntil` becomes null)."""
     return await service.unlock_user(db=db, actor=actor, user_id=user_id)
 
 

@@ -141,32 +141,29 @@ async def test_the_new_password_must_differ_from_the_current_one(make_user, clie
     assert (await db["users"].find_one({"email": sam["email"]}))["passwordHash"] == before
 
 
-async def test_a_leaked_admin_token_can_take_access_away_but_not_let_anyone_in(make_user, client_for, anonymous, db):
-    admin, sam = await make_user("admin"), await make_user("viewer")
+async def test_a_leaked_admin_token_cannot_reset_a_password_but_a_script_may_add_people(
+    make_user, client_for, anonymous, db
+):
+    # found by an API QA pass: an admin's token reset its owner's password, holding the account for good
+    admin, sam = await make_user("admin"), await make_user("user")
     admins = await client_for(admin)
     secret = (await admins.post("/api/v1/auth/tokens", json={"name": "provisioning"})).json()["secret"]
     anonymous.headers["Authorization"] = f"Bearer {secret}"
     del anonymous.headers[CSRF_HEADER]
     stored = await db["users"].find_one({"_id": ObjectId(admin["id"])})
 
-    refused = [
-        await anonymous.patch(f"/api/v1/admin/users/{admin['id']}", json={"password": NEW_PASSWORD}),
-        await anonymous.patch(f"/api/v1/admin/users/{admin['id']}", json={"email": "mine@evil.example"}),
-        await anonymous.patch(f"/api/v1/admin/users/{sam['id']}", json={"role": "admin"}),
-        await anonymous.post(
-            "/api/v1/admin/users",
-            json={"email": "backdoor@evil.example", "name": "Backdoor", "role": "admin", "password": NEW_PASSWORD},
-        ),
-        await anonymous.post(f"/api/v1/admin/users/{sam['id']}/unlock"),
-    ]
-    deactivated = await anonymous.patch(f"/api/v1/admin/users/{sam['id']}", json={"active": False, "name": "Sam L"})
-    reactivated = await anonymous.patch(f"/api/v1/admin/users/{sam['id']}", json={"active": True})
-    by_session = await admins.patch(f"/api/v1/admin/users/{sam['id']}", json={"active": True, "role": "user"})
+    own = await anonymous.patch(f"/api/v1/admin/users/{admin['id']}", json={"password": NEW_PASSWORD})
+    sams = await anonymous.patch(f"/api/v1/admin/users/{sam['id']}", json={"password": NEW_PASSWORD, "name": "S"})
+    added = await anonymous.post(
+        "/api/v1/admin/users", json={"email": "new@example.com", "name": "New Hire", "password": NEW_PASSWORD}
+    )
+    renamed = await anonymous.patch(f"/api/v1/admin/users/{sam['id']}", json={"name": "Sam L", "role": "viewer"})
+    by_session = await admins.patch(f"/api/v1/admin/users/{sam['id']}", json={"password": NEW_PASSWORD})
 
-    assert [r.status_code for r in refused] == [403] * 5
-    assert "browser" in refused[0].json()["error"]["message"]
+    assert (own.status_code, sams.status_code) == (403, 403)
+    assert "browser" in own.json()["error"]["message"]
     assert await db["users"].find_one({"_id": ObjectId(admin["id"])}) == stored
-    assert await db["users"].count_documents({"email": "backdoor@evil.example"}) == 0
-    assert (deactivated.status_code, deactivated.json()["active"], deactivated.json()["name"]) == (200, False, "Sam L")
-    assert reactivated.status_code == 403
-    assert (by_session.status_code, by_session.json()["active"], by_session.json()["role"]) == (200, True, "user")
+    assert (await db["users"].find_one({"_id": ObjectId(sam["id"])}))["name"] != "S"  # nothing of it was written
+    assert added.status_code == 201  # a provisioning script adds people with their first password
+    assert (renamed.status_code, renamed.json()["name"], renamed.json()["role"]) == (200, "Sam L", "viewer")
+    assert by_session.status_code == 200
