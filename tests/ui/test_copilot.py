@@ -38,6 +38,7 @@ async def test_a_viewers_assistant_offers_no_changes_they_could_not_approve(user
     # found by a UI QA pass: a viewer was invited to have it create, change or delete orders
     vic = await make_user("viewer")
     await open_copilot(user, vic, log_in)
+    await user.should_see(marker="copilot-hint", retries=WAIT)  # the conversation loads once the drawer opens
 
     (hint,) = user.find(marker="copilot-hint").elements
     assert "it changes nothing" in hint.text and "delete" not in hint.text
