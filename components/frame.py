@@ -122,7 +122,7 @@ def _tab() -> dict | None:
         return None
     try:
         return app.storage.tab
-    except AssertionError:  # "tab storage … should be created before accessing it": a moment later it is
+    except (AssertionError, KeyError):  # "tab storage … should be created before accessing it" (KeyError under -O)
         return None
 
 

@@ -15,7 +15,7 @@ from components import live, session
 from components.chips import PRIORITY_LABELS, priority_chip
 from components.formats import ago, when
 from desk.agent.triage import service as triage
-from desk.agent.triage.models import TriageSuggestionRead
+from desk.agent.triage.models import TriageSuggestionRead, overtaken
 from desk.config import get_settings
 from desk.db.client import get_db
 from desk.errors import Conflict, DeskError, NotFound
@@ -92,16 +92,15 @@ class TriageCard:
         if suggestion.applied or not can_decide:
             return
         same = suggestion.suggested_priority == order.priority
-        # Someone set the priority since: one click must not undo a person's decision with the agent's older one.
-        overtaken = not same and suggestion.priority_before not in (None, order.priority)
+        overtaken_since = overtaken(suggestion, order)  # Accept would be refused: not offered
         if same:
             ui.label("The work order already has this priority.").classes("text-sm text-grey-8")
-        elif overtaken:
+        elif overtaken_since:
             ui.label(f"Since this suggestion, the priority was set to {PRIORITY_LABELS[order.priority]}.").classes(
                 "text-sm text-grey-8"
             ).mark("triage-overtaken")
         with ui.row().classes("gap-2"):
-            if not (same or overtaken):
+            if not (same or overtaken_since):
                 label = f"Accept: make it {PRIORITY_LABELS[suggestion.suggested_priority]}"
                 ui.button(label, icon="check", on_click=lambda: self.decide(suggestion, accept=True)).mark(
                     "triage-accept"

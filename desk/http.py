@@ -100,9 +100,9 @@ CurrentUser = Annotated[dict, Depends(current_user)]
 CurrentActor = Annotated[Actor, Depends(current_actor)]
 
 
-async def session_actor(request: Request, actor: CurrentActor) -> Actor:
+async def session_actor(actor: CurrentActor) -> Actor:
     """The actor of a browser session: an API token may not do this (so revoking a leaked token cuts it off)."""
-    if request.headers.get("Authorization"):  # current_user let it in: a valid bearer token, not a session
+    if actor.by_token:
         raise Forbidden("An API token cannot do this; use the desk in a browser (a logged-in session).")
     return actor
 

@@ -343,6 +343,7 @@ class WorkOrderView:
     async def _changed_while_editing(self, current: WorkOrderRead) -> None:
         # Never clobber what the person is typing: tell them what changed, and let them choose when. What is saved
         # now is shown above the form and in the timeline (a header still showing the old version would mislead).
+        # read before the check: no await may come between it and `self.told` set (a Save's card would be covered)
         lines = await what_changed(self.loaded, current)
         who = await changed_by(self.actor, self.loaded, current)
         await self._show_theirs(current)

@@ -136,6 +136,13 @@ class TriageSuggestionRead(ReadModel):
     created_at: datetime
 
 
+def overtaken(suggestion: "TriageSuggestionRead", order: WorkOrderRead) -> bool:
+    """Someone set the order's priority since the triage (to another than the suggested one): accepting would
+    undo a person's decision with the agent's older one, so it is refused (the service) and not offered (the card)."""
+    before = suggestion.priority_before
+    return before not in (None, order.priority) and suggestion.suggested_priority != order.priority
+
+
 class DecideSuggestionIn(ApiModel):
     accept: bool
     # The order's version an accept was made on: when given, an order changed since is a 409 (as on a PATCH).

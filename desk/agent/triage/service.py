@@ -19,6 +19,7 @@ from desk.agent.triage.models import (
     RunQuery,
     TriageOverview,
     TriageSuggestionRead,
+    overtaken,
 )
 from desk.agent.triage.run import triage
 from desk.config import Settings
@@ -147,9 +148,7 @@ async def decide(
     suggestion = await repo.get(db, oid) if oid else None
     if suggestion is None or str(suggestion["workOrderId"]) != order.id:
         raise NotFound("No such suggestion.")
-    before = suggestion.get("priorityBefore")
-    if accept and before not in (None, order.priority) and suggestion["suggestedPriority"] != order.priority:
-        # Someone set the priority since the triage: accepting must not undo a person's decision with an older one.
+    if accept and overtaken(TriageSuggestionRead.model_validate(suggestion), order):
         raise Conflict(
             f"Since this suggestion, the priority was set to {order.priority}: dismiss it, or change the priority"
             " on the work order.",
