@@ -90,8 +90,10 @@ def clean_reason(reason: str | None) -> str | None:
     """A person's rejection reason as plain, short text (it goes back to the model as data)."""
     if not reason:
         return None
-    # C0 and C1 controls and the Unicode line/paragraph separators: a reason is one line of text.
-    return re.sub(r"[\x00-\x1f\x7f-\x9f\u2028\u2029]+", " ", reason).strip()[:300] or None
+    # C0 and C1 controls and the Unicode line/paragraph separators: a reason is one line of text. The
+    # bidirectional embedding, override and isolate controls go too, as in every one-line field: shown on
+    # the runs page, they would make the reason read differently from what the model was told.
+    return re.sub(r"[\x00-\x1f\x7f-\x9f\u2028\u2029\u202a-\u202e\u2066-\u2069]+", " ", reason).strip()[:300] or None
 
 
 async def decide(

@@ -488,8 +488,13 @@ async def test_a_rejection_reason_reaches_the_model_as_clean_json(
 
 @pytest.mark.parametrize(
     ("reason", "kept"),
-    [("\x00\x07\x1b\x9f", None), ("\x00bad\x07", "bad")],
-    ids=["only control characters", "text between control characters"],
+    [("\x00\x07\x1b\x9f", None), ("\x00bad\x07", "bad"), ("\u202e\u2066", None), ("\u202eexe.txt\u2069", "exe.txt")],
+    ids=[
+        "only control characters",
+        "text between control characters",
+        "only bidirectional controls",
+        "text between bidirectional controls",
+    ],
 )
 async def test_a_rejection_reason_is_kept_as_its_text_or_as_no_reason(
     copilot, approve, fake_provider, make_user, make_order, db, reason, kept
