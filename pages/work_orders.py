@@ -37,6 +37,14 @@ SORTS = {
 
 OPEN = "open"  # pending and in progress: what is still to do
 STATUS_CHOICES = {OPEN: "Open (pending + in progress)", **STATUS_LABELS}
+FILTER_LABELS = {
+    "status": "Status",
+    "priority": "Priority",
+    "owner": "Owner",
+    "requester": "Requested by",
+    "opened": "Opened on",
+    "sort": "Sort",
+}
 # The time column shows what the list is sorted by: when created for the created and priority sorts.
 TIME_COLUMNS = {"-createdAt": "created", "createdAt": "created", "-priority": "created"}
 
@@ -58,6 +66,7 @@ class Filters:
     sort: str = "-createdAt"
     page: int = 1
     opened: str | None = None  # a UTC day, YYYY-MM-DD: the metrics' per-day chart links here
+    left_out: list[str] = field(default_factory=list)  # what the address named that could not be taken
 
     @classmethod
     def from_params(cls, params, people: PeopleChoices) -> "Filters":
@@ -72,7 +81,16 @@ class Filters:
             sort=params.get("sort") if params.get("sort") in SORTS else "-createdAt",
             page=page_from(params.get("page"), PAGE_SIZE),
             opened=(day.isoformat() if (day := day_from(params.get("opened"))) else None),
-        )
+        )._leave_out(params)
+
+    def _leave_out(self, params) -> "Filters":
+        """Note the filters the address named that this view could not take, by their labels (a colleague's
+        link may name a person one cannot filter by: the list must not pass for theirs without a word)."""
+        named = {key: [v for v in params.getlist(key) if v.strip()] for key in FILTER_LABELS}
+        taken = {"status": self.status, "priority": [self.priority], "owner": [self.owner]}
+        taken |= {"requester": [self.requester], "opened": [self.opened], "sort": [self.sort]}
+        self.left_out = [label for key, label in FILTER_LABELS.items() if any(v not in taken[key] for v in named[key])]
+        return self
 
     def url(self) -> str:
         """The address of this view; the default view is plain /app."""
@@ -195,6 +213,9 @@ class _ListView:
 
     def __init__(self, actor: Actor, owners: dict[str, str], filters: Filters, on_page: Callable[[int], None]) -> None:
         self.actor, self.filters = actor, filters
+        if filters.left_out:
+            said = "Part of this link's view is left out, as it is not one you can use here: "
+            ui.label(f"{said}{', '.join(filters.left_out)}.").classes("text-sm text-grey-8").mark("left-out")
         with ui.row().classes("items-baseline gap-3 p-6") as self.nothing:
             self.empty = ui.label().classes("text-grey-7").mark("empty")
             self.clear = ui.link("Clear filters", "/app").mark("clear-filters")  # its address: `show`

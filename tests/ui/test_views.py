@@ -66,11 +66,30 @@ async def test_open_covers_pending_and_in_progress_and_statuses_combine(user: Us
     status.set_value(["open", "done"])
     await user.should_see("1–3 of 3")
 
-    await user.open("/app?status=done&status=nonsense&page=x")  # what is not understood is left out
+    await user.open("/app?status=done&status=nonsense&page=x")  # what is not understood is left out, and said
     await user.should_see("1–1 of 1")
+    await user.should_see("Part of this link's view is left out, as it is not one you can use here: Status.")
     await user.open("/app?status=done&page=²")  # a digit to Python's isdigit(), not a page number
     await user.should_see("1–1 of 1")
     assert titles(user) == ["Finished"]
+    await user.should_not_see(marker="left-out")  # the page is not a filter: an old page number goes unsaid
+
+
+async def test_a_colleagues_link_naming_a_person_one_cannot_filter_by_says_it_is_left_out(
+    user: User, make_user, make_order, log_in
+):
+    # Bob shares his view of Ada's orders; Sam, a user, may only filter by himself or the queue: the list
+    # showed Sam's own orders under Bob's link as if they were the view Bob meant.
+    sam, ada = await make_user("user"), await make_user("user")
+    await make_order(sam, "Sam's tap")
+    await log_in(user, sam)
+
+    await user.open(f"/app?owner={ada['id']}&priority=high&sort=title&opened=2026-11-30")
+
+    await user.should_see("Part of this link's view is left out, as it is not one you can use here: Owner.")
+    await user.open("/app?owner=none&priority=high&sort=title&opened=2026-11-30&q=tap")  # all of it usable
+    await user.should_see(marker="opened-filter")
+    await user.should_not_see(marker="left-out")
 
 
 async def test_the_time_column_says_what_it_shows_and_follows_the_sort(user: User, make_user, make_order, log_in):
