@@ -87,6 +87,12 @@ class MetricsBoard:
             until = ui.input("To (UTC day)", value=shown.until.isoformat() if shown.until else "")
             until.props("type=date dense stack-label").classes("w-44").mark("until")
             self.problem = ui.label().classes("text-negative text-sm").mark("range-problem")
+        # The counts are the orders as they are now; only the per-day chart has days to narrow: say so, or a
+        # range that leaves the totals alone reads as a filter that did not work.
+        ui.label(
+            "From and To choose the days of the per-day chart; the counts and the other charts are the orders "
+            "as they are now."
+        ).classes("text-xs text-grey-7").mark("range-note")
 
         async def changed() -> None:
             self.problem.set_text("")

@@ -89,6 +89,8 @@ async def test_the_address_keeps_the_owner_and_the_days(user: User, make_user, m
     assert [user.find(marker=key).elements.pop().value for key in ("since", "until")] == ["2026-11-01", "2026-11-30"]
     days = chart(user, "per-day-chart").options["xAxis"]["data"]
     assert (days[0], days[-1], len(days)) == ("01 Nov", "30 Nov", 30)
+    # Sam's order was made today, after that range, and the count is still his one: the page says why
+    await user.should_see("From and To choose the days of the per-day chart; the counts and the other charts")
 
     await user.open(f"{PAGE}?owner=nobody&since=someday&until=20261130")  # what is not understood is left out
     await user.should_see(marker="total")
