@@ -371,7 +371,8 @@ def _read_out(lookup: asyncio.Future) -> None:
 class BodyLimit:
     """Refuse a request body over MAX_BODY_BYTES with a 413 in the envelope before more of it is held in memory.
 
-    By its Content-Length before anything is read; a body sent without one as soon as it goes over.
+    By its Content-Length when the route first reads it, before a byte is held; a body sent without one as soon
+    as it goes over. A route that takes no body never reads one, and answers as it would without it.
     (Starlette's own limit answers in plain text, and trips a second time when our error handler
     looks whether the client left.)
     """
@@ -384,13 +385,16 @@ class BodyLimit:
             await self.app(scope, receive, send)
             return
         declared = next((value for name, value in scope["headers"] if name == b"content-length"), b"")
-        if declared.isdigit() and int(declared) > MAX_BODY_BYTES:
-            await envelope(ErrorCode.VALIDATION_ERROR, TOO_LARGE, status=413)(scope, receive, send)
-            return
+        # Too large by its Content-Length: refused at its first read, before a byte of it is held. Not at the
+        # door: routed first, so the request metrics count it under its route, not as "unmatched".
+        refuse_at_once = declared.isdigit() and int(declared) > MAX_BODY_BYTES
         arrived = 0
 
         async def counted() -> Message:
-            nonlocal arrived
+            nonlocal arrived, refuse_at_once
+            if refuse_at_once:
+                refuse_at_once, arrived = False, MAX_BODY_BYTES + 1
+                raise _TooLarge
             message = await receive()
             if arrived <= MAX_BODY_BYTES:  # refused once: a later look (has the client left?) gets its message
                 arrived += len(message.get("body", b""))

@@ -53,6 +53,20 @@ async def test_requests_are_counted_and_timed_per_route_not_per_path(app, make_u
     assert not any(order.id in str(labels) for _, labels in after)  # no label per order
 
 
+async def test_a_body_refused_for_its_size_is_counted_under_its_route(app, make_user, client_for):
+    # refused by its Content-Length before routing, it was counted under "unmatched", as if nothing took it
+    client = await client_for(await make_user())
+    before = await scrape(app)
+    too_large = await client.post("/api/v1/work-orders", content=b"{" + b" " * (1024 * 1024) + b"}")
+    assert too_large.status_code == 413
+    after = await scrape(app)
+
+    refused = {"method": "POST", "route": "/api/v1/work-orders", "status": "413"}
+    assert (
+        value(after, "desk_http_requests_total", **refused) - value(before, "desk_http_requests_total", **refused) == 1
+    )
+
+
 async def test_outbox_depth_oldest_age_and_spend_against_its_cap(app, db, settings, make_user, make_order):
     person = await make_user()
     for _ in range(3):
