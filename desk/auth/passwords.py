@@ -2,6 +2,7 @@
 
 import asyncio
 import re
+import unicodedata
 from functools import cache
 from importlib.resources import files
 
@@ -80,18 +81,29 @@ def _spellings(char: str) -> frozenset[str]:
     return frozenset(other for other in BMP if other.lower() == char) | {char}
 
 
+def _normalized(password: str) -> str:
+    """NFKC, as NIST SP 800-63B asks: "é" typed as one character or as "e" and its accent, or a letter typed
+    full-width, is the same password whichever keyboard or system typed it."""
+    return unicodedata.normalize("NFKC", password)
+
+
 async def hash_password(password: str) -> str:
-    """An argon2id hash, computed off the event loop."""
-    return await asyncio.to_thread(_hasher.hash, password)
+    """An argon2id hash of the password's normal form, computed off the event loop."""
+    return await asyncio.to_thread(_hasher.hash, _normalized(password))
 
 
 async def verify_password(password_hash: str | None, password: str) -> bool:
     """True when `password` matches; with no hash, spends the same time and answers False."""
+    # A hash made before passwords were normalized is of the password as typed then: tried second.
+    tries = dict.fromkeys((_normalized(password), password))
 
     def verify() -> bool:
-        try:
-            return _hasher.verify(password_hash or _DUMMY_HASH, password) and password_hash is not None
-        except (VerificationError, InvalidHashError):
-            return False
+        for typed in tries:
+            try:
+                if _hasher.verify(password_hash or _DUMMY_HASH, typed) and password_hash is not None:
+                    return True
+            except (VerificationError, InvalidHashError):
+                continue
+        return False
 
     return await asyncio.to_thread(verify)

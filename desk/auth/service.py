@@ -18,6 +18,7 @@ from desk.errors import Forbidden, NotFound, RateLimited, Unauthorized
 from desk.schema import now, parse_object_id
 from desk.users import access
 from desk.users import repository as users_repo
+from desk.users.models import email_key
 
 LOCK_MINUTES = 15
 TOUCH_EVERY = timedelta(seconds=60)  # a busy person's session is written once a minute, not on every request
@@ -83,7 +84,9 @@ async def _check_password(*, db: AsyncDatabase, email: str, password: str, ip: s
     except RateLimited:
         events.record("login_failed", actor_id=None, subject_id=None, reason="throttled", address=ip)
         raise
-    user = await users_repo.get_by_email(db, email.strip().lower())
+    user = await users_repo.get_by_email(db, email_key(email))
+    if user is None and email.strip().lower() != email_key(email):  # an address stored before they were normalized
+        user = await users_repo.get_by_email(db, email.strip().lower())
     matches = await passwords.verify_password(user["passwordHash"] if user else None, password)
     moment = now()
     locked_until = user.get("lockedUntil") if user else None

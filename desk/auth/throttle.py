@@ -24,6 +24,7 @@ from desk.auth import repository as repo
 from desk.config import get_settings
 from desk.errors import RateLimited
 from desk.schema import now
+from desk.users.models import email_key
 
 ADDRESS_FACTOR = 5
 TOO_MANY = "Too many login attempts from this address"
@@ -42,7 +43,7 @@ async def admit(*, db: AsyncDatabase, ip: str, email: str) -> Attempt:
     per_minute = get_settings().desk_login_attempts_per_minute
     moment = now()
     window_end = moment.replace(second=0, microsecond=0) + timedelta(minutes=1)
-    typed = hashlib.sha256(email.strip().lower().encode()).hexdigest()[:32]
+    typed = hashlib.sha256(email_key(email).encode()).hexdigest()[:32]
     limits = {f"login:{ip}:{typed}": per_minute, f"login:{ip}": per_minute * ADDRESS_FACTOR}
     taken: list[str] = []
     for key, limit in limits.items():

@@ -1,6 +1,7 @@
 """User shapes: what admins send, what the API returns."""
 
 import re
+import unicodedata
 from datetime import datetime
 from typing import Annotated, Literal
 
@@ -18,7 +19,13 @@ def _email(value: str) -> str:
         raise ValueError("required")
     if not EMAIL.match(value):
         raise ValueError("must be an email address")
-    return value.lower()
+    return email_key(value)
+
+
+def email_key(email: str) -> str:
+    """An address as the desk stores and looks it up: NFKC and lower case, so that look-alikes typed with a
+    ligature ("ﬁ") or full-width letters are the one address they read as, not a second account."""
+    return unicodedata.normalize("NFKC", email.strip()).lower()
 
 
 _S, _NOT_S = f"[{char_class(SPACE)}]", f"[^@{char_class(SPACE)}]"  # what strip() drops, and what EMAIL's \s means

@@ -3,8 +3,10 @@
 import asyncio
 import gc
 import logging
+import unicodedata
 from datetime import timedelta
 
+from argon2 import PasswordHasher
 from bson import ObjectId
 
 from desk import http
@@ -34,6 +36,29 @@ async def test_login_sets_an_http_only_lax_cookie_and_me_answers(make_user, anon
     # the answer is the person as the login left them: this login is their last one, as /me says
     assert response.json()["lastLoginAt"] is not None
     assert response.json()["lastLoginAt"] == me.json()["lastLoginAt"]
+
+
+async def test_a_password_is_the_same_however_its_accents_were_typed(make_user, client_for, anonymous, db):
+    # "é" is one character on one system and "e" with a combining accent on another: the same person's
+    # same password was refused on the second
+    admin = await make_user("admin")
+    composed, decomposed = "Crème brûlée 2026", unicodedata.normalize("NFD", "Crème brûlée 2026")
+    assert composed != decomposed
+    body = {"email": "chef@example.com", "name": "Chef", "role": "user", "password": composed}
+    assert (await (await client_for(admin)).post("/api/v1/admin/users", json=body)).status_code == 201
+
+    typed_elsewhere = {"email": "chef@example.com", "password": decomposed}
+    assert (await anonymous.post("/api/v1/auth/login", json=typed_elsewhere)).status_code == 200
+
+    # a hash made before passwords were normalized (of the password as typed then) still verifies
+    await db["users"].update_one({"email": "chef@example.com"}, {"$set": {"passwordHash": await legacy(decomposed)}})
+    assert (await anonymous.post("/api/v1/auth/login", json=typed_elsewhere)).status_code == 200
+    wrong = {"email": "chef@example.com", "password": "Creme brulee 2026"}
+    assert (await anonymous.post("/api/v1/auth/login", json=wrong)).status_code == 401
+
+
+async def legacy(password: str) -> str:
+    return await asyncio.to_thread(PasswordHasher(time_cost=2, memory_cost=19 * 1024, parallelism=1).hash, password)
 
 
 async def test_only_the_hash_of_the_session_is_stored(make_user, anonymous, db):

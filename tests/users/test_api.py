@@ -51,6 +51,27 @@ async def test_duplicate_email_is_a_conflict(make_user, client_for):
     }
 
 
+async def test_a_look_alike_address_is_the_same_address(make_user, client_for, anonymous, db):
+    # "fi" as one ligature character, or full-width letters, read as finn: they were second accounts beside his
+    admin = await make_user("admin")
+    await make_user("user", email="finn@example.com")
+    client = await client_for(admin)
+
+    for look_alike in ("\ufb01nn@example.com", "\uff46\uff49\uff4e\uff4e@example.com", "FINN@\uff45xample.com"):
+        body = {"email": look_alike, "name": "Twin", "role": "user", "password": "tulip-orbit-42"}
+        response = await client.post("/api/v1/admin/users", json=body)
+        assert response.status_code == 409, look_alike
+
+    login = await anonymous.post("/api/v1/auth/login", json={"email": "\ufb01nn@example.com", "password": PASSWORD})
+    assert login.status_code == 200 and login.json()["email"] == "finn@example.com"
+    assert await db["users"].count_documents({"name": "Twin"}) == 0
+
+    # an address stored as typed, before addresses were normalized, still logs in as typed
+    await db["users"].update_one({"email": "finn@example.com"}, {"$set": {"email": "\ufb01nn@example.com"}})
+    login = await anonymous.post("/api/v1/auth/login", json={"email": "\ufb01nn@example.com", "password": PASSWORD})
+    assert login.status_code == 200
+
+
 @pytest.mark.parametrize(
     ("password", "reason"),
     [
