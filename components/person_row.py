@@ -5,6 +5,8 @@ what is stored (`shown`). The page (pages/admin_users.py) draws one row per pers
 open, hands a row what other admins changed (`UserRow.show`).
 """
 
+from collections.abc import Iterable
+
 from nicegui import ui
 from pydantic import ValidationError
 
@@ -12,6 +14,7 @@ from components import session
 from components.confirm import confirm
 from components.fields import clear_problems, new_password, sentence, show_problems
 from components.formats import ago, when
+from components.once import one_at_a_time
 from components.tokens import token_row
 from desk.auth import service as auth_service
 from desk.auth.models import TokenRead
@@ -105,13 +108,15 @@ class UserRow:
             if not await confirm(question, until, action="Deactivate", marker="confirm-deactivate"):
                 self._show_stored()
                 return
-        if field == "role" and "admin" in (value, self.shown.role):  # admin rights given or taken: as deliberate
+        # admin rights given or taken, or every change taken (a viewer reads only): as deliberate
+        if field == "role" and ("admin" in (value, self.shown.role) or value == "viewer"):
             name, noun = self.shown.name, ROLE_NOUNS[str(value)]
-            what = (
-                "They can then manage people and settings."
-                if value == "admin"
-                else "They lose the admin pages at once."
-            )
+            if value == "admin":
+                what = "They can then manage people and settings."
+            elif value == "viewer":
+                what = "They can then read work orders but no longer change anything, at once."
+            else:
+                what = "They lose the admin pages at once."
             if not await confirm(f"Make {name} {noun}?", what, action=f"Make {noun}", marker="confirm-role"):
                 self._show_stored()
                 return
@@ -153,7 +158,7 @@ class UserRow:
                     self.shown = saved
                     dialog.submit(True)
 
-            _cancel_or(dialog, "Save", save, "edit-person-save")
+            _cancel_or(dialog, "Save", save, "edit-person-save", inputs.values())
         if await _answer(dialog):
             self.name.set_text(self.shown.name)
             self.email.set_text(self.shown.email)
@@ -176,7 +181,7 @@ class UserRow:
                 if await self._update_or_explain({"password": password.value or ""}, {"password": password}, problem):
                     dialog.submit(True)
 
-            _cancel_or(dialog, "Set password", save, "reset-save")
+            _cancel_or(dialog, "Set password", save, "reset-save", [password])
         if await _answer(dialog):  # the typed password leaves the page with the dialog
             ui.notify(f"Password reset for {person.name}; their sessions have ended.", type="positive")
 
@@ -260,8 +265,12 @@ class TokensDialog:
         await self.show()
 
 
-def _cancel_or(dialog: ui.dialog, label: str, save, marker: str) -> None:
-    """A dialog's buttons: Cancel, and `label`, which runs `save`."""
+def _cancel_or(dialog: ui.dialog, label: str, save, marker: str, fields: Iterable[ui.input]) -> None:
+    """A dialog's buttons: Cancel, and `label`, which runs `save`, as Enter in any of its `fields` does
+    (a double press saves once)."""
+    save = one_at_a_time(save)
+    for field in fields:
+        field.on("keydown.enter", save)
     with ui.row().classes("w-full justify-end"):
         ui.button("Cancel", on_click=lambda: dialog.submit(False)).props("flat")
         ui.button(label, on_click=save).mark(marker)
@@ -289,8 +298,10 @@ def _changed(person: UserRead, field: str) -> str:
     match field:
         case "role":
             return f"{person.name} is now {ROLE_NOUNS[person.role]}."
-        case "ai_enabled":
-            return f"AI assistance turned {'on' if person.ai_enabled else 'off'} for {person.name}."
+        case "ai_enabled" if person.ai_enabled:
+            return f"AI assistance turned on for {person.name}."
+        case "ai_enabled":  # the person's own choice too (profile): the admin must not think it is locked off
+            return f"AI assistance turned off for {person.name}. They can turn it on again in their profile."
         case _:
             if person.active:
                 return f"{person.name} can log in again."

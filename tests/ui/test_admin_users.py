@@ -101,13 +101,20 @@ async def test_an_admin_changes_role_and_ai_access(user: User, make_user, log_in
 
     with user.scope(marker="user:sam@example.com"):
         choose(user, "role", "Viewer")
+    # every change of his is taken at once: asked first, as admin rights are (it took one slip of the hand)
+    await user.should_see("Make Sam Rivera a viewer?", retries=WAIT)
+    await user.should_see("They can then read work orders but no longer change anything, at once.")
+    user.find(marker="confirm-role").click()
     await user.should_see("Sam Rivera is now a viewer.", retries=WAIT)
     assert (await db["users"].find_one({"email": sam["email"]}))["role"] == "viewer"
 
     with user.scope(marker="user:sam@example.com"):
         user.find(marker="ai").click()
         await user.should_see("AI off", retries=WAIT)
-    await user.should_see("AI assistance turned off for Sam Rivera.", retries=WAIT)
+    # his own choice too: the admin is told it is not locked off
+    await user.should_see(
+        "AI assistance turned off for Sam Rivera. They can turn it on again in their profile.", retries=WAIT
+    )
     assert (await db["users"].find_one({"email": sam["email"]}))["aiEnabled"] is False
 
     await user.open(PAGE)  # what is shown is what is stored
