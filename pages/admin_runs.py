@@ -189,7 +189,11 @@ class RunsScreen:
         self.pager.set_visibility(pages > 1)
 
     def _row(self, run: AgentRunRead, extra: triage.RunExtra | None) -> None:
-        with ui.row().classes("w-full items-center gap-3 px-3 py-2 border-b hover:bg-grey-1 no-wrap").mark("run-row"):
+        with (
+            ui.row()
+            .classes("w-full items-center gap-x-3 gap-y-1 px-3 py-2 border-b hover:bg-grey-1 no-wrap max-md:flex-wrap")
+            .mark("run-row")
+        ):
             ui.link(when(run.started_at), f"{PATH}/{run.id}").classes("w-44 shrink-0").mark("run-open")
             ui.label(AGENT_NAMES.get(run.agent_name or "copilot", run.agent_name or "")).classes("w-28")
             status_chip(run.status)

@@ -205,3 +205,9 @@ async def test_screens_for_a_person_to_look_at(browser, make_person, make_order,
     charts = "return document.querySelectorAll('[_echarts_instance_]').length"
     ada.wait_until(lambda: ada.run_js(charts) == 5, "the desk's three charts and the agent's two")
     ada.shoot("metrics")
+
+    ada.hold_as_phone()  # the runs list's row was a table row 90 px wider than a phone: its end unseen
+    ada.open("/app/admin/agents/runs")
+    ada.see("Ceiling leak in room 12")
+    ada.shoot("runs-phone")
+    assert ada.sideways_scroll() == 0
