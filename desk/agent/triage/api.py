@@ -102,7 +102,7 @@ async def enable(db: Db, actor: CurrentActor) -> Enabled:
     "/api/v1/work-orders/{order_id}/triage", response_model=list[TriageSuggestionRead], responses=errors(*MISSING)
 )
 async def suggestions(order_id: str, db: Db, actor: CurrentActor) -> list[TriageSuggestionRead]:
-    """The order's triage suggestions, newest first."""
+    """The order's triage suggestions, newest first: the 20 newest (each manual run adds one)."""
     return await service.suggestions(db=db, actor=actor, order_id=order_id)
 
 

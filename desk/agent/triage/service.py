@@ -126,7 +126,7 @@ async def set_enabled(*, db: AsyncDatabase, settings: Settings, actor: Actor, en
 
 
 async def suggestions(*, db: AsyncDatabase, actor: Actor, order_id: str) -> list[TriageSuggestionRead]:
-    """An order's suggestions, newest first, for whoever may read the order; none for a person who turned
+    """An order's 20 newest suggestions, newest first, for whoever may read the order; none for a person who turned
     AI off and asked for or works on it (none are made for them; older ones are not shown either)."""
     order = await work_orders.get_or_raise(db=db, actor=actor, order_id=order_id)
     if actor.id in (order.requester_id, order.owner_id):
