@@ -261,6 +261,10 @@ CONTROL = re.compile("[\x00-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069]")
 CONTROL_BUT_TAB_AND_LF = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f]")
 
 
+# The refused characters a person meets, named: a tab pasted from a spreadsheet into a title is no "U+0009" to them.
+SEEN_AS = {"\t": "a tab, ", "\n": "a line break, ", "\r": "a line break, "}
+
+
 def _newlines(value: object) -> object:
     # Line breaks come as CR LF from some clients and as CR from old ones; one form is stored,
     # before the length limit, so a break counts as one character however it was sent.
@@ -270,10 +274,11 @@ def _newlines(value: object) -> object:
 def _refuse(pattern: re.Pattern[str]) -> Callable[[str], str]:
     def check(value: str) -> str:
         if found := pattern.search(value):
+            char = found.group()
             raise PydanticCustomError(
                 "control_character",
-                "must not contain a control character (found U+{code})",
-                {"code": f"{ord(found.group()):04X}"},
+                "must not contain a control character (found {name}U+{code})",
+                {"code": f"{ord(char):04X}", "name": SEEN_AS.get(char, "")},
             )
         return value
 

@@ -34,6 +34,21 @@ async def test_control_characters_are_refused_naming_the_field(body, field, make
     assert await db["work_orders"].count_documents({}) == 0
 
 
+async def test_a_tab_or_a_line_break_is_named_not_only_numbered(make_user, client_for):
+    # pasted from a spreadsheet, a title's tab looks like a space: "U+0009" alone told a person nothing
+    client = await client_for(await make_user("user"))
+
+    tab = await client.post(ORDERS, json={"title": "Leaking\ttap"})
+    line_break = await client.post(ORDERS, json={"title": "Leaking\rtap"})
+
+    assert tab.json()["error"]["details"]["fields"][0]["message"] == (
+        "must not contain a control character (found a tab, U+0009)"
+    )
+    assert line_break.json()["error"]["details"]["fields"][0]["message"] == (
+        "must not contain a control character (found a line break, U+000D)"
+    )
+
+
 async def test_an_edit_with_a_control_character_writes_nothing(make_user, client_for, make_order, db):
     sam = await make_user("user")
     order = await make_order(sam, "Leaking tap")
