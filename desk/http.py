@@ -306,6 +306,8 @@ async def _client_left(request: Request) -> bool:
         return await request.is_disconnected()
     except RuntimeError:  # the handler of last resort gets a Request that cannot receive (ServerErrorMiddleware)
         return False
+    except _TooLarge:  # this look is the first read of a body too large by its length: no route took it (404, 405)
+        return False
 
 
 MAX_BODY_BYTES = 1024 * 1024  # nginx's `client_max_body_size 1m` (deploy/nginx.conf), for a desk served without it

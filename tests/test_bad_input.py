@@ -1,5 +1,7 @@
 """Bad input gets the right envelope and status, nothing is half-written, and the server never answers 500."""
 
+import logging
+
 import pytest
 from bson import ObjectId
 from fastapi import FastAPI
@@ -107,6 +109,21 @@ async def test_a_body_over_one_mebibyte_is_refused_413_as_it_arrives(make_user, 
     assert await db["work_orders"].count_documents({}) == 0
     just_under = {"title": "Leaking tap", "description": "x" * 5000}  # the biggest order there is still goes in
     assert (await client.post(ORDERS, json=just_under)).status_code == 201
+
+
+async def test_a_body_too_large_for_no_route_gets_the_routes_answer_not_a_crash(make_user, client_for, caplog):
+    # the 404 and 405 handlers' look for a client that left read the body first, and its refusal escaped them:
+    # a 500 in the log and the metrics, from anyone, with no login
+    client = await client_for(await make_user("user"))
+    huge = b'{"title": "' + b"a" * (1024 * 1024) + b'"}'
+
+    nowhere = await client.post("/api/v1/no-such-thing", content=huge, headers={"Content-Type": "application/json"})
+    wrong_method = await client.put(ORDERS, content=huge, headers={"Content-Type": "application/json"})
+
+    assert (nowhere.status_code, nowhere.json()["error"]["code"]) == (404, "NOT_FOUND")
+    assert (wrong_method.status_code, wrong_method.json()["error"]["code"]) == (405, "METHOD_NOT_ALLOWED")
+    assert "POST" in wrong_method.headers["allow"]
+    assert [r.getMessage() for r in caplog.records if r.levelno >= logging.ERROR] == []
 
 
 async def test_malformed_json_names_the_body_not_a_character_position(make_user, client_for):
