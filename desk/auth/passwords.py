@@ -54,14 +54,20 @@ def _alternatives(words: list[str]) -> str:
 
 def check_policy(password: str, *, field: str = "password") -> None:
     """Raise ValidationFailed, naming `field` (the request's name for it), when the password is too short, too long,
-    nothing but spaces and invisible characters, or a common one (`_refused`)."""
-    if len(password) < MIN_LENGTH:
+    nothing but spaces and invisible characters, or a common one (`_refused`).
+
+    Judged as sent (what the schema states) and in the NFKC form that is hashed: "password1234" typed in
+    full-width letters is "password1234" once normalized, and ten accents sent decomposed are ten characters,
+    not twenty.
+    """
+    forms = (password, _normalized(password))
+    if min(map(len, forms)) < MIN_LENGTH:
         raise ValidationFailed(f"The password must have at least {MIN_LENGTH} characters.", details={"field": field})
     if len(password) > MAX_LENGTH:
         raise ValidationFailed(f"The password may have at most {MAX_LENGTH} characters.", details={"field": field})
-    if not password.strip(BLANK):  # twelve spaces, or zero-width ones: nobody could see or type it back
+    if not all(form.strip(BLANK) for form in forms):  # twelve spaces, or zero-width ones: nobody could type it back
         raise ValidationFailed(NOTHING_VISIBLE, details={"field": field})
-    if re.fullmatch(_refused(), password):
+    if any(re.fullmatch(_refused(), form) for form in forms):
         raise ValidationFailed(TOO_COMMON, details={"field": field})
 
 

@@ -1,5 +1,7 @@
 """Admins run users: create, list, change role / AI access / active, reset passwords; profiles."""
 
+import unicodedata
+
 import pytest
 from bson import ObjectId
 
@@ -86,6 +88,9 @@ async def test_a_look_alike_address_is_the_same_address(make_user, client_for, a
         (" " * 12, "more in it than spaces"),
         ("\u200b" * 12, "more in it than spaces"),
         ("\t \u3164 " * 4, "more in it than spaces"),
+        # judged in the NFKC form that is hashed too: it was let in, and "password1234" then logged in
+        ("".join(chr(ord(c) + 0xFEE0) for c in "password1234"), "too common"),  # full-width letters and digits
+        (unicodedata.normalize("NFD", "\u00e9" * 10 + "1"), "at least 12"),  # 21 code points, 11 characters
     ],
 )
 async def test_weak_passwords_are_refused(password, reason, make_user, client_for, db):
