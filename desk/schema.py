@@ -256,13 +256,20 @@ def _code(code: int) -> str:
 
 # C0, DEL and C1 (Unicode category Cc): invisible, they break display, search and exports.
 # Single-line fields also refuse the bidirectional embedding, override and isolate controls (the
-# Trojan Source class): in a name or a title they make text read differently from what it is.
-CONTROL = re.compile("[\x00-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069]")
+# Trojan Source class): in a name or a title they make text read differently from what it is; and the
+# Unicode line and paragraph separators, line breaks to whatever shows the text.
+CONTROL = re.compile("[\x00-\x1f\x7f-\x9f\u2028\u2029\u202a-\u202e\u2066-\u2069]")
 CONTROL_BUT_TAB_AND_LF = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f]")
 
 
 # The refused characters a person meets, named: a tab pasted from a spreadsheet into a title is no "U+0009" to them.
-SEEN_AS = {"\t": "a tab, ", "\n": "a line break, ", "\r": "a line break, "}
+SEEN_AS = {
+    "\t": "a tab, ",
+    "\n": "a line break, ",
+    "\r": "a line break, ",
+    "\u2028": "a line break, ",
+    "\u2029": "a paragraph break, ",
+}
 
 
 def _newlines(value: object) -> object:

@@ -15,6 +15,8 @@ ORDERS = "/api/v1/work-orders"
         ({"title": "Leaking\ttap"}, "title"),
         ({"title": "Leaking\r\ntap"}, "title"),
         ({"title": "Leaking \u0085tap"}, "title"),  # C1: NEXT LINE
+        ({"title": "Leaking\u2028tap"}, "title"),  # LINE SEPARATOR: a line break to whatever shows it
+        ({"title": "Leaking\u2029tap"}, "title"),  # PARAGRAPH SEPARATOR
         ({"title": "Leaking tap\u007f!"}, "title"),
         ({"title": "Leaking tap", "description": "Drips \u001b[31mall\u001b[0m night"}, "description"),
         ({"title": "Leaking tap", "description": "Drips\u0000"}, "description"),
