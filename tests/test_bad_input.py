@@ -1,11 +1,13 @@
 """Bad input gets the right envelope and status, nothing is half-written, and the server never answers 500."""
 
 import logging
+from datetime import timedelta
 
 import pytest
 from bson import ObjectId
 from fastapi import FastAPI
 
+from desk.agent import runs
 from desk.app import install_api
 
 ORDERS = "/api/v1/work-orders"
@@ -468,15 +470,35 @@ async def test_single_line_fields_refuse_bidirectional_controls(
 # --- what the fuzzer found: the schema states each rule the API enforces, in the same words everywhere ---
 
 
-async def test_a_time_in_a_query_is_rfc3339_not_a_number_or_a_bare_date(make_user, client_for):
-    client = await client_for(await make_user("admin"))
+async def test_a_time_in_a_query_is_a_moment_or_a_day_not_a_number(make_user, client_for, db):
+    # the runs took only a moment where the metrics take a day (and the runs page's address shows one):
+    # a day now means from its midnight (since) or through its end (until)
+    admin = await make_user("admin")
+    client = await client_for(admin)
+    run = runs.new_run(session_id=None, user_id=ObjectId(admin["id"]), mode="copilot", model="m", lease=timedelta())
+    await runs.insert_run(db, run)
+    today, runs_url = run["startedAt"].date(), "/api/v1/admin/agents/runs"
 
-    runs = "/api/v1/admin/agents/runs"
-    answers = [await client.get(runs, params={"until": value}) for value in ("0.5", "2026-01-31")]
-    good = await client.get(runs, params={"until": "2026-01-31T09:00:00+01:00"})
+    async def found(**params: str) -> int:
+        answer = await client.get(runs_url, params=params)
+        assert answer.status_code == 200, answer.text
+        return answer.json()["total"]
 
-    assert [answer.status_code for answer in answers] == [400, 400] and good.status_code == 200
-    assert answers[0].json()["error"]["details"]["fields"][0]["message"].startswith("must be a date and time")
+    assert await found(since=str(today), until=str(today)) == 1  # the whole day
+    assert await found(until=str(today - timedelta(days=1))) == 0
+    assert await found(since=str(today + timedelta(days=1))) == 0
+    assert await found(until="9999-12-31", since="0001-01-01") == 1  # the calendar's ends
+    assert await found(since=run["startedAt"].isoformat()) == 1  # a moment, as before
+
+    refused = [await client.get(runs_url, params={"until": value}) for value in ("0.5", "1700000000", "2026-02-30")]
+    assert [answer.status_code for answer in refused] == [400, 400, 400]
+    words = [answer.json()["error"]["details"]["fields"][0]["message"] for answer in refused]
+    assert (
+        words[0]
+        == words[1]
+        == ("must be a date and time with its offset, such as 2026-01-31T09:00:00Z, or a day such as 2026-01-31")
+    )
+    assert words[2] == "must be a day such as 2026-01-31"
 
 
 @pytest.mark.parametrize("bound", [{"since": "0001-01-01T00:00:00+01:00"}, {"until": "9999-12-31T23:59:59-01:00"}])

@@ -1,15 +1,40 @@
 """Triage shapes: the model's one tool call, suggestions, the policy, and the admin API's bodies."""
 
 import re
-from datetime import datetime
+from datetime import UTC, date, datetime
 from typing import Annotated, Literal
 from zoneinfo import available_timezones
 
-from pydantic import AfterValidator, BaseModel, ConfigDict, Field, StringConstraints
+from pydantic import (
+    AfterValidator,
+    BaseModel,
+    ConfigDict,
+    Field,
+    StringConstraints,
+    ValidationInfo,
+    WithJsonSchema,
+    field_validator,
+)
+from pydantic_core import PydanticCustomError
 
 from desk.config import WORKING_HOURS
 from desk.outbox.models import OutboxEventRead
-from desk.schema import ApiModel, IdStr, Keep, ObjectIdStr, PageQuery, ReadModel, Timestamp, WholeNumber
+from desk.schema import (
+    DAY,
+    FULL_DATE,
+    RFC3339,
+    WHEN,
+    ApiModel,
+    IdStr,
+    Keep,
+    ObjectIdStr,
+    PageQuery,
+    ReadModel,
+    Timestamp,
+    WholeNumber,
+    after,
+    midnight,
+)
 from desk.work_orders.models import Priority, Version, WorkOrderRead
 
 Mode = Literal["suggest", "auto_apply"]
@@ -188,10 +213,36 @@ class Enabled(ReadModel):
     enabled: bool
 
 
+# The schema says both forms (the moment's format alone would call a day invalid).
+MOMENT_OR_DAY = WithJsonSchema(
+    {"anyOf": [{"type": "string", "format": "date-time"}, {"type": "string", "format": "date"}, {"type": "null"}]}
+)
+
+
 class RunQuery(PageQuery):
-    """GET /admin/agents/runs filters: which agent, which status, started from `since` until before `until`."""
+    """GET /admin/agents/runs filters: which agent, which status, started from `since` until before `until`.
+
+    Each a moment, or a UTC day as the metrics take one (and the runs page's address shows one): `since`
+    a day from its midnight, `until` a day through its end.
+    """
 
     agent: Literal["copilot", "triage"] | None = None
     status: Literal["running", "complete", "error", "budget_exceeded", "expired", "aborted"] | None = None
-    since: Timestamp | None = None
-    until: Timestamp | None = None
+    since: Annotated[Timestamp | None, MOMENT_OR_DAY] = None
+    until: Annotated[Timestamp | None, MOMENT_OR_DAY] = None
+
+    @field_validator("since", "until", mode="before")
+    @classmethod
+    def _a_day(cls, value: object, info: ValidationInfo) -> object:
+        """A day as the moment it stands for; a moment is the Timestamp's to judge."""
+        if not isinstance(value, str) or RFC3339.match(value):
+            return value
+        if not FULL_DATE.match(value):
+            raise PydanticCustomError("datetime_format", f"{WHEN}, or a day such as 2026-01-31")
+        try:
+            day = date.fromisoformat(value)
+        except ValueError:  # 2026-02-30
+            raise PydanticCustomError("date_format", DAY) from None
+        if info.field_name == "since":
+            return midnight(day)
+        return after(day) or datetime.max.replace(tzinfo=UTC)
