@@ -289,7 +289,7 @@ async def test_an_address_with_a_trailing_slash_is_a_404_that_names_the_right_on
     ("method", "path", "allowed"),
     [
         ("TRACE", "/api/v1/work-orders/5f0000000000000000000000", "GET, HEAD, PATCH, DELETE"),
-        ("PUT", "/api/v1/admin/users/5f0000000000000000000000", "PATCH"),
+        ("PUT", "/api/v1/admin/users/5f0000000000000000000000", "GET, HEAD, PATCH"),
         ("DELETE", "/healthz", "GET, HEAD"),
         ("HEAD", "/api/v1/auth/login", "POST"),
     ],

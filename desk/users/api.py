@@ -33,6 +33,12 @@ async def create_user(body: UserCreate, db: Db, actor: CurrentActor) -> UserRead
     return await service.create_user(db=db, actor=actor, data=body)
 
 
+@router.get("/{user_id}", response_model=UserRead, responses=errors(*AUTHED, ErrorCode.NOT_FOUND))
+async def read_user(user_id: str, db: Db, actor: CurrentActor) -> UserRead:
+    """One person, as the list shows them (a script reads one by id rather than paging the list)."""
+    return await service.read_user(db=db, actor=actor, user_id=user_id)
+
+
 @router.patch("/{user_id}", response_model=UserRead, responses=errors(*AUTHED, ErrorCode.NOT_FOUND, ErrorCode.CONFLICT))
 async def update_user(user_id: str, body: UserAdminUpdate, db: Db, actor: CurrentActor) -> UserRead:
     """Change role, aiEnabled, active, name, email (lower-cased; another person's is 409), or reset the password.

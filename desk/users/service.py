@@ -93,6 +93,12 @@ async def get_user(*, db: AsyncDatabase, actor: Actor, user_id: str) -> UserRead
     return UserRead.model_validate(doc) if doc else None
 
 
+async def read_user(*, db: AsyncDatabase, actor: Actor, user_id: str) -> UserRead:
+    """A user by id, for admins; NotFound when there is no such user."""
+    _require_admin(actor)
+    return await get_user_or_raise(db=db, actor=actor, user_id=user_id)
+
+
 async def get_user_or_raise(*, db: AsyncDatabase, actor: Actor, user_id: str) -> UserRead:
     """Like get_user, NotFound when there is no such user."""
     user = await get_user(db=db, actor=actor, user_id=user_id)

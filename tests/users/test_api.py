@@ -116,6 +116,21 @@ async def test_a_long_passphrase_is_fine(make_user, client_for, anonymous):
     ).status_code == 200
 
 
+async def test_an_admin_reads_one_person_by_id_and_no_one_else_may(make_user, client_for):
+    # a script had to page the whole list to read one person (GET answered 405, "it takes PATCH")
+    admin, sam = await make_user("admin"), await make_user("user", name="Sam Rivera")
+    admins = await client_for(admin)
+
+    found = await admins.get(f"/api/v1/admin/users/{sam['id']}")
+    missing = await admins.get(f"/api/v1/admin/users/{ObjectId()}")
+    not_an_id = await admins.get("/api/v1/admin/users/nobody")
+    own = await (await client_for(sam)).get(f"/api/v1/admin/users/{sam['id']}")  # an admin route, even for oneself
+
+    assert found.status_code == 200 and (found.json()["id"], found.json()["name"]) == (sam["id"], "Sam Rivera")
+    assert "passwordHash" not in found.json()
+    assert [missing.status_code, not_an_id.status_code, own.status_code] == [404, 404, 403]
+
+
 async def test_admin_changes_role_ai_access_and_active(make_user, client_for):
     admin, sam = await make_user("admin"), await make_user("user")
 
