@@ -7,6 +7,8 @@ from desk.users import service as users_service
 from desk.work_orders import service
 from desk.work_orders.models import EDITABLE, WorkOrderRead
 
+COPILOT, TRIAGE = "Your copilot", "The triage agent"
+
 
 def why_read_only(actor: Actor, order: WorkOrderRead) -> str:
     """Why there is no form to edit this order: a person shown only text deserves to know."""
@@ -23,21 +25,29 @@ def _shown(field: str, value: object) -> str:
     return text if len(text) <= 140 else text[:140] + "…"
 
 
-async def what_changed(before: WorkOrderRead, after: WorkOrderRead) -> list[str]:
-    """What someone else changed, a line each: the fields of the form, then who works on it."""
+async def what_changed(before: WorkOrderRead, after: WorkOrderRead, *, who: str = "Someone else") -> list[str]:
+    """What someone else changed, a line each: the fields of the form, then who works on it (`who`: as
+    `changed_by` names them, for the lines' pronoun: "You" for one's own other tab, not "They")."""
+    they = _pronoun(who)
     lines = [
-        f"They changed {field}: {_shown(field, getattr(before, field))} → {_shown(field, getattr(after, field))}"
+        f"{they} changed {field}: {_shown(field, getattr(before, field))} → {_shown(field, getattr(after, field))}"
         for field in EDITABLE
         if getattr(before, field) != getattr(after, field)
     ]
     if after.owner_id != before.owner_id:
         names = await users_service.display_names(db=get_db(), user_ids={after.owner_id} - {None})
         lines.append(
-            f"They gave it to {names.get(after.owner_id, 'someone')}."
+            f"{they} gave it to {names.get(after.owner_id, 'someone')}."
             if after.owner_id
-            else "They put it back in the queue."
+            else f"{they} put it back in the queue."
         )
     return lines
+
+
+def _pronoun(who: str) -> str:
+    if who.startswith("You"):
+        return "You"
+    return "It" if who in (COPILOT, TRIAGE) else "They"
 
 
 def owner_values(entry) -> list[object]:
@@ -55,8 +65,8 @@ async def changed_by(actor: Actor, before: WorkOrderRead, after: WorkOrderRead) 
     if entry is None:
         return "Someone else"
     if entry.actor_kind == "system":
-        return "The triage agent"
+        return TRIAGE
     if entry.actor_id == actor.id:
-        return "Your copilot" if entry.run_id else "You, in another tab or window,"
+        return COPILOT if entry.run_id else "You, in another tab or window,"
     names = await users_service.display_names(db=get_db(), user_ids={entry.actor_id})
     return names.get(entry.actor_id, "Someone else")

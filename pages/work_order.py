@@ -267,8 +267,8 @@ class WorkOrderView:
 
     async def _conflict(self, current: WorkOrderRead, mine: dict[str, object]) -> None:
         """Someone saved first: say what they changed; let the person reload or apply their edit again."""
-        theirs = await what_changed(self.loaded, current)
         who = await changed_by(self.actor, self.loaded, current)
+        theirs = await what_changed(self.loaded, current, who=who)
         await self._show_theirs(current)
         self.told = current.version
         self.notice.clear()
@@ -344,8 +344,8 @@ class WorkOrderView:
         # Never clobber what the person is typing: tell them what changed, and let them choose when. What is saved
         # now is shown above the form and in the timeline (a header still showing the old version would mislead).
         # read before the check: no await may come between it and `self.told` set (a Save's card would be covered)
-        lines = await what_changed(self.loaded, current)
         who = await changed_by(self.actor, self.loaded, current)
+        lines = await what_changed(self.loaded, current, who=who)
         await self._show_theirs(current)
         if self.told == current.version:  # the person's Save met this change meanwhile: its conflict card stays
             return

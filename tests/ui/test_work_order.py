@@ -109,10 +109,12 @@ async def test_ones_own_save_in_another_tab_is_not_blamed_on_someone_else(
 
     mine = "You, in another tab or window, just changed this work order. Your edit is kept until you choose."
     await user.should_see(mine, retries=WAIT)
+    await user.should_see("You changed priority: Medium → Urgent")  # not "They changed": it was this person
     user.find(marker="save").click()
     first = "You, in another tab or window, saved this work order first. Nothing of yours was saved yet."
     await user.should_see(first, retries=WAIT)
     await user.should_not_see("Someone else")
+    await user.should_not_see("They changed")
 
 
 async def test_someone_else_saved_first_then_reload(user: User, make_user, make_order, log_in, db):
