@@ -92,6 +92,10 @@ class Filters:
         self.left_out = [label for key, label in FILTER_LABELS.items() if any(v not in taken[key] for v in named[key])]
         return self
 
+    def chosen(self) -> tuple:
+        """What the filters and sort are (not the page)."""
+        return self.q, tuple(self.status), self.priority, self.owner, self.requester, self.sort, self.opened
+
     def url(self) -> str:
         """The address of this view; the default view is plain /app."""
         params = [("q", self.q)] if self.q else []
@@ -213,9 +217,10 @@ class _ListView:
 
     def __init__(self, actor: Actor, owners: dict[str, str], filters: Filters, on_page: Callable[[int], None]) -> None:
         self.actor, self.filters = actor, filters
-        if filters.left_out:
-            said = "Part of this link's view is left out, as it is not one you can use here: "
-            ui.label(f"{said}{', '.join(filters.left_out)}.").classes("text-sm text-grey-8").mark("left-out")
+        said = "Part of this link's view is left out, as it is not one you can use here: "
+        self.left_out = ui.label(f"{said}{', '.join(filters.left_out)}.").classes("text-sm text-grey-8")
+        self.left_out.mark("left-out").set_visibility(bool(filters.left_out))
+        self.link = filters.chosen()  # the note is about the link's filters: gone once the person picks their own
         with ui.row().classes("items-baseline gap-3 p-6") as self.nothing:
             self.empty = ui.label().classes("text-grey-7").mark("empty")
             self.clear = ui.link("Clear filters", "/app").mark("clear-filters")  # its address: `show`
@@ -233,6 +238,8 @@ class _ListView:
         filters = self.filters
         if not page.items and filters.page > (last := last_page(page.total, PAGE_SIZE)):
             return last
+        if filters.chosen() != self.link:
+            self.left_out.set_visibility(False)
         self.rows.time_field = "created_at" if TIME_COLUMNS.get(filters.sort) == "created" else "updated_at"
         self.time_column.set_text(f"Times: when {TIME_COLUMNS.get(filters.sort, 'last updated')}")
         self.rows.show(page.items)
