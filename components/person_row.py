@@ -140,7 +140,7 @@ class UserRow:
         with ui.dialog() as dialog, ui.card().classes("w-[28rem] gap-2").mark("edit-dialog"):
             ui.label("Name and email").classes("text-lg font-semibold")
             inputs = {
-                "name": ui.input("Name", value=person.name).props("counter maxlength=100").classes("w-full"),
+                "name": ui.input("Name", value=person.name).props("counter maxlength=100 autofocus").classes("w-full"),
                 "email": ui.input("Email", value=person.email).props("autocomplete=off").classes("w-full"),
             }
             for field, element in inputs.items():
