@@ -63,6 +63,13 @@ def from_address(params: Mapping[str, str], owners: dict[str, str]) -> MetricsQu
     )
 
 
+BACKWARDS = "Pick a start day on or before the end day."
+
+
+def _backwards(query: MetricsQuery) -> bool:
+    return bool(query.since and query.until and query.until < query.since)
+
+
 def view_address(query: MetricsQuery) -> str:
     params = [("owner", query.owner_id), ("since", query.since), ("until", query.until)]
     return address(PATH, [(key, str(value)) for key, value in params if value], page=1)
@@ -87,6 +94,8 @@ class MetricsBoard:
             until = ui.input("To (UTC day)", value=shown.until.isoformat() if shown.until else "")
             until.props("type=date dense stack-label").classes("w-44").mark("until")
             self.problem = ui.label().classes("text-negative text-sm").mark("range-problem")
+            if _backwards(shown):  # a link or a bookmark with the days the wrong way round: said as when picked here
+                self.problem.set_text(BACKWARDS)
         # The counts are the orders as they are now; only the per-day chart has days to narrow: say so, or a
         # range that leaves the totals alone reads as a filter that did not work.
         ui.label(
@@ -103,8 +112,8 @@ class MetricsBoard:
             except ValueError:
                 query = None
             # the API answers a backwards range with no days; a person picking days is told why instead
-            if query is None or (query.since and query.until and query.until < query.since):
-                self.problem.set_text("Pick a start day on or before the end day.")
+            if query is None or _backwards(query):
+                self.problem.set_text(BACKWARDS)
                 return
             self.query = query
             self.visit.moved_to(view_address(query))  # Back, reload, bookmarks and a new login come back to this view

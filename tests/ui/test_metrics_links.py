@@ -74,6 +74,9 @@ async def test_a_backwards_range_is_explained(user: User, make_user, log_in):
     user.find(marker="until").elements.pop().set_value("2026-03-01")
     await user.should_see("Pick a start day on or before the end day.")
 
+    await user.open(f"{PAGE}?since=2026-11-20&until=2026-11-10")  # a bookmark's: an empty chart said nothing
+    await user.should_see("Pick a start day on or before the end day.")
+
 
 async def test_the_address_keeps_the_owner_and_the_days(user: User, make_user, make_order, log_in):
     ada = await make_user("admin", name="Ada Lovelace")
