@@ -3,8 +3,8 @@
 While the form differs from the order as loaded, or a comment is being typed, leaving the page (a
 link, Back, closing the tab) asks first, and the text is kept in the browser's localStorage under
 the person's and the order's ids (a comment's key ends in ":comment"). A session that ends
-mid-typing sends the person to log in; the page restores the kept text when they come back, and
-only to them: someone else signing in on the same browser (a shared desk) never sees it. Logging
+mid-typing sends the person to log in; the page restores the kept text when they come back (or, when
+they may no longer change the order, shows it to copy: `show_kept_to_copy`), and only to them: someone else signing in on the same browser (a shared desk) never sees it. Logging
 out on purpose forgets the person's kept texts (`forget_all`), after asking when this page or any
 other tab has one (`kept`). Values travel as JSON strings and go back into inputs, never into HTML.
 """
@@ -14,6 +14,11 @@ from contextlib import suppress
 from typing import Any
 
 from nicegui import background_tasks, ui
+
+from components.chips import PRIORITY_LABELS, STATUS_LABELS
+from components.order_changes import why_read_only
+from desk.actors import Actor
+from desk.work_orders.models import EDITABLE, WorkOrderRead
 
 KEY = "desk-draft:"
 OLD_KEYS = r"/^desk-draft:[0-9a-f]{24}$/"  # kept under the order's id alone, before keys named the person
@@ -94,6 +99,36 @@ class Draft:
             return None
         edits = kept.get("edits") if isinstance(kept, dict) else None
         return edits if isinstance(edits, dict) and edits else None
+
+
+FIELD_NAMES = {"title": "Title", "description": "Description", "priority": "Priority", "status": "Status"}
+
+
+async def show_kept_to_copy(actor: Actor, order: WorkOrderRead, into: ui.element) -> None:
+    """On the page of an order the person may not change, the edit this browser kept for it, if any: shown to copy,
+    with why it cannot be saved, never put back in a form (their role was lowered, or the order handed on, while
+    they typed). Discarding it forgets it."""
+    client = into.client  # a background task: no page context of its own
+    await client.connected()
+    with client:
+        draft = Draft(actor.id, order.id)
+    kept = await draft.restore() or {}
+    typed = {field: v for field in EDITABLE if isinstance(v := kept.get(field), str) and v != getattr(order, field)}
+    if not typed or client.is_deleted:
+        return
+    with client, into, ui.card().classes("w-full bg-amber-1 gap-1").mark("draft-kept") as card:
+        ui.label("Your unsaved edit was kept in this browser, but you cannot save it here now:").classes("font-medium")
+        ui.label(why_read_only(actor, order)).classes("text-sm")
+        for field, value in typed.items():
+            shown = {"priority": PRIORITY_LABELS, "status": STATUS_LABELS}.get(field, {}).get(value, value)
+            ui.label(f"{FIELD_NAMES[field]}: {shown}").classes("whitespace-pre-wrap wrap-anywhere").mark("kept-text")
+        ui.label("Copy what you need from it first.").classes("text-sm text-grey-8")
+
+        def discard() -> None:
+            draft.forget()
+            card.delete()
+
+        ui.button("Discard my edit", on_click=discard).props("outline").mark("draft-discard")
 
 
 async def kept(user_id: str) -> int:

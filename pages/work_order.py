@@ -9,7 +9,7 @@ from components import live, session
 from components.assignment import assignment
 from components.chips import PRIORITY_LABELS, STATUS_LABELS, priority_chip, status_chip
 from components.confirm import confirm
-from components.drafts import Draft
+from components.drafts import Draft, show_kept_to_copy
 from components.fields import show_problems
 from components.formats import when
 from components.frame import back_to_list, frame, notify_next_page
@@ -82,6 +82,8 @@ class WorkOrderView:
         live.on_change(self._on_changes)
         if self.editable:
             background_tasks.create(self._restore_draft(), name="restore a kept edit")
+        else:  # their role was lowered, or the order handed on, while they typed, and the page was drawn again
+            background_tasks.create(show_kept_to_copy(self.actor, self.loaded, self.notice), name="a kept edit")
 
     async def _restore_draft(self) -> None:
         """Put back an edit this browser kept (the session ended while the person typed), and say so."""

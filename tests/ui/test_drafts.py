@@ -9,7 +9,9 @@ from nicegui import background_tasks
 from nicegui.testing import User
 
 from desk.auth import service as auth_service
-from tests.helpers import until
+from desk.users import service as users_service
+from desk.users.models import UserAdminUpdate
+from tests.helpers import actor, until
 from tests.ui.conftest import WAIT
 
 
@@ -261,3 +263,28 @@ async def test_logging_out_counts_an_edit_and_a_comment_of_one_order_as_one(user
     user.find(marker="confirm-logout").click()
     await user.should_see(marker="login", retries=WAIT)
     await until(lambda: storage == {}, what="both forgotten at logout", within=15)
+
+
+async def test_an_edit_of_someone_made_a_viewer_while_typing_is_shown_to_copy(
+    user: User, make_user, make_order, log_in, db
+):
+    # found by a UI QA pass: the page was drawn again for the viewer he had become, and his text went
+    # without a word (it was only back if he was made a user again)
+    sam, admin = await make_user("user"), await make_user("admin")
+    order = await make_order(sam, "Leaking tap")
+    storage = browser_storage(user)
+    await log_in(user, sam)
+    key = await type_unsaved(user, sam, order, storage, "description", "Washer <b>gone</b>; bring a 15 mm one")
+
+    await users_service.update_user(db=db, actor=actor(admin), user_id=sam["id"], data=UserAdminUpdate(role="viewer"))
+
+    await user.should_see(marker="draft-kept", retries=3 * WAIT)
+    await user.should_see("Viewers read work orders and comment on them; they do not change them.")
+    (text,) = user.find(marker="kept-text").elements
+    assert text.text == "Description: Washer <b>gone</b>; bring a 15 mm one"  # as typed, a label: never HTML
+    await user.should_not_see(marker="edit-description")
+    assert key in storage
+
+    user.find(marker="draft-discard").click()
+    await user.should_not_see(marker="draft-kept", retries=WAIT)
+    await until(lambda: key not in storage, what="the discarded edit forgotten", within=15)
