@@ -4,9 +4,10 @@ While the form differs from the order as loaded, or a comment is being typed, le
 link, Back, closing the tab) asks first, and the text is kept in the browser's localStorage under
 the person's and the order's ids (a comment's key ends in ":comment"). A session that ends
 mid-typing sends the person to log in; the page restores the kept text when they come back (or, when
-they may no longer change the order, shows it to copy: `show_kept_to_copy`), and only to them: someone else signing in on the same browser (a shared desk) never sees it. Logging
-out on purpose forgets the person's kept texts (`forget_all`), after asking when this page or any
-other tab has one (`kept`). Values travel as JSON strings and go back into inputs, never into HTML.
+they may no longer change the order, shows it to copy: `show_kept_to_copy`), and only to them:
+someone else signing in on the same browser (a shared desk) never sees it. Logging out on purpose
+forgets the person's kept texts (`forget_all`), after asking when this page or any other tab has one
+(`kept`). Values travel as JSON strings and go back into inputs or labels, never into HTML.
 """
 
 import json
