@@ -144,9 +144,10 @@ class MetricsBoard:
         with ui.card().classes("w-full"):
             self.per_day = ui.echart(_per_day_chart()).classes("w-full h-72").mark("per-day-chart")
             self.per_day.on_point_click(self._open_day)
-            ui.label("Click a bar, or a day's point on the Opened line, to see those work orders.").classes(
-                "text-xs text-grey-7"
-            )
+            ui.label(
+                f"The last {DAYS} days unless From and To are picked. Click a bar, or a day's point on the Opened "
+                "line, to see those work orders."
+            ).classes("text-xs text-grey-7")
         self.agents = ui.row().classes(PAIR)  # the triage agent's charts, when AI is on
         self.show(figures)
 
@@ -250,7 +251,7 @@ def _set_bars(chart: ui.echart, counts: dict[str, int], colours: dict[str, str])
 def _per_day_chart() -> dict:
     return {
         "title": {
-            "text": f"Opened and closed per day (UTC; the last {DAYS} unless days are picked)",
+            "text": "Opened and closed per day (UTC)",  # short: a chart's title does not wrap on a phone
             **TITLE,
         },
         "tooltip": {"trigger": "axis"},
