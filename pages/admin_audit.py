@@ -205,9 +205,11 @@ def _what(entry: AuditRead, names: dict[str, str]) -> str:  # noqa: PLR0911 - on
         case "work_order_deleted":
             order = details.get("order", {})
             return f"“{order.get('title', '')}” ({order.get('status', '')}, version {order.get('version')})"
-        case "user_created":
+        case "user_created":  # as added (name and email together), and who that is now when renamed since
             door = f", with {details['via']}" if details.get("via") else ""
-            return f"{person} <{details.get('email')}>, {details.get('role')}{door}"
+            added = details.get("name") or person
+            now = f" (now {known})" if known and known != added else ""
+            return f"{added}{now} <{details.get('email')}>, {details.get('role')}{door}"
         case "user_details_changed":
             return f"{person}: {_changed(details)}"
         case "role_changed":

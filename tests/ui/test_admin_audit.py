@@ -38,7 +38,8 @@ async def test_people_and_tokens_read_in_words(user: User, make_user, log_in, db
     dana = actor(admin)
     hire = UserCreate(email="new.hire@example.com", name="New Hire", role="viewer", password=PASSWORD)
     made = await users_service.create_user(db=db, actor=dana, data=hire)
-    await users_service.update_user(db=db, actor=dana, user_id=made.id, data=UserAdminUpdate(email="nia@example.com"))
+    renamed = UserAdminUpdate(email="nia@example.com", name="Nia Hire")
+    await users_service.update_user(db=db, actor=dana, user_id=made.id, data=renamed)
     token = await auth_service.create_token(db=db, actor=actor(sam), name="<b>nightly</b>")
     ops = UserCreate(email="ops@example.com", name="Ops", role="admin", password=PASSWORD)
     await users_service.register(db=db, data=ops, via="desk create-admin")
@@ -50,9 +51,10 @@ async def test_people_and_tokens_read_in_words(user: User, make_user, log_in, db
     await user.should_see("Ops <ops@example.com>, admin, with desk create-admin")
     await user.should_see("by the desk")
     await user.should_see("Person added")
-    await user.should_see("New Hire <new.hire@example.com>, viewer")
+    # as added, name and email together (it read "Nia Hire <new.hire@example.com>": nobody was added so)
+    await user.should_see("New Hire (now Nia Hire) <new.hire@example.com>, viewer")
     await user.should_see("Name or email changed")
-    await user.should_see("New Hire: email new.hire@example.com → nia@example.com")
+    await user.should_see("Nia Hire: name New Hire → Nia Hire, email new.hire@example.com → nia@example.com")
     await user.should_see("API token created")
     await user.should_see(f"“<b>nightly</b>” ({token.prefix}…) of Sam Rivera")  # its name as typed, never rendered
 
