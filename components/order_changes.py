@@ -7,7 +7,7 @@ from desk.users import service as users_service
 from desk.work_orders import service
 from desk.work_orders.models import EDITABLE, WorkOrderRead
 
-COPILOT, TRIAGE = "Your copilot", "The triage agent"
+COPILOT, TRIAGE, SELF = "Your copilot", "The triage agent", "You, in another tab or window,"
 
 
 def why_read_only(actor: Actor, order: WorkOrderRead) -> str:
@@ -45,9 +45,7 @@ async def what_changed(before: WorkOrderRead, after: WorkOrderRead, *, who: str 
 
 
 def _pronoun(who: str) -> str:
-    if who.startswith("You"):
-        return "You"
-    return "It" if who in (COPILOT, TRIAGE) else "They"
+    return {SELF: "You", COPILOT: "It", TRIAGE: "It"}.get(who, "They")  # a colleague may be called Youssef
 
 
 def owner_values(entry) -> list[object]:
@@ -67,6 +65,6 @@ async def changed_by(actor: Actor, before: WorkOrderRead, after: WorkOrderRead) 
     if entry.actor_kind == "system":
         return TRIAGE
     if entry.actor_id == actor.id:
-        return COPILOT if entry.run_id else "You, in another tab or window,"
+        return COPILOT if entry.run_id else SELF
     names = await users_service.display_names(db=get_db(), user_ids={entry.actor_id})
     return names.get(entry.actor_id, "Someone else")

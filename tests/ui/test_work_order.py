@@ -118,7 +118,7 @@ async def test_ones_own_save_in_another_tab_is_not_blamed_on_someone_else(
 
 
 async def test_someone_else_saved_first_then_reload(user: User, make_user, make_order, log_in, db):
-    sam, admin = await make_user("user"), await make_user("admin")
+    sam, admin = await make_user("user"), await make_user("admin", name="Youssef Amrani")
     order = await make_order(sam, "Broken window")
     await log_in(user, sam)
     await open_order(user, order.id)
@@ -128,6 +128,8 @@ async def test_someone_else_saved_first_then_reload(user: User, make_user, make_
     )
     user.find(marker="save").click()
     await user.should_see(marker="conflict", retries=WAIT)
+    await user.should_see("Youssef Amrani saved this work order first. Nothing of yours was saved yet.")
+    await user.should_see("They changed title: “Broken window” → “Their title”")  # his name begins "You": not you
 
     user.find(marker="conflict-reload").click()
 
