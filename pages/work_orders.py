@@ -150,9 +150,7 @@ async def work_orders_page(request: Request):
 
         latest, client = 0, ui.context.client
         view = _ListView(actor, owners, filters, on_page=lambda number: _set(filters, page=number))
-        # once connected (the tab is known then): the tab's list view, and the address as the view it shows
-        # ("page=-3" or a filter left out stayed in it)
-        ui.timer(0, lambda: (visit.moved_to(filters.url()), remember_list_view(filters.url())), once=True)
+        ui.timer(0, lambda: remember_list_view(filters.url()), once=True)  # the tab is known once connected
 
         async def load(change_seq: int | None = None) -> None:
             """Read and show the list: as the person is now after their own action, as loaded for a live redraw
