@@ -9,7 +9,7 @@ from datetime import UTC, datetime
 
 from nicegui import ui
 
-from components.chips import PRIORITY_LABELS, STATUS_LABELS
+from components.chips import CHOICE_LABELS
 from desk.agent.events import Diff, ToolApprovalRequired
 
 FIELDS = ("title", "description", "priority", "status")
@@ -95,5 +95,5 @@ def _value_cell(value: str) -> ui.label:
 
 
 def _shown(field: str, value: object) -> str:
-    labels = {"priority": PRIORITY_LABELS, "status": STATUS_LABELS}.get(field)
+    labels = CHOICE_LABELS.get(field)
     return labels.get(str(value), str(value)) if labels else str(value or "")

@@ -16,7 +16,7 @@ from typing import Any
 
 from nicegui import background_tasks, ui
 
-from components.chips import PRIORITY_LABELS, STATUS_LABELS
+from components.chips import CHOICE_LABELS, FIELD_NAMES
 from components.order_changes import why_read_only
 from desk.actors import Actor
 from desk.work_orders.models import EDITABLE, WorkOrderRead
@@ -102,9 +102,6 @@ class Draft:
         return edits if isinstance(edits, dict) and edits else None
 
 
-FIELD_NAMES = {"title": "Title", "description": "Description", "priority": "Priority", "status": "Status"}
-
-
 async def show_kept_to_copy(actor: Actor, order: WorkOrderRead, into: ui.element) -> None:
     """On the page of an order the person may not change, the edit this browser kept for it, if any: shown to copy,
     with why it cannot be saved, never put back in a form (their role was lowered, or the order handed on, while
@@ -121,7 +118,7 @@ async def show_kept_to_copy(actor: Actor, order: WorkOrderRead, into: ui.element
         ui.label("Your unsaved edit was kept in this browser, but you cannot save it here now:").classes("font-medium")
         ui.label(why_read_only(actor, order)).classes("text-sm")
         for field, value in typed.items():
-            shown = {"priority": PRIORITY_LABELS, "status": STATUS_LABELS}.get(field, {}).get(value, value)
+            shown = CHOICE_LABELS.get(field, {}).get(value, value)
             ui.label(f"{FIELD_NAMES[field]}: {shown}").classes("whitespace-pre-wrap wrap-anywhere").mark("kept-text")
         ui.label("Copy what you need from it first.").classes("text-sm text-grey-8")
 

@@ -1,6 +1,6 @@
 """A work order in words for the person looking at it: what someone else changed, and why they may not."""
 
-from components.chips import PRIORITY_LABELS, STATUS_LABELS
+from components.chips import CHOICE_LABELS
 from desk.actors import Actor
 from desk.db.client import get_db
 from desk.users import service as users_service
@@ -20,7 +20,7 @@ def why_read_only(actor: Actor, order: WorkOrderRead) -> str:
 
 
 def _shown(field: str, value: object) -> str:
-    labels = {"priority": PRIORITY_LABELS, "status": STATUS_LABELS}.get(field)
+    labels = CHOICE_LABELS.get(field)
     text = labels.get(str(value), str(value)) if labels else f"“{value}”"
     return text if len(text) <= 140 else text[:140] + "…"
 

@@ -5,20 +5,13 @@ from collections.abc import Awaitable, Callable
 from nicegui import background_tasks, ui
 from pydantic import ValidationError
 
-from components.chips import PRIORITY_LABELS, STATUS_LABELS
+from components.chips import CHOICE_LABELS, FIELD_NAMES
 from components.drafts import Draft
 from components.fields import sentence
 from components.formats import ago, when
 from components.once import one_at_a_time
 from desk.work_orders.models import ActivityRead
 
-FIELD_NAMES = {
-    "title": "Title",
-    "description": "Description",
-    "priority": "Priority",
-    "status": "Status",
-    "ownerId": "Owner",
-}
 ACTIONS = {
     "created": "created this work order",
     "updated": "changed",
@@ -71,10 +64,8 @@ def _changes(entry: ActivityRead, names: dict[str, str]) -> list[tuple[str, str,
 
 
 def _value(field: str, value: object, names: dict[str, str]) -> str:
-    if field == "priority":
-        return PRIORITY_LABELS.get(str(value), str(value))
-    if field == "status":
-        return STATUS_LABELS.get(str(value), str(value))
+    if field in CHOICE_LABELS:
+        return CHOICE_LABELS[field].get(str(value), str(value))
     if field == "ownerId":
         return names.get(str(value), "someone") if value else "Unassigned"
     text = str(value or "")

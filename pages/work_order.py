@@ -7,7 +7,7 @@ from pydantic import ValidationError
 
 from components import live, session
 from components.assignment import assignment
-from components.chips import PRIORITY_LABELS, STATUS_LABELS, priority_chip, status_chip
+from components.chips import CHOICE_LABELS, PRIORITY_LABELS, STATUS_LABELS, priority_chip, status_chip
 from components.confirm import confirm
 from components.drafts import Draft, show_kept_to_copy
 from components.fields import show_problems
@@ -92,7 +92,7 @@ class WorkOrderView:
         if not kept or self.gone or self.client.is_deleted or self.edits():
             return  # nothing kept, or the person began typing while the browser answered: their new text wins
         with self.client:
-            allowed = {"priority": PRIORITY_LABELS, "status": STATUS_LABELS}
+            allowed = CHOICE_LABELS
             for field in EDITABLE:
                 value = kept.get(field)
                 if isinstance(value, str) and (field not in allowed or value in allowed[field]):

@@ -16,7 +16,7 @@ from desk.agent import live, runs
 from desk.agent.events import Diff
 from desk.agent.models import AgentToolCallRead
 from desk.errors import Conflict, DeskError, ErrorCode, NotFound
-from desk.schema import now, parse_object_id
+from desk.schema import CONTROL, now, parse_object_id
 
 SHOWN = ("title", "description", "priority", "status")
 CREATE_DEFAULTS = {"description": "", "priority": "medium", "status": "pending"}
@@ -90,10 +90,12 @@ def clean_reason(reason: str | None) -> str | None:
     """A person's rejection reason as plain, short text (it goes back to the model as data)."""
     if not reason:
         return None
-    # C0 and C1 controls and the Unicode line/paragraph separators: a reason is one line of text. The
-    # bidirectional embedding, override and isolate controls go too, as in every one-line field: shown on
-    # the runs page, they would make the reason read differently from what the model was told.
-    return re.sub(r"[\x00-\x1f\x7f-\x9f\u2028\u2029\u202a-\u202e\u2066-\u2069]+", " ", reason).strip()[:300] or None
+    # What a one-line field refuses (controls, line separators, bidirectional controls), a run of it one
+    # space: shown on the runs page, an override would make the reason read otherwise than the model was told.
+    return REFUSED_RUNS.sub(" ", reason).strip()[:300] or None
+
+
+REFUSED_RUNS = re.compile(f"{CONTROL.pattern}+")
 
 
 async def decide(

@@ -84,9 +84,10 @@ async def _check_password(*, db: AsyncDatabase, email: str, password: str, ip: s
     except RateLimited:
         events.record("login_failed", actor_id=None, subject_id=None, reason="throttled", address=ip)
         raise
-    user = await users_repo.get_by_email(db, email_key(email))
-    if user is None and email.strip().lower() != email_key(email):  # an address stored before they were normalized
-        user = await users_repo.get_by_email(db, email.strip().lower())
+    key, as_typed = email_key(email), email.strip().lower()
+    user = await users_repo.get_by_email(db, key)
+    if user is None and as_typed != key:  # an address stored before addresses were normalized
+        user = await users_repo.get_by_email(db, as_typed)
     matches = await passwords.verify_password(user["passwordHash"] if user else None, password)
     moment = now()
     locked_until = user.get("lockedUntil") if user else None
