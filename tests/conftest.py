@@ -34,16 +34,8 @@ def mongo_uri(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     if uri := os.environ.get("MONGODB_URI"):
         yield uri
         return
-    # Started without coverage, which measures every child process it can: the server's code runs
-    # unmeasured anyway (`pragma: no cover`), and tracing the engine under every command the suite
-    # sends made the database-heavy tests about 7 % slower. The desk's own child processes stay measured.
-    measured = os.environ.pop("COVERAGE_PROCESS_CONFIG", None)
-    server = EmbeddedMongo(tmp_path_factory.mktemp("mongo"))
-    try:
-        uri = server.start()
-    finally:
-        if measured is not None:
-            os.environ["COVERAGE_PROCESS_CONFIG"] = measured
+    server = EmbeddedMongo(tmp_path_factory.mktemp("mongo"))  # untraced by coverage (its launcher sees to it)
+    uri = server.start()
     try:
         yield uri
     finally:

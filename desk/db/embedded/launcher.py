@@ -124,5 +124,9 @@ def _free_port() -> int:
 def _child_env() -> dict[str, str]:
     # The child must import this same `desk` package, whether or not the project is installed.
     env = dict(os.environ)
+    # A coverage run that follows child processes (the test suite's) would trace the engine under every
+    # command for nothing: the child's code is excluded from the figures. Untraced, the database-heavy
+    # tests ran about 7 % faster, and the fuzzing test (whose `desk run` starts its own) 13 %.
+    env.pop("COVERAGE_PROCESS_CONFIG", None)
     env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(_PROJECT_ROOT), env.get("PYTHONPATH")]))
     return env
