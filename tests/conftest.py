@@ -15,7 +15,7 @@ from desk.agent.provider import Provider
 from desk.app import ensure_indexes, install_api
 from desk.auth import service as auth_service
 from desk.config import Settings, use_settings
-from desk.db.client import use_database
+from desk.db.client import Database, use_database
 from desk.db.embedded import EmbeddedMongo
 from desk.http import CSRF_HEADER, session_cookie_name
 from desk.users import service as users_service
@@ -46,9 +46,10 @@ def mongo_uri(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
 async def db(mongo_uri: str) -> AsyncIterator[AsyncDatabase]:
     """The `desk_test` database through one client shared by the run."""
     client: AsyncMongoClient = AsyncMongoClient(mongo_uri, tz_aware=True)
+    database = Database(client, TEST_DB)  # the desk's own handle, as `desk run` opens it
     try:
-        await ensure_indexes(client[TEST_DB])
-        yield client[TEST_DB]
+        await ensure_indexes(database)
+        yield database
     finally:
         await client.close()
 
