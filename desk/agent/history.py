@@ -31,24 +31,44 @@ class Message(NamedTuple):
     chars: int  # its length in the prompt's JSON, `{"role": ..., "content": ...}` (0 when not shown)
 
 
+class Peeked(NamedTuple):
+    mark: ObjectId  # the id of the window's last message as stored (see runs.claim_session)
+    window: list[Message]
+
+
 class Histories:
     def __init__(self, size: int = SESSIONS) -> None:
         self._size = size
-        self._kept: OrderedDict[ObjectId, tuple[ObjectId | None, tuple[Message, ...]]] = OrderedDict()
+        self._kept: OrderedDict[ObjectId, tuple[ObjectId, tuple[Message, ...]]] = OrderedDict()
+
+    def peek(self, session_id: ObjectId) -> Peeked | None:
+        """The window kept for a session and the mark it ends at, before a claim says whether it is current."""
+        found = self._kept.get(session_id)
+        if found is None:
+            return None
+        # SEC-12: a message past the transcript's retention is gone from the database, and from here
+        oldest = now() - KEEP_TRANSCRIPT
+        return Peeked(found[0], [message for message in found[1] if message[2] > oldest])
 
     def current(self, session: dict) -> list[Message] | None:
         """The window of a session as its claim returned it, or None when only the database knows it."""
+        return self.confirmed(session, self.peek(session["_id"]))
+
+    def confirmed(self, session: dict, peeked: Peeked | None) -> list[Message] | None:
+        """`current`, from what `peek` found a moment before (while the session's claim was at the database).
+
+        A window is only ever kept under the mark of its own last message, so the one peeked under the
+        mark the claim returned is that window, whatever was kept since.
+        """
         if "historyMark" not in session:  # a session from before marks were kept
             return None
         if session["historyMark"] is None:  # nothing said yet
             return []
-        kept = self._kept.get(session["_id"])
-        if kept is None or kept[0] != session["historyMark"]:
+        if peeked is None or peeked.mark != session["historyMark"]:
             return None
-        self._kept.move_to_end(session["_id"])
-        # SEC-12: a message past the transcript's retention is gone from the database, and from here
-        oldest = now() - KEEP_TRANSCRIPT
-        return [message for message in kept[1] if message[2] > oldest]
+        if session["_id"] in self._kept:
+            self._kept.move_to_end(session["_id"])
+        return peeked.window
 
     def put(self, session_id: ObjectId, mark: ObjectId, messages: list[Message]) -> None:
         self._kept[session_id] = (mark, tuple(messages[-WINDOW:]))

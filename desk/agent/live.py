@@ -32,7 +32,10 @@ _waiting: dict[str, asyncio.Event] = {}  # tool-call id -> the event its run wai
 
 def register(user_id: str, turn: Interruptible) -> None:
     """Weakly: a turn never read is simply forgotten."""
-    _LIVE.setdefault(user_id, weakref.WeakSet()).add(turn)
+    mine = _LIVE.get(user_id)
+    if mine is None:  # not `setdefault`: it would make a WeakSet for every turn, kept or not
+        mine = _LIVE[user_id] = weakref.WeakSet()
+    mine.add(turn)
 
 
 def forget(user_id: str, turn: Interruptible) -> None:

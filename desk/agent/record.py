@@ -56,16 +56,17 @@ class RunRecord:
         """The run's id once it is stored (what its usage may be added to), else None."""
         return self.run["_id"] if self.stored else None
 
-    def take(self, content: str) -> None:
+    def take(self, content: str, message: Message | None = None) -> None:
         """Take the run's first message; it and the run are stored once `store` is called.
 
         Stored later, not now: on one event loop and one database those writes would go before the
         first token. With a real model they happen while it writes its answer. Anything that needs
         them stored (a tool call, the run's end, a refusal) starts them itself (`recorded`).
+        `message`: `content` as the window keeps it, when the caller has made it already.
         """
         self.content = content
         if self.window is not None:  # stamped before it is stored: memory forgets it first, never last
-            self.window.append(kept("user", content))
+            self.window.append(message or kept("user", content))
 
     def store(self) -> None:
         """Start storing the run and its first message (once); the run's own writes wait for them."""

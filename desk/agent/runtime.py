@@ -14,7 +14,7 @@ import logging
 import time
 from collections.abc import AsyncIterator, Callable, Coroutine
 from datetime import timedelta
-from typing import Any, NoReturn
+from typing import Any, NamedTuple, NoReturn
 
 from bson import ObjectId
 
@@ -49,7 +49,7 @@ AGENT = "copilot"
 STEPS_USED = "The assistant used all its steps for this message."
 SYSTEM_CHARS = chars("system", SYSTEM_PROMPT)
 UNREACHED = "ai_unreached"  # the run's error code when its call never reached the model (and cost nothing)
-__all__ = ["AGENT", "INTERRUPTED", "CopilotTurn"]
+__all__ = ["AGENT", "INTERRUPTED", "CopilotTurn", "Prompt", "first_prompt"]
 
 
 class CopilotTurn:
@@ -66,12 +66,17 @@ class CopilotTurn:
         window: list[Message] | None = None,
         admission: budget.Admission | None = None,
         opening: live.Opening | None = None,
+        prompt: "Prompt | None" = None,
     ):
-        """The person's message `content` is stored with the run once the first token is out (`RunRecord.take`)."""
+        """The person's message `content` is stored with the run once the first token is out (`RunRecord.take`).
+
+        `prompt`: the first call's, made from `window` ending with this very message (see `start.begin`).
+        """
         self.settings, self.provider, self.actor = settings, provider, actor
         self.run_id = str(run["_id"])
         self.record = RunRecord(db=db, run=run, session=session, window=window)
-        self.record.take(content)
+        self.record.take(content, prompt.message if prompt is not None else None)
+        self.prompt = prompt
         tidy = admission.stale if admission else ()
         self.meter = budget.Meter(db, cost=provider.cost, user_id=actor.id, agent=AGENT, tidy=tidy)
         self.state = RunState()
@@ -79,7 +84,6 @@ class CopilotTurn:
         self.staging = Staging(self.record, self.state, ttl, self._person_now, lambda: self.interrupted)
         self.finished = False
         self.fresh = True  # `begin` has just checked AI access and budget: the first call needs no second look
-        self.opening_tokens = 0  # the size of the conversation the first call sends (set by `_history`)
         self.driver: asyncio.Task | None = None  # the task reading our events (`interrupt` may cancel it)
         self.calling = False  # the reader is waiting inside us for the model's next chunk
         self.interrupted = False
@@ -159,8 +163,9 @@ class CopilotTurn:
         return await self.record.finish(status, code, usage=self.meter.take_pending())
 
     async def _loop(self) -> AsyncIterator[RunEvent]:
-        messages = await self._history()
-        tools = [tool.schema() for tool in REGISTRY.allowed("copilot", self.actor)]
+        if self.prompt is None:
+            self.prompt = first_prompt(self.actor, self.settings, await self.record.conversation())
+        messages, tools = self.prompt.messages, self.prompt.tools
         try:
             for _ in range(self.settings.ai_max_steps_per_run):
                 async with contextlib.aclosing(self._step(messages, tools)) as step:  # see events()
@@ -334,7 +339,8 @@ class CopilotTurn:
             raise RunEnded("aborted")
         if self.fresh:
             self.fresh = False
-            return self._too_long(self.opening_tokens)  # `_history` sized these messages a moment ago
+            assert self.prompt is not None
+            return self._too_long(self.prompt.tokens)  # sized when the prompt was made, a moment ago
         leased, person, within_budget = await asyncio.gather(
             self.record.renew(),
             self._person_now(),
@@ -359,24 +365,34 @@ class CopilotTurn:
             return Error(code=ErrorCode.AI_BUDGET_EXCEEDED, message="This conversation is too long; start a new one.")
         return None
 
-    async def _history(self) -> list[dict]:
-        """System prompt, earlier turns of this session (oldest dropped first to fit), this message."""
-        window = [message for message in (await self.record.conversation())[-WINDOW:] if message.content]
-        messages = [
-            {"role": "system", "content": SYSTEM_PROMPT},
-            *({"role": m.role, "content": m.content} for m in window),
-        ]
-        # Sized from what the window knows of each message, as `_tokens(messages)` would count them: the
-        # messages, ", " between each two, and the brackets. No JSON encoding of the whole conversation
-        # before its first token (about 0.06 ms a turn in a running desk; docs/benchmarks.md).
-        sizes = [SYSTEM_CHARS, *(m.chars for m in window)]
-        size = sum(sizes) + 2 * len(sizes)
-        limit = self.settings.ai_max_context_tokens * 3 // 4
-        while len(messages) > 2 and size // CHARS_PER_TOKEN > limit:
-            del messages[1]
-            size -= sizes.pop(1) + 2
-        self.opening_tokens = size // CHARS_PER_TOKEN
-        return messages
+
+class Prompt(NamedTuple):
+    """A turn's first model call: the messages, their size in tokens, the tools offered."""
+
+    message: Message  # the person's, last in the window the prompt was made from
+    messages: list[dict]
+    tokens: int
+    tools: list[dict]
+
+
+def first_prompt(actor: Actor, settings: Settings, window: list[Message]) -> Prompt:
+    """System prompt, earlier turns of this session (oldest dropped first to fit), the person's message (last)."""
+    shown = [message for message in window[-WINDOW:] if message.content]
+    messages = [
+        {"role": "system", "content": SYSTEM_PROMPT},
+        *({"role": m.role, "content": m.content} for m in shown),
+    ]
+    # Sized from what the window knows of each message, as `_tokens(messages)` would count them: the
+    # messages, ", " between each two, and the brackets. No JSON encoding of the whole conversation
+    # before its first token (about 0.06 ms a turn in a running desk; docs/benchmarks.md).
+    sizes = [SYSTEM_CHARS, *(m.chars for m in shown)]
+    size = sum(sizes) + 2 * len(sizes)
+    limit = settings.ai_max_context_tokens * 3 // 4
+    while len(messages) > 2 and size // CHARS_PER_TOKEN > limit:
+        del messages[1]
+        size -= sizes.pop(1) + 2
+    tools = [tool.schema() for tool in REGISTRY.allowed("copilot", actor)]
+    return Prompt(window[-1], messages, size // CHARS_PER_TOKEN, tools)
 
 
 def _tokens(messages: list[dict]) -> int:

@@ -13,7 +13,7 @@ from desk.agent import budget, history, live, runs
 from desk.agent.client import AI_OFF
 from desk.agent.provider import Provider
 from desk.agent.record import LEASE
-from desk.agent.runtime import AGENT, CopilotTurn
+from desk.agent.runtime import AGENT, CopilotTurn, Prompt, first_prompt
 from desk.config import Settings
 from desk.errors import Conflict, ErrorCode, Forbidden, NotFound, RateLimited
 from desk.schema import parse_object_id
@@ -58,18 +58,21 @@ async def begin(
     run = runs.new_run(session_id=oid, user_id=user["_id"], mode="copilot", model=settings.ai_model, lease=LEASE)
     key = idempotency_key[:200] if idempotency_key else None
     opening = live.Opening()  # from here to its first event, other turns' bookkeeping gives way to this one
-    session, admission = await asyncio.gather(
+    session, admission, ready = await asyncio.gather(
         _claim(db, session_id=oid, run=run, key=key),
         budget.admit(db, settings, user_id=actor.id, agent=AGENT, ip=ip),
+        _prepare(oid, content, actor, settings),
         return_exceptions=True,
     )
-    refusals = [outcome for outcome in (session, admission) if isinstance(outcome, BaseException)]
+    refusals = [outcome for outcome in (session, admission, ready) if isinstance(outcome, BaseException)]
     if refusals:
         opening.done()
         if not isinstance(session, BaseException):
             await _unclaim(db, session, run, key)
         raise min(refusals, key=_rank)
-    assert isinstance(session, dict) and isinstance(admission, budget.Admission)
+    assert isinstance(session, dict) and isinstance(admission, budget.Admission) and isinstance(ready, tuple)
+    peeked, prompt = ready
+    window = history.HISTORIES.confirmed(session, peeked)
     return CopilotTurn(
         db=db,
         settings=settings,
@@ -78,10 +81,27 @@ async def begin(
         run=run,
         session=session,
         content=content,
-        window=history.HISTORIES.current(session),
+        window=window,
         admission=admission,
         opening=opening,
+        prompt=prompt if peeked is not None and window is peeked.window else None,
     )
+
+
+async def _prepare(
+    session_id: ObjectId, content: str, actor: Actor, settings: Settings
+) -> tuple[history.Peeked | None, Prompt | None]:
+    """The first prompt, made from the conversation this process keeps while the database answers the claim.
+
+    It is used when the claim shows the kept conversation is current (`Histories.confirmed`), which
+    it is for every turn but the first of a conversation or one taken last in another web process.
+    It waits one turn of the event loop first: the claim's and the admission's commands go out before it.
+    """
+    await asyncio.sleep(0)
+    peeked = history.HISTORIES.peek(session_id)
+    if peeked is None:
+        return None, None
+    return peeked, first_prompt(actor, settings, [*peeked.window, history.kept("user", content)])
 
 
 class SessionClosed(Conflict):

@@ -126,7 +126,7 @@ async def test_a_turn_sizes_its_conversation_as_the_json_the_model_is_sent(db, s
 
     sent = fake_provider.requests[-1]["messages"]
     assert len(sent) == 4  # the system prompt, the first question and answer (not the tool's), this question
-    assert turn.opening_tokens == len(json.dumps(sent)) // CHARS_PER_TOKEN
+    assert turn.prompt is not None and turn.prompt.tokens == len(json.dumps(sent)) // CHARS_PER_TOKEN
 
 
 # --- the window kept of each conversation -----------------------------------------------------------------
@@ -204,3 +204,16 @@ def test_a_conversation_written_again_is_kept_over_one_not_used_since():
 
     assert histories.current(claimed(*longer[:2])) == longer[2]
     assert histories.current(claimed(*second[:2])) is None
+
+
+def test_a_window_peeked_while_the_claim_is_out_is_used_only_under_the_mark_the_claim_returns():
+    histories, session, mark = Histories(), ObjectId(), ObjectId()
+    histories.put(session, mark, exchange(1))
+    peeked = histories.peek(session)  # a turn starts here ...
+    newer = ObjectId()
+    histories.put(session, newer, [*exchange(1), *exchange(2)])  # ... as another turn of it ends here
+
+    assert peeked is not None
+    assert histories.confirmed(claimed(session, newer), peeked) is None  # its claim saw that turn: ask the database
+    assert histories.confirmed(claimed(session, mark), peeked) == exchange(1)
+    assert histories.confirmed(claimed(session, ObjectId()), None) is None  # nothing kept when it looked
