@@ -18,9 +18,9 @@ import json
 import logging
 import time
 import uuid
-from collections.abc import AsyncIterator
+from collections.abc import AsyncGenerator, AsyncIterator
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, NamedTuple
 from urllib.parse import urlsplit
 
 import httpx
@@ -143,10 +143,8 @@ class Provider:
             allow_private=settings.ai_allow_private_base_url,
         )
 
-    async def stream(
-        self, messages: list[dict], tools: list[dict], *, tool_choice: dict | None = None
-    ) -> AsyncIterator[ProviderEvent]:
-        """Yield the reply's text as it arrives, then exactly one `Completed`; any failure raises `AIUnavailable`.
+    def call(self, messages: list[dict], tools: list[dict], *, tool_choice: dict | None = None) -> "Call":
+        """A call ready to `send`: its request built (a copilot turn builds its first while its claim is out).
 
         `tool_choice` forces a call (`{"type": "function", "function": {"name": ...}}`): self-hosted
         servers honour a named function but often ignore `"auto"`, so the triage names its one tool.
@@ -162,11 +160,22 @@ class Provider:
             body["tools"] = tools  # some providers reject an empty list
         if tool_choice is not None:
             body["tool_choice"] = tool_choice
-        turn = _Turn(prompt=(messages, tools))
+        return Call(self._client.build_request("POST", self._url, json=body), (messages, tools))
+
+    def stream(
+        self, messages: list[dict], tools: list[dict], *, tool_choice: dict | None = None
+    ) -> AsyncGenerator[ProviderEvent, None]:
+        """`send` a call made of these (see `call`)."""
+        return self.send(self.call(messages, tools, tool_choice=tool_choice))
+
+    async def send(self, call: "Call") -> AsyncGenerator[ProviderEvent, None]:
+        """Yield the reply's text as it arrives, then exactly one `Completed`; any failure raises `AIUnavailable`."""
+        turn = _Turn(prompt=call.prompt)
         try:
-            # `async with` closes the response however we leave (finished, failed, cancelled, closed
-            # early by the consumer), which drops the connection and so aborts the upstream call.
-            async with self._client.stream("POST", self._url, json=body) as response:
+            # Closed however we leave (finished, failed, cancelled, closed early by the consumer), which
+            # drops the connection and so aborts the upstream call.
+            response = await self._client.send(call.request, stream=True)
+            try:
                 if not response.is_success:  # the body is never read: it may echo the prompt
                     raise _Failure("redirect" if response.is_redirect else f"status {response.status_code}")
                 lines = _DataLines(self.max_response_bytes)
@@ -184,6 +193,8 @@ class Provider:
                     if turn.done:
                         await _read_to_end(body, lines)
                         break
+            finally:
+                await response.aclose()
             if not (turn.done or turn.finish_reason):
                 raise _Failure("truncated")  # clean EOF mid-answer: the reply may be cut anywhere
             completed = turn.completed()
@@ -300,6 +311,11 @@ class _PendingCall:
     id: str | None = None
     name: str | None = None
     arguments: list[str] = field(default_factory=list)
+
+
+class Call(NamedTuple):
+    request: httpx.Request
+    prompt: tuple[list[dict], list[dict]]  # its messages and tools: a call cut short is billed by their size
 
 
 @dataclass

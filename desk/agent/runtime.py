@@ -33,7 +33,7 @@ from desk.agent.history import WINDOW, Message, chars
 from desk.agent.live import INTERRUPTED
 from desk.agent.pipeline import ToolAnswer
 from desk.agent.prompt import SYSTEM_PROMPT
-from desk.agent.provider import CHARS_PER_TOKEN, AIUnavailable, Completed, Provider, ToolCallRequest, Usage
+from desk.agent.provider import CHARS_PER_TOKEN, AIUnavailable, Call, Completed, Provider, ToolCallRequest, Usage
 from desk.agent.record import RunRecord
 from desk.agent.staging import Staging
 from desk.agent.state import RunEnded, RunState, together
@@ -77,6 +77,7 @@ class CopilotTurn:
         self.record = RunRecord(db=db, run=run, session=session, window=window)
         self.record.take(content, prompt.message if prompt is not None else None)
         self.prompt = prompt
+        self.ready = prompt.call if prompt is not None else None  # the first call's request, built already
         tidy = admission.stale if admission else ()
         self.meter = budget.Meter(db, cost=provider.cost, user_id=actor.id, agent=AGENT, tidy=tidy)
         self.state = RunState()
@@ -193,7 +194,9 @@ class CopilotTurn:
         # The lease keeper starts only once a third of a lease has passed: most calls end long before.
         stop_keeper = _later(self.record.lease.total_seconds() / 3, self._keep_lease, f"copilot-lease-{self.run_id}")
         try:
-            async with contextlib.aclosing(self.provider.stream(messages, tools)) as stream:
+            ready, self.ready = self.ready, None
+            call = ready if ready is not None else self.provider.call(messages, tools)
+            async with contextlib.aclosing(self.provider.send(call)) as stream:
                 while (chunk := await self._next(stream)) is not None:  # leaving early closes the upstream call
                     if self.interrupted:  # ended elsewhere while the last chunk was with the reader
                         raise RunEnded("aborted")
@@ -373,6 +376,7 @@ class Prompt(NamedTuple):
     messages: list[dict]
     tokens: int
     tools: list[dict]
+    call: Call | None = None  # the call, built while the claim was out (`start.begin`); sent once
 
 
 def first_prompt(actor: Actor, settings: Settings, window: list[Message]) -> Prompt:

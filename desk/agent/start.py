@@ -61,7 +61,7 @@ async def begin(
     session, admission, ready = await asyncio.gather(
         _claim(db, session_id=oid, run=run, key=key),
         budget.admit(db, settings, user_id=actor.id, agent=AGENT, ip=ip),
-        _prepare(oid, content, actor, settings),
+        _prepare(oid, content, actor, settings, provider),
         return_exceptions=True,
     )
     refusals = [outcome for outcome in (session, admission, ready) if isinstance(outcome, BaseException)]
@@ -89,9 +89,9 @@ async def begin(
 
 
 async def _prepare(
-    session_id: ObjectId, content: str, actor: Actor, settings: Settings
+    session_id: ObjectId, content: str, actor: Actor, settings: Settings, provider: Provider
 ) -> tuple[history.Peeked | None, Prompt | None]:
-    """The first prompt, made from the conversation this process keeps while the database answers the claim.
+    """The first model call, made from the conversation this process keeps while the database answers the claim.
 
     It is used when the claim shows the kept conversation is current (`Histories.confirmed`), which
     it is for every turn but the first of a conversation or one taken last in another web process.
@@ -101,7 +101,8 @@ async def _prepare(
     peeked = history.HISTORIES.peek(session_id)
     if peeked is None:
         return None, None
-    return peeked, first_prompt(actor, settings, [*peeked.window, history.kept("user", content)])
+    prompt = first_prompt(actor, settings, [*peeked.window, history.kept("user", content)])
+    return peeked, prompt._replace(call=provider.call(prompt.messages, prompt.tools))
 
 
 class SessionClosed(Conflict):
