@@ -46,9 +46,10 @@ async def begin(
 
     Everything here stands between the person and the first token, so it is two or three round trips
     side by side: claiming the session (after recording the idempotency key, when there is one) and
-    letting the message in (rate and spend, budget.admit). When several checks fail, the first in
-    that order is reported, and whatever a refused turn took (the claim, the key) is given back. The
-    run and the person's message are stored once the first token is out (`RunRecord.take`).
+    letting the message in (rate and spend, budget.admit). While the database answers them, the
+    first model call is made ready (`_prepare`). When several checks fail, the first in that order
+    is reported, and whatever a refused turn took (the claim, the key) is given back. The run and the
+    person's message are stored once the first token is out (`RunRecord.take`).
     `user` is the person's stored record when the caller has just read it (the HTTP route has).
     """
     user = await require_ai_user(db, settings, actor, user)
