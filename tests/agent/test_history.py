@@ -207,13 +207,13 @@ def test_a_conversation_written_again_is_kept_over_one_not_used_since():
 
 
 def test_a_window_peeked_while_the_claim_is_out_is_used_only_under_the_mark_the_claim_returns():
-    histories, session, mark = Histories(), ObjectId(), ObjectId()
-    histories.put(session, mark, exchange(1))
+    histories, session, mark, first = Histories(), ObjectId(), ObjectId(), exchange(1)
+    histories.put(session, mark, first)
     peeked = histories.peek(session)  # a turn starts here ...
     newer = ObjectId()
-    histories.put(session, newer, [*exchange(1), *exchange(2)])  # ... as another turn of it ends here
+    histories.put(session, newer, [*first, *exchange(2)])  # ... as another turn of it ends here
 
     assert peeked is not None
     assert histories.confirmed(claimed(session, newer), peeked) is None  # its claim saw that turn: ask the database
-    assert histories.confirmed(claimed(session, mark), peeked) == exchange(1)
+    assert histories.confirmed(claimed(session, mark), peeked) == first
     assert histories.confirmed(claimed(session, ObjectId()), None) is None  # nothing kept when it looked
