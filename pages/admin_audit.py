@@ -33,6 +33,7 @@ ACTIONS = {
     "user_details_changed": "Name or email changed",
     "role_changed": "Role changed",
     "activation_changed": "Activation changed",
+    "ai_access_changed": "AI assistance changed",
     "password_reset": "Password reset",
     "account_unlocked": "Account unlocked",
     "token_created": "API token created",
@@ -216,6 +217,8 @@ def _what(entry: AuditRead, names: dict[str, str]) -> str:  # noqa: PLR0911 - on
             return f"{person}: {details.get('before')} → {details.get('after')}"
         case "activation_changed":
             return f"{person}: {'activated' if details.get('active') else 'deactivated'}"
+        case "ai_access_changed":
+            return f"{person}: AI assistance turned {'on' if details.get('aiEnabled') else 'off'}"
         case "password_reset" | "account_unlocked":
             return person
         case "token_created" | "token_revoked":

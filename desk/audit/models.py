@@ -13,6 +13,7 @@ Action = Literal[
     "user_details_changed",
     "role_changed",
     "activation_changed",
+    "ai_access_changed",
     "password_reset",
     "account_unlocked",
     "token_created",

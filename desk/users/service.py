@@ -199,7 +199,8 @@ async def _audit_changes(db: AsyncDatabase, actor: Actor, before: UserRead, chan
     """An admin's change in the desk-wide audit log, which admins read (kept a year).
 
     Name and email too, beside the security events: the email is what a person logs in with, so who
-    changed it, and from what, stays on record.
+    changed it, and from what, stays on record. And AI assistance turned on or off for someone: what
+    the agents may do for them.
     """
     who = {"name": before.name}
     if edited := [key for key in ("name", "email") if key in changes]:
@@ -212,6 +213,9 @@ async def _audit_changes(db: AsyncDatabase, actor: Actor, before: UserRead, chan
     if "active" in changes:
         details = who | {"active": changes["active"]}
         await audit.record(db=db, actor=actor, action="activation_changed", subject_id=before.id, details=details)
+    if "aiEnabled" in changes:  # an admin's switch; a person's own (their profile) is their preference, not logged
+        details = who | {"aiEnabled": changes["aiEnabled"]}
+        await audit.record(db=db, actor=actor, action="ai_access_changed", subject_id=before.id, details=details)
     if "passwordHash" in changes:
         await audit.record(db=db, actor=actor, action="password_reset", subject_id=before.id, details=who)
 

@@ -127,3 +127,21 @@ async def test_entries_are_kept_a_year(db):
     indexes = (await db["audit_log"].index_information()).values()
     ttl = [i["expireAfterSeconds"] for i in indexes if i["key"][0][0] == "at" and "expireAfterSeconds" in i]
     assert ttl == [365 * 24 * 3600]  # by key: the embedded engine names indexes its own way
+
+
+async def test_an_admin_turning_ai_off_and_on_for_someone_is_logged_but_their_own_switch_is_not(make_user, client_for):
+    admin, sam = await make_user("admin"), await make_user("user")
+    admins, sams = await client_for(admin), await client_for(sam)
+    users = f"/api/v1/admin/users/{sam['id']}"
+    await admins.patch(users, json={"aiEnabled": False})
+    await admins.patch(users, json={"aiEnabled": False})  # already off: nothing changed, no entry
+    await admins.patch(users, json={"aiEnabled": True})
+    own = await sams.patch("/api/v1/auth/me", json={"aiEnabled": False})  # the person's own preference
+
+    entries = await _log(admins)
+
+    assert own.status_code == 200 and own.json()["aiEnabled"] is False
+    assert [(e["action"], e["actorId"], e["subjectId"], e["details"]["aiEnabled"]) for e in entries] == [
+        ("ai_access_changed", admin["id"], sam["id"], True),
+        ("ai_access_changed", admin["id"], sam["id"], False),
+    ]
