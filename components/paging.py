@@ -1,5 +1,5 @@
 """Views in addresses as every screen reads and writes them: a page number, a day, the last page a count
-reaches, and the address of a view (its filters and its page)."""
+reaches, the address of a view (its filters and its page), and the note on what a link named that was left out."""
 
 from datetime import date
 from urllib.parse import urlencode
@@ -35,6 +35,18 @@ def address(path: str, params: list[tuple[str, str]], page: int) -> str:
     """`path` with the view's non-default `params` and its page (page 1 is the plain path: nothing to say)."""
     params = [*params, ("page", str(page))] if page > 1 else params
     return path + (f"?{urlencode(params)}" if params else "")
+
+
+def left_out_note(labels: list[str]) -> ui.label:
+    """Says which filters a link named that this person's view could not take (by their labels); hidden when none.
+
+    A colleague's link may name a person one cannot filter by: the view must not pass for theirs without a word.
+    The page hides it once the person picks their own filters.
+    """
+    said = "Part of this link's view is left out, as it is not one you can use here: "
+    note = ui.label(f"{said}{', '.join(labels)}.").classes("text-sm text-grey-8").mark("left-out")
+    note.set_visibility(bool(labels))
+    return note
 
 
 def pager(last: int = 1, value: int = 1) -> ui.pagination:

@@ -16,7 +16,7 @@ from components import agent_charts, live, session
 from components.agent_charts import GRID_TOP, LEGEND, TITLE
 from components.chips import PRIORITY_LABELS, STATUS_LABELS
 from components.frame import admin_frame
-from components.paging import address, day_from
+from components.paging import address, day_from, left_out_note
 from desk.actors import Actor
 from desk.agent.triage import service as triage_service
 from desk.config import get_settings
@@ -47,20 +47,28 @@ async def admin_metrics_page(request: Request):
         if visit is None:
             return
         owners, _ = await orders_service.owner_choices(db=get_db(), actor=actor)
-        board = MetricsBoard(visit, from_address(request.query_params, owners))
-        board.filters(owners)
+        query, left_out = from_address(request.query_params, owners)
+        board = MetricsBoard(visit, query)
+        board.filters(owners, left_out)
         board.build(await desk_metrics(db=get_db(), actor=actor, query=board.query))
         await board.show_agents(actor)
     live.on_change(board.on_changes)
 
 
-def from_address(params: Mapping[str, str], owners: dict[str, str]) -> MetricsQuery:
-    """The filters an address names; what is not understood (an owner not on the desk, a day that is not one)
-    is left out, as the list does."""
-    owner = params.get("owner") if params.get("owner") in owners else None
-    return MetricsQuery.model_validate(
-        {"ownerId": owner, "since": day_from(params.get("since")), "until": day_from(params.get("until"))}
-    )
+FILTER_LABELS = {"owner": "Owner", "since": "From", "until": "To"}
+
+
+def from_address(params: Mapping[str, str], owners: dict[str, str]) -> tuple[MetricsQuery, list[str]]:
+    """The filters an address names, and the labels of those left out as not understood (an owner not on
+    the desk, a day that is not one), as the list does."""
+    taken = {
+        "owner": params.get("owner") if params.get("owner") in owners else None,
+        "since": day_from(params.get("since")),
+        "until": day_from(params.get("until")),
+    }
+    left_out = [label for key, label in FILTER_LABELS.items() if params.get(key, "").strip() and taken[key] is None]
+    query = MetricsQuery.model_validate({"ownerId": taken["owner"], "since": taken["since"], "until": taken["until"]})
+    return query, left_out
 
 
 BACKWARDS = "Pick a start day on or before the end day."
@@ -83,8 +91,10 @@ class MetricsBoard:
         self.reading = self.stale = False
         self.query = query
 
-    def filters(self, owners: dict[str, str]) -> None:
-        """Owner and range of days; any change reads the figures again."""
+    def filters(self, owners: dict[str, str], left_out: list[str]) -> None:
+        """Owner and range of days; any change reads the figures again. `left_out`: what the address named
+        that could not be taken, said until the person picks their own filters."""
+        note = left_out_note(left_out)
         with ui.row().classes("w-full items-end gap-3"):
             shown = self.query
             owner = ui.select(owners, label="Owner", value=shown.owner_id, clearable=True).props("dense")
@@ -105,6 +115,7 @@ class MetricsBoard:
 
         async def changed() -> None:
             self.problem.set_text("")
+            note.set_visibility(False)
             try:
                 query = MetricsQuery.model_validate(
                     {"ownerId": owner.value, "since": since.value or None, "until": until.value or None}

@@ -16,7 +16,7 @@ from components import live, order_rows, session
 from components.chips import PRIORITY_LABELS, STATUS_LABELS
 from components.frame import frame, remember_list_view
 from components.order_rows import OrderRows
-from components.paging import address, day_from, last_page, page_from, pager
+from components.paging import address, day_from, last_page, left_out_note, page_from, pager
 from components.work_order_dialog import new_work_order_opener
 from desk.actors import Actor
 from desk.db.client import get_db
@@ -217,9 +217,7 @@ class _ListView:
 
     def __init__(self, actor: Actor, owners: dict[str, str], filters: Filters, on_page: Callable[[int], None]) -> None:
         self.actor, self.filters = actor, filters
-        said = "Part of this link's view is left out, as it is not one you can use here: "
-        self.left_out = ui.label(f"{said}{', '.join(filters.left_out)}.").classes("text-sm text-grey-8")
-        self.left_out.mark("left-out").set_visibility(bool(filters.left_out))
+        self.left_out = left_out_note(filters.left_out)
         self.link = filters.chosen()  # the note is about the link's filters: gone once the person picks their own
         with ui.row().classes("items-baseline gap-3 p-6") as self.nothing:
             self.empty = ui.label().classes("text-grey-7").mark("empty")

@@ -99,6 +99,13 @@ async def test_the_address_keeps_the_owner_and_the_days(user: User, make_user, m
     await user.should_see(marker="total")
     assert user.find(marker="total").elements.pop().text == "2"
     assert user.find(marker="until").elements.pop().value == ""  # a day as the API reads one: YYYY-MM-DD
+    await user.should_see("Part of this link's view is left out, as it is not one you can use here: Owner, From, To.")
+    user.find(marker="since").elements.pop().set_value("2026-11-01")  # picked here: the note was about the link
+    await user.should_not_see(marker="left-out")
+
+    await user.open(f"{PAGE}?owner={sam['id']}&until=2026-11-30")
+    await user.should_see(marker="total")
+    await user.should_not_see(marker="left-out")  # everything in it was taken
 
 
 async def test_a_new_login_comes_back_to_the_owner_picked_on_the_page(user: User, make_user, make_order, log_in, db):
