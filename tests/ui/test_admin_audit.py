@@ -17,15 +17,19 @@ async def test_an_admin_reads_deletions_and_changes_in_words(user: User, make_us
     order = await make_order(sam, XSS_TITLE)
     await service.delete(db=db, actor=actor(sam), order_id=order.id, version=1)
     await users_service.update_user(db=db, actor=actor(admin), user_id=sam["id"], data=UserAdminUpdate(role="viewer"))
+    ai_off = UserAdminUpdate(ai_enabled=False)
+    await users_service.update_user(db=db, actor=actor(admin), user_id=sam["id"], data=ai_off)
     await log_in(user, admin)
 
     await user.open("/app/admin/audit")
 
-    await user.should_see("2 entries")
+    await user.should_see("3 entries")
     await user.should_see("Work order deleted")
     await user.should_see(f"“{XSS_TITLE}” (pending, version 1)")  # shown as text, never rendered
     await user.should_see("by Sam Rivera")
     await user.should_see("Sam Rivera: user → viewer")
+    await user.should_see("AI assistance changed")
+    await user.should_see("Sam Rivera: AI assistance turned off")
 
     user.find(marker="audit-action").click()
     user.find("Role changed").click()
