@@ -49,7 +49,9 @@ def stack(tmp_path_factory: pytest.TempPathFactory, fake_provider_url: str) -> I
         "AI_API_KEY": "sk-nginx-test",
         "AI_ALLOW_PRIVATE_BASE_URL": "true",
     }
-    with ExitStack() as stack, EmbeddedMongo(tmp / "mongo") as uri:
+    # The database outlives the desks: stopped first, it left each desk's client waiting 5 s (its server
+    # selection) to end its sessions as it stopped, 5 to 13 s of this module's teardown.
+    with EmbeddedMongo(tmp / "mongo") as uri, ExitStack() as stack:
         web = stack.enter_context(desk_running(tmp / "a", MONGODB_URI=uri, **settings))  # runs the worker
         other = stack.enter_context(desk_running(tmp / "b", MONGODB_URI=uri, DESK_RUN_WORKER="false", **settings))
         nginx = stack.enter_context(nginx_running(tmp / "nginx", [web.port, other.port]))
