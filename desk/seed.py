@@ -88,10 +88,10 @@ async def seed_demo(db: AsyncDatabase, *, count: int = 200, only_if_empty: bool 
     moment = now()
     # Drawn in order (the same demo every time), then written a few at a time: one by one, the writes
     # of 200 orders and their timelines took 6.6 s of a first `dev.py run --demo`, four at a time 4 s.
-    demo = []
+    everyone, demo = [oid for oid, _ in people], []
     for _ in range(count):
         order = _order(rng, workers, moment, requesters=workers, queue_share=QUEUE_SHARE)
-        demo.append((order, _history(rng, order, [oid for oid, _ in people])))
+        demo.append((order, _history(rng, order, everyone)))
     at_once = asyncio.Semaphore(WRITERS)
 
     async def write(order: dict, history: list[dict]) -> None:

@@ -77,7 +77,6 @@ class CopilotTurn:
         self.record = RunRecord(db=db, run=run, session=session, window=window)
         self.record.take(content, prompt.message if prompt is not None else None)
         self.prompt = prompt
-        self.ready = prompt.call if prompt is not None else None  # the first call's request, built already
         tidy = admission.stale if admission else ()
         self.meter = budget.Meter(db, cost=provider.cost, user_id=actor.id, agent=AGENT, tidy=tidy)
         self.state = RunState()
@@ -166,12 +165,13 @@ class CopilotTurn:
     async def _loop(self) -> AsyncIterator[RunEvent]:
         if self.prompt is None:
             self.prompt = first_prompt(self.actor, self.settings, await self.record.conversation())
-        messages, tools = self.prompt.messages, self.prompt.tools
+        messages, tools, ready = self.prompt.messages, self.prompt.tools, self.prompt.call
         try:
             for _ in range(self.settings.ai_max_steps_per_run):
-                async with contextlib.aclosing(self._step(messages, tools)) as step:  # see events()
+                async with contextlib.aclosing(self._step(messages, tools, ready)) as step:  # see events()
                     async for event in step:
                         yield event
+                ready = None  # built for the first call only: later ones send the messages as they are then
                 if self.finished:
                     return
         except RunEnded as ended:
@@ -184,8 +184,8 @@ class CopilotTurn:
         yield Error(code=ErrorCode.AI_BUDGET_EXCEEDED, message=STEPS_USED)
         yield MessageDone(run_id=self.run_id, status=status)
 
-    async def _step(self, messages: list[dict], tools: list[dict]) -> AsyncIterator[RunEvent]:
-        """One model call and its tool calls; sets `finished` when the run ended in this step."""
+    async def _step(self, messages: list[dict], tools: list[dict], ready: Call | None) -> AsyncIterator[RunEvent]:
+        """One model call (`ready`: its request, built already) and its tool calls; sets `finished` if the run ended."""
         refusal = await self._before_call(messages)
         if refusal is not None:
             status = "budget_exceeded" if refusal.code == ErrorCode.AI_BUDGET_EXCEEDED else "error"
@@ -194,7 +194,6 @@ class CopilotTurn:
         # The lease keeper starts only once a third of a lease has passed: most calls end long before.
         stop_keeper = _later(self.record.lease.total_seconds() / 3, self._keep_lease, f"copilot-lease-{self.run_id}")
         try:
-            ready, self.ready = self.ready, None
             call = ready if ready is not None else self.provider.call(messages, tools)
             async with contextlib.aclosing(self.provider.send(call)) as stream:
                 while (chunk := await self._next(stream)) is not None:  # leaving early closes the upstream call
