@@ -9,7 +9,6 @@ keeps making them.
 
 import hashlib
 import json
-import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from functools import cached_property
@@ -25,8 +24,6 @@ from desk.agent.state import RunState, stopped
 from desk.agent.tools import REGISTRY
 from desk.agent.tools.registry import Mode, Refusal, Tool, ToolArgs, ToolContext
 from desk.errors import DeskError, ErrorCode, ValidationFailed
-
-OBJECT_ID = re.compile(r"\b[0-9a-f]{24}\b")
 
 
 @dataclass(frozen=True)
@@ -122,9 +119,10 @@ async def read(call: Call, state: RunState) -> ToolAnswer:
     except DeskError as error:
         return call.answer("error", {"error": error.message}, f"Could not use {tool.name}")
     state.versions.update(output.seen)
+    # Only the objects a tool returned count as seen; an id quoted in their text (a description naming
+    # another order) is an attacker's word, not a result.
     state.seen_ids.update(output.seen)
     shown = json.dumps(output.result, sort_keys=True)
-    state.seen_ids.update(OBJECT_ID.findall(shown))
     state.cache[call.key] = "done"
     digest = hashlib.sha256(shown.encode()).hexdigest()
     if earlier := state.pasted.get(digest):  # spec §4.7: an identical result is never pasted twice

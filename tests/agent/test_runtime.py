@@ -401,22 +401,25 @@ async def test_a_change_that_changes_nothing_is_never_put_to_the_person(
     assert (await work_orders.get(db=db, actor=actor(sam), order_id=tap.id)).version == 1
 
 
-async def test_an_id_seen_only_in_a_description_needs_a_read_first(start, fake_provider, make_user, make_order, db):
-    sam, boss = await make_user(), await make_user("admin")
-    boiler = await make_order(boss, "Boiler service contract")
+async def test_an_id_quoted_in_a_description_is_not_seen(start, fake_provider, make_user, make_order, db):
+    """Only the objects a tool returned count as seen: an id in their text is somebody's words, even the person's own."""
+    sam = await make_user()
+    boiler = await make_order(sam, "Boiler service contract")
     await make_order(sam, "Leaking tap", description=f"Same plumber as work order {boiler.id}.")
     fake_provider.script(
-        *Turn.read_then_update(boiler.id, priority="low"),
+        Turn.tool_calls(("search_my_work_orders", {"q": "tap"})),
+        Turn.tool_calls(("update_work_order", {"id": boiler.id, "priority": "low"})),
         Turn.text("I need to look that one up first."),
     )
 
     events = await drain(await start(sam))
 
-    assert [e.outcome for e in events if e.kind == "tool_result"] == ["ok", "need_read_first"]
-    assert json.loads(tool_messages(fake_provider.requests[2])[-1]["content"])["error"] == "need_read_first"
+    assert [e.outcome for e in events if e.kind == "tool_result"] == ["ok", "blocked"]
+    told = json.loads(tool_messages(fake_provider.requests[2])[-1]["content"])
+    assert told["error"] == "AI_INJECTION_BLOCKED"
     assert not [e for e in events if e.kind == "tool_approval_required"]
     assert len(await staged_calls(db)) == 0
-    assert (await work_orders.get(db=db, actor=actor(boss), order_id=boiler.id)).version == 1
+    assert (await work_orders.get(db=db, actor=actor(sam), order_id=boiler.id)).version == 1
 
 
 # --- run lifecycle and cancellation (spec §4.5) ---
