@@ -53,6 +53,10 @@ def redact(text: str) -> str:
     return text
 
 
+# The desk's own code is this package's folder, not any folder named "desk": a clone or a venv may be one.
+_PACKAGE = os.path.dirname(os.path.abspath(__file__)) + os.sep
+
+
 def failure(error: BaseException) -> str:
     """What a log line may say of `error`: its type and where it was raised, never its message.
 
@@ -63,7 +67,7 @@ def failure(error: BaseException) -> str:
     frames = list(traceback.walk_tb(error.__traceback__))
     if not frames:
         return type(error).__name__
-    ours = [(frame, line) for frame, line in frames if f"{os.sep}desk{os.sep}" in frame.f_code.co_filename]
+    ours = [(frame, line) for frame, line in frames if frame.f_code.co_filename.startswith(_PACKAGE)]
     places = [frames[-1]] + ([ours[-1]] if ours and ours[-1] != frames[-1] else [])
     where = ", from ".join(f"{Path(f.f_code.co_filename).name}:{line} in {f.f_code.co_name}" for f, line in places)
     return f"{type(error).__name__} at {where}"

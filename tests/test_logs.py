@@ -5,6 +5,7 @@ import json
 import logging
 import re
 
+from desk import logs
 from desk.config import Settings
 from desk.logs import JsonFormatter, RedactingFilter, failure, never_log, redact, tag, untag
 from tests.fake_provider import Turn
@@ -145,3 +146,18 @@ def test_a_failure_is_told_by_its_type_and_place_never_by_its_message():
 
     assert re.fullmatch(r"TypeError at test_logs\.py:\d+ in read_order", said)
     assert failure(TypeError("never raised")) == "TypeError"
+
+
+def test_the_desks_own_code_is_its_package_not_any_folder_named_desk(tmp_path):
+    """A clone named `desk`, or a library in a venv under it, is not the desk's own code."""
+    library = compile("def lib():\n    raise ValueError('secret words')\n", str(tmp_path / "desk" / "lib.py"), "exec")
+    ours = compile("def call(f):\n    f()\n", logs.__file__, "exec")  # a frame in the desk package itself
+    space: dict = {}
+    exec(library, space)  # noqa: S102 - code of this test's own making
+    exec(ours, space)  # noqa: S102
+    try:
+        space["call"](space["lib"])
+    except ValueError as error:
+        said = failure(error)
+
+    assert said == "ValueError at lib.py:2 in lib, from logs.py:2 in call"
