@@ -66,7 +66,7 @@ def _diff_table(diff: Diff) -> None:
             ui.label(heading).classes("text-xs text-grey-7 uppercase")
         for field in FIELDS:
             changed = field in diff.changed
-            ui.label(field.title()).classes("font-medium" + (" text-primary" if changed else ""))
+            ui.label(field.title()).classes("font-medium text-primary" if changed else "font-medium")
             for side in (diff.before, diff.after):
                 value = _shown(field, side.get(field)) if side is not None else ""
                 cell = _value_cell(value)

@@ -293,7 +293,7 @@ class Copilot:
 
     def _note(self, text: str, *, error: bool = False) -> None:
         with self.log:
-            label = ui.label(text).classes("text-sm " + ("text-negative" if error else "text-grey-7"))
+            label = ui.label(text).classes("text-sm text-negative" if error else "text-sm text-grey-7")
             label.mark("copilot-error" if error else "copilot-note")
 
     def _state(self) -> None:

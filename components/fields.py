@@ -21,9 +21,9 @@ def new_password(label: str) -> ui.input:
 
     def flip() -> None:
         hidden = field.props.get("type") == "password"
-        field.props(f"type={'text' if hidden else 'password'}")
-        toggle.props(f"icon={'visibility' if hidden else 'visibility_off'}")
-        toggle.props(f"aria-label='{'Hide' if hidden else 'Show'} password'")
+        field.props["type"] = "text" if hidden else "password"
+        toggle.props["icon"] = "visibility" if hidden else "visibility_off"
+        toggle.props["aria-label"] = "Hide password" if hidden else "Show password"
 
     toggle.on_click(flip)
     return field

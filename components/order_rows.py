@@ -44,9 +44,9 @@ class _Row:
         with ui.row().classes(row_classes).mark("order-row") as row:
             self.element = row
             self.priority = priority_chip(order.priority)
-            title_classes = "grow text-base min-w-0 max-md:basis-full max-md:order-first"
             # wrap-anywhere: a long unbroken title wraps instead of widening the page
-            self.title = ui.link(order.title, f"/app/work-orders/{order.id}").classes(f"{title_classes} wrap-anywhere")
+            title_classes = "grow text-base min-w-0 max-md:basis-full max-md:order-first wrap-anywhere"
+            self.title = ui.link(order.title, f"/app/work-orders/{order.id}").classes(title_classes)
             self.title.mark("order-title")
             self.status = status_chip(order.status)
             self.people: tuple[ui.label, ui.label] | None = None  # who works on it, and who asked

@@ -139,12 +139,12 @@ class AgentsScreen:
     def _show_switch(self) -> None:
         on = self.loaded.enabled
         self.switch_state.set_text("ON" if on else "OFF")
-        self.switch_state.classes(replace="text-5xl font-bold " + ("text-green-8" if on else "text-red-8"))
+        self.switch_state.classes(replace="text-5xl font-bold text-green-8" if on else "text-5xl font-bold text-red-8")
         self.switch_note.set_text(
             "New work orders are triaged as they arrive." if on else "Nothing is triaged; new orders wait."
         )
         self.switch_button.set_text("Turn off" if on else "Turn on")
-        self.switch_button.props(f"color={'negative' if on else 'positive'} icon={'power_off' if on else 'power'}")
+        self.switch_button.props.update(color="negative" if on else "positive", icon="power_off" if on else "power")
         self.banner.set_visibility(not on)
 
     async def _toggle(self) -> None:
@@ -361,7 +361,8 @@ class AgentsScreen:
                         ui.label(ago(event.updated_at or event.created_at)).classes("text-xs text-grey-7")
                         if order is not None:  # a deleted order has nothing left to triage
                             retry = ui.button("Retry", on_click=lambda e=event: self._retry(e.id))
-                            retry.props(f'outline dense aria-label="Retry triage of {order.title}"').mark("retry")
+                            retry.props("outline dense").mark("retry")
+                            retry.props["aria-label"] = f"Retry triage of {order.title}"  # data: never parsed
 
     async def _retry(self, event_id: str) -> None:
         try:

@@ -239,7 +239,7 @@ def run_detail(detail: AgentRunDetail, extra: triage.RunExtra | None, names: dic
         if not detail.messages:
             ui.label("No messages kept for this run.").classes("text-grey-7")
         for message in detail.messages:
-            with ui.card().classes("w-full gap-1 " + ("bg-grey-1" if message.role != "assistant" else "")):
+            with ui.card().classes("w-full gap-1" if message.role == "assistant" else "w-full gap-1 bg-grey-1"):
                 ui.label(f"{message.role} · {when(message.created_at)}").classes("text-xs text-grey-7")
                 ui.label(message.content or "(called tools)").classes("whitespace-pre-wrap wrap-anywhere").mark(
                     "message"
