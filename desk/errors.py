@@ -27,6 +27,8 @@ class ErrorCode(StrEnum):
     AI_APPROVAL_EXPIRED = "AI_APPROVAL_EXPIRED"
     AI_MESSAGE_DUPLICATE = "AI_MESSAGE_DUPLICATE"
     AI_INJECTION_BLOCKED = "AI_INJECTION_BLOCKED"
+    TOKEN_SCOPE_REQUIRED = "TOKEN_SCOPE_REQUIRED"  # noqa: S105 - a code, not a secret
+    RECENT_LOGIN_REQUIRED = "RECENT_LOGIN_REQUIRED"
 
 
 STATUS = {
@@ -46,6 +48,8 @@ STATUS = {
     ErrorCode.AI_APPROVAL_EXPIRED: 410,
     ErrorCode.AI_MESSAGE_DUPLICATE: 409,
     ErrorCode.AI_INJECTION_BLOCKED: 400,
+    ErrorCode.TOKEN_SCOPE_REQUIRED: 403,
+    ErrorCode.RECENT_LOGIN_REQUIRED: 403,
 }
 
 
@@ -68,6 +72,7 @@ class ErrorDetails(BaseModel):
     current: dict[str, Any] | SkipJsonSchema[None] = Field(None, description="the resource as stored now (409)")
     run_id: str | SkipJsonSchema[None] = Field(None, description="the run a duplicate message started")
     tool_call_id: str | SkipJsonSchema[None] = Field(None, description="the proposal that replaced a stale one")
+    scope: str | SkipJsonSchema[None] = Field(None, description="the API token scope the request needs")
 
 
 class ErrorBody(BaseModel):
@@ -136,6 +141,24 @@ class Unauthorized(DeskError):
 class Forbidden(DeskError):
     code = ErrorCode.FORBIDDEN
     default_message = "You are not allowed to do that."
+
+
+class TokenScopeRequired(DeskError):
+    """An API token without the scope a request needs (`details.scope`: read, write or admin)."""
+
+    code = ErrorCode.TOKEN_SCOPE_REQUIRED
+
+    def __init__(self, scope: str) -> None:
+        message = f"This API token lacks the '{scope}' scope; make a token with it on your profile page."
+        super().__init__(message, details={"scope": scope})
+        self.scope = scope
+
+
+class RecentLoginRequired(DeskError):
+    """A browser session that logged in too long ago for what it asks (creating an admin, raising a role)."""
+
+    code = ErrorCode.RECENT_LOGIN_REQUIRED
+    default_message = "Log in again to do this: it needs a login within the last 15 minutes."
 
 
 class NotFound(DeskError):

@@ -17,10 +17,20 @@ from starlette.routing import Match
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from desk.actors import Actor
+from desk.actors import Scope as TokenScope
 from desk.auth import service as auth_service
 from desk.config import get_settings
 from desk.db.client import get_db
-from desk.errors import STATUS, DeskError, ErrorCode, ErrorEnvelope, Forbidden, Unauthorized, ValidationFailed
+from desk.errors import (
+    STATUS,
+    DeskError,
+    ErrorCode,
+    ErrorEnvelope,
+    Forbidden,
+    TokenScopeRequired,
+    Unauthorized,
+    ValidationFailed,
+)
 from desk.logs import failure
 from desk.problems import problems
 
@@ -81,6 +91,7 @@ async def current_user(request: Request, db: Db) -> dict:
         early = request.scope.get("state", {}).get(LOOKUP)  # started as the request came in (TokenLookup)
         fresh = early is not None and early.secret == secret and time.monotonic() - early.started < EARLY_FOR
         user = await (early.lookup if fresh else auth_service.user_for_token(db=db, secret=secret))
+        _require_scopes(user[auth_service.TOKEN_SCOPES], request)
     else:
         secret = request.cookies.get(session_cookie_name(), "")
         if not secret:
@@ -90,6 +101,28 @@ async def current_user(request: Request, db: Db) -> dict:
         user = await auth_service.user_for_session(db=db, secret=secret)
     request.state.user = user
     return user
+
+
+ADMIN_API = "/api/v1/admin/"
+OWN_TOKENS = "/api/v1/auth/tokens/"
+
+
+def scopes_needed(method: str, path: str) -> tuple[TokenScope, ...]:
+    """The scopes an API token needs for a request: `read` to look (GET), `write` for any other method (the
+    copilot's questions too: they stage changes), and `admin` as well under /api/v1/admin/. A token may always
+    revoke itself (the service refuses any other), so whoever finds it leaked can end it."""
+    if method == "DELETE" and path.startswith(OWN_TOKENS):
+        return ()
+    needed: tuple[TokenScope, ...] = ("admin",) if path.startswith(ADMIN_API) else ()
+    return (*needed, "read" if method in SAFE_METHODS else "write")
+
+
+def _require_scopes(held: frozenset[TokenScope], request: Request) -> None:
+    """One place for every route: a token without a scope the request needs is a 403 naming that scope."""
+    route = request.scope.get("route")  # the route's own path: what decides, not a spelling of the address
+    for scope in scopes_needed(request.method, getattr(route, "path", request.url.path)):
+        if scope not in held:
+            raise TokenScopeRequired(scope)
 
 
 async def current_actor(request: Request, user: Annotated[dict, Depends(current_user)]) -> Actor:
@@ -176,7 +209,7 @@ def errors(*codes: ErrorCode) -> dict[int | str, dict[str, Any]]:
     return documented
 
 
-AUTHED = (ErrorCode.UNAUTHORIZED, ErrorCode.FORBIDDEN)
+AUTHED = (ErrorCode.UNAUTHORIZED, ErrorCode.FORBIDDEN, ErrorCode.TOKEN_SCOPE_REQUIRED)
 
 
 def envelope(

@@ -10,6 +10,7 @@ from nicegui.testing import User
 
 from desk.actors import Actor, Role
 from desk.config import Settings, use_settings
+from desk.schema import now
 
 PASSWORD = "correct horse battery staple"
 
@@ -22,8 +23,8 @@ def per_process(name: str) -> str:
 
 
 def actor(user: dict) -> Actor:
-    """The Actor a service call makes for this test user."""
-    return Actor(id=user["id"], role=Role(user["role"]))
+    """The Actor a page makes for this test user, in a browser session that has just logged in."""
+    return Actor(id=user["id"], role=Role(user["role"]), logged_in_at=now())
 
 
 def tuned(base: Settings, **changes: object) -> Settings:

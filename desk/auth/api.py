@@ -90,8 +90,15 @@ async def change_password(body: PasswordChange, request: Request, db: Db, actor:
 
 @router.post("/tokens", status_code=201, response_model=TokenCreated, responses=errors(*AUTHED))
 async def create_token(body: TokenCreate, db: Db, actor: SessionActor) -> TokenCreated:
-    """A new personal API token, from a browser session only. The secret is shown in this answer only."""
-    return await service.create_token(db=db, actor=actor, name=body.name)
+    """A new personal API token, from a browser session only. The secret is shown in this answer only.
+
+    `scopes`: what it may do, of `read` (GET), `write` (any other method) and `admin` (/api/v1/admin/, admins
+    only: a 403 for anyone else); by default read and write, and admin for an admin. `expiresInDays`: 1 to 365,
+    by default 90; an expired token is a 401, as a revoked one.
+    """
+    return await service.create_token(
+        db=db, actor=actor, name=body.name, scopes=body.scopes, expires_in_days=body.expires_in_days
+    )
 
 
 @router.get("/tokens", response_model=list[TokenRead], responses=errors(*AUTHED))

@@ -3,12 +3,20 @@
 from datetime import datetime
 from typing import Annotated
 
-from pydantic import Field
+from pydantic import AfterValidator, Field
 
+from desk.actors import SCOPES, Scope
 from desk.schema import ApiModel, IdStr, ReadModel, single_line, stripped
 from desk.users.models import Password
 
 TokenName = single_line(min_length=1, max_length=100)
+TOKEN_DAYS = 90  # a token's life when its maker names none
+MAX_TOKEN_DAYS = 365
+
+
+def _in_order(scopes: list[Scope]) -> list[Scope]:
+    """Each scope once, in the order read, write, admin (`["write", "read", "write"]` is read and write)."""
+    return [scope for scope in SCOPES if scope in scopes]
 
 
 class LoginRequest(ApiModel):
@@ -31,14 +39,20 @@ class ProfileUpdate(ApiModel):
 
 
 class TokenCreate(ApiModel):
+    """A new token: what it may do (default: read and write, and admin for an admin) and for how many days."""
+
     name: TokenName
+    scopes: Annotated[list[Scope], Field(min_length=1, max_length=9), AfterValidator(_in_order)] | None = None
+    expires_in_days: Annotated[int, Field(ge=1, le=MAX_TOKEN_DAYS)] = TOKEN_DAYS
 
 
 class TokenRead(ReadModel):
     id: IdStr = Field(validation_alias="_id")
     name: str
     prefix: str
+    scopes: list[Scope]
     created_at: datetime
+    expires_at: datetime
     last_used_at: datetime | None = None
 
 

@@ -8,9 +8,13 @@ from pymongo import ASCENDING, DESCENDING, ReturnDocument
 from pymongo.asynchronous.collection import AsyncCollection
 from pymongo.asynchronous.database import AsyncDatabase
 
+from desk.actors import SCOPES, Role, scopes_of
+from desk.schema import now
 from desk.users import repository as users_repo
 
 Doc = dict[str, Any]
+LEGACY_TOKEN_DAYS = 90
+EXPIRED_KEPT = 30 * 24 * 3600  # seconds an expired token stays listed (as "Expired") before the database drops it
 
 
 async def ensure_indexes(db: AsyncDatabase) -> None:
@@ -18,8 +22,23 @@ async def ensure_indexes(db: AsyncDatabase) -> None:
     await db["sessions"].create_index([("expiresAt", ASCENDING)], expireAfterSeconds=0, name="ttl")
     await db["api_tokens"].create_index([("hash", ASCENDING)], unique=True, name="hash_unique")
     await db["api_tokens"].create_index([("userId", ASCENDING), ("createdAt", DESCENDING)], name="user")
+    # an expired token is refused at once, and listed as "Expired" for a while before it goes
+    await db["api_tokens"].create_index([("expiresAt", ASCENDING)], expireAfterSeconds=EXPIRED_KEPT, name="ttl")
     await db["rate_limits"].create_index([("expiresAt", ASCENDING)], expireAfterSeconds=0, name="ttl")
     await db["login_tickets"].create_index([("expiresAt", ASCENDING)], expireAfterSeconds=0, name="ttl")
+    await _backfill_token_limits(db)
+
+
+async def _backfill_token_limits(db: AsyncDatabase) -> None:
+    """Tokens made before tokens had limits keep what they could do (read and write, admin for an admin's) and
+    last LEGACY_TOKEN_DAYS from this start, so no script stops at the upgrade and none runs forever."""
+    pipeline = [{"$match": {"expiresAt": {"$exists": False}}}, users_repo.lookup_by_id("userId", into="user")]
+    expires_at = now() + timedelta(days=LEGACY_TOKEN_DAYS)
+    for doc in await (await db["api_tokens"].aggregate(pipeline)).to_list():
+        role = Role(doc["user"][0]["role"]) if doc["user"] else Role.VIEWER  # an owner gone: its token is refused
+        scopes = [scope for scope in SCOPES if scope in scopes_of(role)]
+        query = {"_id": doc["_id"], "expiresAt": {"$exists": False}}  # a process starting beside this one did it
+        await db["api_tokens"].update_one(query, {"$set": {"scopes": scopes, "expiresAt": expires_at}})
 
 
 # Sessions: the id is the sha256 of the cookie's secret, so a leaked database holds no usable cookie.

@@ -8,11 +8,11 @@ from datetime import UTC, datetime, timedelta
 from bson import ObjectId
 from pymongo.asynchronous.database import AsyncDatabase
 
-from desk.actors import Actor, Role
+from desk.actors import SCOPES, Actor, Role, Scope, scopes_of
 from desk.audit import service as audit
 from desk.auth import events, passwords, throttle
 from desk.auth import repository as repo
-from desk.auth.models import TokenCreated, TokenRead
+from desk.auth.models import TOKEN_DAYS, TokenCreated, TokenRead
 from desk.config import get_settings
 from desk.errors import Forbidden, NotFound, RateLimited, Unauthorized
 from desk.schema import now, parse_object_id
@@ -38,9 +38,24 @@ def digest(secret: str) -> str:
     return hashlib.sha256(secret.encode()).hexdigest()
 
 
+# What the credential says beside the stored user, in the dict `user_for_session` and `user_for_token` answer
+# (never stored): when a session logged in, what a token may do. `actor_for` puts them on the Actor.
+LOGGED_IN_AT = "sessionLoggedInAt"
+TOKEN_SCOPES = "tokenScopes"  # noqa: S105 - a key, not a secret
+
+
 def actor_for(user: dict, *, by_token: bool = False) -> Actor:
-    """The human Actor for a stored user; `by_token` when the request came with an API token."""
-    return Actor(id=str(user["_id"]), role=Role(user["role"]), kind="human", by_token=by_token)
+    """The human Actor for a user as `user_for_session` or `user_for_token` found them (with the credential's
+    login time or scopes); `by_token` when the request came with an API token."""
+    scopes = user.get(TOKEN_SCOPES)
+    return Actor(
+        id=str(user["_id"]),
+        role=Role(user["role"]),
+        kind="human",
+        by_token=by_token or scopes is not None,
+        scopes=scopes,
+        logged_in_at=user.get(LOGGED_IN_AT),
+    )
 
 
 async def login(*, db: AsyncDatabase, email: str, password: str, ip: str) -> LoggedIn:
@@ -183,7 +198,7 @@ async def user_for_session(*, db: AsyncDatabase, secret: str, touch: bool = True
         raise Unauthorized("Your session has ended; please log in again.")
     if touch and moment - session["lastSeenAt"] >= TOUCH_EVERY:
         await repo.touch_session(db, session["_id"], seen_at=moment, idle_until=_idle_until(moment))
-    return user
+    return user | {LOGGED_IN_AT: session["createdAt"]}  # only a login opens a session: it began then
 
 
 def _idle_until(seen: datetime) -> datetime:
@@ -207,20 +222,38 @@ async def end_sessions(*, db: AsyncDatabase, user_id: ObjectId, keep_secret: str
 
 
 async def user_for_token(*, db: AsyncDatabase, secret: str) -> dict:
-    """The active user behind a personal API token; records when it was last used."""
+    """The active user behind an unexpired personal API token, with the token's scopes; records its last use."""
     found = await repo.get_token_and_user(db, digest(secret)) if secret.startswith(TOKEN_PREFIX) else None
     token, user = found or (None, None)
     if token is None or user is None or not user.get("active", False):
         raise Unauthorized("The API token is not valid.")
     moment = now()
+    if token["expiresAt"] <= moment:  # tokens made before expiry got one at the desk's start (auth repository)
+        raise Unauthorized(f"The API token expired on {token['expiresAt']:%Y-%m-%d}; make a new one on your profile.")
     if token.get("lastUsedAt") is None or moment - token["lastUsedAt"] >= TOUCH_EVERY:  # a write a minute at most
         await repo.touch_token(db, token["_id"], used_at=moment)
-    return user
+    # a role taken away takes its scopes with it: an admin made a user keeps no admin token
+    return user | {TOKEN_SCOPES: frozenset(token["scopes"]) & scopes_of(Role(user["role"]))}
 
 
-async def create_token(*, db: AsyncDatabase, actor: Actor, name: str) -> TokenCreated:
-    """A new personal API token; the secret is in this answer and nowhere else."""
+ADMIN_SCOPE_FOR_ADMINS = "Only admins can give a token the admin scope."
+
+
+async def create_token(
+    *,
+    db: AsyncDatabase,
+    actor: Actor,
+    name: str,
+    scopes: list[Scope] | None = None,
+    expires_in_days: int = TOKEN_DAYS,
+) -> TokenCreated:
+    """A new personal API token with `scopes` (None: all the actor's role allows) for `expires_in_days`; the
+    secret is in this answer and nowhere else."""
+    allowed = scopes_of(actor.role) if actor.is_human and actor.role else frozenset()
+    if scopes is not None and not set(scopes) <= allowed:
+        raise Forbidden(ADMIN_SCOPE_FOR_ADMINS, details={"field": "scopes"})
     secret = TOKEN_PREFIX + secrets.token_urlsafe(32)
+    moment = now()
     doc = await repo.insert_token(
         db,
         {
@@ -228,12 +261,15 @@ async def create_token(*, db: AsyncDatabase, actor: Actor, name: str) -> TokenCr
             "name": name,
             "hash": digest(secret),
             "prefix": secret[: len(TOKEN_PREFIX) + 6],
-            "createdAt": now(),
+            "scopes": [scope for scope in SCOPES if scope in (allowed if scopes is None else scopes)],
+            "createdAt": moment,
+            "expiresAt": moment + timedelta(days=expires_in_days),
             "lastUsedAt": None,
         },
     )
-    events.record("token_created", actor_id=actor.id, subject_id=actor.id, tokenId=doc["_id"])
-    await audit.record(db=db, actor=actor, action="token_created", subject_id=actor.id, details=_named(doc))
+    events.record("token_created", actor_id=actor.id, subject_id=actor.id, tokenId=doc["_id"], scopes=doc["scopes"])
+    details = _named(doc) | {"scopes": doc["scopes"], "expiresAt": doc["expiresAt"]}
+    await audit.record(db=db, actor=actor, action="token_created", subject_id=actor.id, details=details)
     return TokenCreated.model_validate({**doc, "secret": secret})
 
 

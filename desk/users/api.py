@@ -28,8 +28,15 @@ async def list_users(db: Db, actor: CurrentActor, query: Annotated[UserQuery, Qu
     return await service.list_users(db=db, actor=actor, page=query)
 
 
-@router.post("", status_code=201, response_model=UserRead, responses=errors(*AUTHED, ErrorCode.CONFLICT))
+@router.post(
+    "",
+    status_code=201,
+    response_model=UserRead,
+    responses=errors(*AUTHED, ErrorCode.CONFLICT, ErrorCode.RECENT_LOGIN_REQUIRED),
+)
 async def create_user(body: UserCreate, db: Db, actor: CurrentActor) -> UserRead:
+    """Add a person with a role and a first password. Adding an admin needs a browser session that logged in
+    within the last 15 minutes: with an API token it is a 403, from an older session a RECENT_LOGIN_REQUIRED."""
     return await service.create_user(db=db, actor=actor, data=body)
 
 
@@ -39,14 +46,20 @@ async def read_user(user_id: str, db: Db, actor: CurrentActor) -> UserRead:
     return await service.read_user(db=db, actor=actor, user_id=user_id)
 
 
-@router.patch("/{user_id}", response_model=UserRead, responses=errors(*AUTHED, ErrorCode.NOT_FOUND, ErrorCode.CONFLICT))
+@router.patch(
+    "/{user_id}",
+    response_model=UserRead,
+    responses=errors(*AUTHED, ErrorCode.NOT_FOUND, ErrorCode.CONFLICT, ErrorCode.RECENT_LOGIN_REQUIRED),
+)
 async def update_user(user_id: str, body: UserAdminUpdate, db: Db, actor: CurrentActor) -> UserRead:
     """Change role, aiEnabled, active, name, email (lower-cased; another person's is 409), or reset the password.
 
     A reset or a deactivation ends the person's sessions and revokes all their API tokens (reactivating does not
     bring them back). Either, a role that can do less or AI turned off also stops their copilot runs (the service
     fires desk.users.access). An empty body, or a null for a field, is a 400. A password is reset from a browser
-    session only: with an API token it is a 403.
+    session only: with an API token it is a 403. A role that can do more, or a new email (one's own too), needs a
+    browser session that logged in within the last 15 minutes: with a token a 403, from an older session a
+    RECENT_LOGIN_REQUIRED.
     """
     return await service.update_user(db=db, actor=actor, user_id=user_id, data=body)
 

@@ -1,5 +1,7 @@
 """Managing people: admins run users; everyone manages their own profile."""
 
+from datetime import timedelta
+
 from bson import ObjectId
 from pymongo.asynchronous.database import AsyncDatabase
 from pymongo.errors import DuplicateKeyError
@@ -8,13 +10,14 @@ from desk.actors import Actor
 from desk.audit import service as audit
 from desk.auth import events, passwords
 from desk.auth import service as auth_service
-from desk.errors import Conflict, Forbidden, NotFound, NothingToChange, ValidationFailed
+from desk.errors import Conflict, Forbidden, NotFound, NothingToChange, RecentLoginRequired, ValidationFailed
 from desk.schema import OffsetPage, PageQuery, now, parse_object_id
 from desk.users import access
 from desk.users import repository as repo
 from desk.users.models import PersonRead, UserAdminUpdate, UserCreate, UserQuery, UserRead
 
 PASSWORD_CHECKS_PER_MINUTE = 5
+RECENT_LOGIN = timedelta(minutes=15)
 
 
 def _require_admin(actor: Actor) -> None:
@@ -24,10 +27,21 @@ def _require_admin(actor: Actor) -> None:
 
 def _require_session_to_reset(actor: Actor, changes: dict[str, object]) -> None:
     """A password is set from a browser session only: a leaked admin token that could reset its owner's
-    password (or anyone's) would outlive its own revocation, holding the account itself. Everything else an
-    admin does, a provisioning script with an admin token may do too (people are added with a first password)."""
+    password (or anyone's) would outlive its own revocation, holding the account itself. Adding people who are
+    not admins, lowering roles and deactivating, a provisioning script with an admin token may do too."""
     if actor.by_token and "password" in changes:
         raise Forbidden("An API token cannot reset a password: that needs the desk in a browser.")
+
+
+def _require_recent_login(actor: Actor, what: str) -> None:
+    """What makes or widens a way into an account (an admin made, a role raised, an email changed) needs a browser
+    session that logged in within RECENT_LOGIN: not a leaked token, whose admins would outlive its revocation, nor
+    a session left open on an unattended screen."""
+    minutes = int(RECENT_LOGIN.total_seconds() // 60)
+    if actor.by_token:
+        raise Forbidden(f"An API token cannot {what}: that needs the desk in a browser, logged in recently.")
+    if actor.logged_in_at is None or now() - actor.logged_in_at > RECENT_LOGIN:
+        raise RecentLoginRequired(f"Log in again to {what}: it needs a login within the last {minutes} minutes.")
 
 
 def _require_human(actor: Actor) -> None:
@@ -36,8 +50,10 @@ def _require_human(actor: Actor) -> None:
 
 
 async def create_user(*, db: AsyncDatabase, actor: Actor, data: UserCreate) -> UserRead:
-    """Admins add a person with a role and a first password."""
+    """Admins add a person with a role and a first password; an admin, from a recent login only."""
     _require_admin(actor)
+    if data.role == "admin":
+        _require_recent_login(actor, "add an admin")
     return await register(db=db, data=data, actor=actor)
 
 
@@ -142,6 +158,10 @@ async def update_user(*, db: AsyncDatabase, actor: Actor, user_id: str, data: Us
     if not changes:
         return target
     _require_session_to_reset(actor, changes)
+    if "role" in changes and access.RANK[str(changes["role"])] > access.RANK[target.role]:
+        _require_recent_login(actor, "give someone a role that can do more")
+    if "email" in changes:
+        _require_recent_login(actor, "change an email address")
     if data.password is not None:
         passwords.check_policy(data.password)
         changes["passwordHash"] = await passwords.hash_password(changes.pop("password"))
