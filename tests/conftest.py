@@ -73,7 +73,7 @@ async def clean_db(request: pytest.FixtureRequest) -> AsyncIterator[None]:
 @pytest.fixture
 def settings() -> Iterator[Settings]:
     """Test settings (no environment file); tests that need other values build their own and `use_settings`."""
-    test_settings = Settings(desk_login_attempts_per_minute=1000)
+    test_settings = Settings(desk_login_attempts_per_minute=1000, desk_writes_per_minute=1000)
     use_settings(test_settings)
     yield test_settings
     use_settings(None)

@@ -7,6 +7,7 @@ from bson import ObjectId
 from pymongo import ASCENDING, DESCENDING, ReturnDocument
 from pymongo.asynchronous.collection import AsyncCollection
 from pymongo.asynchronous.database import AsyncDatabase
+from pymongo.errors import DuplicateKeyError
 
 from desk.actors import SCOPES, Role, scopes_of
 from desk.schema import now
@@ -148,3 +149,41 @@ async def hit(db: AsyncDatabase, key: str, *, window_end: datetime) -> int:
 async def unhit(db: AsyncDatabase, key: str, *, window_end: datetime) -> None:
     """Take back one hit counted on `key` in that window (a login whose password was right)."""
     await db["rate_limits"].update_one({"_id": f"{key}@{window_end.isoformat()}", "n": {"$gt": 0}}, {"$inc": {"n": -1}})
+
+
+# Login delays per (address, email typed), failures per account, and writes per person, in the same collection:
+# each document is one key's state, and expires with it.
+
+
+async def get_limit(db: AsyncDatabase, key: str) -> Doc | None:
+    return await db["rate_limits"].find_one({"_id": key})
+
+
+async def swap(db: AsyncDatabase, key: str, *, seen: int, state: Doc) -> bool:
+    """Store `state` as `key`'s if it is still at version `seen` (0: no document yet), as version `seen + 1`.
+
+    A compare-and-set: of two requests that read the same version, one stores, the other is told False.
+    """
+    new = {**state, "v": seen + 1}
+    if seen == 0:
+        try:
+            await db["rate_limits"].insert_one({"_id": key, **new})
+        except DuplicateKeyError:
+            return False
+        return True
+    return (await db["rate_limits"].update_one({"_id": key, "v": seen}, {"$set": new})).modified_count == 1
+
+
+async def forget(db: AsyncDatabase, key: str) -> None:
+    await db["rate_limits"].delete_one({"_id": key})
+
+
+async def add_failure(db: AsyncDatabase, key: str, *, entry: Doc, keep: int, expires_at: datetime) -> list[Doc]:
+    """Append one failure to `key`'s newest `keep`; returns them, oldest first."""
+    doc = await db["rate_limits"].find_one_and_update(
+        {"_id": key},
+        {"$push": {"failures": {"$each": [entry], "$slice": -keep}}, "$set": {"expiresAt": expires_at}},
+        upsert=True,
+        return_document=ReturnDocument.AFTER,
+    )
+    return doc["failures"]

@@ -22,6 +22,7 @@ from desk.work_orders.models import (
 
 router = APIRouter(prefix="/api/v1/work-orders", tags=["work orders"])
 MISSING = (*AUTHED, ErrorCode.NOT_FOUND)
+WRITE = ErrorCode.RATE_LIMITED  # a person's writes are limited per minute (desk/auth/write_limit.py)
 
 
 @router.get("", response_model=OffsetPage[WorkOrderRead], responses=errors(*AUTHED))
@@ -41,7 +42,7 @@ CREATED = {201: {"headers": {"Location": {"description": "The new work order's U
     "",
     status_code=201,
     response_model=WorkOrderRead,
-    responses=CREATED | errors(*AUTHED, ErrorCode.NOT_FOUND, ErrorCode.CONFLICT),
+    responses=CREATED | errors(*AUTHED, ErrorCode.NOT_FOUND, ErrorCode.CONFLICT, WRITE),
 )
 async def create(body: WorkOrderCreate, db: Db, actor: CurrentActor, response: Response) -> WorkOrderRead:
     created = await service.create(db=db, actor=actor, data=body)
@@ -54,7 +55,7 @@ async def get(order_id: str, db: Db, actor: CurrentActor) -> WorkOrderRead:
     return await service.get_or_raise(db=db, actor=actor, order_id=order_id)
 
 
-@router.patch("/{order_id}", response_model=WorkOrderRead, responses=errors(*MISSING, ErrorCode.CONFLICT))
+@router.patch("/{order_id}", response_model=WorkOrderRead, responses=errors(*MISSING, ErrorCode.CONFLICT, WRITE))
 async def update(order_id: str, body: WorkOrderUpdate, db: Db, actor: CurrentActor) -> WorkOrderRead:
     """Change fields (leave out what stays; null and nothing to change are 400); `version` must be the
     one you read, else 409 CONFLICT with the current order. `{version, ownerId: <your id>}` takes an order
@@ -66,7 +67,7 @@ async def update(order_id: str, body: WorkOrderUpdate, db: Db, actor: CurrentAct
     "/{order_id}",
     status_code=status.HTTP_204_NO_CONTENT,
     response_class=Response,
-    responses=errors(*MISSING, ErrorCode.CONFLICT),
+    responses=errors(*MISSING, ErrorCode.CONFLICT, WRITE),
 )
 async def delete(order_id: str, version: Annotated[Version, Query()], db: Db, actor: CurrentActor) -> None:
     await service.delete(db=db, actor=actor, order_id=order_id, version=version)
@@ -89,7 +90,7 @@ async def comments(
     return await service.comments(db=db, actor=actor, order_id=order_id, offset=page.offset, limit=page.limit)
 
 
-@router.post("/{order_id}/comments", status_code=201, response_model=CommentRead, responses=errors(*MISSING))
+@router.post("/{order_id}/comments", status_code=201, response_model=CommentRead, responses=errors(*MISSING, WRITE))
 async def add_comment(order_id: str, body: CommentCreate, db: Db, actor: CurrentActor) -> CommentRead:
     """Add a comment (up to 2,000 characters of plain text): anyone who can see the order, viewers too."""
     return await service.add_comment(db=db, actor=actor, order_id=order_id, data=body)

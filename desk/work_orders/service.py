@@ -10,6 +10,7 @@ from pymongo.asynchronous.database import AsyncDatabase
 
 from desk.actors import Actor
 from desk.audit import service as audit
+from desk.auth import write_limit
 from desk.errors import Conflict, DeskError, Forbidden, NotFound, NothingToChange
 from desk.schema import OffsetPage, after, during, midnight, now, parse_object_id
 from desk.users import repository as users_repo
@@ -73,6 +74,7 @@ async def create(*, db: AsyncDatabase, actor: Actor, data: WorkOrderCreate, run_
     queued = data.owner_given() and data.owner_id is None
     refused = "Only admins can give a work order to someone else."
     owner = None if queued else await _owner_id(db, actor, data.owner_id, refused=refused)
+    await write_limit.admit(db=db, actor=actor)
     moment = now()
     new = {
         "title": data.title,
@@ -177,6 +179,7 @@ async def update(
         permissions.check_take(actor, before, fields)
     if not fields:
         return WorkOrderRead.model_validate(before)
+    await write_limit.admit(db=db, actor=actor)
     if "status" in fields:
         fields["closedAt"] = now() if fields["status"] in CLOSED else None
     old, new = _tracked(before), _tracked({**before, **fields})
@@ -193,6 +196,7 @@ async def delete(*, db: AsyncDatabase, actor: Actor, order_id: str, version: int
     """Delete at the version the person saw; Conflict (and nothing deleted) when it moved on."""
     before = await _get_writable(db, actor, order_id)
     _check_version(before, version)
+    await write_limit.admit(db=db, actor=actor)
     deleted = timeline_entry(actor, "deleted", before=_tracked(before), after=None, run_id=run_id)
     gone = await repo.delete(db, before["_id"], version, activity=deleted)
     if gone is None:
@@ -229,6 +233,7 @@ async def add_comment(*, db: AsyncDatabase, actor: Actor, order_id: str, data: C
     doc = await _get_visible(db, actor, order_id)
     if doc is None:
         raise NotFound("No such work order.")
+    await write_limit.admit(db=db, actor=actor)  # comments too: each is pushed to every screen showing the order
     entry = {
         "workOrderId": doc["_id"],
         "actorId": actor.id,
