@@ -25,6 +25,7 @@ COPILOT_PAGE = "/app/copilot"  # the conversation's own page: no second panel in
 def frame(title: str, user: dict, *, path: str) -> Iterator[session.Visit]:
     """Open the page chrome for `user` (just read from the request); the body goes inside the `with` block."""
     visit = session.visit(user, path)
+    drafts.own(visit.drafts_owner)  # the browser drops the drafts of any other session, and those a day old
     ui.page_title(f"{title} · Work Order Desk")
     ui.colors(primary="#2f4f6f")
     off = ai_off_reason(user)
@@ -218,6 +219,6 @@ async def _log_out(visit: session.Visit) -> None:
         lines = (f"You have changes on {orders} that are not saved.", "Log out and discard them?")
         if not await confirm(*lines, action="Log out", marker="confirm-logout"):
             return
-    await drafts.forget_all(visit.user_id)  # on a shared computer, the next person must find none of this one's typing
+    await drafts.forget_all()  # on a shared computer, the next person must find none of this one's typing
     await session.sign_out(visit)
     visit.close("/login")
