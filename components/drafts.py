@@ -1,20 +1,25 @@
-"""Unsaved edits of an order page: asked about before leaving, and kept in this browser meanwhile.
+"""Unsaved edits of an order page: asked about before leaving, and kept in this browser while the session lives.
 
 While the form differs from the order as loaded, or a comment is being typed, leaving the page (a
 link, Back, closing the tab) asks first, and the text is kept in the browser's localStorage under
-the person's and the order's ids (a comment's key ends in ":comment"). A session that ends
-mid-typing sends the person to log in; the page restores the kept text when they come back (or, when
-they may no longer change the order, shows it to copy: `show_kept_to_copy`), and only to them:
-someone else signing in on the same browser (a shared desk) never sees it. Logging out on purpose
-forgets the person's kept texts (`forget_all`), after asking when this page or any other tab has one
-(`kept`). Values travel as JSON strings and go back into inputs or labels, never into HTML.
+the person's and the order's ids (a comment's key ends in ":comment"). A reload, another tab, or a
+role lowered mid-typing (`show_kept_to_copy`) finds it again, as long as the session it was typed in
+lives. Kept text belongs to that session: each draft carries a name of the session (`owner`, derived
+one way from its secret, never the secret) and when it was typed (`at`). Every page load tells the
+browser whose session it now has (`own`: the frame, for the session; the login page, for none) and
+the browser drops every draft of another session, and any older than a day. So a session that
+ended for any reason (logout, an admin, idle or age limits) leaves nothing for the next person on
+a shared desk, nor for a script reading localStorage. Logging out on purpose forgets every kept text
+(`forget_all`), after asking when this page or any other tab has one (`kept`); the other tabs stop
+asking before they are left, and stop keeping what is typed in them. Values travel as JSON and go
+back into inputs or labels, never into HTML.
 """
 
 import json
 from contextlib import suppress
 from typing import Any
 
-from nicegui import background_tasks, ui
+from nicegui import Client, background_tasks, ui
 
 from components.chips import CHOICE_LABELS, FIELD_NAMES
 from components.order_changes import why_read_only
@@ -22,10 +27,54 @@ from desk.actors import Actor
 from desk.work_orders.models import EDITABLE, WorkOrderRead
 
 KEY = "desk-draft:"
-OLD_KEYS = r"/^desk-draft:[0-9a-f]{24}$/"  # kept under the order's id alone, before keys named the person
-# Static (no user text in it): asks before the page is left while the desk marked it dirty, and
-# sends Ctrl+S / Cmd+S to the page. Run, not added to <head>: the page may be sent already (the
-# frame waits for the socket), and a <script> inserted after that is never run by the browser.
+# Static (no user text in it): the browser's side of kept drafts, installed once per page. A draft
+# is written only while the browser's session (OWNER, in localStorage) is still the one this page
+# was built for: after a logout, or someone else's login, in another tab, this page keeps nothing more
+# and stops asking before it is left (the storage event).
+LIBRARY = """
+if (!window.deskDrafts) {
+  const PREFIX = 'desk-draft:', OWNER = 'desk-drafts-owner', DAY = 24 * 60 * 60 * 1000;
+  const keys = () => Object.keys(localStorage).filter((key) => key.startsWith(PREFIX));
+  const read = (key) => { try { return JSON.parse(localStorage.getItem(key)); } catch { return null; } };
+  const ours = () => !!window.deskDraftsOwner && localStorage.getItem(OWNER) === window.deskDraftsOwner;
+  const fresh = (kept) => !!kept && kept.owner === window.deskDraftsOwner && Date.now() - kept.at < DAY;
+  window.deskDrafts = {
+    own(owner) {
+      window.deskDraftsOwner = owner;
+      if (owner) localStorage.setItem(OWNER, owner); else localStorage.removeItem(OWNER);
+      this.expire();
+    },
+    expire() { keys().filter((key) => !fresh(read(key))).forEach((key) => localStorage.removeItem(key)); },
+    keep(key, value) {
+      if (!ours()) return false;
+      localStorage.setItem(key, JSON.stringify({...value, owner: window.deskDraftsOwner, at: Date.now()}));
+      window.deskDirty = {...window.deskDirty, [key]: 1};
+      return true;
+    },
+    drop(key) {
+      if (ours()) localStorage.removeItem(key);  // not another session's, in a tab left open
+      delete (window.deskDirty || {})[key];
+    },
+    get(key) { const kept = read(key); return ours() && fresh(kept) ? kept : null; },
+    count(prefix) {
+      const theirs = ours() ? keys().filter((key) => key.startsWith(prefix) && fresh(read(key))) : [];
+      return new Set(theirs.map((key) => key.split(':')[2])).size;
+    },
+    forgetAll() {
+      keys().forEach((key) => localStorage.removeItem(key));
+      localStorage.removeItem(OWNER);
+      window.deskDirty = {};
+    },
+  };
+  window.addEventListener('storage', (event) => {
+    if ((event.key === OWNER && event.newValue !== window.deskDraftsOwner) || event.key === null) window.deskDirty = {};
+  });
+  setInterval(() => ours() && window.deskDrafts.expire(), 60 * 1000);  // a day old while the page stays open
+}
+"""
+# Static too: asks before the page is left while the desk marked it dirty, and sends Ctrl+S / Cmd+S
+# to the page. Run, not added to <head>: the page may be sent already (the frame waits for the
+# socket), and a <script> inserted after that is never run by the browser.
 GUARD = """
 if (!window.deskGuard) {
   window.deskGuard = true;
@@ -44,27 +93,36 @@ READ_SECONDS = 5.0
 ASK_SECONDS = 2.0  # a logout waits this long at most to learn whether it must ask (a browser answers at once)
 
 
+def own(owner: str | None) -> None:
+    """On every page load: the browser's session is now `owner` (None: it has none, the login page); the browser
+    drops the drafts of any other session, and those older than a day. Sent before any draft is read back."""
+    background_tasks.create(_own(ui.context.client, owner), name="drop the drafts of other sessions")
+
+
+async def _own(client: Client, owner: str | None) -> None:
+    with suppress(TimeoutError):  # a slow browser still runs it, first of the page's scripts
+        await client.run_javascript(f"{LIBRARY}\ndeskDrafts.own({json.dumps(owner)})", timeout=READ_SECONDS)
+
+
 class Draft:
     """The browser side of one order page's edit (or, with `part`, of another text on it, such as a comment being
     typed): `track` after every change, `restore` once connected."""
 
     def __init__(self, user_id: str, order_id: str, part: str = "") -> None:
-        self.key = json.dumps(f"{KEY}{user_id}:{order_id}" + (f":{part}" if part else ""))
+        self.key = json.dumps(f"{KEY}{user_id}:{order_id}" + (f":{part}" if part else ""))  # ids: no one's text
         self.dirty = False
         self.client = ui.context.client
         self.waiting: str | None = None  # the newest code not yet sent
         self.sending = False
-        self.client.run_javascript(GUARD)
+        self.client.run_javascript(LIBRARY + GUARD)
 
     def track(self, edits: dict[str, Any], version: int) -> None:
         """Keep `edits` in the browser and guard leaving while there are any; none: forget and stop asking."""
         if edits:
-            value = json.dumps(json.dumps({"version": version, "edits": edits}, default=str))
-            # which texts of the page are unsaved: one of them saved does not let the page go without asking
-            dirty = f"window.deskDirty = {{...window.deskDirty, [{self.key}]: 1}}"
-            self._send(f"localStorage.setItem({self.key}, {value}); {dirty}")
+            # all JSON: what the person typed reaches the browser as data, never as code
+            self._send(f"deskDrafts.keep({self.key}, {json.dumps({'version': version, 'edits': edits}, default=str)})")
         elif self.dirty:
-            self._send(f"localStorage.removeItem({self.key}); delete (window.deskDirty || {{}})[{self.key}]")
+            self._send(f"deskDrafts.drop({self.key})")
         self.dirty = bool(edits)
 
     def _send(self, code: str) -> None:
@@ -89,14 +147,10 @@ class Draft:
         self.track({}, 0)
 
     async def restore(self) -> dict[str, Any] | None:
-        """The edits this browser kept for the order, if any (None when nothing or unreadable)."""
+        """The edits this browser kept for the order in this session, if any (None when nothing or unreadable)."""
         try:
-            raw = await self.client.run_javascript(f"localStorage.getItem({self.key})", timeout=READ_SECONDS)
+            kept = await self.client.run_javascript(f"deskDrafts.get({self.key})", timeout=READ_SECONDS)
         except TimeoutError:
-            return None
-        try:
-            kept = json.loads(raw) if isinstance(raw, str) else None
-        except ValueError:
             return None
         edits = kept.get("edits") if isinstance(kept, dict) else None
         return edits if isinstance(edits, dict) and edits else None
@@ -130,24 +184,16 @@ async def show_kept_to_copy(actor: Actor, order: WorkOrderRead, into: ui.element
 
 
 async def kept(user_id: str) -> int:
-    """On how many orders this browser keeps the person's unsaved text, from any of their tabs (0: it does not
-    answer)."""
-    orders = f"new Set({_theirs(user_id)}.map((key) => key.split(':')[2])).size"  # an edit and a comment: one order
-    with suppress(TimeoutError):
-        found = await ui.run_javascript(orders, timeout=ASK_SECONDS)
+    """On how many orders this browser keeps the person's unsaved text in this session, from any of their tabs (0:
+    it does not answer)."""
+    with suppress(TimeoutError):  # an edit and a comment of one order count as one
+        found = await ui.run_javascript(f"deskDrafts.count({json.dumps(f'{KEY}{user_id}:')})", timeout=ASK_SECONDS)
         return found if isinstance(found, int) else 0
     return 0
 
 
-async def forget_all(user_id: str) -> None:
-    """Forget every edit this browser keeps for the person (they log out: nothing of theirs stays behind), and
-    any kept before keys named their person (whose they were is unknown)."""
-    old = f"Object.keys(localStorage).filter((key) => {OLD_KEYS}.test(key))"
-    code = f"{_theirs(user_id)}.concat({old}).forEach((key) => localStorage.removeItem(key)); window.deskDirty = {{}}"
+async def forget_all() -> None:
+    """Forget every draft this browser keeps (the person logs out: nothing of theirs stays behind); the session's
+    other tabs keep nothing more from now on."""
     with suppress(TimeoutError):  # awaited, so it is done before the browser is sent away
-        await ui.run_javascript(code)
-
-
-def _theirs(user_id: str) -> str:
-    prefix = json.dumps(f"{KEY}{user_id}:")  # ids only: no text of anyone's goes into the code
-    return f"Object.keys(localStorage).filter((key) => key.startsWith({prefix}))"
+        await ui.run_javascript("deskDrafts.forgetAll()")

@@ -9,6 +9,7 @@ a session that ended, or a role that changed, closes the page on the server (see
 """
 
 import asyncio
+import hashlib
 import re
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
@@ -66,6 +67,12 @@ class Visit:
     closing: bool = field(default=False, init=False)
     draft: "Draft | None" = field(default=None, init=False)  # the page's edit form, if it has one (logout asks)
 
+    @property
+    def drafts_owner(self) -> str:
+        """The session's name in the browser, which tags the drafts typed in it (components/drafts.py): derived one
+        way from the secret, so it neither opens the session nor is the key its stored hash is found by."""
+        return hashlib.sha256(f"desk-drafts:{self.secret}".encode()).hexdigest()[:32]
+
     def moved_to(self, address: str) -> None:
         """The page now shows `address` (a view's filters, say): the browser's, for Back and reload, and ours."""
         ui.navigate.history.replace(address)
@@ -122,7 +129,7 @@ class Visit:
             return
         self.closing = True
         with self.client:
-            ui.run_javascript("window.deskDirty = {}")  # an unsaved edit stays kept in the browser: no prompt
+            ui.run_javascript("window.deskDirty = {}")  # left on the desk's word: no prompt
             ui.navigate.to(target)
         background_tasks.create(self._delete_soon(), name="close a page")
 

@@ -4,7 +4,7 @@ from fastapi import Request
 from fastapi.responses import RedirectResponse
 from nicegui import APIRouter, ui
 
-from components import session
+from components import drafts, session
 from desk.errors import DeskError
 
 router = APIRouter()
@@ -23,6 +23,7 @@ async def login_page(request: Request, redirect_to: str | None = None, reason: s
     if await session.current_user() is not None:
         ui.navigate.to(target)
         return
+    drafts.own(None)  # no session here: every draft this browser kept goes (an ended session's, for the next person)
     ip = request.client.host if request.client else "unknown"
     browser = session.browser_of(request)
     ui.page_title("Log in · Work Order Desk")
@@ -50,7 +51,8 @@ async def login_page(request: Request, redirect_to: str | None = None, reason: s
         if reason == session.ENDED:
             ui.label(
                 "Your session ended (you logged out, it expired, or an admin changed your account). "
-                "Log in again to carry on: unsaved edits are kept in this browser."
+                "Log in again to carry on. Edits you had not saved went with it, "
+                "so that nobody else on this browser finds them."
             ).classes("text-sm bg-blue-1 p-2 rounded").mark("login-reason")
         email = ui.input("Email").props("autofocus autocomplete=username").classes("w-full").mark("email")
         password = ui.input("Password", password=True).props("autocomplete=current-password").classes("w-full")

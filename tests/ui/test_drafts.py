@@ -1,8 +1,14 @@
-"""No lost typing: an edit is kept in the browser while unsaved, restored after a new login, saved with Ctrl+S."""
+"""No lost typing while a session lives: an edit is kept in the browser while unsaved, saved with Ctrl+S; and
+nothing of it outlives the session (components/drafts.py).
+
+The `user` fixture runs no JavaScript: `BrowserStorage` answers the page's calls to the browser's side of
+drafts as that script does (tests/e2e/test_drafts.py runs the script itself, in Chromium).
+"""
 
 import asyncio
 import json
 import re
+import time
 
 from bson import ObjectId
 from nicegui import background_tasks
@@ -14,37 +20,71 @@ from desk.users.models import UserAdminUpdate
 from tests.helpers import actor, until
 from tests.ui.conftest import WAIT
 
-
-def browser_storage(user: User) -> dict[str, str]:
-    """The browser's localStorage as the page's scripts use it (the user fixture runs no JavaScript)."""
-    stored: dict[str, str] = {}
-
-    def set_item(match: re.Match) -> None:
-        stored[json.loads(match[1])] = json.loads(match[2])
-
-    user.javascript_rules[re.compile(r'localStorage\.setItem\(("[^"]*"), (".*")\); window')] = set_item
-    user.javascript_rules[re.compile(r'localStorage\.removeItem\(("[^"]*")\)')] = lambda m: stored.pop(
-        json.loads(m[1]), None
-    )
-    user.javascript_rules[re.compile(r'localStorage\.getItem\(("[^"]*")\)')] = lambda m: stored.get(json.loads(m[1]))
-
-    def remove_theirs_and_old(match: re.Match) -> None:
-        for key in [key for key in stored if key.startswith(json.loads(match[1])) or OLD_KEY.fullmatch(key)]:
-            del stored[key]
-
-    def orders(match: re.Match) -> int:  # an order's edit and its comment being typed are one order
-        return len({key.split(":")[2] for key in stored if key.startswith(json.loads(match[1]))})
-
-    theirs = r'Object\.keys\(localStorage\)\.filter\(\(key\) => key\.startsWith\(("[^"]*")\)\)'
-    user.javascript_rules[re.compile(r"^new Set\(" + theirs + r"\.map\(.*\)\)\.size$")] = orders
-    user.javascript_rules[re.compile(theirs + r"\.concat\(")] = remove_theirs_and_old
-    return stored
+DAY_MS = 24 * 60 * 60 * 1000
 
 
-OLD_KEY = re.compile(r"desk-draft:[0-9a-f]{24}")  # as the browser's code tests it (components/drafts.py OLD_KEYS)
+class BrowserStorage(dict):
+    """The drafts in the browser's localStorage (key → what is kept), with whose session the browser has now
+    (`owner`) and whose the open page was built for (`page`)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.owner: str | None = None
+        self.page: str | None = None
+        self.owned: list[str | None] = []  # every page load's owner, in order
+
+    def answer(self, user: User) -> "BrowserStorage":
+        rules = {
+            r"(?s).*deskDrafts\.own\((.*)\)$": lambda m: self.own(json.loads(m[1])),
+            r'deskDrafts\.keep\(("[^"]*"), (.*)\)$': lambda m: self.keep(json.loads(m[1]), json.loads(m[2])),
+            r'deskDrafts\.drop\(("[^"]*")\)$': lambda m: self.pop(json.loads(m[1]), None) if self.ours() else None,
+            r'deskDrafts\.get\(("[^"]*")\)$': lambda m: self.get_fresh(json.loads(m[1])),
+            r'deskDrafts\.count\(("[^"]*")\)$': lambda m: self.count(json.loads(m[1])),
+            r"deskDrafts\.forgetAll\(\)$": lambda m: self.forget_all(),
+        }
+        for pattern, answer in rules.items():
+            user.javascript_rules[re.compile(pattern)] = answer
+        return self
+
+    def own(self, owner: str | None) -> None:
+        self.page = self.owner = owner
+        self.owned.append(owner)
+        for key in [key for key, kept in self.items() if not self.fresh(kept)]:
+            del self[key]
+
+    def ours(self) -> bool:
+        return self.page is not None and self.owner == self.page
+
+    def fresh(self, kept: dict) -> bool:
+        return kept.get("owner") == self.page and time.time() * 1000 - kept.get("at", 0) < DAY_MS
+
+    def keep(self, key: str, value: dict) -> bool:
+        if self.ours():
+            self[key] = {**value, "owner": self.page, "at": time.time() * 1000}
+        return self.ours()
+
+    def plant(self, key: str, value: dict) -> None:
+        """What a tab of this session kept before this page was opened."""
+        self[key] = {**value, "owner": self.owner, "at": time.time() * 1000}
+
+    def get_fresh(self, key: str) -> dict | None:
+        kept = self.get(key)
+        return kept if kept is not None and self.ours() and self.fresh(kept) else None
+
+    def count(self, prefix: str) -> int:
+        theirs = [key for key, kept in self.items() if key.startswith(prefix) and self.fresh(kept)]
+        return len({key.split(":")[2] for key in theirs}) if self.ours() else 0
+
+    def forget_all(self) -> None:
+        self.clear()
+        self.owner = None
 
 
-async def type_unsaved(user: User, person: dict, order, storage: dict[str, str], field: str, text: str) -> str:
+def browser_storage(user: User) -> BrowserStorage:
+    return BrowserStorage().answer(user)
+
+
+async def type_unsaved(user: User, person: dict, order, storage: BrowserStorage, field: str, text: str) -> str:
     """On `order`'s page (`person` logged in), type `text` into `field` and wait for the browser to keep it; its key."""
     await user.open(f"/app/work-orders/{order.id}")
     await user.should_see(marker="detail-title", retries=WAIT)
@@ -52,7 +92,7 @@ async def type_unsaved(user: User, person: dict, order, storage: dict[str, str],
     key = f"desk-draft:{person['id']}:{order.id}"
 
     def kept() -> bool:
-        return key in storage and json.loads(storage[key])["edits"].get(field) == text
+        return key in storage and storage[key]["edits"].get(field) == text
 
     await until(kept, what="the edit kept in the browser", within=15)
     return key
@@ -65,44 +105,61 @@ async def test_an_edit_is_kept_while_unsaved_and_forgotten_once_saved(user: User
     await log_in(user, sam)
 
     key = await type_unsaved(user, sam, order, storage, "title", "Leaking tap, <b>kitchen</b>")
-    assert json.loads(storage[key]) == {"version": 1, "edits": {"title": "Leaking tap, <b>kitchen</b>"}}
+    assert storage[key]["version"] == 1
+    assert storage[key]["edits"] == {"title": "Leaking tap, <b>kitchen</b>"}
 
     user.find(marker="save").click()
     await user.should_see("Saved.", retries=3 * WAIT)
     await until(lambda: storage == {}, what="the saved edit forgotten", within=15)
 
 
-async def test_a_session_that_ends_mid_typing_keeps_the_edit_for_after_the_next_login(
+async def test_drafts_are_tagged_with_a_name_of_the_session_that_is_not_its_secret_nor_its_stored_hash(
     user: User, make_user, make_order, log_in, db
 ):
+    sam = await make_user("user")
+    order = await make_order(sam, "Leaking tap")
+    storage = browser_storage(user)
+    await log_in(user, sam)
+    key = await type_unsaved(user, sam, order, storage, "title", "Dripping tap")
+
+    (session,) = await db["sessions"].find({"userId": ObjectId(sam["id"])}).to_list()
+    owner = storage[key]["owner"]
+    assert re.fullmatch(r"[0-9a-f]{32}", owner)
+    assert owner not in session["_id"]  # the stored hash is what finds the session: not handed to the browser
+    assert storage.owned[0] is None  # the login page: no session
+    assert set(storage.owned[1:]) == {owner}  # every page of the session names it alike (a reload keeps its drafts)
+
+    await user.open(f"/app/work-orders/{order.id}")  # a reload: the draft is still there, and put back
+    await user.should_see(marker="draft-restored", retries=3 * WAIT)
+    assert user.find(marker="edit-title").elements.pop().value == "Dripping tap"
+
+
+async def test_a_session_that_ends_mid_typing_takes_the_edit_with_it(user: User, make_user, make_order, log_in, db):
     sam = await make_user("user")
     order = await make_order(sam, "Leaking tap", description="Cold tap")
     storage = browser_storage(user)
     await log_in(user, sam)
     await type_unsaved(user, sam, order, storage, "description", "Cold tap drips all night")
+    first = storage.owner
 
-    await auth_service.end_sessions(db=db, user_id=ObjectId(sam["id"]))  # logged out in another tab
+    await auth_service.end_sessions(db=db, user_id=ObjectId(sam["id"]))  # logged out in another tab, or idle
     await user.should_see(marker="login-reason", retries=WAIT)
-    await user.should_see("unsaved edits are kept in this browser", retries=WAIT)
+    await user.should_see("Edits you had not saved went with it", retries=WAIT)
+    await until(lambda: storage == {} and storage.owner is None, what="the login page to drop the draft", within=15)
 
-    await log_in(user, sam, landing=f"/login?redirect_to=/app/work-orders/{order.id}")
-    await user.should_see(marker="draft-restored", retries=3 * WAIT)
-    (description,) = user.find(marker="edit-description").elements
-    assert description.value == "Cold tap drips all night"
-    user.find(marker="save").click()
-    await user.should_see("Saved.", retries=3 * WAIT)
-    stored = await db["work_orders"].find_one({"_id": ObjectId(order.id)})
-    assert stored["description"] == "Cold tap drips all night"
-    await until(lambda: storage == {}, what="the saved edit forgotten", within=15)
+    await log_in(user, sam, landing=f"/login?redirect_to=/app/work-orders/{order.id}")  # the same person again
+    await user.should_see(marker="detail-title", retries=3 * WAIT)
+    await until(lambda: storage.owner not in (None, first), what="a new session, under a new name", within=15)
+    await user.should_not_see(marker="draft-restored")
+    assert user.find(marker="edit-description").elements.pop().value == "Cold tap"
 
 
 async def test_a_restored_edit_can_be_discarded(user: User, make_user, make_order, log_in):
     sam = await make_user("user")
     order = await make_order(sam, "Leaking tap")
     storage = browser_storage(user)
-    kept = {"version": 1, "edits": {"title": "Kept", "status": "bogus"}}
-    storage[f"desk-draft:{sam['id']}:{order.id}"] = json.dumps(kept)
     await log_in(user, sam)
+    storage.plant(f"desk-draft:{sam['id']}:{order.id}", {"version": 1, "edits": {"title": "Kept", "status": "bogus"}})
     await user.open(f"/app/work-orders/{order.id}")
     await user.should_see(marker="draft-restored", retries=3 * WAIT)
     assert user.find(marker="edit-title").elements.pop().value == "Kept"
@@ -119,16 +176,16 @@ async def test_typing_while_the_kept_edit_is_read_back_is_not_overwritten(user: 
     order = await make_order(sam, "Leaking tap")
     storage = browser_storage(user)
     key = f"desk-draft:{sam['id']}:{order.id}"
-    storage[key] = json.dumps({"version": 1, "edits": {"title": "An old kept edit"}})
     asked = []
 
-    def typed_meanwhile(match: re.Match) -> str | None:  # the person types before the browser's answer arrives
+    def typed_meanwhile(match: re.Match) -> dict | None:  # the person types before the browser's answer arrives
         user.find(marker="edit-title").clear().type("Typed just now")
         asked.append(True)
-        return storage.get(json.loads(match[1]))
+        return storage.get_fresh(json.loads(match[1]))
 
-    user.javascript_rules[re.compile(r'localStorage\.getItem\(("[^"]*")\)')] = typed_meanwhile
     await log_in(user, sam)
+    storage.plant(key, {"version": 1, "edits": {"title": "An old kept edit"}})
+    user.javascript_rules[re.compile(r'deskDrafts\.get\(("[^"]*")\)$')] = typed_meanwhile
     await user.open(f"/app/work-orders/{order.id}")
     await until(lambda: asked, what="the kept edit asked for", within=15)
     restoring = [t for t in background_tasks.running_tasks if t.get_name() == "restore a kept edit"]
@@ -136,7 +193,11 @@ async def test_typing_while_the_kept_edit_is_read_back_is_not_overwritten(user: 
 
     assert user.find(marker="edit-title").elements.pop().value == "Typed just now"
     await user.should_not_see(marker="draft-restored")
-    await until(lambda: "Typed just now" in storage.get(key, ""), what="the new edit kept instead", within=15)
+    await until(
+        lambda: storage.get(key, {}).get("edits") == {"title": "Typed just now"},
+        what="the new edit kept instead",
+        within=15,
+    )
 
 
 async def test_ctrl_s_saves_and_save_comes_before_delete(user: User, make_user, make_order, log_in, db):
@@ -157,7 +218,7 @@ async def test_ctrl_s_saves_and_save_comes_before_delete(user: User, make_user, 
     assert (await db["work_orders"].find_one({"_id": ObjectId(order.id)}))["title"] == "Dripping tap"
 
 
-async def test_someone_else_signing_in_on_the_same_browser_does_not_get_the_kept_edit(
+async def test_someone_else_signing_in_on_the_same_browser_finds_nothing_of_the_kept_edit(
     user: User, make_user, make_order, log_in, db
 ):
     sam, admin = await make_user("user"), await make_user("admin")
@@ -172,7 +233,7 @@ async def test_someone_else_signing_in_on_the_same_browser_does_not_get_the_kept
     await user.should_see(marker="detail-title", retries=3 * WAIT)
     await user.should_not_see(marker="draft-restored")
     assert user.find(marker="edit-title").elements.pop().value == "Leaking tap"
-    assert any("private note" in value for value in storage.values())  # still Sam's, for when he is back
+    assert not any("private note" in json.dumps(kept) for kept in storage.values())
 
 
 async def test_logging_out_with_an_unsaved_edit_asks_first_and_then_forgets_it(
@@ -181,7 +242,6 @@ async def test_logging_out_with_an_unsaved_edit_asks_first_and_then_forgets_it(
     sam = await make_user("user")
     order = await make_order(sam, "Leaking tap")
     storage = browser_storage(user)
-    storage[f"desk-draft:someone-else:{order.id}"] = json.dumps({"version": 1, "edits": {"title": "Theirs"}})
     await log_in(user, sam)
     key = await type_unsaved(user, sam, order, storage, "title", "Dripping tap")
 
@@ -191,24 +251,25 @@ async def test_logging_out_with_an_unsaved_edit_asks_first_and_then_forgets_it(
     await user.should_not_see("Log out and discard them?", retries=WAIT)
     assert user.find(marker="edit-title").elements.pop().value == "Dripping tap"  # still here, still signed in
     await user.should_see(marker="current-user")
+    assert key in storage
 
     user.find(marker="logout").click()
     await user.should_see(marker="confirm-logout", retries=WAIT)
     user.find(marker="confirm-logout").click()
     await user.should_see(marker="login", retries=WAIT)
-    await until(lambda: key not in storage, what="the edit forgotten at logout", within=15)
-    assert f"desk-draft:someone-else:{order.id}" in storage  # another person's kept edit is not this logout's
+    await until(lambda: storage == {} and storage.owner is None, what="the edit forgotten at logout", within=15)
 
 
-async def test_logging_out_asks_about_edits_kept_by_other_tabs_and_forgets_old_keys(
+async def test_logging_out_asks_about_edits_kept_by_other_tabs_and_drafts_of_no_session_are_dropped(
     user: User, make_user, make_order, log_in
 ):
     sam = await make_user("user")
     order, other = await make_order(sam, "Leaking tap"), await make_order(sam, "Broken chair")
     storage = browser_storage(user)
-    storage[f"desk-draft:{sam['id']}:{other.id}"] = json.dumps({"version": 1, "edits": {"title": "In tab A"}})
-    storage[f"desk-draft:{order.id}"] = json.dumps({"version": 1, "edits": {"title": "From before"}})  # old form
+    storage[f"desk-draft:{order.id}"] = {"version": 1, "edits": {"title": "From before"}}  # of no known session
     await log_in(user, sam)
+    assert storage == {}  # the login page dropped it
+    storage.plant(f"desk-draft:{sam['id']}:{other.id}", {"version": 1, "edits": {"title": "In tab A"}})
     await user.open("/app")  # tab B: the list, nothing typed here
     await user.should_see(marker="order-list", retries=WAIT)
 
@@ -216,13 +277,13 @@ async def test_logging_out_asks_about_edits_kept_by_other_tabs_and_forgets_old_k
     await user.should_see("You have changes on 1 work order that are not saved.", retries=WAIT)
     user.find(marker="confirm-logout").click()
     await user.should_see(marker="login", retries=WAIT)
-    await until(lambda: storage == {}, what="tab A's edit and the old key forgotten", within=15)
+    await until(lambda: storage == {}, what="tab A's edit forgotten", within=15)
 
 
-async def test_a_comment_being_typed_is_kept_through_a_session_that_ends_and_forgotten_once_added(
+async def test_a_comment_being_typed_is_kept_through_a_reload_and_forgotten_once_added(
     user: User, make_user, make_order, log_in, db
 ):
-    # found by a UI QA pass: the form's edit came back after a new login, a half-typed comment did not
+    # found by a UI QA pass: the form's edit came back after a reload, a half-typed comment did not
     sam, vic = await make_user("user"), await make_user("viewer")
     order = await make_order(sam, "Leaking tap")
     storage = browser_storage(user)
@@ -232,11 +293,9 @@ async def test_a_comment_being_typed_is_kept_through_a_session_that_ends_and_for
     user.find(marker="comment-text").type("Water on the <b>floor</b> again")
     key = f"desk-draft:{vic['id']}:{order.id}:comment"
     await until(lambda: key in storage, what="the comment kept in the browser", within=15)
-    assert json.loads(storage[key])["edits"] == {"text": "Water on the <b>floor</b> again"}
+    assert storage[key]["edits"] == {"text": "Water on the <b>floor</b> again"}
 
-    await auth_service.end_sessions(db=db, user_id=ObjectId(vic["id"]))
-    await user.should_see(marker="login-reason", retries=WAIT)
-    await log_in(user, vic, landing=f"/login?redirect_to=/app/work-orders/{order.id}")
+    await user.open(f"/app/work-orders/{order.id}")
     await user.should_see(marker="timeline", retries=WAIT)
     await until(
         lambda: user.find(marker="comment-text").elements.pop().value == "Water on the <b>floor</b> again",
@@ -253,8 +312,8 @@ async def test_logging_out_counts_an_edit_and_a_comment_of_one_order_as_one(user
     sam = await make_user("user")
     order = await make_order(sam, "Leaking tap")
     storage = browser_storage(user)
-    storage[f"desk-draft:{sam['id']}:{order.id}:comment"] = json.dumps({"version": 0, "edits": {"text": "Hm"}})
     await log_in(user, sam)
+    storage.plant(f"desk-draft:{sam['id']}:{order.id}:comment", {"version": 0, "edits": {"text": "Hm"}})
     await type_unsaved(user, sam, order, storage, "title", "Dripping tap")
 
     user.find(marker="logout").click()
@@ -283,7 +342,7 @@ async def test_an_edit_of_someone_made_a_viewer_while_typing_is_shown_to_copy(
     (text,) = user.find(marker="kept-text").elements
     assert text.text == "Description: Washer <b>gone</b>; bring a 15 mm one"  # as typed, a label: never HTML
     await user.should_not_see(marker="edit-description")
-    assert key in storage
+    assert key in storage  # the session lives on: its draft too
 
     user.find(marker="draft-discard").click()
     await user.should_not_see(marker="draft-kept", retries=WAIT)
