@@ -1,4 +1,4 @@
-"""`python -m desk.db.embedded --data-dir D --port P`: the server child the launcher starts."""
+"""`python -m desk.db.embedded --data-dir D --socket S`: the server child the launcher starts."""
 
 from desk.db.embedded.server import serve
 

@@ -16,23 +16,26 @@ from pathlib import Path
 from typing import Any
 
 from nx_27017 import daemon as nx_daemon
+from nx_27017.handler import NeoSQLiteHandler
 from nx_27017.nx_27017 import main as nx_main
+from nx_27017.server import handle_client
 
 from desk.db.embedded.launcher import PID_NAME
 from desk.db.embedded.patches import patch_engine
 
 
 def serve() -> None:  # pragma: no cover - runs in the child
-    """Fix the engine, then run nx-27017 on 127.0.0.1 with its files under --data-dir until told to stop."""
+    """Fix the engine, then run nx-27017 on the Unix socket --socket, its files under --data-dir, until told to stop."""
     parser = argparse.ArgumentParser(prog="python -m desk.db.embedded")
     parser.add_argument("--data-dir", type=Path, required=True)
-    parser.add_argument("--port", type=int, required=True)
+    parser.add_argument("--socket", type=Path, required=True)
     args = parser.parse_args()
     data_dir = args.data_dir.resolve()
     pid_file = data_dir / PID_NAME
 
-    _exit_on_signal_or_orphaning(pid_file)
+    _exit_on_signal_or_orphaning(pid_file, args.socket)
     patch_engine()
+    _listen_on_unix_socket(args.socket)
     _run_commands_on_the_event_loop()
     # nx logs the body of every command it passes on at INFO: noise, and it may carry user data.
     logging.getLogger("nx_27017").setLevel(logging.WARNING)
@@ -41,9 +44,32 @@ def serve() -> None:  # pragma: no cover - runs in the child
     # defaults; the pid file also stops a second server from opening the same files. The log goes
     # to stderr, which the parent points at data_dir/nx-27017.log (nx's own file handler would
     # write every line twice).
-    sys.argv = ["nx_27017", "--host", "127.0.0.1", "--port", str(args.port), "--data-dir", str(data_dir)]
-    sys.argv += ["--log-file", os.devnull, "--pid-file", str(pid_file)]
+    sys.argv = ["nx_27017", "--data-dir", str(data_dir), "--log-file", os.devnull, "--pid-file", str(pid_file)]
     nx_main()
+
+
+def _listen_on_unix_socket(path: Path) -> None:  # pragma: no cover - runs in the child
+    # nx-27017 has no users or passwords and listens on a TCP port, where any local process (any user of
+    # the machine) could read every password hash and make itself an admin. The desk's server listens on a
+    # Unix socket instead, 0600 inside the 0700 data directory: the file system is its access control.
+    # nx calls this after its pid file check, so a socket file found here is a dead server's.
+    def run_server(host: str, port: int, handler: NeoSQLiteHandler, use_threading: bool = False) -> None:
+        path.unlink(missing_ok=True)
+        asyncio.run(_serve_unix(path, handler))
+
+    nx_daemon.run_server_threaded = run_server
+
+
+async def _serve_unix(path: Path, handler: NeoSQLiteHandler) -> None:  # pragma: no cover - runs in the child
+    umask = os.umask(0o177)  # the socket is born 0600: no moment at which another user could connect
+    try:
+        server = await asyncio.start_unix_server(lambda r, w: handle_client(r, w, handler), path=str(path))
+    finally:
+        os.umask(umask)
+    os.chmod(path, 0o600)  # the umask made it so; said again in case a platform ignores it for sockets
+    logging.getLogger("desk.db.embedded").info("listening on %s", path)
+    async with server:
+        await server.serve_forever()
 
 
 def _run_commands_on_the_event_loop() -> None:  # pragma: no cover - runs in the child
@@ -58,12 +84,13 @@ def _run_commands_on_the_event_loop() -> None:  # pragma: no cover - runs in the
     asyncio.to_thread = run_inline  # this process only runs the server
 
 
-def _exit_on_signal_or_orphaning(pid_file: Path) -> None:  # pragma: no cover - runs in the child
+def _exit_on_signal_or_orphaning(pid_file: Path, socket: Path) -> None:  # pragma: no cover - runs in the child
     # nx's SIGTERM handler raises SystemExit inside the event loop, which logs a traceback per open
     # connection. Exiting at once is as safe: every committed SQLite transaction is already in the
     # WAL, an open one rolls back.
     def exit_now(*_: object) -> None:
         if nx_daemon.get_pid(str(pid_file)) == os.getpid():
+            socket.unlink(missing_ok=True)
             pid_file.unlink(missing_ok=True)
         os._exit(0)
 
