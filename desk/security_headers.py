@@ -1,9 +1,12 @@
 """Security headers on every HTTP answer, pages and API alike: an ASGI middleware the app's assembly mounts outermost.
 
-NiceGUI renders each page with inline scripts and styles and compiles Vue templates in the browser
-(`new Function`), so the CSP allows 'unsafe-inline' and 'unsafe-eval' for scripts; what it does
-hold: nothing loads from another origin, no plugin, no <base> rewrite, forms post only here, and
-no other site may frame the desk (clickjacking an approval). HSTS only when served over https.
+NiceGUI renders each page with inline scripts and styles, evaluates `:`-props and `run_javascript` code with
+`eval`/`new Function`, and its CSS engines write <style> elements at run time, so the CSP allows
+'unsafe-inline' and 'unsafe-eval' for script elements and 'unsafe-inline' for styles (docs/security.md says
+why nonces do not fit). What it does hold: no inline event handler attribute ever runs (`script-src-attr
+'none'`: an `onmouseover=` that got into the page is inert; NiceGUI and Quasar bind events as Vue listeners),
+nothing loads from another origin, no plugin, no <base> rewrite, forms post only here, and no other site may
+frame the desk (clickjacking an approval). HSTS only when served over https.
 """
 
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
@@ -12,6 +15,7 @@ CSP = "; ".join(
     [
         "default-src 'self'",
         "script-src 'self' 'unsafe-inline' 'unsafe-eval'",
+        "script-src-attr 'none'",  # onclick=, onerror=, onmouseover=: never the desk's, always an injection
         "style-src 'self' 'unsafe-inline'",
         "img-src 'self' data: blob:",
         "font-src 'self' data:",
