@@ -111,6 +111,10 @@ def _run(settings: Settings) -> None:
         # No access lines are printed at that level, but uvicorn would still build each one's
         # arguments (the client's address, the quoted path) on every request.
         access_log=False,
+        # A client's address is its TCP peer's unless that peer is a proxy FORWARDED_ALLOW_IPS names: left to
+        # itself, uvicorn believes X-Forwarded-For from any loopback client (and reads its own environment key).
+        proxy_headers=bool(proxies := _proxies(settings)),
+        forwarded_allow_ips=proxies,
         favicon="🛠",
         # NiceGUI's own browser cookie carries no session (that is the desk's cookie), but it lives no
         # longer than a session and travels only over https when the desk is served so.
@@ -120,6 +124,11 @@ def _run(settings: Settings) -> None:
             "max_age": settings.desk_session_max_hours * 3600,
         },
     )
+
+
+def _proxies(settings: Settings) -> list[str]:
+    """The reverse proxies whose X-Forwarded-For is believed (FORWARDED_ALLOW_IPS); none when it is unset."""
+    return [part.strip() for part in (settings.forwarded_allow_ips or "").split(",") if part.strip()]
 
 
 def _private_storage(settings: Settings) -> None:

@@ -142,7 +142,7 @@ def _usable_snapshot(data_dir: Path, desk: Desk | None, size: int) -> Path | Non
 def _keep(snapshot: Path, mongo: EmbeddedMongo, desk: Desk) -> None:
     mongo.stop()  # a stopped server's files (with its WAL) are a consistent copy
     shutil.rmtree(snapshot, ignore_errors=True)
-    shutil.copytree(mongo.data_dir, snapshot / "mongo", ignore=shutil.ignore_patterns("*.pid"))
+    shutil.copytree(mongo.data_dir, snapshot / "mongo", ignore=shutil.ignore_patterns("*.pid", "*.sock"))
     (snapshot / SNAPSHOT_STATE).write_bytes(pickle.dumps(vars(desk)))  # fields only: loads however this runs
     print(f"kept the seeded database in {snapshot}", flush=True)
 

@@ -30,7 +30,7 @@ STOP_SECONDS = 30.0
 WELCOME = "Work Order Desk is running"
 # NiceGUI treats a process that sees PYTEST_* as a test and would not serve; the desk's own settings
 # come only from what the caller passes, never from the developer's shell.
-NOT_INHERITED = ("PYTEST", "MONGODB_", "DESK_", "AI_", "AGENT_", "NICEGUI_")
+NOT_INHERITED = ("PYTEST", "MONGODB_", "DESK_", "AI_", "AGENT_", "NICEGUI_", "FORWARDED_ALLOW_IPS")
 
 
 @dataclass(frozen=True)

@@ -39,6 +39,9 @@ class Settings(BaseSettings):
     desk_public_https: bool = False  # true behind https: Secure + __Host- session cookie
     desk_run_worker: bool = True  # `desk run` starts its own worker; false where worker services run the jobs
     desk_metrics_allow: str = "127.0.0.1/32,::1/128"  # who may read /metrics: CIDRs, comma-separated; empty: no one
+    # The reverse proxies whose X-Forwarded-For is believed: addresses or CIDRs, comma-separated. Unset: none,
+    # every client's address is its TCP peer's (uvicorn alone would believe any loopback client).
+    forwarded_allow_ips: str | None = None
 
     # Sessions and login
     desk_session_idle_minutes: PositiveInt = 120
@@ -98,6 +101,17 @@ class Settings(BaseSettings):
             [ipaddress.ip_network(part.strip()) for part in value.split(",") if part.strip()]
         except ValueError as error:
             raise ValueError(f"must be comma-separated CIDR networks such as 10.0.0.0/8 ({error})") from None
+        return value
+
+    @field_validator("forwarded_allow_ips")
+    @classmethod
+    def _proxies(cls, value: str | None) -> str | None:
+        if value is None:
+            return value
+        try:
+            [ipaddress.ip_network(part.strip()) for part in value.split(",")]  # an address is a network of one
+        except ValueError:
+            raise ValueError("must be the proxies' addresses or CIDR networks, comma-separated (10.0.0.5)") from None
         return value
 
     @field_validator("agent_working_hours")

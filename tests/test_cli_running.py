@@ -1,8 +1,16 @@
-"""`desk seed --demo` beside a running embedded desk: one line saying to stop it first, no traceback."""
+"""`desk run` as a process: what a client of the running desk, or a second `desk` command beside it, meets."""
 
+import json
 import subprocess
+import time
+from pathlib import Path
+
+import httpx
 
 from bench.harness import desk_command, desk_env, desk_running
+
+ADMIN = {"DESK_ADMIN_EMAIL": "ops@example.com", "DESK_ADMIN_PASSWORD": "a sturdy passphrase"}
+FORGED = "198.51.100.7"
 
 
 def test_seed_while_the_embedded_desk_runs_says_to_stop_it_first(tmp_path):
@@ -19,3 +27,27 @@ def test_seed_while_the_embedded_desk_runs_says_to_stop_it_first(tmp_path):
     assert result.returncode == 1
     (line,) = result.stderr.strip().splitlines()
     assert line.startswith("desk: the desk is running (embedded database pid ") and "stop it first" in line
+
+
+def test_a_direct_clients_forged_x_forwarded_for_is_not_believed(tmp_path):
+    # Behind nothing (FORWARDED_ALLOW_IPS unset), the address is the TCP peer's, even a loopback peer's: the
+    # login throttle, the copilot's limit and the security log key on it. uvicorn alone believed 127.0.0.1.
+    with desk_running(tmp_path / "desk", AI_ENABLED="false", DESK_RUN_WORKER="false", **ADMIN) as desk:
+        forged = {"X-Forwarded-For": FORGED, "X-Real-IP": FORGED, "X-Desk-CSRF": "1"}
+        wrong = {"email": ADMIN["DESK_ADMIN_EMAIL"], "password": "a wrong guess"}
+        answer = httpx.post(f"{desk.url}/api/v1/auth/login", json=wrong, headers=forged)
+        failed = _security_events(desk.log, "login_failed")
+
+    assert answer.status_code == 401
+    assert [event["address"] for event in failed] == ["127.0.0.1"]
+    assert FORGED not in desk.log.read_text()
+
+
+def _security_events(log: Path, name: str, timeout: float = 10.0) -> list[dict]:
+    """The security events called `name` in a desk's log, once there is one (the line is written after the answer)."""
+    deadline = time.monotonic() + timeout
+    while True:
+        lines = [json.loads(line) for line in log.read_text().splitlines() if line.startswith("{")]
+        if (found := [line for line in lines if line.get("event") == name]) or time.monotonic() > deadline:
+            return found
+        time.sleep(0.1)

@@ -48,6 +48,7 @@ def stack(tmp_path_factory: pytest.TempPathFactory, fake_provider_url: str) -> I
         "AI_BASE_URL": fake_provider_url,
         "AI_API_KEY": "sk-nginx-test",
         "AI_ALLOW_PRIVATE_BASE_URL": "true",
+        "FORWARDED_ALLOW_IPS": "127.0.0.1",  # nginx's address, as compose names its own
     }
     # The database outlives the desks: stopped first, it left each desk's client waiting 5 s (its server
     # selection) to end its sessions as it stopped, 5 to 13 s of this module's teardown.

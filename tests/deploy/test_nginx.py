@@ -5,6 +5,7 @@ with only its upstream servers and listen address swapped for the test's; the ac
 upstream served each request, so a test can tell the two processes apart.
 """
 
+import json
 import socket
 import time
 
@@ -64,6 +65,33 @@ def test_the_copilots_first_token_arrives_before_the_stream_ends(stack: Stack, f
     # six frames 0.4 s apart: buffered, every token would arrive together with the end
     assert len(tokens) >= 2 and tokens[-1] - tokens[0] > 1.0
     assert arrivals[-1][1] - tokens[0] > 1.0
+
+
+def test_the_desk_knows_the_browsers_address_nginx_saw_not_nginxs_nor_a_forged_one(stack: Stack):
+    # The browser connects from 127.0.0.2, nginx from 127.0.0.1: the desk believes nginx alone (FORWARDED_ALLOW_IPS).
+    before = [len(desk.log.read_bytes()) for desk in stack.desks]
+    forged = {"X-Forwarded-For": "198.51.100.9", "X-Real-IP": "198.51.100.9", **CSRF}
+    wrong = {"email": ADMIN["email"], "password": "a wrong guess from afar"}
+    with httpx.Client(transport=httpx.HTTPTransport(local_address="127.0.0.2"), timeout=30) as browser:
+        answer = browser.post(f"{stack.url}/api/v1/auth/login", json=wrong, headers=forged)
+    addresses = _failed_login_addresses(stack, skip=before)
+
+    assert answer.status_code == 401
+    assert addresses == ["127.0.0.2"]
+
+
+def _failed_login_addresses(stack: Stack, *, skip: list[int], timeout: float = 10.0) -> list[str]:
+    """The addresses of failed logins the desks logged past the first `skip` bytes of each one's log."""
+    deadline = time.monotonic() + timeout
+    while True:
+        lines = [
+            line for desk, n in zip(stack.desks, skip, strict=True) for line in desk.log.read_bytes()[n:].splitlines()
+        ]
+        events = [json.loads(line) for line in lines if line.startswith(b"{")]
+        found = [event["address"] for event in events if event.get("event") == "login_failed"]
+        if found or time.monotonic() > deadline:
+            return found
+        time.sleep(0.1)
 
 
 def test_a_forged_x_forwarded_for_does_not_escape_the_login_throttle(stack: Stack):
