@@ -1,4 +1,4 @@
-"""The `desk` command's arguments and the commands that need no UI: create an admin, seed demo data.
+"""The `desk` command's arguments and the commands that need no UI: create an admin, seed demo data, the worker.
 
 `desk run` serves the web app, which only the composition root (main.py) can assemble.
 """
@@ -13,7 +13,9 @@ from functools import partial
 from pathlib import Path
 
 from pymongo.asynchronous.database import AsyncDatabase
+from pymongo.errors import PyMongoError
 
+from desk import heartbeat, worker
 from desk.app import ensure_indexes
 from desk.config import Settings, load_settings, use_settings
 from desk.db import backup
@@ -41,6 +43,8 @@ def parse(argv: list[str] | None = None) -> argparse.Namespace:
     save.add_argument("path", type=Path, help="a new file")
     load = commands.add_parser("restore", help="replace the embedded database with a backup (the desk stopped)")
     load.add_argument("path", type=Path, help="a file made by desk backup")
+    work = commands.add_parser("worker", help="run the worker process (MONGODB_URI names the desk's database)")
+    work.add_argument("--check", action="store_true", help="exit 0 if this host's worker beat within a minute, else 1")
     return parser.parse_args(argv)
 
 
@@ -60,8 +64,10 @@ def setup(args: argparse.Namespace) -> Settings:
 
 
 def run_command(args: argparse.Namespace, settings: Settings) -> None:
-    """`create-admin`, `seed`, `backup` or `restore` (create-admin, seed and restore need the embedded desk stopped)."""
-    if args.command in ("backup", "restore"):
+    """Any command but `run` (create-admin, seed and restore need the embedded desk stopped)."""
+    if args.command == "worker":
+        _worker(settings, check=args.check)
+    elif args.command in ("backup", "restore"):
         try:
             if args.command == "backup":
                 print(backup.backup(settings=settings, target=args.path))
@@ -88,6 +94,28 @@ def _with_db(settings: Settings, job: Callable[[AsyncDatabase], Awaitable[None]]
         asyncio.run(run())
     except DatabaseUnavailable as error:
         raise SystemExit(f"desk: {error}") from None
+
+
+def _worker(settings: Settings, *, check: bool) -> None:
+    if settings.mongodb_uri is None:
+        raise SystemExit(f"desk: {worker.NO_DATABASE}")
+    if not check:
+        asyncio.run(worker.serve(settings))
+        return
+
+    async def beat_is_fresh() -> tuple[bool, str]:
+        async with open_database(settings) as db:
+            return await heartbeat.check(db, worker=heartbeat.worker_name())
+
+    try:
+        fresh, line = asyncio.run(beat_is_fresh())
+    except PyMongoError as error:  # the type only: a driver's message may quote a document (SEC-1)
+        raise SystemExit(
+            f"desk: the worker's heartbeat is unreadable: the database did not answer ({type(error).__name__})"
+        ) from None
+    if not fresh:
+        raise SystemExit(f"desk: {line}")
+    print(line)
 
 
 def _admin_password(settings: Settings) -> str:

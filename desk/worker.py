@@ -19,9 +19,13 @@ from desk.agent.sweeper import sweep
 from desk.agent.triage.worker_jobs import reconcile_job, triage_poll
 from desk.config import Settings, load_settings
 from desk.db.lifecycle import open_database
+from desk.heartbeat import BEAT_SECONDS, beat, worker_name
 from desk.logs import configure_logging, failure, never_log
 
 log = logging.getLogger("desk.worker")
+NO_DATABASE = (
+    "MONGODB_URI: the worker needs the database the web app uses (`desk run` passes it when it starts the worker)"
+)
 
 
 @dataclass(frozen=True)
@@ -59,7 +63,13 @@ async def sweep_stale(ctx: Context) -> None:
         )
 
 
+async def heartbeat(ctx: Context) -> None:
+    """The worker's heartbeat (desk/heartbeat.py): `desk worker --check`, the compose healthcheck, reads it."""
+    await beat(ctx.db, worker=worker_name())
+
+
 JOBS: tuple[Job, ...] = (
+    Job("heartbeat", heartbeat, lambda settings: BEAT_SECONDS),
     Job("sweep", sweep_stale, lambda settings: settings.agent_sweep_interval_ms / 1000),
     Job("triage", triage_poll, lambda settings: settings.agent_poll_interval_ms / 1000, outlasts_interval=True),
     Job("reconcile", reconcile_job, lambda settings: settings.agent_reconcile_after_ms / 1000),
@@ -177,10 +187,7 @@ def main() -> None:
     settings = load_settings()
     never_log(*settings.secrets())
     if settings.mongodb_uri is None:
-        raise SystemExit(
-            "config error: MONGODB_URI: the worker needs the database the web app uses "
-            "(`desk run` passes it when it starts the worker)"
-        )
+        raise SystemExit(f"config error: {NO_DATABASE}")
     asyncio.run(serve(settings))
 
 

@@ -1,16 +1,26 @@
-"""The worker's job table, run as arq runs its tests: burst mode, everything due once, then return."""
+"""The worker's job table, run as arq runs its tests: burst mode, everything due once, then return.
+
+And its healthcheck, `desk worker --check`, against a real worker process.
+"""
 
 import asyncio
 import logging
 import re
+import signal
+import subprocess
+import time
 from collections.abc import Awaitable, Callable
 from datetime import UTC, datetime, timedelta
 
 import pytest
 from bson import ObjectId
+from pymongo import MongoClient
 from pymongo.asynchronous.database import AsyncDatabase
 
+from bench.harness import desk_command, desk_env
 from desk.config import Settings
+from desk.db.embedded import EmbeddedMongo
+from desk.heartbeat import worker_name
 from desk.worker import Context, Job, burst, serve
 
 
@@ -56,3 +66,48 @@ async def test_a_failing_job_is_logged_by_name_and_the_others_go_on(db, mongo_ur
         errors[0],
     )
     assert secret_text not in caplog.text
+
+
+def test_worker_check_answers_for_the_heartbeat_a_real_worker_writes(tmp_path):
+    with EmbeddedMongo(tmp_path / "mongo") as uri, MongoClient(uri, tz_aware=True) as client:
+        never_started = _check(uri)
+        worker = subprocess.Popen(desk_command("worker"), env=desk_env(MONGODB_URI=uri, AI_ENABLED="false"))  # noqa: S603
+        try:
+            deadline = time.monotonic() + 60
+            while (beating := _check(uri)).returncode != 0 and time.monotonic() < deadline:
+                time.sleep(0.5)
+        finally:
+            worker.send_signal(signal.SIGTERM)
+            worker.wait(timeout=30)
+        an_hour_ago = datetime.now(UTC) - timedelta(hours=1)  # a worker that hangs or has died
+        client["desk"]["worker_heartbeats"].update_one({"_id": worker_name()}, {"$set": {"at": an_hour_ago}})
+        stale = _check(uri)
+    without_a_database = _check(None)
+
+    assert (never_started.returncode, never_started.stderr.count("\n")) == (1, 1)
+    assert "no heartbeat in the database" in never_started.stderr
+    assert beating.returncode == 0 and re.fullmatch(r"worker .+: last heartbeat \d+ s ago\n", beating.stdout)
+    assert (stale.returncode, stale.stderr.count("\n")) == (1, 1)
+    assert re.fullmatch(r"desk: worker .+: last heartbeat 360\d s ago \(stale after 60 s\)\n", stale.stderr)
+    assert without_a_database.returncode == 1 and without_a_database.stderr.startswith("desk: MONGODB_URI: ")
+
+
+def test_worker_check_on_a_database_that_does_not_answer_says_so_in_one_line(tmp_path):
+    closed = EmbeddedMongo(tmp_path / "mongo")
+    uri = closed.start()
+    closed.stop()  # its socket is gone: nothing answers there
+
+    result = _check(uri)
+
+    assert result.returncode == 1
+    assert (
+        result.stderr
+        == "desk: the worker's heartbeat is unreadable: the database did not answer (ServerSelectionTimeoutError)\n"
+    )
+
+
+def _check(uri: str | None) -> subprocess.CompletedProcess[str]:
+    env = desk_env(**({"MONGODB_URI": uri} if uri else {}))
+    return subprocess.run(  # noqa: S603 - our own command
+        desk_command("worker", "--check"), env=env, capture_output=True, text=True, timeout=60, check=False
+    )
