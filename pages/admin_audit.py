@@ -35,6 +35,7 @@ ACTIONS = {
     "activation_changed": "Activation changed",
     "ai_access_changed": "AI assistance changed",
     "password_reset": "Password reset",
+    "account_locked": "Account locked",
     "account_unlocked": "Account unlocked",
     "token_created": "API token created",
     "token_revoked": "API token revoked",
@@ -221,6 +222,10 @@ def _what(entry: AuditRead, names: dict[str, str]) -> str:  # noqa: PLR0911 - on
             return f"{person}: AI assistance turned {'on' if details.get('aiEnabled') else 'off'}"
         case "password_reset" | "account_unlocked":
             return person
+        case "account_locked":  # by the desk, after a guesser spread over many addresses
+            until = f", until {when(details['until'])}" if details.get("until") else ""
+            tries = f"{details.get('failures')} failed logins from {details.get('addresses')} addresses within an hour"
+            return f"{person}: {tries}{until}"
         case "token_created" | "token_revoked":
             token = f"“{details['name']}” ({details.get('prefix', '')}…)" if details.get("name") else "a token"
             return f"{token} of {known or entry.subject_id}"  # `name` is the token's here

@@ -9,7 +9,10 @@ import pytest
 from nicegui.testing import User
 
 from desk.actors import Actor, Role
+from desk.auth import service as auth_service
+from desk.auth import throttle
 from desk.config import Settings, use_settings
+from desk.errors import Unauthorized
 from desk.schema import now
 
 PASSWORD = "correct horse battery staple"
@@ -57,3 +60,11 @@ def error_of(user: User, marker: str) -> str | None:
     """The message a page shows beside the field with this marker."""
     (element,) = user.find(marker=marker).elements
     return element.error
+
+
+async def lock_out(db, email: str, *, wrong: str = "a wrong password") -> None:
+    """Lock an account as only a guesser spread over many addresses can: LOCK_FAILURES wrong passwords, each
+    from an address of its own (so no address's own delay stands in the way)."""
+    for n in range(throttle.LOCK_FAILURES):
+        with pytest.raises(Unauthorized):
+            await auth_service.login(db=db, email=email, password=wrong, ip=f"10.66.{n}.1")

@@ -15,6 +15,7 @@ Action = Literal[
     "activation_changed",
     "ai_access_changed",
     "password_reset",
+    "account_locked",
     "account_unlocked",
     "token_created",
     "token_revoked",

@@ -24,7 +24,10 @@ LOCK_MINUTES = 15
 TOUCH_EVERY = timedelta(seconds=60)  # a busy person's session is written once a minute, not on every request
 TICKET_LIFETIME = timedelta(seconds=60)
 TOKEN_PREFIX = "wod_"  # noqa: S105 - a marker, not a secret
-WRONG_LOGIN = "Wrong email or password. After 5 failed attempts an account is locked for 15 minutes."
+WRONG_LOGIN = (
+    f"Wrong email or password. After {throttle.FREE_TRIES} failed attempts, each further try from this address "
+    "has to wait a little longer."
+)
 DEACTIVATED = "This account is deactivated. Ask an admin of the desk to reactivate it."
 
 
@@ -112,7 +115,7 @@ async def _check_password(*, db: AsyncDatabase, email: str, password: str, ip: s
         reason = "wrong_password" if user else "unknown_email"
         events.record("login_failed", actor_id=None, subject_id=subject, reason=reason, address=ip)
         if user is not None and user.get("active", False) and not locked:
-            await _count_failure(db=db, user_id=user["_id"], moment=moment, ip=ip)
+            await _count_failure(db=db, user=user, moment=moment, ip=ip)
         raise Unauthorized(WRONG_LOGIN)
     await throttle.give_back(db=db, attempt=attempt)  # the right password: no guess to count
     if not user.get("active", False):
@@ -129,18 +132,24 @@ async def _check_password(*, db: AsyncDatabase, email: str, password: str, ip: s
     return user
 
 
-async def _count_failure(*, db: AsyncDatabase, user_id: ObjectId, moment: datetime, ip: str) -> None:
-    """One more wrong password on the account; the one that locks it is a security event of its own."""
-    doc = await users_repo.record_failed_login(db, user_id, lock_until=moment + timedelta(minutes=LOCK_MINUTES))
-    if doc and doc.get("lockedUntil") and doc["lockedUntil"] > moment and not doc.get("failedLoginCount"):
-        events.record("account_locked", actor_id=None, subject_id=user_id, until=doc["lockedUntil"], address=ip)
+async def _count_failure(*, db: AsyncDatabase, user: dict, moment: datetime, ip: str) -> None:
+    """One more wrong password on the account; the one that locks it is told to admins (security log, audit log)."""
+    await users_repo.record_failed_login(db, user["_id"])
+    lock = await throttle.count_failure(db=db, user_id=user["_id"], ip=ip, moment=moment)
+    until = moment + timedelta(minutes=LOCK_MINUTES)
+    if lock is None or await users_repo.lock(db, user["_id"], until=until, moment=moment) is None:
+        return
+    facts = {"failures": lock.failures, "addresses": lock.addresses}
+    events.record("account_locked", actor_id=None, subject_id=user["_id"], until=until, address=ip, **facts)
+    details = {"name": user["name"], "until": until, **facts}
+    await audit.record(db=db, actor=None, action="account_locked", subject_id=user["_id"], details=details)
 
 
 def _locked_message(until: datetime) -> str:
     whole = until.replace(second=0, microsecond=0)
     until = whole if whole == until else whole + timedelta(minutes=1)  # 17:00:21 is "17:01": a retry then works
     return (
-        f"This account was locked for {LOCK_MINUTES} minutes after {users_repo.LOCK_AFTER_FAILURES} failed logins, "
+        f"This account was locked for {LOCK_MINUTES} minutes after many failed logins from many addresses, "
         f"until {until.astimezone(UTC):%H:%M} UTC. Try again then, or ask an admin to unlock it."
     )
 

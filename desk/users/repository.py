@@ -12,7 +12,6 @@ from pymongo.errors import OperationFailure
 
 from desk.schema import sort_key
 
-LOCK_AFTER_FAILURES = 5
 # The names sorted by code point ("priya" after "Sam", "Élodie" after "Zoe") until `nameKey` took over.
 OLD_BY_NAME = [("name", ASCENDING), ("_id", ASCENDING)]
 
@@ -104,18 +103,17 @@ async def update(db: AsyncDatabase, user_id: ObjectId, fields: Doc) -> Doc | Non
     )
 
 
-async def record_failed_login(db: AsyncDatabase, user_id: ObjectId, *, lock_until: datetime) -> Doc | None:
-    """Count a failed login atomically; the fifth in a row locks the account until `lock_until`."""
-    doc = await _users(db).find_one_and_update(
-        {"_id": user_id}, {"$inc": {"failedLoginCount": 1}}, return_document=ReturnDocument.AFTER
+async def record_failed_login(db: AsyncDatabase, user_id: ObjectId) -> None:
+    """Count a failed login (since the last right password); it locks nothing by itself (desk/auth/throttle.py)."""
+    await _users(db).update_one({"_id": user_id}, {"$inc": {"failedLoginCount": 1}})
+
+
+async def lock(db: AsyncDatabase, user_id: ObjectId, *, until: datetime, moment: datetime) -> Doc | None:
+    """Lock the account until `until` unless it is locked at `moment` already; the user locked, None if it was."""
+    unlocked = {"$or": [{"lockedUntil": None}, {"lockedUntil": {"$lte": moment}}]}
+    return await _users(db).find_one_and_update(
+        {"_id": user_id, **unlocked}, {"$set": {"lockedUntil": until}}, return_document=ReturnDocument.AFTER
     )
-    if doc and doc["failedLoginCount"] >= LOCK_AFTER_FAILURES:
-        doc = await _users(db).find_one_and_update(
-            {"_id": user_id},
-            {"$set": {"lockedUntil": lock_until, "failedLoginCount": 0}},
-            return_document=ReturnDocument.AFTER,
-        )
-    return doc
 
 
 async def clear_failed_logins(db: AsyncDatabase, user_id: ObjectId) -> Doc | None:

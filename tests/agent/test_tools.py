@@ -24,7 +24,7 @@ from desk.errors import Unauthorized
 from desk.work_orders import service as work_orders
 from desk.work_orders.models import WorkOrderUpdate
 from tests.fake_provider import Turn
-from tests.helpers import actor
+from tests.helpers import actor, lock_out
 
 SNAPSHOTS = Path(__file__).parent / "snapshots"
 UPDATE_HINT = "UPDATE_SNAPSHOTS=1 .venv/bin/pytest -p no:cacheprovider tests/agent/test_tools.py -k snapshot"
@@ -77,10 +77,10 @@ async def desk_with_secrets(db, make_user, make_order, change_user):
     people = {role: await make_user(role) for role in ("admin", "user")}
     people["viewer"] = await make_user("user")  # a viewer once they hold their order (below)
     locked, wobbly = await make_user("user"), await make_user("user")
-    for person, failures in ((locked, 5), (wobbly, 2)):
-        for _ in range(failures):
-            with pytest.raises(Unauthorized):
-                await auth_service.login(db=db, email=person["email"], password="wrong password!", ip="10.1.1.1")
+    await lock_out(db, locked["email"], wrong="wrong password!")
+    for _ in range(2):
+        with pytest.raises(Unauthorized):
+            await auth_service.login(db=db, email=wobbly["email"], password="wrong password!", ip="10.1.1.1")
     plain = set()
     for person in (*people.values(), locked):
         plain.add(await auth_service.open_session(db=db, user_id=ObjectId(person["id"])))

@@ -1,15 +1,13 @@
-"""Logins that say what happened without helping a guesser, and throttling by account and by address together."""
+"""Logins that say what happened without helping a guesser, and throttling by address (the account's own lock:
+tests/auth/test_lockout.py)."""
 
 from datetime import UTC, datetime, timedelta
 
-import pytest
 from bson import ObjectId
 
-from desk.auth import service as auth_service
 from desk.config import use_settings
-from desk.errors import Forbidden, Unauthorized
 from desk.schema import now
-from tests.helpers import PASSWORD
+from tests.helpers import PASSWORD, lock_out
 
 WRONG = "Wrong email or password"
 TOO_MANY = "Too many login attempts from this address; try again in {} second{}."
@@ -19,14 +17,9 @@ async def login(client, email: str, password: str = PASSWORD):
     return await client.post("/api/v1/auth/login", json={"email": email, "password": password})
 
 
-async def lock(client, email: str) -> None:
-    for _ in range(5):
-        assert (await login(client, email, "a wrong password")).status_code == 401
-
-
 async def test_a_locked_account_is_told_so_and_until_when_after_its_right_password_only(make_user, anonymous, db):
     sam = await make_user("user", email="sam@example.com")
-    await lock(anonymous, "sam@example.com")
+    await lock_out(db, "sam@example.com")
     until = (await db["users"].find_one({"_id": ObjectId(sam["id"])}))["lockedUntil"]
 
     wrong = await login(anonymous, "sam@example.com", "yet another guess")
@@ -96,21 +89,9 @@ async def test_an_address_trying_email_after_email_is_stopped(anonymous, setting
     assert 1 <= wait <= 60 and limited.json()["error"]["message"] == TOO_MANY.format(wait, "" if wait == 1 else "s")
 
 
-async def test_the_lock_counts_failures_from_every_address(make_user, db):
-    # The API test client has one address; the service is handed a different one for each guess.
-    sam = await make_user("user", email="sam@example.com")
-    for n in range(5):
-        with pytest.raises(Unauthorized):
-            await auth_service.login(db=db, email="sam@example.com", password="a wrong password", ip=f"10.0.0.{n}")
-
-    with pytest.raises(Forbidden, match="locked"):
-        await auth_service.login(db=db, email="sam@example.com", password=PASSWORD, ip="10.0.0.99")
-    assert (await db["users"].find_one({"_id": ObjectId(sam["id"])}))["lockedUntil"] > now()
-
-
-async def test_admins_see_who_is_locked_and_unlock_them(make_user, client_for, anonymous):
+async def test_admins_see_who_is_locked_and_unlock_them(make_user, client_for, anonymous, db):
     admin, sam = await make_user("admin"), await make_user("user", email="sam@example.com")
-    await lock(anonymous, "sam@example.com")
+    await lock_out(db, "sam@example.com")
     admins = await client_for(admin)
 
     listed = {item["email"]: item for item in (await admins.get("/api/v1/admin/users")).json()["items"]}
