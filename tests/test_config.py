@@ -81,3 +81,19 @@ def test_the_api_key_never_shows_in_settings_output():
     settings = Settings(ai_enabled=False, ai_api_key="sk-very-secret-key-1234")
     assert "sk-very-secret-key-1234" not in repr(settings)
     assert "sk-very-secret-key-1234" not in str(settings.model_dump())
+
+
+@pytest.mark.parametrize("proxies", ["*", "nginx", "10.0.0.5,", ""])
+def test_forwarded_allow_ips_names_proxies_by_address_never_anyone(proxies):
+    # "*" would believe a forged X-Forwarded-For from any client; a host name is never the peer uvicorn compares
+    result = _boot({"FORWARDED_ALLOW_IPS": proxies})
+    assert result.returncode == 2
+    assert result.stderr == (
+        "config error: FORWARDED_ALLOW_IPS: must be the proxies' addresses or CIDR networks, "
+        "comma-separated (10.0.0.5)\n"
+    )
+
+
+def test_forwarded_allow_ips_is_unset_by_default_and_takes_addresses_and_networks():
+    assert Settings().forwarded_allow_ips is None
+    assert Settings(forwarded_allow_ips="172.30.80.10, 10.0.0.0/8,::1").forwarded_allow_ips is not None
