@@ -66,8 +66,13 @@ if (!window.deskDrafts) {
       window.deskDirty = {};
     },
   };
+  // The browser's session is no longer this page's (a logout or a login in another tab): stop asking before
+  // leaving, and drop what this page wrote while the news was on its way (tabs see localStorage a moment apart).
   window.addEventListener('storage', (event) => {
-    if ((event.key === OWNER && event.newValue !== window.deskDraftsOwner) || event.key === null) window.deskDirty = {};
+    if ((event.key !== OWNER && event.key !== null) || !window.deskDraftsOwner) return;
+    if (event.newValue === window.deskDraftsOwner) return;
+    window.deskDirty = {};
+    keys().filter((key) => read(key)?.owner === window.deskDraftsOwner).forEach((key) => localStorage.removeItem(key));
   });
   setInterval(() => ours() && window.deskDrafts.expire(), 60 * 1000);  // a day old while the page stays open
 }
