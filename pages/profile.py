@@ -11,9 +11,9 @@ from components.confirm import confirm
 from components.fields import clear_problems, new_password, show_problems
 from components.frame import frame, notify_next_page
 from components.once import one_at_a_time
-from components.tokens import token_row
+from components.tokens import SCOPE_WORDS, token_row
 from desk.auth import service as auth_service
-from desk.auth.models import PasswordChange, TokenCreate, TokenCreated, TokenRead
+from desk.auth.models import MAX_TOKEN_DAYS, TOKEN_DAYS, PasswordChange, TokenCreate, TokenCreated, TokenRead
 from desk.config import get_settings
 from desk.db.client import get_db
 from desk.errors import DeskError
@@ -32,7 +32,7 @@ async def profile_page(request: Request):
         with ui.column().classes("gap-0"):
             ui.label(user["name"]).classes("text-2xl font-semibold wrap-anywhere").mark("profile-name")
             ui.label(f"{user['email']} · {user['role']}").classes("text-grey-7 wrap-anywhere")
-        tokens = TokensCard(visit)
+        tokens = TokensCard(visit, admin=user["role"] == "admin")
         _password_card(visit, on_tokens_revoked=tokens.show)
         _ai_card(visit, enabled=bool(user.get("aiEnabled", True)))
         await tokens.build()
@@ -115,10 +115,12 @@ def _ai_card(visit: session.Visit, *, enabled: bool) -> None:
 
 
 class TokensCard:
-    """Personal API tokens: create (the secret shown once), list without secrets, revoke."""
+    """Personal API tokens: create with chosen scopes and lifetime (the secret shown once), list without secrets,
+    revoke."""
 
-    def __init__(self, visit: session.Visit) -> None:
+    def __init__(self, visit: session.Visit, *, admin: bool) -> None:
         self.visit = visit
+        self.offered = [scope for scope in SCOPE_WORDS if admin or scope != "admin"]  # the admin scope for admins
 
     async def build(self) -> None:
         with ui.card().classes("w-full gap-2").mark("tokens-card"):
@@ -130,8 +132,17 @@ class TokensCard:
             with ui.row().classes("items-start gap-3"):
                 self.name = ui.input("Token name", placeholder="e.g. Reporting script").props("counter maxlength=100")
                 self.name.classes("w-72").mark("token-name").on("keydown.enter", create)
+                days = f"Expires in days (1 to {MAX_TOKEN_DAYS})"
+                self.days = ui.number(days, value=TOKEN_DAYS, min=1, max=MAX_TOKEN_DAYS, precision=0)
+                self.days.classes("w-52").mark("token-days")
                 ui.button("Create token", icon="add", on_click=create).mark("create-token")
-            self.problem = ui.label().classes("text-negative text-sm")
+            with ui.row().classes("items-center gap-4").mark("token-scopes-choice"):
+                ui.label("It may:").classes("text-sm text-grey-8")
+                self.scopes = {
+                    scope: ui.checkbox(SCOPE_HINTS[scope], value=scope != "admin").mark(f"scope-{scope}")
+                    for scope in self.offered
+                }
+            self.problem = ui.label().classes("text-negative text-sm").mark("token-problem")
             self.list_area = ui.column().classes("w-full gap-0")
         await self.show()
 
@@ -145,12 +156,23 @@ class TokensCard:
                 token_row(token, revoke=self.revoke)
 
     async def create(self) -> None:
-        clear_problems({"name": self.name}, self.problem)
+        inputs = {"name": self.name, "expiresInDays": self.days, "expires_in_days": self.days}
+        clear_problems(inputs, self.problem)
+        chosen = [scope for scope, box in self.scopes.items() if box.value]
+        days = int(self.days.value) if self.days.value is not None else None  # empty: "Enter a number."
         try:
-            data = TokenCreate.model_validate({"name": self.name.value or ""})
-            created = await auth_service.create_token(db=get_db(), actor=await self.visit.actor(), name=data.name)
+            data = TokenCreate.model_validate(
+                {"name": self.name.value or "", "scopes": chosen, "expires_in_days": days}
+            )
+            created = await auth_service.create_token(
+                db=get_db(),
+                actor=await self.visit.actor(),
+                name=data.name,
+                scopes=data.scopes,
+                expires_in_days=data.expires_in_days,
+            )
         except (ValidationError, DeskError) as error:
-            show_problems(error, {"name": self.name}, self.problem)
+            show_problems(error, inputs, self.problem)
             return
         self.name.value = ""
         await self.show()
@@ -167,6 +189,9 @@ class TokensCard:
         else:
             ui.notify("Token revoked.", type="positive")
         await self.show()
+
+
+SCOPE_HINTS = {"read": "Read (GET)", "write": "Write (change things)", "admin": "Admin (the admin API)"}
 
 
 async def _show_secret_once(created: TokenCreated) -> None:

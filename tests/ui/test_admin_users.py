@@ -1,8 +1,10 @@
 """/app/admin/users: admins add people and change them; nobody else gets in."""
 
 import asyncio
+from datetime import timedelta
 
 import pytest
+from bson import ObjectId
 from nicegui import ui
 from nicegui.testing import User
 
@@ -11,6 +13,7 @@ from components.frame import SESSION_CHECK_SECONDS
 from desk.auth import service as auth_service
 from desk.auth.passwords import TOO_COMMON
 from desk.errors import Unauthorized
+from desk.schema import now
 from desk.users import service as users_service
 from desk.users.models import UserAdminUpdate, UserCreate
 from pages import admin_users
@@ -321,3 +324,18 @@ async def test_what_others_change_shows_up_while_the_list_is_open(user: User, ma
     user.find("Cancel").click()
     await user.should_see(marker="user:new.hire@example.com")  # people who came: the list is drawn again
     await user.should_see("4 people")
+
+
+async def test_an_admin_whose_login_is_old_is_asked_to_log_in_again_to_raise_a_role(user: User, make_user, log_in, db):
+    sam = await make_user("viewer", email="sam@example.com", name="Sam Rivera")
+    ada = await open_as_admin(user, make_user, log_in)
+    logged_in = now() - timedelta(minutes=16)
+    await db["sessions"].update_many({"userId": ObjectId(ada["id"])}, {"$set": {"createdAt": logged_in}})
+
+    with user.scope(marker="user:sam@example.com"):
+        choose(user, "role", "User")
+
+    await user.should_see("Log in again to give someone a role that can do more", retries=WAIT)
+    assert (await db["users"].find_one({"email": sam["email"]}))["role"] == "viewer"
+    with user.scope(marker="user:sam@example.com"):
+        assert user.find(marker="role").elements.pop().value == "viewer"  # the control shows what is stored

@@ -1,5 +1,7 @@
 """/app/profile: one's own password, API tokens and AI assistance, for every role."""
 
+from datetime import UTC, timedelta
+
 import pytest
 from bson import ObjectId
 from nicegui import ui
@@ -8,7 +10,8 @@ from nicegui.testing import User
 from desk.auth import service as auth_service
 from desk.auth.passwords import TOO_COMMON
 from desk.errors import Unauthorized
-from tests.helpers import PASSWORD, actor, error_of
+from desk.schema import now
+from tests.helpers import PASSWORD, actor, error_of, until
 from tests.ui.conftest import WAIT
 
 PAGE = "/app/profile"
@@ -212,3 +215,69 @@ async def test_the_header_follows_ones_own_ai_switch_at_once(user: User, ai_sett
     user.find(marker="own-ai").click()
     await user.should_see("AI assistance is on for you.", retries=WAIT)
     await user.should_see(marker="copilot-toggle")
+
+
+async def test_making_a_token_that_may_only_read_for_thirty_days(user: User, make_user, log_in, db):
+    sam = await make_user("user", name="Sam Rivera")
+    await log_in(user, sam, landing=PAGE)
+    await user.should_see(marker="scope-read", retries=WAIT)
+    await user.should_not_see(marker="scope-admin")  # offered to admins only
+
+    user.find(marker="token-name").type("Nightly report")
+    user.find(marker="scope-write").click()  # read and write come ticked
+    user.find(marker="token-days").clear().type("30")
+    user.find(marker="create-token").click()
+    await user.should_see(marker="token-dialog", retries=WAIT)
+    user.find(marker="token-done").click()
+
+    stored = await db["api_tokens"].find_one({})
+    assert stored["scopes"] == ["read"]
+    assert timedelta(days=29) < stored["expiresAt"] - now() <= timedelta(days=30)
+    with user.scope(marker="token-row"):
+        await user.should_see("Nightly report", retries=WAIT)
+        await user.should_see(marker="token-scopes", content="Read", retries=WAIT)
+        await user.should_see(f"Expires {stored['expiresAt'].astimezone(UTC):%d %b %Y}", retries=WAIT)
+
+
+async def test_an_admin_may_give_a_token_the_admin_scope_and_sees_it_listed(user: User, make_user, log_in, db):
+    ola = await make_user("admin", name="Ola Admin")
+    await log_in(user, ola, landing=PAGE)
+
+    user.find(marker="token-name").type("Provisioning")
+    user.find(marker="scope-admin").click()
+    user.find(marker="create-token").click()
+    await user.should_see(marker="token-dialog", retries=WAIT)
+    user.find(marker="token-done").click()
+
+    with user.scope(marker="token-row"):
+        await user.should_see("Read, Write, Admin", retries=WAIT)
+    assert (await db["api_tokens"].find_one({}))["scopes"] == ["read", "write", "admin"]
+
+
+async def test_a_token_that_may_do_nothing_or_last_over_a_year_is_not_made(user: User, make_user, log_in, db):
+    sam = await make_user("user", name="Sam Rivera")
+    await log_in(user, sam, landing=PAGE)
+    user.find(marker="token-name").type("Script")
+
+    user.find(marker="token-days").clear().type("400")
+    user.find(marker="create-token").click()
+    await until(lambda: "365" in (error_of(user, "token-days") or ""), what="the days' problem")
+
+    user.find(marker="token-days").clear().type("90")
+    user.find(marker="scope-read").click()
+    user.find(marker="scope-write").click()
+    user.find(marker="create-token").click()
+    await user.should_see(marker="token-problem", content="at least 1", retries=WAIT)  # what it may do
+    assert await db["api_tokens"].count_documents({}) == 0
+
+
+async def test_an_expired_token_is_listed_as_expired(user: User, make_user, log_in, db):
+    sam = await make_user("user", name="Sam Rivera")
+    token = await auth_service.create_token(db=db, actor=actor(sam), name="Old laptop", expires_in_days=1)
+    await db["api_tokens"].update_one({"_id": ObjectId(token.id)}, {"$set": {"expiresAt": now() - timedelta(days=2)}})
+
+    await log_in(user, sam, landing=PAGE)
+
+    with user.scope(marker="token-row"):
+        await user.should_see("Old laptop", retries=WAIT)
+        await user.should_see(marker="token-expiry", content="Expired", retries=WAIT)
