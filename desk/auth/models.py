@@ -6,7 +6,7 @@ from typing import Annotated
 from pydantic import AfterValidator, Field
 
 from desk.actors import SCOPES, Scope
-from desk.schema import ApiModel, IdStr, ReadModel, single_line, stripped
+from desk.schema import ApiModel, IdStr, ReadModel, WholeNumber, single_line, stripped
 from desk.users.models import Password
 
 TokenName = single_line(min_length=1, max_length=100)
@@ -43,7 +43,7 @@ class TokenCreate(ApiModel):
 
     name: TokenName
     scopes: Annotated[list[Scope], Field(min_length=1, max_length=9), AfterValidator(_in_order)] | None = None
-    expires_in_days: Annotated[int, Field(ge=1, le=MAX_TOKEN_DAYS)] = TOKEN_DAYS
+    expires_in_days: Annotated[int, Field(ge=1, le=MAX_TOKEN_DAYS), WholeNumber] = TOKEN_DAYS
 
 
 class TokenRead(ReadModel):

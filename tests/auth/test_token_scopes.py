@@ -69,6 +69,7 @@ async def test_scopes_are_kept_in_their_order_once_each(make_user, client_for):
         {"expiresInDays": 366},
         {"expiresInDays": 0},
         {"expiresInDays": "30"},
+        {"expiresInDays": 30.5},
         {"scopes": []},
         {"scopes": ["delete"]},
         {"scopes": "read"},
@@ -88,7 +89,7 @@ async def test_a_token_beyond_a_year_or_with_no_or_unknown_scopes_is_refused(mak
 async def test_a_year_is_the_longest_a_token_may_last(make_user, client_for):
     browser = await client_for(await make_user("user"))
 
-    made = (await browser.post(TOKENS, json={"name": "yearly", "expiresInDays": 365})).json()
+    made = (await browser.post(TOKENS, json={"name": "yearly", "expiresInDays": 365.0})).json()  # JSON's integer
 
     assert timedelta(days=364) < _parsed(made["expiresAt"]) - now() <= timedelta(days=365)
 
