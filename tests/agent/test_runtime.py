@@ -402,7 +402,7 @@ async def test_a_change_that_changes_nothing_is_never_put_to_the_person(
 
 
 async def test_an_id_quoted_in_a_description_is_not_seen(start, fake_provider, make_user, make_order, db):
-    """Only the objects a tool returned count as seen: an id in their text is somebody's words, even the person's own."""
+    """Only the objects a tool returned count as seen: an id in their text is somebody's words, even of one's own."""
     sam = await make_user()
     boiler = await make_order(sam, "Boiler service contract")
     await make_order(sam, "Leaking tap", description=f"Same plumber as work order {boiler.id}.")
