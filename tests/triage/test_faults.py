@@ -15,9 +15,9 @@ How each fault point is reached, from outside the worker (the desk has no hook f
   worker is killed once the request has arrived.
 - "paused past its lease": SIGSTOP once the model request has arrived, SIGCONT after a second
   worker has finished the event; the answer is waiting in the socket when it wakes.
-- "the database restarts mid-pass": a database of its own behind the proxy, stopped and started
-  again on the same data directory while the model call is held. The launcher picks a new port at
-  each start, so the proxy keeps the address the worker knows.
+- "the database restarts mid-pass": a database of its own, stopped and started again on the same
+  data directory while the model call is held. It comes back on the same Unix socket, the address
+  the worker knows, as the desk's own database does after a restart.
 """
 
 import asyncio
@@ -67,21 +67,9 @@ def pool(tmp_path: Path, mongo_uri: str, fake_provider: FakeProvider) -> Iterato
 
 @pytest.fixture
 def proxy(mongo_uri: str) -> Iterator[WireProxy]:
-    """The proxy in front of the test database (one host: the embedded server, or MONGODB_URI's)."""
-    host, port = _host_port(mongo_uri)
-    with WireProxy((host, port)) as running:
+    """The proxy in front of the test database (one host: the embedded server's socket, or MONGODB_URI's)."""
+    with WireProxy(mongo_uri) as running:
         yield running
-
-
-def _host_port(uri: str) -> tuple[str, int]:
-    netloc = uri.split("://", 1)[1].split("/", 1)[0].rsplit("@", 1)[-1]
-    host, _, port = netloc.partition(":")
-    return host, int(port or 27017)
-
-
-def through(proxy: WireProxy, uri: str) -> str:
-    host, port = _host_port(uri)
-    return uri.replace(f"{host}:{port}", f"127.0.0.1:{proxy.port}", 1)
 
 
 async def orders_for(db: AsyncDatabase, count: int, **fields: object) -> tuple[dict, list[str]]:
@@ -148,7 +136,7 @@ async def test_a_worker_killed_at_the_claim_leaves_the_event_to_the_next_one(db,
     fake_provider.script(*[proposal("high") for _ in ids])
     victim: list[Worker] = []  # the trap is set before the worker starts; it kills whoever this holds
     claim = proxy.trap("findAndModify", "outbox_events", lambda: _kill(victim), reply=lambda r: r["value"] is not None)
-    victim.append(pool.start(wait=False, MONGODB_URI=through(proxy, mongo_uri), AGENT_CONCURRENCY="1"))
+    victim.append(pool.start(wait=False, MONGODB_URI=proxy.through(mongo_uri), AGENT_CONCURRENCY="1"))
 
     await killed(victim[0], claim.fired)
     held = await db["outbox_events"].find_one({"status": "processing"})
@@ -197,7 +185,7 @@ async def test_a_worker_killed_after_its_write_before_the_ack_is_not_doubled(
     victim: list[Worker] = []
     write = proxy.trap(command, collection, lambda: _kill(victim))
     victim.append(
-        pool.start(wait=False, MONGODB_URI=through(proxy, mongo_uri), AGENT_CONCURRENCY="1", AGENT_TRIAGE_MODE=mode)
+        pool.start(wait=False, MONGODB_URI=proxy.through(mongo_uri), AGENT_CONCURRENCY="1", AGENT_TRIAGE_MODE=mode)
     )
 
     await killed(victim[0], write.fired)
@@ -238,36 +226,35 @@ async def test_a_worker_paused_past_its_lease_wakes_up_and_writes_nothing(db, po
 
 
 async def test_the_database_restarting_mid_pass_loses_and_doubles_nothing(tmp_path, fake_provider):
-    """The database stops and starts again (same files) while the model call is held; the pass ends on the new one."""
+    """The database stops and starts again (same files, same socket) while the model call is held; the pass ends."""
     database = EmbeddedMongo(tmp_path / "mongo")
     uri = database.start()
     try:
-        with WireProxy(_host_port(uri)) as proxy:
-            client: AsyncMongoClient = AsyncMongoClient(proxy.uri, tz_aware=True, serverSelectionTimeoutMS=10_000)
-            try:
-                db = client["desk_faults"]
-                await ensure_indexes(db)
-                person, ids = await orders_for(db, 2)
-                fake_provider.script(proposal("urgent").with_delay(0.4), proposal("urgent"), proposal("urgent"))
-                settings = worker_settings(
-                    mongodb_uri=proxy.uri,
-                    db_name="desk_faults",
-                    provider_url=fake_provider.url,
-                    AGENT_LEASE_MS=str(LEASE_MS),
-                    AGENT_POLL_INTERVAL_MS=str(POLL_MS),
-                    AGENT_SWEEP_INTERVAL_MS="500",
-                    AGENT_TRIAGE_MODE="auto-apply",
-                )
-                with workers(tmp_path / "workers", **settings) as pool:
-                    pool.start(wait=False, AGENT_CONCURRENCY="1")
-                    await until(lambda: fake_provider.requests, what="the model call", within=SETTLED)
-                    await asyncio.to_thread(database.stop)
-                    proxy.upstream = _host_port(await asyncio.to_thread(database.start))
-                    await all_settled(db, ids)
+        client: AsyncMongoClient = AsyncMongoClient(uri, tz_aware=True, serverSelectionTimeoutMS=10_000)
+        try:
+            db = client["desk_faults"]
+            await ensure_indexes(db)
+            person, ids = await orders_for(db, 2)
+            fake_provider.script(proposal("urgent").with_delay(0.4), proposal("urgent"), proposal("urgent"))
+            settings = worker_settings(
+                mongodb_uri=uri,
+                db_name="desk_faults",
+                provider_url=fake_provider.url,
+                AGENT_LEASE_MS=str(LEASE_MS),
+                AGENT_POLL_INTERVAL_MS=str(POLL_MS),
+                AGENT_SWEEP_INTERVAL_MS="500",
+                AGENT_TRIAGE_MODE="auto-apply",
+            )
+            with workers(tmp_path / "workers", **settings) as pool:
+                pool.start(wait=False, AGENT_CONCURRENCY="1")
+                await until(lambda: fake_provider.requests, what="the model call", within=SETTLED)
+                await asyncio.to_thread(database.stop)
+                assert await asyncio.to_thread(database.start) == uri  # back where the worker looks for it
+                await all_settled(db, ids)
 
-                    await assert_triaged_once(db, person, ids, applied=True)
-                    await no_run_left_running(db)
-            finally:
-                await client.close()
+                await assert_triaged_once(db, person, ids, applied=True)
+                await no_run_left_running(db)
+        finally:
+            await client.close()
     finally:
         database.stop()

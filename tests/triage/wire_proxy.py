@@ -1,11 +1,11 @@
-"""A TCP proxy in front of MongoDB that reads the commands going through it and can act on one (fault tests).
+"""A proxy in front of MongoDB that reads the commands going through it and can act on one (fault tests).
 
 A worker process pointed at the proxy instead of the database is watched from outside, with no
 hook in the desk: a `Trap` names a command (`findAndModify` on `outbox_events`, `insert` on
 `triage_suggestions`, ...) and, when the database's reply to it comes back, runs an action (say,
 SIGKILL the worker) and drops the reply, so the write is in the database and the worker never
-learns it. `upstream` can be changed while it runs: a restarted database on a new port keeps the
-address its clients know.
+learns it. It listens on a Unix socket of its own, as the embedded database does (no TCP port), and
+forwards to the database's address: its Unix socket, or a MongoDB's host and port.
 
 It reads the wire protocol's OP_MSG frames (the only opcode pymongo sends commands with after the
 handshake) and passes every byte on unchanged.
@@ -13,13 +13,20 @@ handshake) and passes every byte on unchanged.
 
 import asyncio
 import contextlib
+import shutil
 import struct
+import tempfile
 import threading
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
+from urllib.parse import quote
 
 import bson
+from pymongo.uri_parser import parse_uri
+
+from desk.db.embedded.launcher import SOCKET_NAME, socket_uri
 
 OP_MSG = 2013
 HEADER = struct.Struct("<iiii")  # messageLength, requestID, responseTo, opCode
@@ -41,12 +48,13 @@ class Trap:
 
 
 class WireProxy:
-    """Listens on 127.0.0.1 (a free port) and forwards every connection to `upstream` (host, port)."""
+    """Listens on a Unix socket in a private directory and forwards every connection to the database at `uri`."""
 
-    def __init__(self, upstream: tuple[str, int]) -> None:
-        self.upstream = upstream
+    def __init__(self, uri: str) -> None:
+        ((host, port),) = parse_uri(uri)["nodelist"]  # a socket's path comes with no port
+        self._upstream = host, port
         self.traps: list[Trap] = []
-        self.port = 0
+        self.socket_path = Path()
         self._loop = asyncio.new_event_loop()
         self._server: asyncio.Server | None = None
         self._ready = threading.Event()
@@ -54,9 +62,18 @@ class WireProxy:
 
     @property
     def uri(self) -> str:
-        return f"mongodb://127.0.0.1:{self.port}/"
+        return socket_uri(self.socket_path)
+
+    def through(self, uri: str) -> str:
+        """`uri` (its credentials, database and options) with the proxy in place of its host."""
+        scheme, _, rest = uri.partition("://")
+        netloc, _, tail = rest.partition("/")
+        credentials, at, _ = netloc.rpartition("@")
+        return f"{scheme}://{credentials}{at}{quote(str(self.socket_path), safe='')}/{tail}"
 
     def __enter__(self) -> "WireProxy":
+        # mkdtemp (0700), not the test's directory: a socket's path must fit in 107 bytes
+        self.socket_path = Path(tempfile.mkdtemp(prefix="wire-proxy-")) / SOCKET_NAME
         self._thread.start()
         if not self._ready.wait(10):
             raise RuntimeError("the wire proxy did not start")
@@ -67,6 +84,7 @@ class WireProxy:
         self._loop.call_soon_threadsafe(self._loop.stop)
         self._thread.join(timeout=5)
         self._loop.close()
+        shutil.rmtree(self.socket_path.parent, ignore_errors=True)
 
     async def _close(self) -> None:
         """Every connection closed and every task ended, so none is left pending when the loop goes."""
@@ -84,14 +102,13 @@ class WireProxy:
 
     def _run(self) -> None:
         asyncio.set_event_loop(self._loop)
-        self._server = self._loop.run_until_complete(asyncio.start_server(self._serve, "127.0.0.1", 0))
-        self.port = self._server.sockets[0].getsockname()[1]
+        self._server = self._loop.run_until_complete(asyncio.start_unix_server(self._serve, path=self.socket_path))
         self._ready.set()
         self._loop.run_forever()
 
     async def _serve(self, client_in: asyncio.StreamReader, client_out: asyncio.StreamWriter) -> None:
         try:
-            server_in, server_out = await asyncio.open_connection(*self.upstream)
+            server_in, server_out = await _connect(*self._upstream)
         except OSError:  # the database is down (restarting): the client sees a closed connection and retries
             client_out.close()
             return
@@ -132,6 +149,12 @@ class WireProxy:
                         return  # the reply is dropped: the client never learns its command was done
                 sink.write(header + rest)
                 await sink.drain()
+
+
+async def _connect(host: str, port: int | None) -> tuple[asyncio.StreamReader, asyncio.StreamWriter]:
+    if port is None:  # the embedded database: `host` is its Unix socket's path
+        return await asyncio.open_unix_connection(host)
+    return await asyncio.open_connection(host, port)
 
 
 def _body(rest: bytes) -> dict[str, Any] | None:
