@@ -22,7 +22,11 @@ from tests.triage.conftest import proposal
 ORDERS = 500
 
 
-async def test_two_workers_triage_five_hundred_orders_each_exactly_once(db, tmp_path: Path, mongo_uri, fake_provider):
+async def test_two_workers_triage_five_hundred_orders_each_exactly_once(
+    db, settings, tmp_path: Path, mongo_uri, fake_provider
+):
+    # `settings`: the test limits, 1000 writes a minute; 500 orders at once are far past a person's 60,
+    # which this test is not about
     user = await users_service.register(
         db=db, data=UserCreate(email="many@example.com", name="Many", role="user", password=PASSWORD)
     )
@@ -32,7 +36,7 @@ async def test_two_workers_triage_five_hundred_orders_each_exactly_once(db, tmp_
         for n in range(ORDERS)
     }
     fake_provider.script(*[proposal("high") for _ in range(ORDERS)])
-    settings = worker_settings(
+    worker_env = worker_settings(
         mongodb_uri=mongo_uri, db_name=TEST_DB, provider_url=fake_provider.url, AGENT_POLL_INTERVAL_MS="200"
     )
     in_flight: list[int] = []
@@ -41,7 +45,7 @@ async def test_two_workers_triage_five_hundred_orders_each_exactly_once(db, tmp_
         in_flight.append(await db["outbox_events"].count_documents({"status": "processing"}))
         return await db["outbox_events"].count_documents({"status": "done"}) == ORDERS
 
-    with workers(tmp_path / "workers", **settings) as pool:
+    with workers(tmp_path / "workers", **worker_env) as pool:
         for worker in [pool.start(wait=False), pool.start(wait=False)]:
             worker.wait_started()
         await until(done, what=f"{ORDERS} events done", within=120)
