@@ -174,6 +174,30 @@ async def swap(db: AsyncDatabase, key: str, *, seen: int, state: Doc) -> bool:
     return (await db["rate_limits"].update_one({"_id": key, "v": seen}, {"$set": new})).modified_count == 1
 
 
+async def add_time(
+    db: AsyncDatabase, key: str, *, at: datetime, since: datetime, keep: int, expires_at: datetime
+) -> bool:
+    """Append `at` to `key`'s times, keeping the newest `keep`, if fewer than `keep` of them are after `since`.
+
+    One conditional update, so of writes sent together no more get in than there is room for. False when
+    the room is full, or `key` has no document yet (`start_times`).
+    """
+    within = {"$size": {"$filter": {"input": "$at", "cond": {"$gt": ["$$this", since]}}}}
+    # $and, not a sibling of _id: the embedded engine drops the fields beside a top-level $expr
+    room = {"$and": [{"_id": key}, {"$expr": {"$lt": [within, keep]}}]}
+    add = {"$push": {"at": {"$each": [at], "$slice": -keep}}, "$set": {"expiresAt": expires_at}}
+    return (await db["rate_limits"].update_one(room, add)).matched_count == 1  # no upsert: MongoDB refuses $expr in one
+
+
+async def start_times(db: AsyncDatabase, key: str, *, at: datetime, expires_at: datetime) -> bool:
+    """Start `key`'s times with `at`; False when it already has a document."""
+    try:
+        await db["rate_limits"].insert_one({"_id": key, "at": [at], "expiresAt": expires_at})
+    except DuplicateKeyError:
+        return False
+    return True
+
+
 async def forget(db: AsyncDatabase, key: str) -> None:
     await db["rate_limits"].delete_one({"_id": key})
 

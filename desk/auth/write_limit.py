@@ -6,8 +6,9 @@ work orders (created, changed, deleted) and comments today, and uploads (attachm
 It is enforced in the services, so the pages, the API and the copilot's writes all meet it.
 
 The window slides: at most DESK_WRITES_PER_MINUTE writes in any 60 seconds, not per clock minute (which
-would let twice as many through around a minute's turn). The person's write times in the window are one
-document, changed by compare-and-set, so writes sent together cannot all slip through.
+would let twice as many through around a minute's turn). A person's newest write times are one document,
+added to by one conditional update that counts those in the window: writes sent together cannot all slip
+through, and none under the limit is turned away for having come at the same time as another.
 """
 
 from datetime import datetime, timedelta
@@ -23,23 +24,25 @@ from desk.errors import RateLimited
 from desk.schema import now
 
 WINDOW = timedelta(minutes=1)
-RACES = 5  # a person's own writes sent together, each retried after losing to another
+TRIES = 3  # a try is lost only to a full window, or to another write starting the person's document
 
 
 async def admit(*, db: AsyncDatabase, actor: Actor) -> None:
     """Count one write by the actor; RateLimited (with when to try again) past the limit in the last minute."""
     limit = get_settings().desk_writes_per_minute
     key = f"writes:{actor.id}"
-    for _ in range(RACES):
+    for _ in range(TRIES):
         moment = now()
+        since, expires_at = moment - WINDOW, moment + WINDOW
+        if await repo.add_time(db, key, at=moment, since=since, keep=limit, expires_at=expires_at):
+            return
+        if await repo.start_times(db, key, at=moment, expires_at=expires_at):
+            return
         state = await repo.get_limit(db, key) or {}
-        recent = [at for at in state.get("at", []) if at > moment - WINDOW]
+        recent = sorted(at for at in state.get("at", []) if at > since)
         if len(recent) >= limit:  # a slot frees when enough of these have left the window
             _refuse(limit, leaves=recent[len(recent) - limit], moment=moment)
-        if await repo.swap(
-            db, key, seen=state.get("v", 0), state={"at": [*recent, moment], "expiresAt": moment + WINDOW}
-        ):
-            return
+        # room again: a write left the window, or the document another write started is there now
     _refuse(limit, leaves=None, moment=now())
 
 
