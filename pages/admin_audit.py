@@ -15,6 +15,7 @@ from components import session
 from components.formats import when
 from components.frame import admin_frame
 from components.paging import address, last_page, page_from, pager
+from components.tokens import scope_text
 from desk.audit import service as audit_service
 from desk.audit.models import AuditQuery, AuditRead
 from desk.db.client import get_db
@@ -228,11 +229,19 @@ def _what(entry: AuditRead, names: dict[str, str]) -> str:  # noqa: PLR0911 - on
             return f"{person}: {tries}{until}"
         case "token_created" | "token_revoked":
             token = f"“{details['name']}” ({details.get('prefix', '')}…)" if details.get("name") else "a token"
-            return f"{token} of {known or entry.subject_id}"  # `name` is the token's here
+            return f"{token} of {known or entry.subject_id}{_grants(details)}"  # `name` is the token's here
         case "tokens_revoked":
             return f"{details.get('count', 0)} tokens of {person}"
         case unknown:
             assert_never(unknown)
+
+
+def _grants(details: dict) -> str:
+    """What a new token may do, and until when: ": Read, Write; expires 03 Mar 2027, 17:05 UTC" (nothing for a
+    revocation, or for a token made before tokens had scopes)."""
+    scopes = f": {scope_text(details['scopes'])}" if details.get("scopes") else ""
+    expires = f"; expires {when(details['expiresAt'])}" if details.get("expiresAt") else ""
+    return f"{scopes}{expires}"
 
 
 def _changed(details: dict) -> str:

@@ -55,7 +55,11 @@ async def test_role_activation_password_reset_and_token_revocations_are_logged(m
     assert entries[3]["details"] | {"name": None} == {"name": None, "before": "user", "after": "viewer"}
     assert {e["subjectId"] for e in entries} == {sam["id"]} and entries[5]["actorId"] == sam["id"]
     named = {"tokenId": token["id"], "name": "script", "prefix": token["prefix"]}
-    assert entries[5]["details"] == entries[6]["details"] == named  # which token, as its owner sees it
+    assert entries[5]["details"] == named  # which token, as its owner sees it
+    made = entries[6]["details"]
+    assert made == named | {"scopes": ["read", "write"], "expiresAt": made["expiresAt"]}  # and what it may do
+    expires = now().fromisoformat(made["expiresAt"]) - now().fromisoformat(token["expiresAt"])
+    assert timedelta(0) >= expires > -timedelta(milliseconds=1)  # until when (stored to the millisecond)
     assert NEW_PASSWORD not in str(entries) and token["secret"] not in str(entries)
     only = await _log(admins, action="role_changed")
     assert [e["action"] for e in only] == ["role_changed"]

@@ -2,6 +2,7 @@
 
 from nicegui.testing import User
 
+from components.formats import when
 from desk.auth import service as auth_service
 from desk.users import service as users_service
 from desk.users.models import UserAdminUpdate, UserCreate
@@ -61,6 +62,7 @@ async def test_people_and_tokens_read_in_words(user: User, make_user, log_in, db
     await user.should_see("Nia Hire: name New Hire → Nia Hire, email new.hire@example.com → nia@example.com")
     await user.should_see("API token created")
     await user.should_see(f"“<b>nightly</b>” ({token.prefix}…) of Sam Rivera")  # its name as typed, never rendered
+    await user.should_see(f"of Sam Rivera: Read, Write; expires {when(token.expires_at)}")  # what it may do, how long
 
 
 async def test_people_who_are_not_admins_are_refused(user: User, make_user, log_in):
