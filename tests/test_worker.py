@@ -73,9 +73,12 @@ def test_worker_check_answers_for_the_heartbeat_a_real_worker_writes(tmp_path):
         never_started = _check(uri)
         worker = subprocess.Popen(desk_command("worker"), env=desk_env(MONGODB_URI=uri, AI_ENABLED="false"))  # noqa: S603
         try:
+            # watched in the database: each `desk worker --check` costs a process start (seconds of imports)
             deadline = time.monotonic() + 60
-            while (beating := _check(uri)).returncode != 0 and time.monotonic() < deadline:
-                time.sleep(0.5)
+            while not client["desk"]["worker_heartbeats"].find_one({"_id": worker_name()}):
+                assert time.monotonic() < deadline, "the worker never beat"
+                time.sleep(0.1)
+            beating = _check(uri)
         finally:
             worker.send_signal(signal.SIGTERM)
             worker.wait(timeout=30)
