@@ -47,6 +47,7 @@ class Settings(BaseSettings):
     desk_session_idle_minutes: PositiveInt = 120
     desk_session_max_hours: PositiveInt = 12
     desk_login_attempts_per_minute: PositiveInt = 10
+    desk_login_free_failures: PositiveInt = 3  # per email and address, before each further try waits longer
     desk_writes_per_minute: PositiveInt = 60  # orders, comments (and uploads) one person writes in any 60 s
 
     # AI (spec §11)

@@ -25,8 +25,8 @@ TOUCH_EVERY = timedelta(seconds=60)  # a busy person's session is written once a
 TICKET_LIFETIME = timedelta(seconds=60)
 TOKEN_PREFIX = "wod_"  # noqa: S105 - a marker, not a secret
 WRONG_LOGIN = (
-    f"Wrong email or password. After {throttle.FREE_TRIES} failed attempts, each further try from this address "
-    "has to wait a little longer."
+    "Wrong email or password. After a few failed attempts, each further try from this address has to wait "
+    "a little longer."
 )
 DEACTIVATED = "This account is deactivated. Ask an admin of the desk to reactivate it."
 

@@ -1,9 +1,9 @@
 """Login throttling that a stranger cannot turn against the account's owner (OWASP's guidance).
 
 Four rules, each answering a different attacker:
-- the address and the email typed: after FREE_TRIES failures, each further try must wait 1, 2, 4, ... s
-  (up to MAX_DELAY) after the last failure. It slows a guesser down to nothing, and it is theirs alone:
-  the owner logging in from another address is never kept waiting by it;
+- the address and the email typed: after DESK_LOGIN_FREE_FAILURES failures (3), each further try must
+  wait 1, 2, 4, ... s (up to MAX_DELAY) after the last failure. It slows a guesser down to nothing, and
+  it is theirs alone: the owner logging in from another address is never kept waiting by it;
 - the address and the email typed, per minute (DESK_LOGIN_ATTEMPTS_PER_MINUTE), so one person mistyping
   their email, or a script stuck on a wrong one, holds up nobody else behind the same NAT;
 - the address alone: ADDRESS_FACTOR times that budget across every email, which stops one address
@@ -33,7 +33,6 @@ from desk.schema import now
 from desk.users.models import email_key
 
 ADDRESS_FACTOR = 5
-FREE_TRIES = 3  # failures for one email from one address before each further try has to wait
 MAX_DELAY = timedelta(minutes=15)
 DELAY_MEMORY = timedelta(hours=1)  # an address's failures for an email are forgotten an hour after the last
 LOCK_FAILURES = 50
@@ -94,9 +93,10 @@ async def _take_turn(db: AsyncDatabase, key: str, moment: datetime) -> None:
 
 def delay_after(failures: int) -> timedelta:
     """How long the next try waits after this many failures in a row: nothing, then 1, 2, 4, ... s, up to MAX_DELAY."""
-    if failures < FREE_TRIES:
+    free = get_settings().desk_login_free_failures
+    if failures < free:
         return timedelta()
-    return min(timedelta(seconds=2 ** min(failures - FREE_TRIES, 20)), MAX_DELAY)
+    return min(timedelta(seconds=2 ** min(failures - free, 20)), MAX_DELAY)
 
 
 async def give_back(*, db: AsyncDatabase, attempt: Attempt) -> None:

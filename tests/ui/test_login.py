@@ -42,8 +42,8 @@ async def test_wrong_password_says_so_and_never_which_part(user: User, make_user
     await user.open("/login")
     submit(user, sam["email"], "not the password")
     await user.should_see(
-        "Wrong email or password. After 3 failed attempts, each further try from this address "
-        "has to wait a little longer."
+        "Wrong email or password. After a few failed attempts, each further try from this address has to wait "
+        "a little longer."
     )
 
 
