@@ -4,6 +4,7 @@ from collections.abc import Awaitable, Callable
 from functools import partialmethod
 
 import pytest
+from nicegui import context, ui
 from nicegui.testing import User
 
 from desk.db.client import use_database
@@ -19,6 +20,45 @@ def _patient_user(monkeypatch: pytest.MonkeyPatch) -> None:
     # What a person would see after a click often waits on the database or password hashing; on two
     # busy cores that can take longer than should_see's default 0.3 s. Wait up to WAIT instead.
     monkeypatch.setattr(User, "should_see", partialmethod(User.should_see, retries=WAIT))
+
+
+@pytest.fixture(autouse=True)
+def _navigation_goes_to_the_page_that_asked(monkeypatch: pytest.MonkeyPatch) -> None:
+    """NiceGUI's simulated browsers share one `ui.navigate`: reading any attribute of a User puts that User's there,
+    and a simulated browser answering a page's JavaScript reads its own. So a page that navigates after an await
+    (the login, after hashing the password) could send another person's browser onwards while its own stayed put.
+    Each navigation goes to the browser whose page asked, as it would over that page's own socket."""
+    users: list[User] = []
+    last: list[User] = []  # the User read last: the simulation's own choice, when no page is asking
+    remember = User.__init__
+
+    def init(self: User, *args, **kwargs) -> None:
+        remember(self, *args, **kwargs)
+        users.append(self)
+
+    class PageNavigate:
+        def __getattr__(self, name: str):
+            try:
+                asking = context.client
+            except RuntimeError:  # not inside a page
+                asking = None
+            pages = {id(object.__getattribute__(u, "client")): u for u in users}
+            owner = pages.get(id(asking)) if asking is not None else None
+            chosen = owner or (last[-1] if last else users[-1])
+            return getattr(object.__getattribute__(chosen, "navigate"), name)
+
+    navigate = PageNavigate()
+
+    def getattribute(self: User, name: str):
+        if name not in {"notify", "navigate", "download"}:
+            last[:] = [self]
+            ui.navigate = navigate
+            ui.notify = object.__getattribute__(self, "notify")
+            ui.download = object.__getattribute__(self, "download")
+        return object.__getattribute__(self, name)
+
+    monkeypatch.setattr(User, "__init__", init)
+    monkeypatch.setattr(User, "__getattribute__", getattribute)
 
 
 @pytest.fixture(autouse=True)
