@@ -63,8 +63,10 @@ class BrowserStorage(dict):
             self[key] = {**value, "owner": self.page, "at": time.time() * 1000}
         return self.ours()
 
-    def plant(self, key: str, value: dict) -> None:
-        """What a tab of this session kept before this page was opened."""
+    async def plant(self, key: str, value: dict) -> None:
+        """What a tab of this session kept before this page was opened (once the page that logged in has told the
+        browser whose session it has: planted before, it would be a draft of no session, dropped on the next load)."""
+        await until(lambda: self.owner is not None, what="the page to say whose session the browser has")
         self[key] = {**value, "owner": self.owner, "at": time.time() * 1000}
 
     def get_fresh(self, key: str) -> dict | None:
@@ -159,7 +161,8 @@ async def test_a_restored_edit_can_be_discarded(user: User, make_user, make_orde
     order = await make_order(sam, "Leaking tap")
     storage = browser_storage(user)
     await log_in(user, sam)
-    storage.plant(f"desk-draft:{sam['id']}:{order.id}", {"version": 1, "edits": {"title": "Kept", "status": "bogus"}})
+    kept = {"version": 1, "edits": {"title": "Kept", "status": "bogus"}}
+    await storage.plant(f"desk-draft:{sam['id']}:{order.id}", kept)
     await user.open(f"/app/work-orders/{order.id}")
     await user.should_see(marker="draft-restored", retries=3 * WAIT)
     assert user.find(marker="edit-title").elements.pop().value == "Kept"
@@ -184,7 +187,7 @@ async def test_typing_while_the_kept_edit_is_read_back_is_not_overwritten(user: 
         return storage.get_fresh(json.loads(match[1]))
 
     await log_in(user, sam)
-    storage.plant(key, {"version": 1, "edits": {"title": "An old kept edit"}})
+    await storage.plant(key, {"version": 1, "edits": {"title": "An old kept edit"}})
     user.javascript_rules[re.compile(r'deskDrafts\.get\(("[^"]*")\)$')] = typed_meanwhile
     await user.open(f"/app/work-orders/{order.id}")
     await until(lambda: asked, what="the kept edit asked for", within=15)
@@ -268,8 +271,8 @@ async def test_logging_out_asks_about_edits_kept_by_other_tabs_and_drafts_of_no_
     storage = browser_storage(user)
     storage[f"desk-draft:{order.id}"] = {"version": 1, "edits": {"title": "From before"}}  # of no known session
     await log_in(user, sam)
-    assert storage == {}  # the login page dropped it
-    storage.plant(f"desk-draft:{sam['id']}:{other.id}", {"version": 1, "edits": {"title": "In tab A"}})
+    await until(lambda: storage == {}, what="the login page to drop it")
+    await storage.plant(f"desk-draft:{sam['id']}:{other.id}", {"version": 1, "edits": {"title": "In tab A"}})
     await user.open("/app")  # tab B: the list, nothing typed here
     await user.should_see(marker="order-list", retries=WAIT)
 
@@ -313,7 +316,7 @@ async def test_logging_out_counts_an_edit_and_a_comment_of_one_order_as_one(user
     order = await make_order(sam, "Leaking tap")
     storage = browser_storage(user)
     await log_in(user, sam)
-    storage.plant(f"desk-draft:{sam['id']}:{order.id}:comment", {"version": 0, "edits": {"text": "Hm"}})
+    await storage.plant(f"desk-draft:{sam['id']}:{order.id}:comment", {"version": 0, "edits": {"text": "Hm"}})
     await type_unsaved(user, sam, order, storage, "title", "Dripping tap")
 
     user.find(marker="logout").click()
