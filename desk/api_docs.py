@@ -13,7 +13,8 @@ from fastapi.responses import HTMLResponse
 from fastapi.staticfiles import StaticFiles
 from swagger_ui_bundle import swagger_ui_path
 
-from desk.http import CSRF_HEADER, MAX_BODY_BYTES, session_cookie_name
+from desk.http import CSRF_HEADER, session_cookie_name
+from desk.middleware import MAX_BODY_BYTES
 
 DOCS = "/api/docs"
 ASSETS = f"{DOCS}/assets"
@@ -50,7 +51,7 @@ def _schema(app: FastAPI) -> dict[str, Any]:
             for method, operation in operations.items():
                 # FastAPI documents a 422 on every route with input; the desk answers those as 400 in the envelope.
                 operation.get("responses", {}).pop("422", None)
-                if "requestBody" in operation:  # any body over the limit, on any route (desk.http.BodyLimit)
+                if "requestBody" in operation:  # any body over the limit, on any route (desk.middleware.BodyLimit)
                     operation["responses"]["413"] = TOO_LARGE
                 if (security := OPEN.get((path, method), SIGNED_IN)) is not None:
                     operation["security"] = security

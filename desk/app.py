@@ -27,8 +27,9 @@ from desk.auth.api import router as auth_router
 from desk.config import Settings
 from desk.db.client import get_db, ping
 from desk.errors import Conflict, DeskError
-from desk.http import BodyLimit, HeadAsGet, TokenLookup, install_error_handlers, query_as_declared
+from desk.http import install_error_handlers, query_as_declared
 from desk.metrics.api import router as metrics_router
+from desk.middleware import BodyLimit, HeadAsGet, TokenLookup
 from desk.outbox import repository as outbox_repo
 from desk.users import repository as users_repo
 from desk.users import service as users_service

@@ -1,10 +1,7 @@
 """The HTTP edge shared by every router: dependencies, the error envelope, documented error responses."""
 
-import asyncio
 import logging
-import time
 from collections.abc import Awaitable, Callable
-from dataclasses import dataclass
 from typing import Annotated, Any, get_args, get_origin
 
 from fastapi import Depends, FastAPI, Request, Response
@@ -14,7 +11,6 @@ from pydantic import BaseModel
 from pymongo.asynchronous.database import AsyncDatabase
 from starlette.exceptions import HTTPException as StarletteHTTPException
 from starlette.routing import Match
-from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from desk.actors import Actor
 from desk.actors import Scope as TokenScope
@@ -32,6 +28,7 @@ from desk.errors import (
     ValidationFailed,
 )
 from desk.logs import failure
+from desk.middleware import HEAD_ASKED, TOO_LARGE, TooLarge, early_lookup
 from desk.problems import problems
 
 log = logging.getLogger(__name__)
@@ -88,9 +85,8 @@ async def current_user(request: Request, db: Db) -> dict:
         if scheme.lower() != "bearer" or not secret.strip():
             raise Unauthorized("Use 'Authorization: Bearer <token>'.")
         secret = secret.strip()
-        early = request.scope.get("state", {}).get(LOOKUP)  # started as the request came in (TokenLookup)
-        fresh = early is not None and early.secret == secret and time.monotonic() - early.started < EARLY_FOR
-        user = await (early.lookup if fresh else auth_service.user_for_token(db=db, secret=secret))
+        early = early_lookup(request.scope, secret)  # started as the request came in (TokenLookup)
+        user = await (early if early is not None else auth_service.user_for_token(db=db, secret=secret))
         _require_scopes(user[auth_service.TOKEN_SCOPES], request)
     else:
         secret = request.cookies.get(session_cookie_name(), "")
@@ -320,7 +316,6 @@ def _method_not_allowed(request: Request) -> Response:
 
 
 METHODS = ("GET", "POST", "PUT", "PATCH", "DELETE")
-HEAD_ASKED = "desk.head"  # in the scope of a HEAD request that HeadAsGet runs as a GET
 
 
 def _best_match(request: Request, **changes: str) -> Match:
@@ -339,125 +334,5 @@ async def _client_left(request: Request) -> bool:
         return await request.is_disconnected()
     except RuntimeError:  # the handler of last resort gets a Request that cannot receive (ServerErrorMiddleware)
         return False
-    except _TooLarge:  # this look is the first read of a body too large by its length: no route took it (404, 405)
+    except TooLarge:  # this look is the first read of a body too large by its length: no route took it (404, 405)
         return False
-
-
-MAX_BODY_BYTES = 1024 * 1024  # nginx's `client_max_body_size 1m` (deploy/nginx.conf), for a desk served without it
-TOO_LARGE = f"The request body is over {MAX_BODY_BYTES // 1024} KiB; nothing was saved."
-
-
-class _TooLarge(StarletteHTTPException):
-    """An HTTPException, so FastAPI lets it through a body read (any other error there becomes a 400)."""
-
-    def __init__(self) -> None:
-        super().__init__(status_code=413)
-
-
-LOOKUP = "desk_token_lookup"
-# A lookup older than this is not used: a body sent slowly must not carry a token revoked meanwhile past the check.
-EARLY_FOR = 1.0
-
-
-@dataclass(frozen=True)
-class EarlyLookup:
-    secret: str
-    lookup: asyncio.Future
-    started: float  # time.monotonic()
-
-
-class TokenLookup:
-    """Start looking up the person behind a bearer token as the request comes in; `current_user` awaits it.
-
-    The lookup is a round trip to the database (the token's aggregate). Started here, the database
-    answers it while FastAPI routes the request and solves the route's other dependencies, instead
-    of after them (0.15-0.2 ms off a plain GET made with a token, about a tenth, and off a copilot
-    turn's first token; docs/benchmarks.md). Nothing else changes: `current_user` still decides,
-    at its usual place among the route's checks, and raises what the lookup found, unless it is
-    older than EARLY_FOR (a body sent slowly): then it looks again. A request answered before it
-    needs its person (a 404, a 413) lets the lookup finish on its own.
-    """
-
-    def __init__(self, app: ASGIApp) -> None:
-        self.app = app
-
-    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] == "http":
-            authorization = next((value for name, value in scope["headers"] if name == b"authorization"), b"")
-            scheme, _, secret = authorization.decode("latin-1").partition(" ")
-            if scheme.lower() == "bearer" and (secret := secret.strip()):
-                lookup = asyncio.ensure_future(_look_up(secret))
-                lookup.add_done_callback(_read_out)
-                scope.setdefault("state", {})[LOOKUP] = EarlyLookup(secret, lookup, time.monotonic())
-                await asyncio.sleep(0)  # the lookup's command goes out now, not when the route first waits
-        await self.app(scope, receive, send)
-
-
-async def _look_up(secret: str) -> dict:
-    return await auth_service.user_for_token(db=get_db(), secret=secret)
-
-
-def _read_out(lookup: asyncio.Future) -> None:
-    """The outcome of a lookup nobody awaited is not an error for asyncio to log ("never retrieved")."""
-    if not lookup.cancelled():
-        lookup.exception()
-
-
-class BodyLimit:
-    """Refuse a request body over MAX_BODY_BYTES with a 413 in the envelope before more of it is held in memory.
-
-    By its Content-Length when the route first reads it, before a byte is held; a body sent without one as soon
-    as it goes over. A route that takes no body never reads one, and answers as it would without it.
-    (Starlette's own limit answers in plain text, and trips a second time when our error handler
-    looks whether the client left.)
-    """
-
-    def __init__(self, app: ASGIApp) -> None:
-        self.app = app
-
-    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] != "http":
-            await self.app(scope, receive, send)
-            return
-        declared = next((value for name, value in scope["headers"] if name == b"content-length"), b"")
-        # Too large by its Content-Length: refused at its first read, before a byte of it is held. Not at the
-        # door: routed first, so the request metrics count it under its route, not as "unmatched".
-        refuse_at_once = declared.isdigit() and int(declared) > MAX_BODY_BYTES
-        arrived = 0
-
-        async def counted() -> Message:
-            nonlocal arrived, refuse_at_once
-            if refuse_at_once:
-                refuse_at_once, arrived = False, MAX_BODY_BYTES + 1
-                raise _TooLarge
-            message = await receive()
-            if arrived <= MAX_BODY_BYTES:  # refused once: a later look (has the client left?) gets its message
-                arrived += len(message.get("body", b""))
-                if arrived > MAX_BODY_BYTES:
-                    raise _TooLarge
-            return message
-
-        await self.app(scope, counted, send)
-
-
-class HeadAsGet:
-    """HEAD answers as GET would, with its status and headers and no body (RFC 9110 §9.3.2).
-
-    The API's routes declare GET alone, so HEAD was a 405 that a link checker or a monitor reads as a
-    broken address. The route runs as GET; the headers (Content-Length included) are the GET's.
-    """
-
-    def __init__(self, app: ASGIApp) -> None:
-        self.app = app
-
-    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] != "http" or scope["method"] != "HEAD":
-            await self.app(scope, receive, send)
-            return
-
-        async def headers_only(message: Message) -> None:
-            if message["type"] == "http.response.body":
-                message = {**message, "body": b""}
-            await send(message)
-
-        await self.app({**scope, "method": "GET", HEAD_ASKED: True}, receive, headers_only)

@@ -9,7 +9,7 @@ from datetime import timedelta
 from argon2 import PasswordHasher
 from bson import ObjectId
 
-from desk import http
+from desk import middleware
 from desk.agent import runs
 from desk.auth.service import digest
 from desk.config import use_settings
@@ -321,7 +321,7 @@ async def test_an_admins_token_cannot_list_or_revoke_anyones_tokens(make_user, c
 
 
 async def test_a_token_request_answered_before_it_needs_its_person_leaves_no_error_in_the_log(anonymous, caplog):
-    """The token is looked up as the request comes in (desk.http.TokenLookup); a 404 never asks how that went."""
+    """The token is looked up as the request comes in (desk.middleware.TokenLookup); a 404 never asks how that went."""
     anonymous.headers["Authorization"] = "Bearer wod_not-a-real-token"
     others = asyncio.all_tasks() - {asyncio.current_task()}
 
@@ -334,8 +334,8 @@ async def test_a_token_request_answered_before_it_needs_its_person_leaves_no_err
 
 
 async def test_a_token_revoked_while_a_slow_body_arrives_is_refused(app, make_user, client_for, db, monkeypatch):
-    """The early lookup (desk.http.TokenLookup) is not trusted past EARLY_FOR: the token is looked up again."""
-    monkeypatch.setattr(http, "EARLY_FOR", 0.05)
+    """The early lookup (desk.middleware.TokenLookup) is not trusted past EARLY_FOR: the token is looked up again."""
+    monkeypatch.setattr(middleware, "EARLY_FOR", 0.05)
     sam = await make_user("user")
     browser = await client_for(sam)
     token = (await browser.post("/api/v1/auth/tokens", json={"name": "script"})).json()
