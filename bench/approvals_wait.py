@@ -26,10 +26,12 @@ from bson import ObjectId
 from pymongo import AsyncMongoClient, monitoring
 
 from desk.actors import Actor
-from desk.agent import approvals, live, runs
-from desk.agent.record import LEASE, RunRecord
-from desk.agent.staging import Staging
-from desk.agent.state import RunState
+from desk.agent.copilot import approvals, live
+from desk.agent.copilot.record import CopilotRecord
+from desk.agent.copilot.staging import Staging
+from desk.agent.core import runs
+from desk.agent.core.record import LEASE
+from desk.agent.core.state import RunState
 from desk.app import ensure_indexes
 from desk.db.embedded import EmbeddedMongo
 
@@ -52,7 +54,7 @@ async def waiting(db, owner: Actor) -> tuple[Staging, dict]:
     """One stored run with one staged change, ready to be waited on."""
     run = runs.new_run(session_id=None, user_id=ObjectId(owner.id), mode="copilot", model="bench", lease=LEASE)
     await runs.insert_run(db, run)
-    record = RunRecord(db=db, run=run)
+    record = CopilotRecord(db=db, run=run)
     record.stored = True
     staged = await record.stage(
         record_id=ObjectId(),

@@ -26,9 +26,9 @@ from pymongo import AsyncMongoClient, MongoClient, ReturnDocument, UpdateOne
 
 from bench.harness import free_port, read_body, running, serve
 from desk.actors import Actor, Role
-from desk.agent.history import WINDOW
-from desk.agent.prompt import SYSTEM_PROMPT
-from desk.agent.tools import REGISTRY
+from desk.agent.copilot.prompt import SYSTEM_PROMPT
+from desk.agent.copilot.toolset import REGISTRY
+from desk.agent.core.history import WINDOW
 from desk.schema import now
 
 TOOLS = [tool.schema() for tool in REGISTRY.allowed("copilot", Actor(id=str(ObjectId()), role=Role.USER))]

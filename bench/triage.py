@@ -43,7 +43,7 @@ from pymongo.asynchronous.database import AsyncDatabase
 from bench.harness import free_port, read_body, running, serve
 from bench.workers import Workers, worker_settings, workers
 from desk.actors import Actor, Role
-from desk.agent import policy
+from desk.agent.triage import policy
 from desk.app import ensure_indexes
 from desk.config import Settings
 from desk.db.embedded import EmbeddedMongo

@@ -10,7 +10,7 @@ from datetime import UTC, datetime
 from nicegui import ui
 
 from components.chips import CHOICE_LABELS
-from desk.agent.events import Diff, ToolApprovalRequired
+from desk.agent.core.events import Diff, ToolApprovalRequired
 
 FIELDS = ("title", "description", "priority", "status")
 LONG_VALUE = 400  # a value longer than this is shown shortened, with "Show all"

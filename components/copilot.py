@@ -7,7 +7,7 @@ waiting for approval, decidable right there. A turn started here runs in a task 
 it live. A panel in another process reads the database: once a second while it shows a running turn
 or a waiting change, and not at all otherwise.
 
-It drives the same runtime the SSE endpoint streams (desk.agent.start and runtime), in process; the
+It drives the same runtime the SSE endpoint streams (desk.agent.copilot.start and runtime), in process; the
 approval modal (components/approval.py) shows the server-rendered diff; deciding goes through the same
 `approvals.decide` as the API.
 """
@@ -23,9 +23,9 @@ from components.approval import approval_dialog
 from components.copilot_turn import PLAIN_ERRORS, STOPPED, LiveTurn, drive, ending, running
 from components.safe_markdown import safe_markdown, to_safe_markdown
 from components.session import Visit
-from desk.agent import approvals, sessions, start
-from desk.agent.client import get_provider
-from desk.agent.events import (
+from desk.agent.copilot import approvals, sessions, start
+from desk.agent.core.client import get_provider
+from desk.agent.core.events import (
     Error,
     MessageDone,
     RunEvent,

@@ -12,7 +12,8 @@ from typing import Protocol, assert_never
 from nicegui import background_tasks, ui
 
 from components.session import Visit
-from desk.agent.events import (
+from desk.agent.copilot.turn import STEPS_USED, UNREACHED, CopilotTurn
+from desk.agent.core.events import (
     Error,
     MessageDone,
     Ping,
@@ -23,7 +24,6 @@ from desk.agent.events import (
     ToolCallStart,
     ToolResult,
 )
-from desk.agent.runtime import STEPS_USED, UNREACHED, CopilotTurn
 from desk.errors import DeskError, ErrorCode
 
 PLAIN_ERRORS = {

@@ -11,11 +11,11 @@ from pymongo.asynchronous.database import AsyncDatabase
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 from desk import observability
-from desk.agent import budget
-from desk.agent import hooks as agent_hooks
-from desk.agent import policy as agent_policy
-from desk.agent import runs as agent_runs
-from desk.agent.api import router as ai_router
+from desk.agent.copilot import hooks as agent_hooks
+from desk.agent.copilot.api import router as ai_router
+from desk.agent.core import budget
+from desk.agent.core import runs as agent_runs
+from desk.agent.triage import policy as agent_policy
 from desk.agent.triage import repository as triage_repo
 from desk.agent.triage.api import router as triage_router
 from desk.api_docs import install_docs

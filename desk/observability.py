@@ -28,8 +28,8 @@ from prometheus_client import (
 from pymongo.asynchronous.database import AsyncDatabase
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from desk.agent import budget
-from desk.agent import policy as agent_policy
+from desk.agent.core import budget
+from desk.agent.triage import policy as agent_policy
 from desk.agent.triage import repository as triage_repo
 from desk.config import Settings, get_settings
 from desk.db.client import get_db

@@ -15,8 +15,8 @@ from dataclasses import dataclass, field
 from apscheduler.schedulers.asyncio import AsyncIOScheduler
 from pymongo.asynchronous.database import AsyncDatabase
 
-from desk.agent.sweeper import sweep
-from desk.agent.triage.worker_jobs import reconcile_job, triage_poll
+from desk.agent.copilot.sweeper import sweep
+from desk.agent.triage.task import reconcile_job, triage_poll
 from desk.config import Settings, load_settings
 from desk.db.lifecycle import open_database
 from desk.heartbeat import BEAT_SECONDS, beat, worker_name

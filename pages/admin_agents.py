@@ -1,6 +1,6 @@
 """/app/admin/agents: the triage agent for admins: its switch, its policy, the attention list, the worker, the audit.
 
-Everything here goes through the triage services in process (desk/agent/policy.py, desk/agent/triage/
+Everything here goes through the triage services in process (desk/agent/triage/policy.py, desk/agent/triage/
 service.py), as the API does. The policy is saved at the version the admin read, so a second admin who
 saved first is never overwritten. The switch, the worker's health and the audit are re-read every few
 seconds; the attention list follows the change feed, which every stored or decided suggestion enters.
@@ -21,7 +21,7 @@ from components.fields import clear_problems, show_problems
 from components.formats import ago, when
 from components.frame import admin_frame
 from desk.actors import Actor
-from desk.agent import policy
+from desk.agent.triage import policy
 from desk.agent.triage import service as triage
 from desk.agent.triage.models import AgentConfigRead, AgentConfigUpdate
 from desk.config import get_settings

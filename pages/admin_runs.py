@@ -18,8 +18,8 @@ from components.chips import PRIORITY_LABELS
 from components.formats import when
 from components.frame import admin_frame
 from components.paging import address, day_from, last_page, page_from, pager
-from desk.agent import policy
-from desk.agent.models import AgentRunDetail, AgentRunRead, AgentToolCallRead
+from desk.agent.core.models import AgentRunDetail, AgentRunRead, AgentToolCallRead
+from desk.agent.triage import policy
 from desk.agent.triage import service as triage
 from desk.agent.triage.models import RunQuery
 from desk.config import get_settings

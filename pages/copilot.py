@@ -7,8 +7,8 @@ from components import session
 from components.copilot import Copilot, ai_off_reason, show_current_conversation
 from components.formats import ago, when
 from components.frame import frame
-from desk.agent import sessions as agent_sessions
-from desk.agent.runtime import UNREACHED  # the run's call never reached the model: nothing was billed
+from desk.agent.copilot import sessions as agent_sessions
+from desk.agent.copilot.turn import UNREACHED  # the run's call never reached the model: nothing was billed
 from desk.config import get_settings
 from desk.db.client import get_db
 from desk.errors import DeskError

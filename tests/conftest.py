@@ -10,8 +10,8 @@ from fastapi import FastAPI
 from pymongo import AsyncMongoClient
 from pymongo.asynchronous.database import AsyncDatabase
 
-from desk.agent.client import use_provider
-from desk.agent.provider import Provider
+from desk.agent.core.client import use_provider
+from desk.agent.core.provider import Provider
 from desk.app import ensure_indexes, install_api
 from desk.auth import service as auth_service
 from desk.config import Settings, use_settings

@@ -209,7 +209,7 @@ SAMPLES = [
         ("desk.users.models:UserCreate", "name"),
         ("desk.users.models:UserCreate", "email"),
         ("desk.auth.models:LoginRequest", "email"),
-        ("desk.agent.models:MessageIn", "content"),
+        ("desk.agent.core.models:MessageIn", "content"),
     ],
 )
 def test_a_text_fields_schema_pattern_says_exactly_what_its_validators_take(model, field):

@@ -7,7 +7,7 @@ import pytest
 from bson import ObjectId
 from fastapi import FastAPI
 
-from desk.agent import runs
+from desk.agent.core import runs
 from desk.app import install_api
 
 ORDERS = "/api/v1/work-orders"

@@ -3,7 +3,7 @@
 The services fire `access_lost` after a logout, a deactivation, a password reset, AI turned off or a
 role that can do less; whatever must stop with that access (the copilot's runs, open pages) listens
 here, so no route or page can forget it. Services never import the agent: the agent registers its
-listener at app assembly (desk/agent/hooks.py).
+listener at app assembly (desk/agent/copilot/hooks.py).
 """
 
 from collections.abc import Awaitable

@@ -8,10 +8,10 @@ from collections.abc import Awaitable, Callable
 
 import pytest
 
-from desk.agent import approvals, staging
-from desk.agent.events import RunEvent
-from desk.agent.sessions import current_session
-from desk.agent.start import begin as begin_turn
+from desk.agent.copilot import approvals, staging
+from desk.agent.copilot.sessions import current_session
+from desk.agent.copilot.start import begin as begin_turn
+from desk.agent.core.events import RunEvent
 from desk.config import Settings
 from tests.agent.log_watch import no_sent_text_in_logs  # noqa: F401 - autouse: SEC-1 over the injection suite
 from tests.helpers import actor

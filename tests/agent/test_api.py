@@ -20,10 +20,11 @@ from httpx_sse import ServerSentEvent, aconnect_sse
 from pydantic import TypeAdapter
 from pymongo import AsyncMongoClient, MongoClient, monitoring
 
-from desk.agent import budget, runs, start
-from desk.agent.client import get_provider, use_provider
-from desk.agent.events import EVENT_KINDS, RunEvent
-from desk.agent.sessions import current_session
+from desk.agent.copilot import start
+from desk.agent.copilot.sessions import current_session
+from desk.agent.core import budget, runs
+from desk.agent.core.client import get_provider, use_provider
+from desk.agent.core.events import EVENT_KINDS, RunEvent
 from desk.auth import service as auth_service
 from desk.errors import DeskError, ErrorCode
 from desk.http import CSRF_HEADER, session_cookie_name

@@ -11,10 +11,11 @@ from datetime import timedelta
 import pytest
 from bson import ObjectId
 
-from desk.agent import approvals, runs, sessions, start
-from desk.agent.events import RunEvent
-from desk.agent.models import AgentToolCallRead
-from desk.agent.sessions import current_session
+from desk.agent.copilot import approvals, sessions, start
+from desk.agent.copilot.sessions import current_session
+from desk.agent.core import runs
+from desk.agent.core.events import RunEvent
+from desk.agent.core.models import AgentToolCallRead
 from desk.errors import DeskError, ErrorCode
 from desk.schema import parse_object_id
 from desk.work_orders import service as work_orders

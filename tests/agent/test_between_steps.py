@@ -13,9 +13,10 @@ from dataclasses import replace
 import pytest
 from bson import ObjectId
 
-from desk.agent import budget, runs, sessions
-from desk.agent.events import RunEvent
-from desk.agent.tools import REGISTRY
+from desk.agent.copilot import sessions
+from desk.agent.copilot.toolset import REGISTRY
+from desk.agent.core import budget, runs
+from desk.agent.core.events import RunEvent
 from desk.errors import ErrorCode
 from desk.work_orders import service as work_orders
 from desk.work_orders.models import WorkOrderUpdate
@@ -28,7 +29,7 @@ from tests.helpers import actor, tuned
 async def deactivate(db, person: dict) -> None:
     """`person` deactivated by a write the access-lost hook never saw (as from another process, before its abort lands).
 
-    The service stops the runs itself (desk/agent/hooks.py); these tests pin the runtime's own re-check
+    The service stops the runs itself (desk/agent/copilot/hooks.py); these tests pin the runtime's own re-check
     of the person as stored now, which must hold whatever the hook did or did not do yet.
     """
     await set_stored(db, person, active=False)

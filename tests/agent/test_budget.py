@@ -8,11 +8,11 @@ import socket
 import httpx
 import pytest
 
-from desk.agent import budget
-from desk.agent.client import use_provider
-from desk.agent.provider import Provider, Usage
-from desk.agent.sessions import abort_runs, current_session
-from desk.agent.start import begin
+from desk.agent.copilot.sessions import abort_runs, current_session
+from desk.agent.copilot.start import begin
+from desk.agent.core import budget
+from desk.agent.core.client import use_provider
+from desk.agent.core.provider import Provider, Usage
 from desk.errors import ErrorCode, RateLimited
 from desk.schema import now
 from tests.fake_provider import Turn

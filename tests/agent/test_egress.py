@@ -11,7 +11,7 @@ from urllib.parse import urlsplit
 
 import pytest
 
-from desk.agent.provider import AIUnavailable, Provider
+from desk.agent.core.provider import AIUnavailable, Provider
 from tests.fake_provider import FakeProvider, Turn
 
 MESSAGES = [{"role": "user", "content": "Hello"}]

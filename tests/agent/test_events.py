@@ -6,8 +6,8 @@ import re
 from collections.abc import AsyncIterator
 from pathlib import Path
 
-from desk.agent.api import EventStream
-from desk.agent.events import EVENT_KINDS, MessageDone, RunEvent, Token, ToolCallStart
+from desk.agent.copilot.api import EventStream
+from desk.agent.core.events import EVENT_KINDS, MessageDone, RunEvent, Token, ToolCallStart
 from desk.errors import ErrorCode
 from tests.agent.test_api import EVENTS, frames
 
@@ -73,7 +73,7 @@ async def _written(events: AsyncIterator[RunEvent], written: list[str] | None = 
 
 
 async def test_a_run_that_breaks_ends_its_stream_with_an_error_event_and_a_log_line(caplog):
-    caplog.set_level(logging.ERROR, logger="desk.agent.api")
+    caplog.set_level(logging.ERROR, logger="desk.agent.copilot.api")
 
     written = await _written(_events(Token(text="Hel"), RuntimeError("the ledger is unreadable")))
 

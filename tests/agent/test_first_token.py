@@ -14,9 +14,11 @@ from datetime import timedelta
 import pytest
 from bson import ObjectId
 
-from desk.agent import budget, history, runs, runtime, start
-from desk.agent.events import RunEvent
-from desk.agent.sessions import current_session, open_session
+from desk.agent.copilot import start
+from desk.agent.copilot import turn as copilot_turn
+from desk.agent.copilot.sessions import current_session, open_session
+from desk.agent.core import budget, history, runs
+from desk.agent.core.events import RunEvent
 from desk.config import Settings
 from desk.errors import DeskError, ErrorCode
 from desk.schema import now
@@ -36,7 +38,7 @@ def send(db, ai_settings: Settings, provider):
         settings: Settings | None = None,
         session_id: str | None = None,
         key: str | None = None,
-    ) -> runtime.CopilotTurn:
+    ) -> copilot_turn.CopilotTurn:
         chosen = settings or ai_settings
         if session_id is None:
             session_id = (await current_session(db=db, settings=ai_settings, actor=actor(person))).id
@@ -54,7 +56,7 @@ def send(db, ai_settings: Settings, provider):
     return begin
 
 
-async def drain(turn: runtime.CopilotTurn) -> list[RunEvent]:
+async def drain(turn: copilot_turn.CopilotTurn) -> list[RunEvent]:
     return [event async for event in turn.events()]
 
 

@@ -11,9 +11,10 @@ import gc
 import pytest
 from bson import ObjectId
 
-from desk.agent import budget, live
-from desk.agent.events import RunEvent
-from desk.agent.runtime import CopilotTurn
+from desk.agent.copilot import live
+from desk.agent.copilot.turn import CopilotTurn
+from desk.agent.core import budget
+from desk.agent.core.events import RunEvent
 from desk.errors import DeskError, ErrorCode
 from tests.fake_provider import Turn
 

@@ -13,9 +13,9 @@ from datetime import timedelta
 import pytest
 from bson import ObjectId
 
-from desk.agent import history, runs
-from desk.agent.history import WINDOW, Histories, kept
-from desk.agent.provider import CHARS_PER_TOKEN
+from desk.agent.core import history, runs
+from desk.agent.core.history import WINDOW, Histories, kept
+from desk.agent.core.provider import CHARS_PER_TOKEN
 from desk.schema import now
 from tests.agent.test_first_token import conversation, drain, said, session_of
 from tests.fake_provider import Turn

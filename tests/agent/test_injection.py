@@ -15,8 +15,8 @@ from dataclasses import dataclass, field
 import pytest
 from bson import ObjectId
 
-from desk.agent import start
-from desk.agent.sessions import current_session
+from desk.agent.copilot import start
+from desk.agent.copilot.sessions import current_session
 from desk.work_orders import service as work_orders
 from tests.fake_provider import Turn
 from tests.helpers import actor

@@ -9,8 +9,8 @@ import traceback
 import pytest
 from pydantic import BaseModel, ValidationError
 
-from desk.agent.pipeline import revalidate
-from desk.agent.tools import REGISTRY
+from desk.agent.copilot.toolset import REGISTRY
+from desk.agent.core.pipeline import revalidate
 from desk.errors import ValidationFailed
 from desk.logs import JsonFormatter, RedactingFilter
 

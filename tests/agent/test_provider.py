@@ -15,7 +15,15 @@ from typing import Any
 import httpx
 import pytest
 
-from desk.agent.provider import AIUnavailable, Completed, Provider, ProviderEvent, TextDelta, ToolCallRequest, Usage
+from desk.agent.core.provider import (
+    AIUnavailable,
+    Completed,
+    Provider,
+    ProviderEvent,
+    TextDelta,
+    ToolCallRequest,
+    Usage,
+)
 from desk.config import Settings
 from desk.errors import ErrorCode
 from tests.fake_provider import FAKE_SECRET, FakeProvider, Turn

@@ -13,8 +13,9 @@ from datetime import timedelta
 
 import pytest
 
-from desk.agent import approvals, runs, sessions
-from desk.agent.events import RunEvent
+from desk.agent.copilot import approvals, sessions
+from desk.agent.core import runs
+from desk.agent.core.events import RunEvent
 from desk.errors import ErrorCode
 from desk.work_orders import service as work_orders
 from desk.work_orders.models import WorkOrderUpdate

@@ -1,6 +1,6 @@
 """What the sessions service tells a person about their conversations, and only theirs."""
 
-from desk.agent import sessions
+from desk.agent.copilot import sessions
 from tests.fake_provider import Turn
 from tests.helpers import actor
 

@@ -13,10 +13,12 @@ from datetime import timedelta
 import pytest
 from bson import ObjectId
 
-from desk.agent import approvals, record, runs, runtime
-from desk.agent import start as start_module
-from desk.agent.sessions import abort_runs
-from desk.agent.sweeper import sweep
+from desk.agent.copilot import approvals
+from desk.agent.copilot import start as start_module
+from desk.agent.copilot import turn as copilot_turn
+from desk.agent.copilot.sessions import abort_runs
+from desk.agent.copilot.sweeper import sweep
+from desk.agent.core import record, runs
 from desk.work_orders import service as work_orders
 from tests.agent.test_runtime import drain, the_run
 from tests.fake_provider import Turn
@@ -54,7 +56,7 @@ async def test_a_logout_mid_call_cuts_the_call_short_and_nothing_it_asked_for_ru
     await logout
 
     assert [e.kind for e in events] == ["message_done"]
-    assert events[-1].status == "aborted" and events[-1].notice == runtime.INTERRUPTED
+    assert events[-1].status == "aborted" and events[-1].notice == copilot_turn.INTERRUPTED
     assert await fake_provider.wait_for_disconnect()  # the upstream call was closed, not waited out
     assert (await the_run(db))["status"] == "aborted"
     assert await db["agent_tool_calls"].count_documents({}) == 0
@@ -198,5 +200,5 @@ async def test_a_logout_while_the_reader_is_busy_never_cancels_the_readers_own_c
     events = await drain(await start(sam), log_out_then_keep_busy)
 
     assert busy and events[-1].kind == "message_done" and events[-1].status == "aborted"
-    assert events[-1].notice == runtime.INTERRUPTED
+    assert events[-1].notice == copilot_turn.INTERRUPTED
     assert sum(e.kind == "token" for e in events) == 1

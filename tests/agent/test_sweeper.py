@@ -19,11 +19,12 @@ from pathlib import Path
 import pytest
 from bson import ObjectId
 
-from desk.agent import approvals, runs, sweeper
-from desk.agent.events import RunEvent
-from desk.agent.sessions import abort_runs, current_session
-from desk.agent.start import ApprovalPending, begin
-from desk.agent.sweeper import Swept, sweep
+from desk.agent.copilot import approvals, sweeper
+from desk.agent.copilot.sessions import abort_runs, current_session
+from desk.agent.copilot.start import ApprovalPending, begin
+from desk.agent.copilot.sweeper import Swept, sweep
+from desk.agent.core import runs
+from desk.agent.core.events import RunEvent
 from desk.config import Settings
 from desk.schema import now
 from desk.worker import serve

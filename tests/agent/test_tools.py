@@ -15,10 +15,11 @@ from typing import Any
 import pytest
 from bson import ObjectId
 
-from desk.agent import approvals
-from desk.agent.prompt import SYSTEM_PROMPT
-from desk.agent.tools import REGISTRY
-from desk.agent.tools.registry import MAX_CHARS, MAX_ITEMS
+from desk.agent.copilot import approvals
+from desk.agent.copilot.prompt import SYSTEM_PROMPT
+from desk.agent.copilot.toolset import REGISTRY as COPILOT
+from desk.agent.core.tools import MAX_CHARS, MAX_ITEMS
+from desk.agent.triage.tool import REGISTRY as TRIAGE_ONLY
 from desk.auth import service as auth_service
 from desk.errors import Unauthorized
 from desk.work_orders import service as work_orders
@@ -45,6 +46,8 @@ OFFERED = {
     "admin": {*READ_ARGS, *WRITES},
 }
 DENIED_KEYS = {"passwordhash", "failedlogincount", "lockeduntil"}  # and any key ending in "hash"
+
+ALL_TOOLS = {**COPILOT.tools, **TRIAGE_ONLY.tools}  # each agent's registry, in the order they are offered
 
 
 # --- SEC-10: nothing secret ever reaches a tool result --------------------------------------------
@@ -119,7 +122,7 @@ async def everything_recorded(db) -> list[Any]:
 async def test_no_read_tool_result_holds_a_secret(role, desk_with_secrets, copilot, fake_provider, db):
     people, secrets = desk_with_secrets
     person = people[role]
-    allowed = [t.name for t in REGISTRY.tools.values() if not t.writes and role in t.roles]
+    allowed = [t.name for t in ALL_TOOLS.values() if not t.writes and role in t.roles]
     fake_provider.script(
         Turn.tool_calls(*((name, READ_ARGS[name], f"call_{name}") for name in allowed)), Turn.text("Done.")
     )
@@ -162,8 +165,8 @@ async def test_no_write_tool_result_holds_a_secret(role, desk_with_secrets, copi
 
 def test_the_walk_covers_every_registered_tool():
     """A new tool must join the deny-list walk (and the allowlists below) before it ships."""
-    assert set(REGISTRY.tools) == set(READ_ARGS) | set(WRITES) | set(TRIAGE)
-    assert {name for name, tool in REGISTRY.tools.items() if tool.writes} == set(WRITES)
+    assert set(ALL_TOOLS) == set(READ_ARGS) | set(WRITES) | set(TRIAGE)
+    assert {name for name, tool in ALL_TOOLS.items() if tool.writes} == set(WRITES)
 
 
 def test_the_deny_list_walk_finds_what_it_looks_for():
@@ -432,7 +435,7 @@ async def test_each_role_is_offered_only_its_allowlist(role, copilot, fake_provi
 
 
 def test_no_tool_schema_lets_the_model_name_a_version_or_an_owner():
-    for tool in REGISTRY.tools.values():
+    for tool in ALL_TOOLS.values():
         schema = tool.schema()
         names = _keys_and_names(schema)
         assert not {"version", "ownerid", "owner_id", "owner"} & {n.lower() for n in names}, tool.name
@@ -476,7 +479,7 @@ def registry_snapshot() -> str:
     """The registry as the model and the gate see it: order, names, kinds, modes, roles, JSON schemas."""
     tools = [
         {"name": t.name, "kind": t.kind, "mode": t.mode, "roles": sorted(t.roles), "schema": t.schema()}
-        for t in REGISTRY.tools.values()
+        for t in ALL_TOOLS.values()
     ]
     return json.dumps(tools, indent=2, sort_keys=True, ensure_ascii=False) + "\n"
 

@@ -5,8 +5,9 @@ import asyncio
 import time
 from datetime import timedelta
 
-from desk.agent import approvals, live, runs, staging
-from desk.agent.events import RunEvent
+from desk.agent.copilot import approvals, live, staging
+from desk.agent.core import runs
+from desk.agent.core.events import RunEvent
 from desk.schema import now
 from desk.work_orders import service as work_orders
 from tests.agent.test_runtime import drain, the_run

@@ -10,7 +10,7 @@ from argon2 import PasswordHasher
 from bson import ObjectId
 
 from desk import middleware
-from desk.agent import runs
+from desk.agent.core import runs
 from desk.auth.service import digest
 from desk.config import use_settings
 from desk.http import CSRF_HEADER

@@ -4,7 +4,7 @@ import httpx
 from fastapi import FastAPI
 from prometheus_client.parser import text_string_to_metric_families
 
-from desk.agent import budget
+from desk.agent.core import budget
 from desk.config import Settings, use_settings
 from tests.fake_provider import Turn
 

@@ -13,8 +13,8 @@ import pytest
 from bson import ObjectId
 from selenium.webdriver import ActionChains
 
-from desk.agent.provider import Provider
-from desk.agent.triage import worker_jobs
+from desk.agent.core.provider import Provider
+from desk.agent.triage import task as triage_task
 from desk.config import Settings, use_settings
 from desk.users import service as users_service
 from desk.users.models import UserAdminUpdate
@@ -67,7 +67,7 @@ document.addEventListener('securitypolicyviolation',
 @pytest.fixture
 def dead_letters(fake_provider, monkeypatch) -> Iterator[Settings]:
     """Settings under which this process's triage pass dead-letters an order at its first provider failure."""
-    monkeypatch.setattr(worker_jobs, "BACKOFF_BASE_SECONDS", 0.0)
+    monkeypatch.setattr(triage_task, "BACKOFF_BASE_SECONDS", 0.0)
     settings = Settings(
         ai_enabled=True,
         ai_base_url=fake_provider.url,
@@ -96,7 +96,7 @@ async def test_every_page_shows_hostile_text_as_typed_and_runs_none_of_it(
     fake_provider.script(Turn(status=500, body=b'{"error": {"message": "down"}}'))
     provider = Provider.from_settings(dead_letters)
     try:
-        await worker_jobs.process_due(e2e_db, dead_letters, provider=provider)
+        await triage_task.process_due(e2e_db, dead_letters, provider=provider)
     finally:
         await provider.aclose()
 

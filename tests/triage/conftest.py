@@ -4,7 +4,7 @@ from collections.abc import Awaitable, Callable
 
 import pytest
 
-from desk.agent.triage import worker_jobs
+from desk.agent.triage import task as triage_task
 from desk.config import Settings
 from tests.fake_provider import Turn
 from tests.helpers import reconfigure
@@ -19,7 +19,7 @@ def proposal(priority: str = "high", *, summary: str = "Water leaking under the 
 @pytest.fixture(autouse=True)
 def no_backoff_wait(monkeypatch):
     """Retries are due at once (the delay itself is tested on `backoff`)."""
-    monkeypatch.setattr(worker_jobs, "BACKOFF_BASE_SECONDS", 0.0)
+    monkeypatch.setattr(triage_task, "BACKOFF_BASE_SECONDS", 0.0)
 
 
 @pytest.fixture
@@ -33,6 +33,6 @@ def burst(db, triage_settings, provider) -> Callable[..., Awaitable[int]]:
     """Run the worker over everything due, as `scheduler.py` would, and return how many events it claimed."""
 
     async def run(settings: Settings | None = None) -> int:
-        return await worker_jobs.process_due(db, settings or triage_settings, provider=provider)
+        return await triage_task.process_due(db, settings or triage_settings, provider=provider)
 
     return run

@@ -4,8 +4,8 @@ from datetime import timedelta
 
 from bson import ObjectId
 
-from desk.agent import runs
-from desk.agent.triage import worker_jobs
+from desk.agent.core import runs
+from desk.agent.triage import task as triage_task
 from tests.triage.conftest import proposal
 
 ADMIN = "/api/v1/admin/agents"
@@ -273,7 +273,7 @@ async def test_a_dead_lettered_event_can_be_retried_by_an_admin(
 
     assert retried.json()["status"] == "pending"
     assert (await db["outbox_events"].find_one({"payloadRef": ObjectId(order.id)}))["status"] == "done"
-    assert worker_jobs.BACKOFF_BASE_SECONDS == 0.0  # retries in these tests are due at once
+    assert triage_task.BACKOFF_BASE_SECONDS == 0.0  # retries in these tests are due at once
 
 
 async def test_with_ai_off_on_the_desk_a_manual_run_says_so(make_user, make_order, client_for):

@@ -4,8 +4,8 @@ from collections import Counter
 
 from pymongo import AsyncMongoClient, monitoring
 
-from desk.agent import policy
-from desk.agent.triage import worker_jobs
+from desk.agent.triage import policy
+from desk.agent.triage import task as triage_task
 from tests.conftest import TEST_DB
 from tests.triage.conftest import proposal
 
@@ -45,7 +45,7 @@ async def test_a_pass_in_suggest_mode_sends_seventeen_commands(
         await watched.command("ping")
         commands.sent.clear()
 
-        assert await worker_jobs.process_due(watched, triage_settings, provider=provider) == 1
+        assert await triage_task.process_due(watched, triage_settings, provider=provider) == 1
     finally:
         await client.close()
 

@@ -9,11 +9,12 @@ import pytest
 from bson import ObjectId
 
 from desk.actors import SYSTEM_TRIAGE
-from desk.agent import budget, policy
-from desk.agent.triage import prompt, worker_jobs
+from desk.agent.core import budget
+from desk.agent.triage import policy, prompt
+from desk.agent.triage import task as triage_task
 from desk.errors import Forbidden
 from desk.work_orders import service as work_orders
-from desk.work_orders import triage as triage_door
+from desk.work_orders import triage_door
 from desk.work_orders.models import WorkOrderUpdate
 from tests.agent.test_tools import check_snapshot
 from tests.fake_provider import Turn
@@ -181,7 +182,7 @@ async def test_disabling_stops_two_workers_within_one_poll_interval_and_queued_e
 
     async def worker() -> None:  # what scheduler.py does: a poll every interval
         while not stop.is_set():
-            await worker_jobs.process_due(db, settings, provider=provider, stop=stop)
+            await triage_task.process_due(db, settings, provider=provider, stop=stop)
             await asyncio.sleep(0.05)
 
     workers = [asyncio.create_task(worker()) for _ in range(2)]

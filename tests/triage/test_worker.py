@@ -7,9 +7,10 @@ from datetime import timedelta
 from bson import ObjectId
 
 from desk import worker
-from desk.agent import budget, policy, runs
+from desk.agent.core import budget, runs
+from desk.agent.triage import policy
 from desk.agent.triage import run as triage_run
-from desk.agent.triage import worker_jobs
+from desk.agent.triage import task as triage_task
 from desk.config import Settings
 from desk.outbox import repository as outbox
 from desk.work_orders import service as work_orders
@@ -197,9 +198,9 @@ async def test_a_summary_that_echoes_the_prompt_is_never_shown(db, make_user, ma
 
 
 async def test_retries_wait_exponentially_longer_with_jitter(monkeypatch):
-    monkeypatch.setattr(worker_jobs, "BACKOFF_BASE_SECONDS", 2.0)
+    monkeypatch.setattr(triage_task, "BACKOFF_BASE_SECONDS", 2.0)
     for attempts, (low, high) in {1: (1, 2), 2: (2, 4), 3: (4, 8)}.items():
-        waits = {worker_jobs.backoff(attempts) for _ in range(50)}
+        waits = {triage_task.backoff(attempts) for _ in range(50)}
         assert all(low <= wait <= high for wait in waits)
         assert len(waits) > 1  # jittered
 
@@ -259,11 +260,11 @@ async def test_one_tick_of_the_poll_job_works_through_the_backlog_refilling_slot
     for n in range(4):
         await make_order(owner, f"Order {n}")
     fake_provider.script(*[proposal().with_delay(0.02) for _ in range(4)])
-    worker_jobs.use_provider(provider)
+    triage_task.use_provider(provider)
     try:
-        await worker_jobs.triage_poll(worker.Context(db=db, settings=tuned(triage_settings, agent_poll_interval_ms=1)))
+        await triage_task.triage_poll(worker.Context(db=db, settings=tuned(triage_settings, agent_poll_interval_ms=1)))
     finally:
-        worker_jobs.use_provider(None)
+        triage_task.use_provider(None)
 
     assert await db["outbox_events"].count_documents({"status": "done"}) == 4
 
@@ -276,7 +277,7 @@ async def test_a_stopping_worker_claims_nothing_more_and_finishes_its_passes(
         await make_order(owner, f"Order {n}")
     fake_provider.script(*[proposal().with_delay(0.05) for _ in range(4)])
     stop = asyncio.Event()
-    polling = asyncio.create_task(worker_jobs.process_due(db, triage_settings, provider=provider, stop=stop))
+    polling = asyncio.create_task(triage_task.process_due(db, triage_settings, provider=provider, stop=stop))
     await until(lambda: len(fake_provider.requests) == 2, what="two passes in flight")
 
     stop.set()
@@ -292,7 +293,7 @@ async def test_a_worker_paused_past_its_lease_stores_no_second_suggestion(
     order = await make_order(await make_user())
     paused = await outbox.claim(db, owner="paused", lease=timedelta(milliseconds=1))
     fake_provider.script(proposal("low").with_delay(0.1), proposal("high"))
-    late = asyncio.create_task(worker_jobs._process(db, triage_settings, provider, paused))
+    late = asyncio.create_task(triage_task._process(db, triage_settings, provider, paused))
     await fake_provider.wait_for_request()
 
     await burst()  # the lease lapsed: another worker claims the event and finishes it
@@ -312,7 +313,7 @@ async def test_a_call_cut_off_because_its_lease_was_lost_is_still_paid(
     settings = tuned(triage_settings, agent_lease_ms=300)  # the pass looks at its lease every 0.1 s
     event = await outbox.claim(db, owner="slow", lease=timedelta(milliseconds=300))
     fake_provider.script(proposal("high").with_delay(3))
-    cut_off = asyncio.create_task(worker_jobs._process(db, settings, provider, event))
+    cut_off = asyncio.create_task(triage_task._process(db, settings, provider, event))
     await fake_provider.wait_for_request()
     # another worker takes the event mid-call (as when this one was paused past its lease): a new fence
     await db["outbox_events"].update_one({"_id": event["_id"]}, {"$inc": {"fence": 1}, "$set": {"leaseOwner": "b"}})
@@ -408,8 +409,8 @@ async def test_reconcile_emits_events_for_orders_that_have_none(db, make_user, m
     settings = tuned(triage_settings, agent_reconcile_after_ms=1)
     await asyncio.sleep(0.01)
 
-    assert await worker_jobs.reconcile(db, settings) == 1
-    assert await worker_jobs.reconcile(db, settings) == 0
+    assert await triage_task.reconcile(db, settings) == 1
+    assert await triage_task.reconcile(db, settings) == 0
 
     assert (await event_of(db, order))["status"] == "pending"
 
@@ -424,9 +425,9 @@ async def test_reconcile_leaves_recent_and_triaged_orders_alone(
     await make_order(owner, "Too recent")
     await db["outbox_events"].delete_many({})
 
-    assert await worker_jobs.reconcile(db, tuned(triage_settings, agent_reconcile_after_ms=60_000)) == 0
+    assert await triage_task.reconcile(db, tuned(triage_settings, agent_reconcile_after_ms=60_000)) == 0
     await asyncio.sleep(0.01)
-    assert await worker_jobs.reconcile(db, tuned(triage_settings, agent_reconcile_after_ms=1)) == 1
+    assert await triage_task.reconcile(db, tuned(triage_settings, agent_reconcile_after_ms=1)) == 1
     assert await event_of(db, triaged) is None
 
 
@@ -439,11 +440,11 @@ async def test_the_worker_process_runs_triage_and_reconcile_from_its_job_table(
 ):
     order = await make_order(await make_user())
     fake_provider.script(proposal("low"))
-    worker_jobs.use_provider(provider)
+    triage_task.use_provider(provider)
     try:
         await worker.burst(worker.Context(db=db, settings=triage_settings))
     finally:
-        worker_jobs.use_provider(None)
+        triage_task.use_provider(None)
 
     assert {"triage", "reconcile"} <= {job.name for job in worker.JOBS}
     (suggestion,) = await suggestions_of(db, order)

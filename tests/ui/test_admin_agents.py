@@ -8,9 +8,10 @@ from nicegui import ui
 from nicegui.testing import User
 
 from components.forbidden import MESSAGE as NO_ACCESS
-from desk.agent import budget, policy
+from desk.agent.core import budget
+from desk.agent.triage import policy
 from desk.agent.triage import service as triage
-from desk.agent.triage import worker_jobs
+from desk.agent.triage import task as triage_task
 from desk.agent.triage.models import AgentConfigUpdate
 from desk.schema import now
 from desk.work_orders import service as work_orders
@@ -169,7 +170,7 @@ async def test_a_stale_save_is_refused_and_overwrites_nothing(user: User, make_u
 async def test_the_worker_health_with_a_failed_event_to_retry(
     user: User, make_user, make_order, log_in, db, ai_settings, provider, fake_provider, monkeypatch
 ):
-    monkeypatch.setattr(worker_jobs, "BACKOFF_BASE_SECONDS", 0.0)
+    monkeypatch.setattr(triage_task, "BACKOFF_BASE_SECONDS", 0.0)
     settings = reconfigure(ai_settings, agent_max_attempts=1)
     ada, sam = await make_user("admin"), await make_user("user")
     order = await make_order(sam, "Leaking tap")
@@ -178,7 +179,7 @@ async def test_the_worker_health_with_a_failed_event_to_retry(
         {"payloadRef": {"$ne": ObjectId(order.id)}}, {"$set": {"availableAt": now() + timedelta(hours=1)}}
     )
     fake_provider.script(Turn(status=500, body=b'{"error": {"message": "down"}}'))
-    await worker_jobs.process_due(db, settings, provider=provider)
+    await triage_task.process_due(db, settings, provider=provider)
     await budget.charge(db, user_id=None, agent="triage", usd=0.5)
 
     await log_in(user, ada, landing=PAGE)
@@ -207,13 +208,13 @@ async def test_the_attention_list_follows_new_flags_and_links_to_the_order(
     ada, sam = await make_user("admin"), await make_user("user")
     calm = await make_order(sam, "Squeaky door")
     fake_provider.script(proposal("low", summary="Oil the hinge."))
-    await worker_jobs.process_due(db, ai_settings, provider=provider)
+    await triage_task.process_due(db, ai_settings, provider=provider)
     await log_in(user, ada, landing=PAGE)
     await user.should_see("Nothing flagged right now.")
 
     burst = await make_order(sam, "Burst pipe")
     fake_provider.script(proposal("urgent", summary="Water everywhere in the basement.", flag=True))
-    await worker_jobs.process_due(db, ai_settings, provider=provider)
+    await triage_task.process_due(db, ai_settings, provider=provider)
 
     await user.should_see("Water everywhere in the basement.", retries=WAIT)  # live, through the change feed
     await user.should_not_see("Oil the hinge.")
@@ -241,7 +242,7 @@ async def test_the_metrics_page_charts_triage_volume_acceptance_and_spend(
     ada, sam = await make_user("admin"), await make_user("user")
     taken, dropped = await make_order(sam, "Burst pipe"), await make_order(sam, "Squeaky door")
     fake_provider.script(proposal("urgent"), proposal("high"))
-    await worker_jobs.process_due(db, ai_settings, provider=provider)
+    await triage_task.process_due(db, ai_settings, provider=provider)
     for order, accept in ((taken, True), (dropped, False)):
         (suggestion,) = await triage.suggestions(db=db, actor=actor(sam), order_id=order.id)
         await triage.decide(db=db, actor=actor(sam), order_id=order.id, suggestion_id=suggestion.id, accept=accept)

@@ -7,8 +7,8 @@ from nicegui import ui
 from nicegui.testing import User
 
 from components.forbidden import MESSAGE as NO_ACCESS
-from desk.agent import policy
-from desk.agent.triage import worker_jobs
+from desk.agent.triage import policy
+from desk.agent.triage import task as triage_task
 from desk.schema import now
 from pages import admin_runs
 from tests.fake_provider import Turn
@@ -65,7 +65,7 @@ async def test_every_run_listed_and_filtered_by_agent_status_person_and_date(
     await copilot_run(client_for, ada, "Hi Ada.")
     await make_order(sam, "Leaking tap")
     fake_provider.script(proposal("high"))
-    await worker_jobs.process_due(db, ai_settings, provider=provider)
+    await triage_task.process_due(db, ai_settings, provider=provider)
 
     await log_in(user, ada, landing=PAGE)
     await user.should_see(marker="run-row")
@@ -127,7 +127,7 @@ async def test_a_runs_detail_shows_its_transcript_literally_and_the_view_is_audi
     await make_order(sam, "<b>Leak</b>", description='<script>alert("x")</script>')
     payload = '<img src=x onerror="alert(1)"> urgent'
     fake_provider.script(proposal("urgent", summary=payload))
-    await worker_jobs.process_due(db, ai_settings, provider=provider)
+    await triage_task.process_due(db, ai_settings, provider=provider)
     run = await db["agent_runs"].find_one({"agentName": "triage"})
 
     await log_in(user, ada, landing=PAGE)

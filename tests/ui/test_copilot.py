@@ -10,7 +10,7 @@ from nicegui.events import GenericEventArguments
 from nicegui.testing import User
 from nicegui.testing.user_notify import UserNotify
 
-from desk.agent import runs
+from desk.agent.core import runs
 from desk.config import Settings, use_settings
 from desk.work_orders import service
 from desk.work_orders.models import WorkOrderUpdate

@@ -7,8 +7,8 @@ from bson import ObjectId
 from nicegui import ui
 from nicegui.testing import User
 
-from desk.agent import policy
-from desk.agent.triage import worker_jobs
+from desk.agent.triage import policy
+from desk.agent.triage import task as triage_task
 from desk.users import service as users_service
 from desk.work_orders import service as work_orders
 from desk.work_orders.models import WorkOrderRead, WorkOrderUpdate
@@ -19,7 +19,7 @@ from tests.ui.conftest import WAIT
 
 async def triage_now(db, settings, provider) -> int:
     """The worker, once over everything due (burst mode), as scheduler.py runs it."""
-    return await worker_jobs.process_due(db, settings, provider=provider)
+    return await triage_task.process_due(db, settings, provider=provider)
 
 
 async def open_order(user: User, order_id: str) -> None:

@@ -5,9 +5,9 @@ import asyncio
 import pytest
 from bson import ObjectId
 
-from desk.agent import hooks
-from desk.agent.sessions import current_session
-from desk.agent.start import begin
+from desk.agent.copilot import hooks
+from desk.agent.copilot.sessions import current_session
+from desk.agent.copilot.start import begin
 from desk.auth import service as auth_service
 from desk.users import service as users_service
 from desk.users.models import UserAdminUpdate

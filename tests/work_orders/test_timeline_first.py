@@ -16,7 +16,7 @@ from pymongo.asynchronous.database import AsyncDatabase
 
 from desk.actors import SYSTEM_TRIAGE
 from desk.work_orders import service as work_orders
-from desk.work_orders import triage as triage_door
+from desk.work_orders import triage_door
 from desk.work_orders.models import CommentCreate, WorkOrderCreate, WorkOrderUpdate
 from tests.conftest import TEST_DB
 from tests.helpers import actor

@@ -14,7 +14,7 @@ from bson import ObjectId
 from desk.actors import SYSTEM_TRIAGE
 from desk.work_orders import repository as repo
 from desk.work_orders import service as work_orders
-from desk.work_orders import triage as triage_door
+from desk.work_orders import triage_door
 from desk.work_orders.models import WorkOrderUpdate
 from tests.helpers import actor
 

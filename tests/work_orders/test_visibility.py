@@ -10,8 +10,7 @@ from bson import ObjectId
 from desk.actors import SYSTEM_TRIAGE
 from desk.errors import Conflict, Forbidden, NotFound
 from desk.work_orders import repository as repo
-from desk.work_orders import service
-from desk.work_orders import triage as triage_door
+from desk.work_orders import service, triage_door
 from desk.work_orders.models import CommentCreate, WorkOrderCreate, WorkOrderQuery, WorkOrderUpdate
 from tests.helpers import actor
 

@@ -4,10 +4,9 @@ from typing import Annotated
 
 from fastapi import APIRouter, Depends, Query
 
-from desk.agent.client import provider_dependency
-from desk.agent.models import AgentRunDetail, AgentRunRead
-from desk.agent.policy import get_config, update_config
-from desk.agent.provider import Provider
+from desk.agent.core.client import provider_dependency
+from desk.agent.core.models import AgentRunDetail, AgentRunRead
+from desk.agent.core.provider import Provider
 from desk.agent.triage import service
 from desk.agent.triage.models import (
     AgentConfigRead,
@@ -21,6 +20,7 @@ from desk.agent.triage.models import (
     TriageOverview,
     TriageSuggestionRead,
 )
+from desk.agent.triage.policy import get_config, update_config
 from desk.config import get_settings
 from desk.errors import ErrorCode
 from desk.http import AUTHED, CurrentActor, Db, errors

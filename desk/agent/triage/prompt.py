@@ -9,9 +9,9 @@ and `triage_patch`, which can change nothing but the allowed fields).
 import json
 from typing import Any
 
-from desk.agent.tools import REGISTRY
 from desk.agent.triage.models import DATA_MARKER
 from desk.agent.triage.tool import NAME as TOOL_NAME
+from desk.agent.triage.tool import REGISTRY
 
 BEGIN, END = f"<<<{DATA_MARKER}", f"{DATA_MARKER}>>>"
 

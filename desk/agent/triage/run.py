@@ -28,20 +28,20 @@ from pydantic import ValidationError
 from pymongo.asynchronous.database import AsyncDatabase
 
 from desk.actors import SYSTEM_TRIAGE
-from desk.agent import budget, policy, runs
-from desk.agent.events import RunStatus, ToolOutcome
-from desk.agent.pipeline import ToolAnswer
-from desk.agent.provider import CHARS_PER_TOKEN, AIUnavailable, Completed, Provider, ToolCallRequest, Usage
-from desk.agent.record import RunRecord
-from desk.agent.state import together
-from desk.agent.tools import REGISTRY
-from desk.agent.tools.registry import Refusal
-from desk.agent.triage import prompt
+from desk.agent.core import budget, runs
+from desk.agent.core.events import RunStatus, ToolOutcome
+from desk.agent.core.pipeline import ToolAnswer
+from desk.agent.core.provider import CHARS_PER_TOKEN, AIUnavailable, Completed, Provider, ToolCallRequest, Usage
+from desk.agent.core.record import RunRecord
+from desk.agent.core.state import together
+from desk.agent.core.tools import Refusal
+from desk.agent.triage import policy, prompt
 from desk.agent.triage import repository as repo
 from desk.agent.triage.models import TriageProposal
+from desk.agent.triage.tool import REGISTRY
 from desk.config import Settings
 from desk.logs import tag
-from desk.work_orders import triage as work_orders
+from desk.work_orders import triage_door as work_orders
 from desk.work_orders.models import PRIORITIES
 
 log = logging.getLogger(__name__)

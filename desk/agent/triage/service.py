@@ -8,9 +8,10 @@ from bson import ObjectId
 from pymongo.asynchronous.database import AsyncDatabase
 
 from desk.actors import Actor
-from desk.agent import budget, policy, runs
-from desk.agent.models import AgentRunDetail, AgentRunRead, AgentToolCallRead, RunMessage
-from desk.agent.provider import Provider
+from desk.agent.core import budget, runs
+from desk.agent.core.models import AgentRunDetail, AgentRunRead, AgentToolCallRead, RunMessage
+from desk.agent.core.provider import Provider
+from desk.agent.triage import policy
 from desk.agent.triage import repository as repo
 from desk.agent.triage.models import (
     AcceptanceDay,

@@ -1,10 +1,10 @@
-"""The triage agent's one tool, `triage_propose`, as the registry holds it (mode "triage", the System Actor's only).
+"""The triage agent's one tool, `triage_propose`, in its own registry (mode "triage", the System Actor's only).
 
 The tool changes nothing by itself: its validated arguments are the proposal, which the pass stores
-as a suggestion and applies, if the policy says so, only through `work_orders.triage.triage_patch`.
+as a suggestion and applies, if the policy says so, only through `work_orders.triage_door.triage_patch`.
 """
 
-from desk.agent.tools.registry import Tool, ToolContext, ToolOutput
+from desk.agent.core.tools import Registry, Tool, ToolContext, ToolOutput
 from desk.agent.triage.models import TriageProposal
 
 NAME = "triage_propose"
@@ -27,3 +27,4 @@ TRIAGE_PROPOSE = Tool(
     lambda _: "Proposed a triage",
 )
 TOOLS = [TRIAGE_PROPOSE]
+REGISTRY = Registry(TOOLS)  # the triage's gate: no copilot tool is known to it

@@ -16,11 +16,12 @@ from typing import Any
 from bson import ObjectId
 
 from desk.actors import Actor
-from desk.agent import approvals, live, runs
-from desk.agent.events import RunEvent, ToolApprovalExpired, ToolApprovalRequired
-from desk.agent.pipeline import Call, ToolAnswer
-from desk.agent.record import RunRecord
-from desk.agent.state import RunEnded, RunState, stopped
+from desk.agent.copilot import approvals, live
+from desk.agent.copilot.record import CopilotRecord
+from desk.agent.core import runs
+from desk.agent.core.events import RunEvent, ToolApprovalExpired, ToolApprovalRequired
+from desk.agent.core.pipeline import Call, ToolAnswer
+from desk.agent.core.state import RunEnded, RunState, stopped
 from desk.errors import Conflict, DeskError, ErrorCode
 from desk.schema import now
 
@@ -30,7 +31,7 @@ LOOK_EVERY = 10  # every tenth tick reads the call itself (see `Staging._decisio
 
 @dataclass(frozen=True)
 class Staging:
-    record: RunRecord
+    record: CopilotRecord
     state: RunState
     ttl: timedelta
     person_now: Callable[[], Awaitable[Actor | None]]  # the person as stored now; None: AI is off for them

@@ -15,7 +15,7 @@ from pymongo import ASCENDING, DESCENDING, ReturnDocument
 from pymongo.asynchronous.database import AsyncDatabase
 from pymongo.errors import DuplicateKeyError
 
-from desk.agent.events import RunStatus
+from desk.agent.core.events import RunStatus
 from desk.schema import now
 
 Doc = dict[str, Any]

@@ -3,7 +3,7 @@
 `start.begin` does every check that can refuse the turn before anything streams (so refusals are
 the JSON envelope) and hands over a `CopilotTurn`; its `events()` runs the loop and yields typed
 events, which the SSE route and the copilot drawer both consume. The loop is all that is here:
-the run's records are `record.RunRecord`'s, its bills `budget.Meter`'s, the guards on each tool
+the run's records are `record.CopilotRecord`'s, its bills `budget.Meter`'s, the guards on each tool
 call `pipeline`'s, a proposed change `staging`'s, and stopping it from elsewhere `live`'s.
 """
 
@@ -19,8 +19,14 @@ from typing import Any, NamedTuple, NoReturn
 from bson import ObjectId
 
 from desk.actors import Actor, Role
-from desk.agent import budget, live, pipeline
-from desk.agent.events import (
+from desk.agent.copilot import live
+from desk.agent.copilot.live import INTERRUPTED
+from desk.agent.copilot.prompt import SYSTEM_PROMPT
+from desk.agent.copilot.record import CopilotRecord
+from desk.agent.copilot.staging import Staging
+from desk.agent.copilot.toolset import REGISTRY
+from desk.agent.core import background, budget, pipeline
+from desk.agent.core.events import (
     Error,
     MessageDone,
     RunEvent,
@@ -29,16 +35,11 @@ from desk.agent.events import (
     ToolCallStart,
     ToolResult,
 )
-from desk.agent.history import WINDOW, Message, chars
-from desk.agent.live import INTERRUPTED
-from desk.agent.pipeline import ToolAnswer
-from desk.agent.prompt import SYSTEM_PROMPT
-from desk.agent.provider import CHARS_PER_TOKEN, AIUnavailable, Call, Completed, Provider, ToolCallRequest, Usage
-from desk.agent.record import RunRecord
-from desk.agent.staging import Staging
-from desk.agent.state import RunEnded, RunState, together
-from desk.agent.tools import REGISTRY
-from desk.agent.tools.registry import ToolContext
+from desk.agent.core.history import WINDOW, Message, chars
+from desk.agent.core.pipeline import ToolAnswer
+from desk.agent.core.provider import CHARS_PER_TOKEN, AIUnavailable, Call, Completed, Provider, ToolCallRequest, Usage
+from desk.agent.core.state import RunEnded, RunState, together
+from desk.agent.core.tools import ToolContext
 from desk.config import Settings
 from desk.errors import ErrorCode
 from desk.logs import failure, tag
@@ -74,7 +75,7 @@ class CopilotTurn:
         """
         self.settings, self.provider, self.actor = settings, provider, actor
         self.run_id = str(run["_id"])
-        self.record = RunRecord(db=db, run=run, session=session, window=window)
+        self.record = CopilotRecord(db=db, run=run, session=session, window=window)
         self.record.take(content, prompt.message if prompt is not None else None)
         self.prompt = prompt
         tidy = admission.stale if admission else ()
@@ -127,7 +128,7 @@ class CopilotTurn:
             live.forget(self.actor.id, self)
             # One task for the whole wind-down: a second cancel (Stop pressed twice, a server's cancel
             # scope) interrupts only our wait for it, never the release that lets the next message in.
-            closing = live.keep(asyncio.ensure_future(self._close(ending)), failure="could not end a copilot run")
+            closing = background.keep(asyncio.ensure_future(self._close(ending)), failure="could not end a copilot run")
             await asyncio.shield(closing)
 
     def interrupt(self) -> None:
@@ -306,7 +307,9 @@ class CopilotTurn:
     ) -> AsyncIterator[RunEvent | ToolAnswer]:
         """One tool call through the guards (`pipeline`), and staging for a change; its `ToolAnswer` last."""
         person = await self._person_now()  # as stored now: turned off, deactivated or demoted since the run began
-        tool = pipeline.gate(request, id=call_id, mode="copilot", person=person, actor=self.actor, state=self.state)
+        tool = pipeline.gate(
+            request, REGISTRY, id=call_id, mode="copilot", person=person, actor=self.actor, state=self.state
+        )
         if isinstance(tool, ToolAnswer):
             yield tool
             return

@@ -22,15 +22,16 @@ from bson import ObjectId
 from pymongo.asynchronous.database import AsyncDatabase
 
 from desk.actors import SYSTEM_TRIAGE
-from desk.agent import budget, policy
-from desk.agent.provider import Provider
+from desk.agent.core import budget
+from desk.agent.core.provider import Provider
+from desk.agent.triage import policy
 from desk.agent.triage import repository as triage_repo
 from desk.agent.triage.run import Outcome, triage
 from desk.config import Settings
 from desk.logs import failure
 from desk.outbox import repository as outbox
 from desk.schema import now
-from desk.work_orders import triage as work_orders
+from desk.work_orders import triage_door as work_orders
 
 log = logging.getLogger("desk.triage")
 BACKOFF_BASE_SECONDS = 2.0  # the first retry waits 1-2 s, then 2-4 s, 4-8 s ... (full jitter on the upper half)

@@ -2,7 +2,7 @@
 
 from pydantic import Field
 
-from desk.agent.tools.registry import MAX_ITEMS, PreImage, Tool, ToolArgs, ToolContext, ToolOutput, clip, derive
+from desk.agent.core.tools import MAX_ITEMS, PreImage, Tool, ToolArgs, ToolContext, ToolOutput, clip, derive
 from desk.users import service as users_service
 from desk.work_orders import service
 from desk.work_orders.models import Priority, Status, WorkOrderCreate, WorkOrderQuery, WorkOrderRead, WorkOrderUpdate

@@ -2,8 +2,8 @@
 
 from pydantic import Field
 
-from desk.agent.tools.registry import MAX_ITEMS, Tool, ToolArgs, ToolContext, ToolOutput, clip
-from desk.agent.tools.work_orders import NoArgs, listing
+from desk.agent.copilot.tools import NoArgs, listing
+from desk.agent.core.tools import MAX_ITEMS, Tool, ToolArgs, ToolContext, ToolOutput, clip
 from desk.metrics import service as metrics_service
 from desk.schema import PageQuery
 from desk.users import service as users_service

@@ -5,7 +5,7 @@ from collections.abc import Awaitable
 from dataclasses import dataclass, field
 from typing import Any
 
-from desk.agent.events import Error, RunEvent, RunStatus
+from desk.agent.core.events import Error, RunEvent, RunStatus
 from desk.errors import ErrorCode
 
 

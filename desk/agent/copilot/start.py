@@ -9,11 +9,12 @@ from bson import ObjectId
 from pymongo.asynchronous.database import AsyncDatabase
 
 from desk.actors import Actor
-from desk.agent import budget, history, live, runs
-from desk.agent.client import AI_OFF
-from desk.agent.provider import Provider
-from desk.agent.record import LEASE
-from desk.agent.runtime import AGENT, CopilotTurn, Prompt, first_prompt
+from desk.agent.copilot import live
+from desk.agent.copilot.turn import AGENT, CopilotTurn, Prompt, first_prompt
+from desk.agent.core import budget, history, runs
+from desk.agent.core.client import AI_OFF
+from desk.agent.core.provider import Provider
+from desk.agent.core.record import LEASE
 from desk.config import Settings
 from desk.errors import Conflict, ErrorCode, Forbidden, NotFound, RateLimited
 from desk.schema import parse_object_id

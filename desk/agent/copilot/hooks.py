@@ -2,7 +2,7 @@
 
 from pymongo.asynchronous.database import AsyncDatabase
 
-from desk.agent import sessions
+from desk.agent.copilot import sessions
 from desk.users import access
 
 

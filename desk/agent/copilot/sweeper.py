@@ -5,7 +5,8 @@ from typing import Any
 
 from pymongo.asynchronous.database import AsyncDatabase
 
-from desk.agent import approvals, runs
+from desk.agent.copilot import approvals
+from desk.agent.core import runs
 from desk.schema import now
 
 

@@ -26,7 +26,7 @@ from urllib.parse import urlsplit
 import httpx
 from pydantic import BaseModel, ConfigDict, Field, NonNegativeInt, ValidationError
 
-from desk.agent import egress
+from desk.agent.core import egress
 from desk.config import Settings
 from desk.errors import DeskError, ErrorCode
 

@@ -12,9 +12,10 @@ from bson import ObjectId
 from pymongo.asynchronous.database import AsyncDatabase
 
 from desk.actors import Actor
-from desk.agent import live, runs
-from desk.agent.events import Diff
-from desk.agent.models import AgentToolCallRead
+from desk.agent.copilot import live
+from desk.agent.core import runs
+from desk.agent.core.events import Diff
+from desk.agent.core.models import AgentToolCallRead
 from desk.errors import Conflict, DeskError, ErrorCode, NotFound
 from desk.schema import CONTROL, now, parse_object_id
 

@@ -17,7 +17,7 @@ from typing import NamedTuple
 
 from bson import ObjectId
 
-from desk.agent.runs import KEEP_TRANSCRIPT
+from desk.agent.core.runs import KEEP_TRANSCRIPT
 from desk.schema import now
 
 WINDOW = 50  # the newest messages a turn starts from, of any role (as runs.session_messages returns them)

@@ -23,9 +23,9 @@ from bson import ObjectId
 from pymongo import ASCENDING, ReturnDocument, UpdateOne
 from pymongo.asynchronous.database import AsyncDatabase
 
-from desk.agent import runs
-from desk.agent.provider import Usage
-from desk.agent.state import together
+from desk.agent.core import runs
+from desk.agent.core.provider import Usage
+from desk.agent.core.state import together
 from desk.config import Settings
 from desk.errors import DeskError, ErrorCode, RateLimited
 from desk.schema import now

@@ -1,4 +1,4 @@
-"""This process's live turns, so a logout stops them at once, and the run tasks nobody awaits.
+"""This process's live turns, so a logout stops them at once.
 
 A turn registers itself here while it may still run; `sessions.abort_runs` ends the person's runs
 in the database and then calls `interrupt`, which reaches the turns of this web process. A turn on
@@ -13,8 +13,6 @@ import weakref
 from collections.abc import Iterator
 from typing import Protocol
 
-from desk import logs
-
 log = logging.getLogger(__name__)
 INTERRUPTED = "Stopped: this conversation was ended elsewhere (you signed out, or your access changed)."
 
@@ -26,7 +24,6 @@ class Interruptible(Protocol):
 
 
 _LIVE: dict[str, weakref.WeakSet[Interruptible]] = {}  # person id -> their turns in this process
-_background: set[asyncio.Task] = set()  # record and wind-down tasks nobody may await (strong refs until done)
 _waiting: dict[str, asyncio.Event] = {}  # tool-call id -> the event its run waits on for a decision
 
 
@@ -80,19 +77,6 @@ def decided(tool_call_id: str) -> None:
     event = _waiting.get(tool_call_id)
     if event is not None:
         event.set()
-
-
-def keep(task: asyncio.Task, *, failure: str, expected: tuple[type[BaseException], ...] = ()) -> asyncio.Task:
-    """Hold `task` until it is done, and log its failure (`logs.failure`: never the message, which may quote words)."""
-
-    def done(finished: asyncio.Task) -> None:
-        _background.discard(finished)
-        if not finished.cancelled() and (error := finished.exception()) is not None and not isinstance(error, expected):
-            log.error("%s (%s)", failure, logs.failure(error))
-
-    _background.add(task)
-    task.add_done_callback(done)
-    return task
 
 
 # --- first events first ------------------------------------------------------------------------

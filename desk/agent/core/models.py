@@ -5,7 +5,7 @@ from typing import Any
 
 from pydantic import Field
 
-from desk.agent.events import ApprovalStatus, RunStatus, ToolOutcome
+from desk.agent.core.events import ApprovalStatus, RunStatus, ToolOutcome
 from desk.schema import ApiModel, IdStr, ReadModel, multi_line, stripped
 
 MessageText = multi_line(min_length=1, max_length=4000)

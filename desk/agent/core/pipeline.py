@@ -18,11 +18,10 @@ from bson import ObjectId
 from pydantic import ValidationError
 
 from desk.actors import Actor
-from desk.agent.events import ToolOutcome
-from desk.agent.provider import ToolCallRequest
-from desk.agent.state import RunState, stopped
-from desk.agent.tools import REGISTRY
-from desk.agent.tools.registry import Mode, Refusal, Tool, ToolArgs, ToolContext
+from desk.agent.core.events import ToolOutcome
+from desk.agent.core.provider import ToolCallRequest
+from desk.agent.core.state import RunState, stopped
+from desk.agent.core.tools import Mode, Refusal, Registry, Tool, ToolArgs, ToolContext
 from desk.errors import DeskError, ErrorCode, ValidationFailed
 
 
@@ -72,10 +71,17 @@ class Call:
 
 
 def gate(
-    request: ToolCallRequest, *, id: ObjectId, mode: Mode, person: Actor | None, actor: Actor, state: RunState
+    request: ToolCallRequest,
+    registry: Registry,
+    *,
+    id: ObjectId,
+    mode: Mode,
+    person: Actor | None,
+    actor: Actor,
+    state: RunState,
 ) -> Tool | ToolAnswer:
-    """The tool, if `person` (as stored now; None: AI is off for them) may use it; a third unknown tool ends the run."""
-    gated = REGISTRY.gate(request.name, mode=mode, actor=person or actor, ai_enabled=person is not None)
+    """The tool from `registry` if `person` (as stored now; None: AI is off) may use it; three unknown end the run."""
+    gated = registry.gate(request.name, mode=mode, actor=person or actor, ai_enabled=person is not None)
     if not isinstance(gated, Refusal):
         return gated
     if gated.outcome == "unknown_tool":

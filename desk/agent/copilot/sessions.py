@@ -7,10 +7,11 @@ from bson import ObjectId
 from pymongo.asynchronous.database import AsyncDatabase
 
 from desk.actors import Actor
-from desk.agent import approvals, live, runs
-from desk.agent.events import ToolApprovalRequired
-from desk.agent.models import AgentRunDetail, AgentRunRead, CopilotSessionRead, CopilotSessionWithMessages
-from desk.agent.start import ApprovalPending, require_ai_user
+from desk.agent.copilot import approvals, live
+from desk.agent.copilot.start import ApprovalPending, require_ai_user
+from desk.agent.core import runs
+from desk.agent.core.events import ToolApprovalRequired
+from desk.agent.core.models import AgentRunDetail, AgentRunRead, CopilotSessionRead, CopilotSessionWithMessages
 from desk.config import Settings
 from desk.errors import Conflict, NotFound
 from desk.schema import now, parse_object_id

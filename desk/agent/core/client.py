@@ -1,6 +1,6 @@
 """The process's one provider client, beside the database's (`desk/db/client.py`): set once, used everywhere."""
 
-from desk.agent.provider import Provider
+from desk.agent.core.provider import Provider
 from desk.config import get_settings
 from desk.errors import Forbidden
 

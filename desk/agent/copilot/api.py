@@ -13,10 +13,11 @@ from fastapi.responses import Response
 from fastapi.routing import APIRoute
 from starlette.types import Receive, Scope, Send
 
-from desk.agent import approvals, sessions
-from desk.agent.client import provider_dependency
-from desk.agent.events import Error, Ping, RunEvent
-from desk.agent.models import (
+from desk.agent.copilot import approvals, sessions
+from desk.agent.copilot.start import begin
+from desk.agent.core.client import provider_dependency
+from desk.agent.core.events import Error, Ping, RunEvent
+from desk.agent.core.models import (
     AgentRunDetail,
     AgentRunRead,
     AgentToolCallRead,
@@ -25,8 +26,7 @@ from desk.agent.models import (
     DecideIn,
     MessageIn,
 )
-from desk.agent.provider import Provider
-from desk.agent.start import begin
+from desk.agent.core.provider import Provider
 from desk.config import get_settings
 from desk.errors import ErrorCode
 from desk.http import AUTHED, CurrentActor, CurrentUser, Db, current_actor, current_user, database, errors

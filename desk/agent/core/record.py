@@ -18,12 +18,12 @@ from bson.errors import InvalidDocument
 from pymongo.asynchronous.database import AsyncDatabase
 from pymongo.errors import PyMongoError
 
-from desk.agent import approvals, history, live, runs
-from desk.agent.events import RunStatus
-from desk.agent.history import WINDOW, Message, kept
-from desk.agent.pipeline import ToolAnswer
-from desk.agent.provider import ToolCallRequest
-from desk.agent.state import RunEnded, not_stored
+from desk.agent.core import background, history, runs
+from desk.agent.core.events import RunStatus
+from desk.agent.core.history import WINDOW, Message, kept
+from desk.agent.core.pipeline import ToolAnswer
+from desk.agent.core.provider import ToolCallRequest
+from desk.agent.core.state import RunEnded, not_stored
 from desk.logs import failure
 
 log = logging.getLogger(__name__)
@@ -48,7 +48,6 @@ class RunRecord:
         self.unsure = False  # a message write failed or was cut short: the window may not match the database
         self.content = ""  # the first message (the person's; never empty once `take` took it)
         self.stored = False  # the run document is in the database
-        self.staged = False  # a change was put before the person (only then can an approval be pending)
         self._writes: asyncio.Task | None = None
 
     @property
@@ -74,7 +73,7 @@ class RunRecord:
             return
         name = f"{self.run['agentName']}-records-{self.run['_id']}"
         self._writes = asyncio.create_task(self._write_first(self.content), name=name)
-        live.keep(self._writes, failure=f"could not store a {self.run['agentName']} run", expected=(RunEnded,))
+        background.keep(self._writes, failure=f"could not store a {self.run['agentName']} run", expected=(RunEnded,))
 
     async def open(self, messages: list[dict[str, Any]]) -> None:
         """An agent working on its own: store the run, then its prompt (`{role, content}` each, in order) at once."""
@@ -150,11 +149,6 @@ class RunRecord:
             },
         )
 
-    async def stage(self, **proposal: Any) -> dict:
-        """Put a change before the person (`approvals.stage`'s arguments but the run's own); the staged call."""
-        self.staged = True
-        return await approvals.stage(self.db, run_id=self.run["_id"], user_id=self.run["userId"], **proposal)
-
     async def finish(self, status: RunStatus, code: str | None = None, *, usage: dict | None = None) -> RunStatus:
         """End the run as `status` unless someone else (a logout, the sweeper) ended it first; returns how it ended.
 
@@ -163,12 +157,14 @@ class RunRecord:
         if not await self.recorded():
             status, code = "error", "record_failed"  # what was stored of it (if anything) says why it stopped
         moved = await runs.finish_run(self.db, self.run["_id"], status, error_code=code, usage=usage)
-        if self.staged:  # whoever ended the run, none of its approvals may stay pending
-            await approvals.expire_for_run(self.db, self.run["_id"])
+        await self.ended()
         if moved:
             return status
         stored = await runs.get_run(self.db, self.run["_id"])
         return stored["status"] if stored else status
+
+    async def ended(self) -> None:
+        """What else a run leaves settled when it ends, whoever ended it (`CopilotRecord`: its approvals)."""
 
     async def release(self) -> None:
         """Free the session, leaving the mark that tells the next turn whether our window is still current."""

@@ -1,0 +1,1 @@
+"""The copilot (M1): a person's turns, the changes it stages, their approvals, sessions and history."""

@@ -1,0 +1,1 @@
+"""What every agent shares: the provider, egress, budget, the run store, the tool registry and the events."""
