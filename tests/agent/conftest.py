@@ -1,20 +1,26 @@
-"""Agent-test fixtures: quick approval polls, turn starters and approvals.
+"""Agent-test fixtures: quick approval polls, turn starters and approvals, a live server for streams.
 
 AI settings and the fake provider are in tests/conftest.py.
 """
 
 import asyncio
-from collections.abc import Awaitable, Callable
+import socket
+from collections.abc import AsyncIterator, Awaitable, Callable
 
+import httpx
 import pytest
+import uvicorn
 
 from desk.agent.copilot import approvals, staging
 from desk.agent.copilot.sessions import current_session
 from desk.agent.copilot.start import begin as begin_turn
 from desk.agent.core.events import RunEvent
+from desk.auth import service as auth_service
 from desk.config import Settings
+from desk.http import CSRF_HEADER, session_cookie_name
+from tests.agent.api_helpers import oid
 from tests.agent.log_watch import no_sent_text_in_logs  # noqa: F401 - autouse: SEC-1 over the injection suite
-from tests.helpers import actor
+from tests.helpers import actor, until
 
 Decider = Callable[[RunEvent], Awaitable[None]]
 
@@ -77,3 +83,35 @@ def approve(db) -> Callable[[dict], Decider]:
         return decide
 
     return for_person
+
+
+@pytest.fixture
+async def live(app) -> AsyncIterator[str]:
+    """The same API served by uvicorn on loopback, in this event loop (so it shares the database client)."""
+    sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    sock.bind(("127.0.0.1", 0))
+    config = uvicorn.Config(app, lifespan="off", access_log=False, log_config=None, timeout_graceful_shutdown=1)
+    server = uvicorn.Server(config)
+    task = asyncio.create_task(server.serve(sockets=[sock]))
+    await until(lambda: server.started, what="the live server to start")
+    yield f"http://127.0.0.1:{sock.getsockname()[1]}"
+    server.should_exit = True
+    await asyncio.wait_for(task, 10)
+
+
+@pytest.fixture
+async def live_client_for(live, db) -> AsyncIterator[Callable[[dict], Awaitable[httpx.AsyncClient]]]:
+    """A logged-in client (session cookie + CSRF header) talking to the live server."""
+    clients: list[httpx.AsyncClient] = []
+
+    async def login(user: dict) -> httpx.AsyncClient:
+        secret = await auth_service.open_session(db=db, user_id=oid(user))
+        client = httpx.AsyncClient(base_url=live, timeout=10)
+        client.headers[CSRF_HEADER] = "1"
+        client.cookies.set(session_cookie_name(), secret)
+        clients.append(client)
+        return client
+
+    yield login
+    for client in clients:
+        await client.aclose()

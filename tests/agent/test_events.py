@@ -9,7 +9,7 @@ from pathlib import Path
 from desk.agent.copilot.api import EventStream
 from desk.agent.core.events import EVENT_KINDS, MessageDone, RunEvent, Token, ToolCallStart
 from desk.errors import ErrorCode
-from tests.agent.test_api import EVENTS, frames
+from tests.agent.api_helpers import EVENTS, frames
 
 DOCS = Path(__file__).parents[2] / "docs" / "copilot.md"
 
