@@ -19,7 +19,7 @@ from nicegui import Client, app, core, ui
 from nicegui.storage import Storage
 from starlette.types import ASGIApp, Receive, Scope, Send
 
-from components import live
+from components.runtime import live
 from desk import cli, observability
 from desk.app import FirstAdmin, ensure_first_admin, ensure_indexes, install_api
 from desk.config import Settings, get_settings

@@ -2,7 +2,7 @@
 
 Every page opens the frame and gets its `Visit` from it: handlers take the actor from `await visit.actor()`,
 and the frame checks the session every few seconds (without extending it), so a session that ends or a
-role that changes closes the page on the server (components/session.py).
+role that changes closes the page on the server (components/runtime/session.py).
 """
 
 from collections.abc import Callable, Iterator
@@ -10,10 +10,11 @@ from contextlib import contextmanager
 
 from nicegui import app, ui
 
-from components import drafts, session
 from components.confirm import confirm
-from components.copilot import Copilot, ai_off_reason
+from components.copilot.panel import Copilot, ai_off_reason
 from components.forbidden import forbidden
+from components.runtime import session
+from components.work_order import drafts
 
 SESSION_CHECK_SECONDS = 3.0
 NOTICE = "notice"  # in the tab's storage: what the next page of this tab tells the person (notify_next_page)
@@ -152,7 +153,7 @@ if (was?.isConnected && (!now || now === document.body || now.closest('.q-drawer
 def _copilot_drawer(visit: session.Visit) -> Callable[[], None]:
     """The assistant in a right drawer, opened and closed with Ctrl+K / Cmd+K (focus lands in its input).
 
-    It shows the person's conversation as the server has it (components/copilot.py), read again on opening.
+    It shows the person's conversation as the server has it (components/copilot/panel.py), read again on opening.
     """
     # Never wider than the screen: on a phone a 420 px drawer lost its left edge and hid the backdrop
     # a tap would close it by, so it also has a close button. (Quasar sets the width on the drawer's

@@ -14,12 +14,12 @@ from fastapi import Request
 from nicegui import APIRouter, ui
 from pydantic import ValidationError
 
-from components import live, session
 from components.chips import PRIORITY_LABELS, priority_chip
 from components.confirm import confirm
 from components.fields import clear_problems, show_problems
 from components.formats import ago, when
 from components.frame import admin_frame
+from components.runtime import live, session
 from desk.actors import Actor
 from desk.agent.triage import policy
 from desk.agent.triage import service as triage

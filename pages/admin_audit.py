@@ -11,11 +11,11 @@ from typing import assert_never
 from fastapi import Request
 from nicegui import APIRouter, ui
 
-from components import session
 from components.formats import when
 from components.frame import admin_frame
 from components.paging import address, last_page, page_from, pager
-from components.tokens import scope_text
+from components.people.tokens import scope_text
+from components.runtime import session
 from desk.audit import service as audit_service
 from desk.audit.models import AuditQuery, AuditRead
 from desk.db.client import get_db

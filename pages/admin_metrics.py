@@ -12,11 +12,12 @@ from urllib.parse import urlencode
 from fastapi import Request
 from nicegui import APIRouter, ui
 
-from components import agent_charts, live, session
-from components.agent_charts import GRID_TOP, LEGEND, TITLE
+from components.agents import charts
+from components.agents.charts import GRID_TOP, LEGEND, TITLE
 from components.chips import PRIORITY_LABELS, STATUS_LABELS
 from components.frame import admin_frame
 from components.paging import address, day_from, left_out_note
+from components.runtime import live, session
 from desk.actors import Actor
 from desk.agent.triage import service as triage_service
 from desk.config import get_settings
@@ -193,13 +194,13 @@ class MetricsBoard:
         if not self.agents.default_slot.children:
             with self.agents:
                 with ui.card().classes(HALF):
-                    self.triage_chart = ui.echart(agent_charts.triage_chart(DAYS)).classes("w-full h-72")
+                    self.triage_chart = ui.echart(charts.triage_chart(DAYS)).classes("w-full h-72")
                     self.triage_chart.mark("triage-chart")
                 with ui.card().classes(HALF):
-                    self.spend_chart = ui.echart(agent_charts.spend_chart(DAYS)).classes("w-full h-72")
+                    self.spend_chart = ui.echart(charts.spend_chart(DAYS)).classes("w-full h-72")
                     self.spend_chart.mark("spend-chart")
         days = await triage_service.per_day(db=get_db(), actor=actor, days=DAYS)
-        agent_charts.fill(self.triage_chart, self.spend_chart, days)
+        charts.fill(self.triage_chart, self.spend_chart, days)
 
     async def on_changes(self, _batch: list[dict]) -> None:
         # Batches arrive every half second while orders change; read once at a time, and once more if needed.

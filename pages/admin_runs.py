@@ -13,11 +13,11 @@ from datetime import date
 from fastapi import Request
 from nicegui import APIRouter, ui
 
-from components import session
 from components.chips import PRIORITY_LABELS
 from components.formats import when
 from components.frame import admin_frame
 from components.paging import address, day_from, last_page, page_from, pager
+from components.runtime import session
 from desk.agent.core.models import AgentRunDetail, AgentRunRead, AgentToolCallRead
 from desk.agent.triage import policy
 from desk.agent.triage import service as triage

@@ -1,6 +1,6 @@
 """/app/admin/users: admins add people, find them by name or email, edit their name and email, set their role,
 AI access and whether they may log in, reset passwords; everyone sorted by name, with their last login.
-Each person's row and its dialogs are components/person_row.py.
+Each person's row and its dialogs are components/people/person_row.py.
 
 What other admins change (and the logins people make) shows up while the page is open."""
 
@@ -8,12 +8,12 @@ from fastapi import Request
 from nicegui import APIRouter, Client, ui
 from pydantic import ValidationError
 
-from components import session
 from components.fields import clear_problems, new_password, password_problem, show_problems
 from components.frame import admin_frame
 from components.once import one_at_a_time
 from components.paging import last_page, pager
-from components.person_row import ROLE_NOUNS, ROLES, UserRow
+from components.people.person_row import ROLE_NOUNS, ROLES, UserRow
+from components.runtime import session
 from desk.actors import Actor
 from desk.db.client import get_db
 from desk.errors import DeskError

@@ -3,10 +3,10 @@
 from fastapi import Request
 from nicegui import APIRouter, ui
 
-from components import session
-from components.copilot import Copilot, ai_off_reason, show_current_conversation
+from components.copilot.panel import Copilot, ai_off_reason, show_current_conversation
 from components.formats import ago, when
 from components.frame import frame
+from components.runtime import session
 from desk.agent.copilot import sessions as agent_sessions
 from desk.agent.copilot.turn import UNREACHED  # the run's call never reached the model: nothing was billed
 from desk.config import get_settings

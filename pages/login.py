@@ -4,7 +4,8 @@ from fastapi import Request
 from fastapi.responses import RedirectResponse
 from nicegui import APIRouter, ui
 
-from components import drafts, session
+from components.runtime import session
+from components.work_order import drafts
 from desk.errors import DeskError
 
 router = APIRouter()

@@ -8,8 +8,8 @@ no route answers; the API keeps its own JSON 404, and NiceGUI's own routes are m
 from fastapi import Request
 from nicegui import ui
 
-from components import session
 from components.frame import frame
+from components.runtime import session
 
 
 async def unknown_address(request: Request):

@@ -6,12 +6,12 @@ from fastapi import Request
 from nicegui import APIRouter, ui
 from pydantic import ValidationError
 
-from components import session
 from components.confirm import confirm
 from components.fields import clear_problems, new_password, show_problems
 from components.frame import frame, notify_next_page
 from components.once import one_at_a_time
-from components.tokens import SCOPE_WORDS, token_row
+from components.people.tokens import SCOPE_WORDS, token_row
+from components.runtime import session
 from desk.auth import service as auth_service
 from desk.auth.models import MAX_TOKEN_DAYS, TOKEN_DAYS, PasswordChange, TokenCreate, TokenCreated, TokenRead
 from desk.config import get_settings

@@ -5,18 +5,18 @@ from nicegui import APIRouter, background_tasks, ui
 from nicegui.elements.mixins.disableable_element import DisableableElement
 from pydantic import ValidationError
 
-from components import live, session
-from components.assignment import assignment
+from components.agents.triage_card import triage_card
 from components.chips import CHOICE_LABELS, PRIORITY_LABELS, STATUS_LABELS, priority_chip, status_chip
 from components.confirm import confirm
-from components.drafts import Draft, show_kept_to_copy
 from components.fields import show_problems
 from components.formats import when
 from components.frame import back_to_list, frame, notify_next_page
 from components.once import one_at_a_time
-from components.order_changes import changed_by, owner_values, what_changed, why_read_only
-from components.timeline import comment_box, timeline
-from components.triage_card import triage_card
+from components.runtime import live, session
+from components.work_order.assignment import assignment
+from components.work_order.changes import changed_by, owner_values, what_changed, why_read_only
+from components.work_order.drafts import Draft, show_kept_to_copy
+from components.work_order.timeline import comment_box, timeline
 from desk.actors import Actor
 from desk.db.client import get_db
 from desk.errors import Conflict, DeskError, NotFound

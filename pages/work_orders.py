@@ -12,12 +12,13 @@ from typing import NamedTuple
 from fastapi import Request
 from nicegui import APIRouter, background_tasks, ui
 
-from components import live, order_rows, session
 from components.chips import PRIORITY_LABELS, STATUS_LABELS
 from components.frame import frame, remember_list_view
-from components.order_rows import OrderRows
 from components.paging import address, day_from, last_page, left_out_note, page_from, pager
-from components.work_order_dialog import new_work_order_opener
+from components.runtime import live, session
+from components.work_order import rows
+from components.work_order.new_dialog import new_work_order_opener
+from components.work_order.rows import OrderRows
 from desk.actors import Actor
 from desk.db.client import get_db
 from desk.schema import OffsetPage
@@ -176,7 +177,7 @@ async def work_orders_page(request: Request):
             background_tasks.create(load(), name="work-orders-list")
 
         async def take(order: WorkOrderRead) -> None:
-            if await order_rows.take(visit, order):
+            if await rows.take(visit, order):
                 await load()
 
         if actor.can_write:

@@ -1,5 +1,5 @@
 """No lost typing while a session lives: an edit is kept in the browser while unsaved, saved with Ctrl+S; and
-nothing of it outlives the session (components/drafts.py).
+nothing of it outlives the session (components/work_order/drafts.py).
 
 The `user` fixture runs no JavaScript: `BrowserStorage` answers the page's calls to the browser's side of
 drafts as that script does (tests/e2e/test_drafts.py runs the script itself, in Chromium).

@@ -8,7 +8,7 @@ from bson import ObjectId
 from nicegui.testing import User
 
 from components.frame import SESSION_CHECK_SECONDS
-from components.session import safe_target
+from components.runtime.session import safe_target
 from desk.auth import service as auth_service
 from desk.config import use_settings
 from desk.schema import now

@@ -13,7 +13,8 @@ from bson import ObjectId
 from nicegui import Client, nicegui
 from nicegui.testing import User
 
-from components import frame, session
+from components import frame
+from components.runtime import session
 from desk.auth import service as auth_service
 from desk.config import Settings, use_settings
 from desk.schema import now

@@ -1,7 +1,7 @@
 """A screen told of a change reads the order's timeline at once: the entry must already be stored.
 
 Open screens learn of a change from the change feed and then read the order and its timeline
-(components/live.py). When the feed entry was written first, a screen could read the timeline in
+(components/runtime/live.py). When the feed entry was written first, a screen could read the timeline in
 between and show the order changed without the line saying so ("Priority: Medium → High"), until
 the next change. Here a second client reads the timeline, as a screen would, at the very moment the
 feed entry is sent, on every path that writes both.

@@ -5,10 +5,10 @@ from collections.abc import Awaitable, Callable
 
 from nicegui import ui
 
-from components import session
 from components.confirm import confirm
 from components.once import one_at_a_time
-from components.order_rows import take
+from components.runtime import session
+from components.work_order.rows import take
 from desk.actors import Actor
 from desk.db.client import get_db
 from desk.errors import DeskError

@@ -2,7 +2,7 @@
 
 A turn started from a panel runs in a task of its own, not the page's (`drive`): a page that closes
 leaves it to finish and be stored. Every panel of the person in this process follows it
-(components/copilot.py draws them); one opened later catches up from what the turn has shown so far.
+(components/copilot/panel.py draws them); one opened later catches up from what the turn has shown so far.
 """
 
 import asyncio
@@ -11,7 +11,7 @@ from typing import Protocol, assert_never
 
 from nicegui import background_tasks, ui
 
-from components.session import Visit
+from components.runtime.session import Visit
 from desk.agent.copilot.turn import STEPS_USED, UNREACHED, CopilotTurn
 from desk.agent.core.events import (
     Error,
@@ -38,7 +38,7 @@ STOPPED = "Stopped. Nothing pending was carried out."
 
 
 class Follower(Protocol):
-    """A panel showing the turn (components.copilot.Copilot)."""
+    """A panel showing the turn (components.copilot.panel.Copilot)."""
 
     visit: Visit
     root: ui.element

@@ -22,7 +22,7 @@ from typing import Any
 from nicegui import Client, background_tasks, ui
 
 from components.chips import CHOICE_LABELS, FIELD_NAMES
-from components.order_changes import why_read_only
+from components.work_order.changes import why_read_only
 from desk.actors import Actor
 from desk.work_orders.models import EDITABLE, WorkOrderRead
 

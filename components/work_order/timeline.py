@@ -6,10 +6,10 @@ from nicegui import background_tasks, ui
 from pydantic import ValidationError
 
 from components.chips import CHOICE_LABELS, FIELD_NAMES
-from components.drafts import Draft
 from components.fields import sentence
 from components.formats import ago, when
 from components.once import one_at_a_time
+from components.work_order.drafts import Draft
 from desk.work_orders.models import ActivityRead
 
 ACTIONS = {

@@ -3,12 +3,12 @@
 The conversation lives on the server, not in a page: every panel (any page, a reload, a second tab)
 shows its newest messages, a turn still running (with a Stop that works from anywhere) and a change
 waiting for approval, decidable right there. A turn started here runs in a task of its own
-(components/copilot_turn.py), not the page's, and every panel of the person in this process follows
+(components/runtime/copilot_turn.py), not the page's, and every panel of the person in this process follows
 it live. A panel in another process reads the database: once a second while it shows a running turn
 or a waiting change, and not at all otherwise.
 
 It drives the same runtime the SSE endpoint streams (desk.agent.copilot.start and runtime), in process; the
-approval modal (components/approval.py) shows the server-rendered diff; deciding goes through the same
+approval modal (components/copilot/approval.py) shows the server-rendered diff; deciding goes through the same
 `approvals.decide` as the API.
 """
 
@@ -19,10 +19,10 @@ from collections.abc import Callable
 
 from nicegui import ui
 
-from components.approval import approval_dialog
-from components.copilot_turn import PLAIN_ERRORS, STOPPED, LiveTurn, drive, ending, running
+from components.copilot.approval import approval_dialog
+from components.runtime.copilot_turn import PLAIN_ERRORS, STOPPED, LiveTurn, drive, ending, running
+from components.runtime.session import Visit
 from components.safe_markdown import safe_markdown, to_safe_markdown
-from components.session import Visit
 from desk.agent.copilot import approvals, sessions, start
 from desk.agent.core.client import get_provider
 from desk.agent.core.events import (

@@ -11,9 +11,9 @@ from collections.abc import Awaitable, Callable
 
 from nicegui import ui
 
-from components import live, session
 from components.chips import PRIORITY_LABELS, priority_chip
 from components.formats import ago, when
+from components.runtime import live, session
 from desk.agent.triage import service as triage
 from desk.agent.triage.models import TriageSuggestionRead, overtaken
 from desk.config import get_settings

@@ -1,6 +1,6 @@
 """The rows of a work-order list, kept by order id so a live change redraws only what changed.
 
-Every open list hears every change (components/live.py). Rebuilding all 25 rows on each one cost
+Every open list hears every change (components/runtime/live.py). Rebuilding all 25 rows on each one cost
 about 60 to 90 ms of the web process per screen, which stalls the event loop once a hundred screens are
 open; updating the few labels that differ costs a fraction of that, and a row never flickers under
 the pointer of the person reading it.
@@ -10,10 +10,10 @@ from collections.abc import Awaitable, Callable
 
 from nicegui import ui
 
-from components import session
 from components.chips import PRIORITY_COLORS, PRIORITY_LABELS, STATUS_COLORS, STATUS_LABELS, priority_chip, status_chip
 from components.formats import ago, when
 from components.once import one_at_a_time
+from components.runtime import session
 from desk.db.client import get_db
 from desk.errors import DeskError
 from desk.work_orders import service

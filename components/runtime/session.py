@@ -27,7 +27,7 @@ from desk.errors import Unauthorized
 from desk.http import session_cookie_name, set_session_cookie
 
 if TYPE_CHECKING:  # a type only: drafts is a component of the order page, the session knows no pages
-    from components.drafts import Draft
+    from components.work_order.drafts import Draft
 
 # One "/" then only the characters RFC 3986 allows in a path and query: no whitespace or control
 # character (browsers strip them, so "/\t/evil.example" would go to //evil.example), no backslash.
@@ -69,8 +69,8 @@ class Visit:
 
     @property
     def drafts_owner(self) -> str:
-        """The session's name in the browser, which tags the drafts typed in it (components/drafts.py): derived one
-        way from the secret, so it neither opens the session nor is the key its stored hash is found by."""
+        """The session's name in the browser, which tags the drafts typed in it (components/work_order/drafts.py):
+        derived one way from the secret, so it neither opens the session nor is the key its stored hash is found by."""
         return hashlib.sha256(f"desk-drafts:{self.secret}".encode()).hexdigest()[:32]
 
     def moved_to(self, address: str) -> None:

@@ -10,12 +10,12 @@ from collections.abc import Iterable
 from nicegui import ui
 from pydantic import ValidationError
 
-from components import session
 from components.confirm import confirm
 from components.fields import clear_problems, new_password, sentence, show_problems
 from components.formats import ago, when
 from components.once import one_at_a_time
-from components.tokens import token_row
+from components.people.tokens import token_row
+from components.runtime import session
 from desk.auth import service as auth_service
 from desk.auth.models import TokenRead
 from desk.db.client import get_db
