@@ -25,7 +25,7 @@ CREATE_DEFAULTS = {"description": "", "priority": "medium", "status": "pending"}
 
 class ApprovalExpired(DeskError):
     code = ErrorCode.AI_APPROVAL_EXPIRED
-    default_message = "This approval has expired; ask the assistant again."
+    default_message = "That change can no longer be approved; ask the assistant again."
 
 
 class ApprovalResolved(Conflict):

@@ -23,7 +23,7 @@ from desk.users import service as users_service
 
 class ApprovalPending(Conflict):
     code = ErrorCode.AI_APPROVAL_PENDING
-    default_message = "The assistant is still working on your last message (or waiting for your approval)."
+    default_message = "The assistant is still busy with your last message. Wait for it, or press Stop."
 
 
 class MessageDuplicate(Conflict):

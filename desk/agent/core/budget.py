@@ -31,11 +31,12 @@ from desk.errors import DeskError, ErrorCode, RateLimited
 from desk.schema import now
 
 CAP_OWNERS = {"user": "your", "agent": "the assistant's", "global": "the desk's"}
+TOO_MANY_MESSAGES = "That was a lot of messages in a short time. Wait a minute, then ask again."
 
 
 class BudgetExceeded(DeskError):
     code = ErrorCode.AI_BUDGET_EXCEEDED
-    default_message = "Today's AI budget is used up. It resets at midnight UTC."
+    default_message = "Today's AI budget is used up. It resets at midnight UTC; the desk works as usual."
 
     def __init__(self, message: str | None = None) -> None:
         """With Retry-After (and `details.retryAfter`): the seconds until the ledger's day ends, midnight UTC."""
@@ -88,7 +89,7 @@ async def admit(db: AsyncDatabase, settings: Settings, *, user_id: str, agent: s
         if starts[window] > settings.ai_rate_limit_max:
             window_end = moment.replace(second=0, microsecond=0) + timedelta(minutes=1)
             retry_after = max(1, int((window_end - moment).total_seconds()))
-            raise RateLimited("Too many messages to the assistant", retry_after=retry_after)
+            raise RateLimited(TOO_MANY_MESSAGES, retry_after=retry_after)
     except DeskError:
         if stale:  # no charge follows a refusal to tidy them
             await db["agent_spend"].update_one({"_id": person_key}, {"$unset": _fields(stale)})
@@ -196,7 +197,8 @@ def _within_caps(settings: Settings, spent: dict[str, float], scopes: list[str])
         scope = key.split(":", 1)[0]
         if spent.get(key, 0.0) >= caps[scope]:
             raise BudgetExceeded(
-                f"Today's AI budget ({CAP_OWNERS[scope]} daily limit) is used up. It resets at midnight UTC."
+                f"Today's AI budget ({CAP_OWNERS[scope]} daily limit) is used up. It resets at midnight UTC; "
+                "the desk works as usual."
             )
 
 

@@ -73,7 +73,7 @@ class AIUnavailable(DeskError):
     """The provider call failed. `usage` is what it must still be billed; `kind` names the failure for logs."""
 
     code = ErrorCode.AI_UNAVAILABLE
-    default_message = "The AI assistant is unavailable right now; try again in a minute."
+    default_message = "The assistant can't be reached right now. Try again in a minute."
 
     def __init__(
         self, message: str | None = None, *, usage: Usage = NO_USAGE, kind: str = "unknown", reached: bool = True
