@@ -20,7 +20,7 @@ from collections.abc import Callable
 from nicegui import ui
 
 from components.copilot.approval import approval_dialog
-from components.runtime.copilot_turn import PLAIN_ERRORS, STOPPED, LiveTurn, drive, ending, running
+from components.runtime.copilot_turn import STOPPED, LiveTurn, drive, ending, running
 from components.runtime.session import Visit
 from components.safe_markdown import safe_markdown, to_safe_markdown
 from desk.agent.copilot import approvals, sessions, start
@@ -36,7 +36,7 @@ from desk.agent.core.events import (
 )
 from desk.config import get_settings
 from desk.db.client import get_db
-from desk.errors import DeskError, ErrorCode
+from desk.errors import DeskError
 
 HINT = (
     "Ask about your work orders (what is open, what is urgent, what changed), or ask it to create, change or "
@@ -186,7 +186,7 @@ class Copilot:
                 self._note(WAITING_FOR_YOU, error=True)
                 self._reopen()
             else:
-                self._note(PLAIN_ERRORS[ErrorCode.AI_APPROVAL_PENDING], error=True)
+                self._note(start.ApprovalPending.default_message, error=True)
             return
         actor = await self.visit.actor()
         db, settings = get_db(), get_settings()
@@ -206,7 +206,7 @@ class Copilot:
                 ip="ui",
             )
         except DeskError as error:
-            self._note(PLAIN_ERRORS.get(error.code, error.message), error=True)
+            self._note(error.message, error=True)
             self._state()
             return
         live = drive(actor.id, content, turn)
@@ -324,7 +324,7 @@ class Copilot:
                 db=get_db(), actor=actor, tool_call_id=event.tool_call_id, approve=approve, reason=reason
             )
         except DeskError as error:
-            self._note(PLAIN_ERRORS.get(error.code, error.message), error=True)
+            self._note(error.message, error=True)
         self._close_approval()
         for panel in _panels_of(actor.id):  # this process's other tabs: closed now, not at their next look
             if panel is not self and panel.pending is not None and panel.pending.tool_call_id == event.tool_call_id:

@@ -13,6 +13,7 @@ from nicegui import background_tasks, ui
 
 from components.runtime.session import Visit
 from desk.agent.copilot.turn import STEPS_USED, UNREACHED, CopilotTurn
+from desk.agent.core.budget import BudgetExceeded
 from desk.agent.core.events import (
     Error,
     MessageDone,
@@ -24,15 +25,9 @@ from desk.agent.core.events import (
     ToolCallStart,
     ToolResult,
 )
+from desk.agent.core.provider import AIUnavailable
 from desk.errors import DeskError, ErrorCode
 
-PLAIN_ERRORS = {
-    ErrorCode.AI_UNAVAILABLE: "The assistant can't be reached right now. Try again in a minute.",
-    ErrorCode.AI_BUDGET_EXCEEDED: "Today's AI budget is used up. It resets at midnight UTC; the desk works as usual.",
-    ErrorCode.AI_APPROVAL_PENDING: "The assistant is still busy with your last message. Wait for it, or press Stop.",
-    ErrorCode.AI_APPROVAL_EXPIRED: "That change can no longer be approved; ask the assistant again.",
-    ErrorCode.RATE_LIMITED: "That was a lot of messages in a short time. Wait a minute, then ask again.",
-}
 EXPIRED = "The approval expired, so nothing was changed. Ask again if you still want it."
 STOPPED = "Stopped. Nothing pending was carried out."
 
@@ -58,9 +53,9 @@ def ending(status: str, code: str | None) -> tuple[str, bool]:
         case "budget_exceeded" if code == "step_cap":
             return STEPS_USED, True
         case "budget_exceeded":
-            return PLAIN_ERRORS[ErrorCode.AI_BUDGET_EXCEEDED], True
+            return BudgetExceeded.default_message, True
         case _ if code in (ErrorCode.AI_UNAVAILABLE.value, UNREACHED):
-            return PLAIN_ERRORS[ErrorCode.AI_UNAVAILABLE], True
+            return AIUnavailable.default_message, True
         case _:
             return "The assistant stopped before it finished this answer.", True
 
@@ -96,8 +91,8 @@ class LiveTurn:
             case ToolApprovalExpired():
                 self.pending = None
                 self.items.append(["error", EXPIRED])
-            case Error(code=code, message=message):
-                self.items.append(["error", PLAIN_ERRORS.get(code, message)])
+            case Error(message=message):
+                self.items.append(["error", message])
             case MessageDone(notice=notice):
                 self.thinking = False
                 if notice:

@@ -305,7 +305,8 @@ async def test_budget_exceeded_reads_as_a_plain_sentence(
     await open_copilot(user, sam, log_in)
     ask(user, "Hello")
     await user.should_see(
-        "Today's AI budget is used up. It resets at midnight UTC; the desk works as usual.", retries=WAIT
+        "Today's AI budget (your daily limit) is used up. It resets at midnight UTC; the desk works as usual.",
+        retries=WAIT,
     )
 
 
