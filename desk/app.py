@@ -24,6 +24,7 @@ from desk.audit.api import router as audit_router
 from desk.auth import passwords
 from desk.auth import repository as auth_repo
 from desk.auth.api import router as auth_router
+from desk.clock import SYSTEM_CLOCK, Clock
 from desk.config import Settings
 from desk.db.client import get_db, ping
 from desk.errors import Conflict, DeskError
@@ -63,12 +64,14 @@ async def readyz() -> JSONResponse:
     return JSONResponse({"status": "ready"} if ready else UNAVAILABLE, status_code=200 if ready else 503)
 
 
-def install_api(app: FastAPI) -> None:
+def install_api(app: FastAPI, *, clock: Clock = SYSTEM_CLOCK) -> None:
     """Mount every router and the error envelope on `app` (the API's own app, in front of NiceGUI's; main.py).
 
     The agent's listeners on the services (a person who loses access has their copilot stopped) are
-    installed here too, so every app that serves the API has them.
+    installed here too, so every app that serves the API has them. The routes read the time their
+    limits count in from `clock` (a test's stands still until it is moved).
     """
+    app.state.clock = clock
     agent_hooks.install()
     # FastAPI tries the routers in this order, every route of each, on every request: the copilot's
     # stream first (its first token waits on it: sixth, it took 0.2 ms to find), then the work orders.

@@ -22,6 +22,7 @@ from desk.users import service as users_service
 from desk.users.models import UserAdminUpdate, UserCreate
 from desk.work_orders import service as work_orders_service
 from desk.work_orders.models import WorkOrderCreate, WorkOrderRead
+from tests.clock import ManualClock
 from tests.fake_provider import fake_provider  # noqa: F401 - the fixture, for every test directory
 from tests.helpers import PASSWORD, actor, per_process
 
@@ -80,10 +81,16 @@ def settings() -> Iterator[Settings]:
 
 
 @pytest.fixture
-def app(db: AsyncDatabase, settings: Settings) -> FastAPI:
+def clock() -> ManualClock:
+    """The time the API's limits count in: it stands still until the test moves it."""
+    return ManualClock()
+
+
+@pytest.fixture
+def app(db: AsyncDatabase, settings: Settings, clock: ManualClock) -> FastAPI:
     """The desk's API (the same routers and error handlers `desk run` mounts) on the test database."""
     api_app = FastAPI()
-    install_api(api_app)
+    install_api(api_app, clock=clock)
     use_database(db)
     return api_app
 

@@ -32,7 +32,7 @@ def quick_polls(monkeypatch):
 
 
 @pytest.fixture
-def start(db, ai_settings, provider):
+def start(db, ai_settings, provider, clock):
     """Begin one copilot turn for a person (optionally with other settings); returns the turn unstarted."""
 
     async def begin(person: dict, content: str = "Help me", *, settings: Settings | None = None, ip: str = "127.0.0.1"):
@@ -46,6 +46,7 @@ def start(db, ai_settings, provider):
             session_id=session.id,
             content=content,
             ip=ip,
+            clock=clock,
         )
 
     return begin

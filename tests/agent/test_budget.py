@@ -4,6 +4,7 @@ import asyncio
 import contextlib
 import json
 import socket
+from datetime import timedelta
 
 import httpx
 import pytest
@@ -325,13 +326,15 @@ async def test_sequential_callers_overshoot_by_less_than_one_call(db, settings, 
 # --- letting a message in: one document per person and day ----------------------------------------
 
 
-async def test_a_message_start_is_counted_in_the_persons_day_document_beside_their_spend(db, settings, make_user):
+async def test_a_message_start_is_counted_in_the_persons_day_document_beside_their_spend(
+    db, settings, make_user, clock
+):
     sam = await make_user("user")
     await budget.charge(db, user_id=sam["id"], agent="copilot", usd=0.25)
 
     for _ in range(3):
-        await budget.admit(db, settings, user_id=sam["id"], agent="copilot", ip="10.0.0.7")
-    await budget.admit(db, settings, user_id=sam["id"], agent="copilot", ip="10.0.0.8")
+        await budget.admit(db, settings, user_id=sam["id"], agent="copilot", ip="10.0.0.7", clock=clock)
+    await budget.admit(db, settings, user_id=sam["id"], agent="copilot", ip="10.0.0.8", clock=clock)
 
     doc = await db["agent_spend"].find_one({"_id": keys_for(sam)["user"]})
     assert doc["spentUsd"] == 0.25
@@ -340,19 +343,19 @@ async def test_a_message_start_is_counted_in_the_persons_day_document_beside_the
     assert await db["agent_spend"].count_documents({}) == 2  # still one document per scope and day
 
 
-async def test_counters_of_earlier_minutes_are_dropped_by_the_next_charge(db, settings, make_user):
+async def test_counters_of_earlier_minutes_are_dropped_by_the_next_charge(db, settings, make_user, clock):
     sam = await make_user("user")
     key = keys_for(sam)["user"]
     await db["agent_spend"].update_one({"_id": key}, {"$set": {"starts": {"9999-old": 7}}}, upsert=True)
 
-    admitted = await budget.admit(db, settings, user_id=sam["id"], agent="copilot", ip="10.0.0.7")
+    admitted = await budget.admit(db, settings, user_id=sam["id"], agent="copilot", ip="10.0.0.7", clock=clock)
     await budget.charge(db, user_id=sam["id"], agent="copilot", usd=0.01, tidy=admitted.stale)
 
     assert admitted.stale == ("9999-old",)
     assert list((await db["agent_spend"].find_one({"_id": key}))["starts"].values()) == [1]  # this minute's only
 
 
-async def test_a_refused_start_drops_earlier_minutes_itself(db, settings, make_user):
+async def test_a_refused_start_drops_earlier_minutes_itself(db, settings, make_user, clock):
     sam = await make_user("user")
     key = keys_for(sam)["user"]
     await db["agent_spend"].update_one(
@@ -360,49 +363,44 @@ async def test_a_refused_start_drops_earlier_minutes_itself(db, settings, make_u
     )
 
     with pytest.raises(budget.BudgetExceeded):
-        await budget.admit(db, settings, user_id=sam["id"], agent="copilot", ip="10.0.0.7")
+        await budget.admit(db, settings, user_id=sam["id"], agent="copilot", ip="10.0.0.7", clock=clock)
 
     assert "9999-old" not in (await db["agent_spend"].find_one({"_id": key}))["starts"]
 
 
 async def test_a_start_from_another_address_leaves_the_count_of_the_first_for_this_minute(
-    db, settings, make_user, monkeypatch
+    db, settings, make_user, clock
 ):
-    settings = tuned(settings, ai_rate_limit_max=2)
-    moment = now()
-    monkeypatch.setattr(budget, "now", lambda: moment)  # one minute throughout
+    settings = tuned(settings, ai_rate_limit_max=2)  # the clock stands still: one minute throughout
     sam = await make_user("user")
     for _ in range(2):
-        await budget.admit(db, settings, user_id=sam["id"], agent="copilot", ip="10.0.0.7")
+        await budget.admit(db, settings, user_id=sam["id"], agent="copilot", ip="10.0.0.7", clock=clock)
 
-    elsewhere = await budget.admit(db, settings, user_id=sam["id"], agent="copilot", ip="10.0.0.8")
+    elsewhere = await budget.admit(db, settings, user_id=sam["id"], agent="copilot", ip="10.0.0.8", clock=clock)
     await budget.charge(db, user_id=sam["id"], agent="copilot", usd=0.01, tidy=elsewhere.stale)
 
     assert elsewhere.stale == ()
     with pytest.raises(RateLimited):  # the first address has used its two messages this minute
-        await budget.admit(db, settings, user_id=sam["id"], agent="copilot", ip="10.0.0.7")
+        await budget.admit(db, settings, user_id=sam["id"], agent="copilot", ip="10.0.0.7", clock=clock)
 
 
 async def test_a_start_over_the_days_budget_and_the_minutes_rate_is_told_about_the_budget(
-    db, settings, make_user, monkeypatch
+    db, settings, make_user, clock
 ):
-    settings = tuned(settings, ai_rate_limit_max=1)
-    moment = now()
-    monkeypatch.setattr(budget, "now", lambda: moment)
+    settings = tuned(settings, ai_rate_limit_max=1)  # the clock stands still: one minute throughout
     sam = await make_user("user")
-    await budget.admit(db, settings, user_id=sam["id"], agent="copilot", ip="10.0.0.7")
+    await budget.admit(db, settings, user_id=sam["id"], agent="copilot", ip="10.0.0.7", clock=clock)
     await budget.charge(db, user_id=sam["id"], agent="copilot", usd=settings.ai_daily_spend_usd)
 
     with pytest.raises(budget.BudgetExceeded):  # "wait a minute" would send the person back to a closed door
-        await budget.admit(db, settings, user_id=sam["id"], agent="copilot", ip="10.0.0.7")
+        await budget.admit(db, settings, user_id=sam["id"], agent="copilot", ip="10.0.0.7", clock=clock)
 
 
 async def test_a_message_refused_in_the_last_moment_of_a_minute_is_told_to_wait_a_second(
-    ai_settings, provider, fake_provider, client_for, make_user, monkeypatch
+    ai_settings, provider, fake_provider, client_for, make_user, clock
 ):
     reconfigure(ai_settings, ai_rate_limit_max=1)
-    last_moment = now().replace(second=59, microsecond=900_000)  # hh:mm:59.9, a tenth before the next minute
-    monkeypatch.setattr(budget, "now", lambda: last_moment)
+    clock.move(timedelta(seconds=59.9))  # hh:mm:59.9, a tenth before the next minute
     client = await client_for(await make_user("user"))
     fake_provider.script(Turn.text("Hi."))
     assert (await ask(client)).status_code == 200

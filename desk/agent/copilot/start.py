@@ -8,17 +8,19 @@ import asyncio
 from bson import ObjectId
 from pymongo.asynchronous.database import AsyncDatabase
 
+from desk.access import require_ai
 from desk.actors import Actor
 from desk.agent.copilot import live
 from desk.agent.copilot.turn import AGENT, CopilotTurn, Prompt, first_prompt
 from desk.agent.core import budget, history, runs
-from desk.agent.core.client import AI_OFF
 from desk.agent.core.provider import Provider
 from desk.agent.core.record import LEASE
+from desk.clock import SYSTEM_CLOCK, Clock
 from desk.config import Settings
-from desk.errors import Conflict, ErrorCode, Forbidden, NotFound, RateLimited
+from desk.errors import Conflict, ErrorCode, NotFound, RateLimited
 from desk.schema import parse_object_id
 from desk.users import service as users_service
+from desk.users.models import UserRead
 
 
 class ApprovalPending(Conflict):
@@ -42,6 +44,7 @@ async def begin(
     ip: str,
     idempotency_key: str | None = None,
     user: dict | None = None,
+    clock: Clock = SYSTEM_CLOCK,
 ) -> CopilotTurn:
     """Refuse early (AI off, someone else's session, budget, rate, a replayed key, a run in progress) or start the run.
 
@@ -52,6 +55,7 @@ async def begin(
     is reported, and whatever a refused turn took (the claim, the key) is given back. The run and the
     person's message are stored once the first token is out (`RunRecord.take`).
     `user` is the person's stored record when the caller has just read it (the HTTP route has).
+    `clock` tells the rate limiter's minute (the HTTP route passes its app's; the copilot panel passes none yet).
     """
     user = await require_ai_user(db, settings, actor, user)
     oid = parse_object_id(session_id)
@@ -62,7 +66,7 @@ async def begin(
     opening = live.Opening()  # from here to its first event, other turns' bookkeeping gives way to this one
     session, admission, ready = await asyncio.gather(
         _claim(db, session_id=oid, run=run, key=key),
-        budget.admit(db, settings, user_id=actor.id, agent=AGENT, ip=ip),
+        budget.admit(db, settings, user_id=actor.id, agent=AGENT, ip=ip, clock=clock),
         _prepare(oid, content, actor, settings, provider),
         return_exceptions=True,
     )
@@ -147,12 +151,11 @@ def _rank(refusal: BaseException) -> int:
 
 
 async def require_ai_user(db: AsyncDatabase, settings: Settings, actor: Actor, user: dict | None = None) -> dict:
-    """The person's stored record if AI is on for the desk and for them (`user`: one the caller just read)."""
-    if not settings.ai_enabled:
-        raise Forbidden(AI_OFF)
-    if user is None and actor.is_human:
-        found = await users_service.get_user(db=db, actor=actor, user_id=actor.id)
-        user = {"_id": ObjectId(found.id), "aiEnabled": found.ai_enabled, "active": found.active} if found else None
-    if user is None or str(user["_id"]) != actor.id or not user.get("aiEnabled") or not user.get("active"):
-        raise Forbidden("AI assistance is turned off for you. You can turn it on in your profile.")
-    return {"_id": user["_id"], "aiEnabled": True}
+    """The person's stored id if they may use AI now (`access.can_use_ai`); `user`: their record, just read."""
+    person: UserRead | dict | None = user
+    if person is None and actor.is_human:
+        person = await users_service.get_user(db=db, actor=actor, user_id=actor.id)
+    if person is not None and str(person.id if isinstance(person, UserRead) else person["_id"]) != actor.id:
+        person = None  # a record that is not the actor's lets no one in
+    require_ai(person, settings=settings)
+    return {"_id": ObjectId(actor.id), "aiEnabled": True}

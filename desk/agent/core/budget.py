@@ -26,6 +26,7 @@ from pymongo.asynchronous.database import AsyncDatabase
 from desk.agent.core import runs
 from desk.agent.core.provider import Usage
 from desk.agent.core.state import together
+from desk.clock import Clock
 from desk.config import Settings
 from desk.errors import DeskError, ErrorCode, RateLimited
 from desk.schema import now
@@ -57,19 +58,23 @@ async def ensure_indexes(db: AsyncDatabase) -> None:
     await db["agent_spend"].create_index([("day", ASCENDING)], name="day")
 
 
-def keys(*, user_id: str | None, agent: str) -> list[str]:
+def keys(*, user_id: str | None, agent: str, moment: datetime | None = None) -> list[str]:
     """A person's turn counts against them and the desk; an agent working on its own against itself and the desk.
 
     Not the copilot's `agent:` scope: one person reaching their own cap would block it for everyone.
+    The day is `moment`'s (default: now).
     """
-    day = now().date().isoformat()
+    day = (moment or now()).date().isoformat()
     return [f"user:{user_id}:{day}" if user_id else f"agent:{agent}:{day}", f"global:{day}"]
 
 
-async def admit(db: AsyncDatabase, settings: Settings, *, user_id: str, agent: str, ip: str) -> Admission:
-    """Count one message start; BudgetExceeded past a daily cap, else RateLimited past the per-minute limit."""
-    moment = now()
-    person_key, *shared_keys = keys(user_id=user_id, agent=agent)
+async def admit(db: AsyncDatabase, settings: Settings, *, user_id: str, agent: str, ip: str, clock: Clock) -> Admission:
+    """Count one message start; BudgetExceeded past a daily cap, else RateLimited past the per-minute limit.
+
+    The minute, and the day whose ledger is read, are the `clock`'s.
+    """
+    moment = clock.now()
+    person_key, *shared_keys = keys(user_id=user_id, agent=agent, moment=moment)
     window = _window(moment, ip)
     person, shared = await asyncio.gather(
         db["agent_spend"].find_one_and_update(

@@ -1,0 +1,25 @@
+"""The process's time, as one object a test can stand in for: wall time in UTC, and a monotonic count.
+
+Code that counts per minute or waits for a while takes a `Clock` from whoever builds it (the app,
+a service's caller) instead of reading the system's time itself, so a test moves time instead of
+waiting for it (tests/clock.py).
+"""
+
+import time
+from datetime import UTC, datetime
+
+
+class Clock:
+    """The system's clocks."""
+
+    def now(self) -> datetime:
+        """UTC now, cut to milliseconds: what MongoDB stores, so values round-trip equal."""
+        moment = datetime.now(UTC)
+        return moment.replace(microsecond=moment.microsecond // 1000 * 1000)
+
+    def monotonic(self) -> float:
+        """Seconds from an arbitrary start, never going back: for how long something took or may still take."""
+        return time.monotonic()
+
+
+SYSTEM_CLOCK = Clock()  # stateless: one is as good as another, for callers not yet handed the process's
