@@ -20,8 +20,8 @@ from nicegui.storage import Storage
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 from components.runtime import live
-from desk import cli, observability
-from desk.app import FirstAdmin, ensure_first_admin, ensure_indexes, install_api
+from desk import cli, observability, state
+from desk.app import FirstAdmin, ensure_first_admin, ensure_indexes, install_api, wire
 from desk.config import Settings, get_settings
 from desk.db import backup
 from desk.db.client import use_database
@@ -76,6 +76,7 @@ def _start_up(settings: Settings, uri: str, *, demo: bool) -> None:
 
     @app.on_startup
     async def start() -> None:
+        wire(state.current())  # the listeners across layers, on the bus of this process's Desk
         db = await stack.enter_async_context(open_database(settings, uri))
         use_database(db)
         await ensure_indexes(db)

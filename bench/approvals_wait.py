@@ -50,6 +50,10 @@ class Counter(monitoring.CommandListener):
         pass
 
 
+async def _elsewhere(_tool_call_id: str) -> None:
+    """No wake-up in this process: what a decide made in another web process looks like here."""
+
+
 async def waiting(db, owner: Actor) -> tuple[Staging, dict]:
     """One stored run with one staged change, ready to be waited on."""
     run = runs.new_run(session_id=None, user_id=ObjectId(owner.id), mode="copilot", model="bench", lease=LEASE)
@@ -78,7 +82,7 @@ async def decide_all(db, owner: Actor, waits: list, *, here: bool) -> list[float
     await asyncio.sleep(1.5)  # all waiting, at no particular point of their second
     real = live.decided
     if not here:
-        live.decided = lambda _id: None  # as if decided in another process: no event in this one
+        live.decided = _elsewhere  # as if decided in another process: no event in this one
     delays = []
     try:
         for (_, staged), task in zip(waits, tasks, strict=True):

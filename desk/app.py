@@ -65,14 +65,20 @@ async def readyz() -> JSONResponse:
 
 
 def install_api(app: FastAPI, *, clock: Clock = SYSTEM_CLOCK) -> None:
+def wire(desk: Desk) -> None:
+    """Subscribe the listeners that cross layers on the Desk's bus: a service tells, the agent acts.
+
+    A person who loses access (logout, deactivation, AI off...) has their copilot runs stopped.
+    Called once where the process's Desk is built (main.py; the tests' `settings` fixture).
+    """
+    agent_hooks.install(desk.bus)
+
+
     """Mount every router and the error envelope on `app` (the API's own app, in front of NiceGUI's; main.py).
 
-    The agent's listeners on the services (a person who loses access has their copilot stopped) are
-    installed here too, so every app that serves the API has them. The routes read the time their
-    limits count in from `clock` (a test's stands still until it is moved).
+    The routes read the time their limits count in from `clock` (a test's stands still until it is moved).
     """
     app.state.clock = clock
-    agent_hooks.install()
     # FastAPI tries the routers in this order, every route of each, on every request: the copilot's
     # stream first (its first token waits on it: sixth, it took 0.2 ms to find), then the work orders.
     # The docs keep their own order (api_docs.SECTIONS).

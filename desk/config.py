@@ -13,6 +13,8 @@ from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 from pydantic import Field, SecretStr, ValidationError, field_validator, model_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
+from desk import state
+
 log = logging.getLogger(__name__)
 
 PositiveInt = Annotated[int, Field(gt=0)]
@@ -216,18 +218,17 @@ def load_settings(**overrides: object) -> Settings:
         raise SystemExit(2) from None
 
 
-_settings: Settings | None = None
-
-
 def get_settings() -> Settings:
-    """The process-wide settings, loaded from the environment on first use."""
-    global _settings  # noqa: PLW0603 - one configuration per process
-    if _settings is None:
-        _settings = load_settings()
-    return _settings
+    """The process's settings (its `Desk`'s), loaded from the environment on first use."""
+    return state.current().settings
 
 
 def use_settings(settings: Settings | None) -> None:
-    """Replace the process-wide settings (the CLI after parsing flags; tests)."""
-    global _settings  # noqa: PLW0603
-    _settings = settings
+    """Replace the process's settings (the CLI after parsing flags; tests); None forgets the whole Desk."""
+    desk = state.peek()
+    if settings is None:
+        state.install(None)
+    elif desk is None:
+        state.install(state.Desk(settings))
+    else:
+        desk.settings = settings

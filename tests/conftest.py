@@ -10,9 +10,10 @@ from fastapi import FastAPI
 from pymongo import AsyncMongoClient
 from pymongo.asynchronous.database import AsyncDatabase
 
+from desk import state
 from desk.agent.core.client import use_provider
 from desk.agent.core.provider import Provider
-from desk.app import ensure_indexes, install_api
+from desk.app import ensure_indexes, install_api, wire
 from desk.auth import service as auth_service
 from desk.config import Settings, use_settings
 from desk.db.client import Database, use_database
@@ -75,7 +76,8 @@ async def clean_db(request: pytest.FixtureRequest) -> AsyncIterator[None]:
 def settings() -> Iterator[Settings]:
     """Test settings (no environment file); tests that need other values build their own and `use_settings`."""
     test_settings = Settings(desk_login_attempts_per_minute=1000, desk_writes_per_minute=1000)
-    use_settings(test_settings)
+    use_settings(test_settings)  # a fresh Desk for each test (desk/state.py)...
+    wire(state.current())  # ...with the listeners main.py wires on its bus
     yield test_settings
     use_settings(None)
 

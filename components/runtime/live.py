@@ -2,7 +2,8 @@
 
 A change made in this process, in another web process or by the worker lands in the feed
 (desk/work_orders/changes.py); the poller reads it every half second with one indexed query and
-calls the listeners that pages subscribed, so the cost does not grow with the number of screens.
+publishes each batch on the Desk's bus (topic "order"), where the pages subscribed: the cost does
+not grow with the number of screens.
 """
 
 import asyncio
@@ -14,6 +15,7 @@ from typing import Any, TypeVar
 from nicegui import Client, background_tasks, ui
 from pymongo.errors import PyMongoError
 
+from desk import state
 from desk.db.client import get_db
 from desk.logs import failure
 from desk.work_orders import changes
@@ -23,7 +25,6 @@ INTERVAL = 0.5
 
 Change = dict
 Listener = Callable[[list[Change]], Awaitable[None] | None]
-_listeners: dict[Listener, Client] = {}
 _shared_reads: dict[tuple, asyncio.Future] = {}  # (change seq, view...) -> the read in flight
 T = TypeVar("T")
 
@@ -36,8 +37,18 @@ def start() -> None:
 def on_change(listener: Listener) -> None:
     """Call `listener` with each batch of changes while the current page is open."""
     client = ui.context.client
-    _listeners[listener] = client
-    client.on_delete(lambda: _listeners.pop(listener, None))
+
+    def deliver(batch: list[Change]) -> None:
+        if client.is_deleted:  # a page left behind; its on_delete may not have run yet
+            unsubscribe()
+            return
+        with client:  # the page's own context, so that what it draws or runs knows where it goes
+            result = listener(batch)
+        if inspect.isawaitable(result):  # in a task of its own: one slow page never holds up the others
+            background_tasks.create(_in_page(client, result), name="live-update")
+
+    unsubscribe = state.current().bus.subscribe("order", None, deliver)
+    client.on_delete(unsubscribe)
 
 
 async def shared_read(change_seq: int, view: tuple[Any, ...], read: Callable[[], Awaitable[T]]) -> T:
@@ -69,18 +80,7 @@ async def _poll() -> None:
         if not batch:
             continue
         seq = batch[-1]["seq"]
-        for listener, client in list(_listeners.items()):
-            if client.is_deleted:  # a page left behind; its on_delete may not have run yet
-                _listeners.pop(listener, None)
-                continue
-            try:
-                with client:  # the page's own context, so that what it draws or runs knows where it goes
-                    result = listener(batch)
-            except Exception as error:  # never the message: it may quote an order's text (SEC-1)
-                log.error("live feed: a listener failed (%s)", failure(error))
-                continue
-            if inspect.isawaitable(result):
-                background_tasks.create(_in_page(client, result), name="live-update")
+        await state.current().bus.publish("order", None, batch)  # a failing page is logged there, never its words
 
 
 async def _in_page(client: Client, update: Awaitable[None]) -> None:

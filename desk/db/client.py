@@ -4,7 +4,7 @@ from pymongo import AsyncMongoClient
 from pymongo.asynchronous.collection import AsyncCollection
 from pymongo.asynchronous.database import AsyncDatabase
 
-_database: AsyncDatabase | None = None
+from desk import state
 
 
 class Database(AsyncDatabase):
@@ -33,16 +33,19 @@ def connect(uri: str, name: str) -> AsyncDatabase:
 
 
 def use_database(database: AsyncDatabase | None) -> None:
-    """Make `database` the one the UI and the API use (set at start-up, and by tests)."""
-    global _database  # noqa: PLW0603 - one handle per process, set once at start-up
-    _database = database
+    """Make `database` the one the UI and the API use: the process `Desk`'s (set at start-up, and by tests)."""
+    if database is not None:
+        state.current().db = database
+    elif (desk := state.peek()) is not None:
+        desk.db = None
 
 
 def get_db() -> AsyncDatabase:
     """The database set by `use_database`."""
-    if _database is None:
+    database = state.current().db
+    if database is None:
         raise RuntimeError("the database is not connected yet")
-    return _database
+    return database
 
 
 async def ping(database: AsyncDatabase) -> bool:

@@ -2,35 +2,33 @@
 
 The services fire `access_lost` after a logout, a deactivation, a password reset, AI turned off or a
 role that can do less; whatever must stop with that access (the copilot's runs, open pages) listens
-here, so no route or page can forget it. Services never import the agent: the agent registers its
-listener at app assembly (desk/agent/copilot/hooks.py).
+here, so no route or page can forget it. It goes out on the process Desk's bus (topic "access");
+services never import the agent: the copilot's listener is wired where the app is assembled
+(desk/app.py `wire`, desk/agent/copilot/hooks.py).
 """
 
-from collections.abc import Awaitable
-from typing import Literal, Protocol
+from dataclasses import dataclass
+from typing import Literal
 
 from pymongo.asynchronous.database import AsyncDatabase
+
+from desk import state
 
 Reason = Literal["logged_out", "deactivated", "password_reset", "ai_off", "role_reduced"]
 
 
-class Listener(Protocol):
-    def __call__(self, *, db: AsyncDatabase, user_id: str, reason: Reason) -> Awaitable[None]: ...
+@dataclass(frozen=True)
+class AccessLost:
+    """What the bus carries on "access": who lost access, why, and the database the change was made in."""
 
-
-_listeners: list[Listener] = []
-
-
-def on_access_lost(listener: Listener) -> None:
-    """Call `listener` each time a person loses access (registering the same listener twice is a no-op)."""
-    if listener not in _listeners:
-        _listeners.append(listener)
+    db: AsyncDatabase
+    user_id: str
+    reason: Reason
 
 
 async def access_lost(*, db: AsyncDatabase, user_id: str, reason: Reason) -> None:
-    """Tell every listener that `user_id` lost access, in the order they registered."""
-    for listener in list(_listeners):
-        await listener(db=db, user_id=user_id, reason=reason)
+    """Tell the listeners that `user_id` lost access, and wait until each has acted (in the order they subscribed)."""
+    await state.current().bus.publish("access", user_id, AccessLost(db, user_id, reason))
 
 
 RANK = {"viewer": 0, "user": 1, "admin": 2}

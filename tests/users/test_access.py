@@ -5,6 +5,7 @@ import asyncio
 import pytest
 from bson import ObjectId
 
+from desk import state
 from desk.agent.copilot import hooks
 from desk.agent.copilot.sessions import current_session
 from desk.agent.copilot.start import begin
@@ -18,7 +19,7 @@ from tests.helpers import actor, until
 @pytest.fixture
 def running(db, ai_settings, provider, fake_provider):
     """Start a slow copilot turn for a person and keep it streaming in the background; returns the task."""
-    hooks.install()  # what the app's assembly does
+    hooks.install(state.current().bus)  # what the app's assembly does (desk/app.py wire)
     tasks: list[asyncio.Task] = []
 
     async def run(person: dict) -> asyncio.Task:

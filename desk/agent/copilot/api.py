@@ -13,6 +13,7 @@ from fastapi.responses import Response
 from fastapi.routing import APIRoute
 from starlette.types import Receive, Scope, Send
 
+from desk import state
 from desk.agent.copilot import approvals, sessions
 from desk.agent.copilot.start import begin
 from desk.agent.core.client import provider_dependency
@@ -35,7 +36,6 @@ from desk.logs import failure
 log = logging.getLogger(__name__)
 router = APIRouter(prefix="/api/v1/ai", tags=["ai"])
 AI_ERRORS = (*AUTHED, ErrorCode.NOT_FOUND, ErrorCode.AI_APPROVAL_PENDING, ErrorCode.AI_BUDGET_EXCEEDED)
-_winding_down: set[asyncio.Task] = set()  # runs still cleaning up after their client left (strong refs)
 KEY_MAX = 200  # characters of an Idempotency-Key
 
 
@@ -238,7 +238,8 @@ async def _wind_down(run: asyncio.Task) -> None:
     """
     if not run.done():
         run.cancel()
-    _winding_down.add(run)
-    run.add_done_callback(_winding_down.discard)
+    held = state.current().tasks  # runs still cleaning up after their client left
+    held.add(run)
+    run.add_done_callback(held.discard)
     with contextlib.suppress(asyncio.CancelledError, Exception):
         await asyncio.shield(run)

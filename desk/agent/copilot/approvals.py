@@ -118,7 +118,7 @@ async def decide(
     fields = {"approval.status": wanted, "approval.decidedAt": moment, "approval.reason": clean_reason(reason)}
     decided = await runs.update_tool_call(db, call["_id"], fields, only_if={"approval.status": "pending"})
     if decided is not None:  # the waiting run wakes: at once in this process, at its next renewal in another
-        live.decided(str(call["_id"]))
+        await live.decided(str(call["_id"]))
         await runs.wake(db, call["runId"], call["_id"])
     else:
         decided = await runs.get_tool_call(db, call["_id"])

@@ -1,4 +1,4 @@
-"""This process's live turns, so a logout stops them at once.
+"""This process's live turns, over the Desk's bus: a logout stops them at once, a decision wakes them.
 
 A turn registers itself here while it may still run; `sessions.abort_runs` ends the person's runs
 in the database and then calls `interrupt`, which reaches the turns of this web process. A turn on
@@ -6,12 +6,14 @@ its way to its first event is an `Opening` here too: other turns' bookkeeping gi
 """
 
 import asyncio
-import contextlib
 import logging
 import time
 import weakref
-from collections.abc import Iterator
+from collections.abc import Callable
+from contextlib import AbstractContextManager
 from typing import Protocol
+
+from desk import state
 
 log = logging.getLogger(__name__)
 INTERRUPTED = "Stopped: this conversation was ended elsewhere (you signed out, or your access changed)."
@@ -20,30 +22,23 @@ INTERRUPTED = "Stopped: this conversation was ended elsewhere (you signed out, o
 class Interruptible(Protocol):
     run_id: str
 
-    def interrupt(self) -> None: ...
+    def interrupt(self, by: str | None = None) -> None: ...
 
 
-_LIVE: dict[str, weakref.WeakSet[Interruptible]] = {}  # person id -> their turns in this process
-_waiting: dict[str, asyncio.Event] = {}  # tool-call id -> the event its run waits on for a decision
+def register(user_id: str, turn: Interruptible) -> Callable[[], None]:
+    """Stop `turn` when its person's turns must stop, or its run must; until the returned call forgets it.
+
+    Weakly: a turn never read is simply forgotten.
+    """
+    bus = state.current().bus
+    forget = (
+        bus.subscribe("person", user_id, turn.interrupt, weak=True),
+        bus.subscribe("run", turn.run_id, turn.interrupt, weak=True),
+    )
+    return lambda: [off() for off in forget] and None
 
 
-def register(user_id: str, turn: Interruptible) -> None:
-    """Weakly: a turn never read is simply forgotten."""
-    mine = _LIVE.get(user_id)
-    if mine is None:  # not `setdefault`: it would make a WeakSet for every turn, kept or not
-        mine = _LIVE[user_id] = weakref.WeakSet()
-    mine.add(turn)
-
-
-def forget(user_id: str, turn: Interruptible) -> None:
-    mine = _LIVE.get(user_id)
-    if mine is not None:
-        mine.discard(turn)
-        if not mine:
-            _LIVE.pop(user_id, None)
-
-
-def interrupt(user_id: str) -> None:
+async def interrupt(user_id: str) -> None:
     """Stop this process's turns of `user_id` at once; `sessions.abort_runs` has ended their runs in the database.
 
     On its own a turn notices that only at its next check, which may come after a long model call
@@ -51,32 +46,22 @@ def interrupt(user_id: str) -> None:
     another process that has not stored its run yet (no first token so far) is not found there: it
     stops at its next step's check only if its person lost AI access, else it runs to its end.
     """
-    for turn in tuple(_LIVE.get(user_id, ())):
-        turn.interrupt()
+    await state.current().bus.publish("person", user_id)
 
 
-def stop(user_id: str, run_id: str) -> None:
+async def stop(user_id: str, run_id: str) -> None:
     """Stop one run of `user_id` in this process, if it runs here (Stop pressed on any page or tab)."""
-    for turn in tuple(_LIVE.get(user_id, ())):
-        if turn.run_id == run_id:
-            turn.interrupt()
+    await state.current().bus.publish("run", run_id, user_id)  # the turn stops only for its own person
 
 
-@contextlib.contextmanager
-def awaiting(tool_call_id: str) -> Iterator[asyncio.Event]:
+def awaiting(tool_call_id: str) -> AbstractContextManager[asyncio.Event]:
     """The event a run waits on for the decision on `tool_call_id`; a decide in this process sets it (`decided`)."""
-    event = _waiting.setdefault(tool_call_id, asyncio.Event())
-    try:
-        yield event
-    finally:
-        _waiting.pop(tool_call_id, None)
+    return state.current().bus.waiting("tool_call", tool_call_id)
 
 
-def decided(tool_call_id: str) -> None:
+async def decided(tool_call_id: str) -> None:
     """Wake the run of this process waiting on `tool_call_id` (none here: it notices within a second)."""
-    event = _waiting.get(tool_call_id)
-    if event is not None:
-        event.set()
+    await state.current().bus.publish("tool_call", tool_call_id)
 
 
 # --- first events first ------------------------------------------------------------------------

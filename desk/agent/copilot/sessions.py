@@ -79,7 +79,7 @@ async def abort_runs(*, db: AsyncDatabase, user_id: str) -> None:
     for run in await runs.running_runs(db, oid) if oid else []:
         if await runs.finish_run(db, run["_id"], "aborted"):
             await approvals.expire_for_run(db, run["_id"])
-    live.interrupt(user_id)
+    await live.interrupt(user_id)
 
 
 @dataclass(frozen=True)
@@ -156,7 +156,7 @@ async def stop_run(*, db: AsyncDatabase, actor: Actor, run_id: str) -> None:
     run = await runs.get_run(db, oid) if oid else None
     if run is not None and str(run.get("userId")) == actor.id and await runs.finish_run(db, oid, "aborted"):
         await approvals.expire_for_run(db, oid)
-    live.stop(actor.id, run_id)
+    await live.stop(actor.id, run_id)
 
 
 async def asked_in(*, db: AsyncDatabase, actor: Actor, run_ids: list[str]) -> dict[str, str]:

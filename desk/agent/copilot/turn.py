@@ -18,6 +18,7 @@ from typing import Any, NamedTuple, NoReturn
 
 from bson import ObjectId
 
+from desk import state
 from desk.actors import Actor, Role
 from desk.agent.copilot import live
 from desk.agent.copilot.live import INTERRUPTED
@@ -25,7 +26,7 @@ from desk.agent.copilot.prompt import SYSTEM_PROMPT
 from desk.agent.copilot.record import CopilotRecord
 from desk.agent.copilot.staging import Staging
 from desk.agent.copilot.toolset import REGISTRY
-from desk.agent.core import background, budget, pipeline
+from desk.agent.core import budget, pipeline
 from desk.agent.core.events import (
     Error,
     MessageDone,
@@ -89,7 +90,7 @@ class CopilotTurn:
         self.calling = False  # the reader is waiting inside us for the model's next chunk
         self.interrupted = False
         self.opening = opening or live.Opening()  # `begin` opened it before its checks
-        live.register(actor.id, self)
+        self._forget = live.register(actor.id, self)
 
     async def recorded(self) -> bool:
         """Wait until the run and the person's message are stored; False if that failed."""
@@ -125,21 +126,25 @@ class CopilotTurn:
             raise
         finally:
             self.opening.done()
-            live.forget(self.actor.id, self)
+            self._forget()
             # One task for the whole wind-down: a second cancel (Stop pressed twice, a server's cancel
             # scope) interrupts only our wait for it, never the release that lets the next message in.
-            closing = background.keep(asyncio.ensure_future(self._close(ending)), failure="could not end a copilot run")
+            closing = state.current().keep(
+                asyncio.ensure_future(self._close(ending)), failure="could not end a copilot run"
+            )
             await asyncio.shield(closing)
 
-    def interrupt(self) -> None:
+    def interrupt(self, by: str | None = None) -> None:
         """Stop: the run was ended elsewhere (a logout, a deactivation, the sweeper; see `live.interrupt`).
 
         While the reader waits inside us for the model's next chunk, its task is cancelled there, so the
+        `by`: the person who pressed Stop on this run (`live.stop`); anyone else's Stop changes nothing.
+
         call is cut short at once, and `events` takes that cancel back. Anywhere else the run stops at
         its next look at `interrupted` (the next chunk, step, or poll of an approval): a cancel must never
         land in the reader's own code. Either way the stream ends with `message_done` (`aborted`).
         """
-        if self.interrupted:
+        if self.interrupted or (by is not None and by != self.actor.id):
             return
         self.interrupted = True
         self.staging.wake()  # a wait for a decision ends now, not at its next tick

@@ -18,7 +18,8 @@ from bson.errors import InvalidDocument
 from pymongo.asynchronous.database import AsyncDatabase
 from pymongo.errors import PyMongoError
 
-from desk.agent.core import background, history, runs
+from desk import state
+from desk.agent.core import history, runs
 from desk.agent.core.events import RunStatus
 from desk.agent.core.history import WINDOW, Message, kept
 from desk.agent.core.pipeline import ToolAnswer
@@ -73,7 +74,9 @@ class RunRecord:
             return
         name = f"{self.run['agentName']}-records-{self.run['_id']}"
         self._writes = asyncio.create_task(self._write_first(self.content), name=name)
-        background.keep(self._writes, failure=f"could not store a {self.run['agentName']} run", expected=(RunEnded,))
+        state.current().keep(
+            self._writes, failure=f"could not store a {self.run['agentName']} run", expected=(RunEnded,)
+        )
 
     async def open(self, messages: list[dict[str, Any]]) -> None:
         """An agent working on its own: store the run, then its prompt (`{role, content}` each, in order) at once."""

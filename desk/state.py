@@ -1,0 +1,75 @@
+"""The process's one `Desk`: its settings, database, provider, clock, message bus and unawaited tasks.
+
+main.py builds it when the web process starts (and `desk worker` when the worker does), wires the
+listeners that cross layers onto its bus (desk/app.py `wire`), and installs it here. Everything that
+used to be a module-level handle (the settings, the database, the provider) is read from it, so a
+test gets a fresh one by installing its own, and one place says what a process holds.
+"""
+
+import asyncio
+import logging
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
+
+from desk import config, logs  # config: a module, not its names: desk.config reads the Desk through this one
+from desk.bus import Bus
+from desk.clock import SYSTEM_CLOCK, Clock
+
+if TYPE_CHECKING:  # imported for their types only: the modules that read the Desk import this one
+    from pymongo.asynchronous.database import AsyncDatabase
+
+    from desk.agent.core.provider import Provider
+    from desk.config import Settings
+
+
+log = logging.getLogger(__name__)
+
+
+@dataclass
+class Desk:
+    settings: "Settings"
+    db: "AsyncDatabase | None" = None  # opened at start-up
+    provider: "Provider | None" = None  # built on first use, while AI is on (desk/agent/core/client.py)
+    clock: Clock = SYSTEM_CLOCK  # what limits and waits count time in (a test's stands still until moved)
+    bus: Bus = field(default_factory=Bus)
+    tasks: set[asyncio.Task] = field(default_factory=set)  # held until done: the event loop keeps only weak refs
+
+    def keep(self, task: asyncio.Task, *, failure: str, expected: tuple[type[BaseException], ...] = ()) -> asyncio.Task:
+        """Hold a task nobody awaits (a run's first writes, a turn's wind-down) until it ends, and log its failure.
+
+        The log says `failure` and the error's type and place (`logs.failure`), never its message,
+        which may quote a person's words.
+        """
+        held = self.tasks
+
+        def done(finished: asyncio.Task) -> None:
+            held.discard(finished)
+            error = None if finished.cancelled() else finished.exception()
+            if error is not None and not isinstance(error, expected):
+                log.error("%s (%s)", failure, logs.failure(error))
+
+        held.add(task)
+        task.add_done_callback(done)
+        return task
+
+
+_desk: Desk | None = None  # the one module-level handle left: the process's Desk
+
+
+def current() -> Desk:
+    """The process's Desk; a command or test that installed none gets one with the environment's settings."""
+    global _desk  # noqa: PLW0603 - one Desk per process
+    if _desk is None:
+        _desk = Desk(config.load_settings())
+    return _desk
+
+
+def peek() -> Desk | None:
+    """The installed Desk, if any (what a teardown touches: it never builds one)."""
+    return _desk
+
+
+def install(desk: Desk | None) -> None:
+    """Make `desk` the process's (None: forget it; the next `current` builds a fresh one)."""
+    global _desk  # noqa: PLW0603
+    _desk = desk
