@@ -91,7 +91,7 @@ def wire(desk: Desk) -> None:
     install_error_handlers(app)
     app.add_middleware(BodyLimit)
     app.add_middleware(CompressedButTheCopilot)
-    app.add_middleware(TokenLookup)  # early: the sooner the token's lookup starts, the more of it is hidden
+    app.add_middleware(TokenLookup, clock=clock)  # early: the sooner its lookup starts, the more of it is hidden
     app.add_middleware(observability.Measured)  # it times everything, and tags the lookup's log lines
     app.add_middleware(HeadAsGet)  # outermost: HEAD is a GET to every layer (gzip's Content-Length is the GET's)
     install_docs(app)

@@ -5,13 +5,13 @@ asked for) and answers their refusals in the error envelope.
 """
 
 import asyncio
-import time
 from dataclasses import dataclass
 
 from starlette.exceptions import HTTPException as StarletteHTTPException
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from desk.auth import service as auth_service
+from desk.clock import Clock
 from desk.db.client import get_db
 
 HEAD_ASKED = "desk.head"  # in the scope of a HEAD request that HeadAsGet runs as a GET
@@ -37,13 +37,14 @@ EARLY_FOR = 1.0
 class EarlyLookup:
     secret: str
     lookup: asyncio.Future
-    started: float  # time.monotonic()
+    clock: Clock
+    started: float  # clock.monotonic()
 
 
 def early_lookup(scope: Scope, secret: str) -> asyncio.Future | None:
     """The lookup TokenLookup started for this request's token, while it is recent enough to trust; else None."""
     early = scope.get("state", {}).get(LOOKUP)
-    if early is None or early.secret != secret or time.monotonic() - early.started >= EARLY_FOR:
+    if early is None or early.secret != secret or early.clock.monotonic() - early.started >= EARLY_FOR:
         return None
     return early.lookup
 
@@ -60,8 +61,8 @@ class TokenLookup:
     needs its person (a 404, a 413) lets the lookup finish on its own.
     """
 
-    def __init__(self, app: ASGIApp) -> None:
-        self.app = app
+    def __init__(self, app: ASGIApp, *, clock: Clock) -> None:
+        self.app, self.clock = app, clock
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] == "http":
@@ -70,7 +71,7 @@ class TokenLookup:
             if scheme.lower() == "bearer" and (secret := secret.strip()):
                 lookup = asyncio.ensure_future(_look_up(secret))
                 lookup.add_done_callback(_read_out)
-                scope.setdefault("state", {})[LOOKUP] = EarlyLookup(secret, lookup, time.monotonic())
+                scope.setdefault("state", {})[LOOKUP] = EarlyLookup(secret, lookup, self.clock, self.clock.monotonic())
                 await asyncio.sleep(0)  # the lookup's command goes out now, not when the route first waits
         await self.app(scope, receive, send)
 
