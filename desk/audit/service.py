@@ -4,10 +4,10 @@ from typing import Any
 
 from pymongo.asynchronous.database import AsyncDatabase
 
+from desk.access import require_admin
 from desk.actors import Actor
 from desk.audit import repository as repo
 from desk.audit.models import Action, AuditQuery, AuditRead
-from desk.errors import Forbidden
 from desk.schema import OffsetPage, now
 
 
@@ -30,7 +30,7 @@ async def record(
 
 async def list_entries(*, db: AsyncDatabase, actor: Actor, query: AuditQuery) -> OffsetPage[AuditRead]:
     """A page of the audit log, newest first; admins only."""
-    _require_admin(actor)
+    require_admin(actor, "read the audit log")
     docs, total, exact = await repo.page(db, query.filter(), offset=query.offset, limit=query.limit)
     items = [AuditRead.model_validate(doc) for doc in docs]
     return OffsetPage[AuditRead](items=items, total=total, offset=query.offset, limit=query.limit, total_exact=exact)
@@ -38,11 +38,6 @@ async def list_entries(*, db: AsyncDatabase, actor: Actor, query: AuditQuery) ->
 
 async def newest_id(*, db: AsyncDatabase, actor: Actor, query: AuditQuery) -> str | None:
     """The id of the newest entry `query` selects: what an open log compares to see that one came."""
-    _require_admin(actor)
+    require_admin(actor, "read the audit log")
     found = await repo.newest_id(db, query.filter())
     return str(found) if found else None
-
-
-def _require_admin(actor: Actor) -> None:
-    if not actor.is_admin or not actor.is_human:
-        raise Forbidden("Only admins can read the audit log.")

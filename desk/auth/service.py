@@ -8,6 +8,7 @@ from datetime import UTC, datetime, timedelta
 from bson import ObjectId
 from pymongo.asynchronous.database import AsyncDatabase
 
+from desk.access import require_admin
 from desk.actors import SCOPES, Actor, Role, Scope, scopes_of
 from desk.audit import service as audit
 from desk.auth import events, passwords, throttle
@@ -340,8 +341,7 @@ def _named(token: dict) -> dict[str, str]:
 
 async def _token_owner(*, db: AsyncDatabase, actor: Actor, user_id: str) -> ObjectId:
     """The id of the person whose tokens an admin is looking at; Forbidden for others, NotFound for no one."""
-    if not actor.is_admin:
-        raise Forbidden("Only admins can manage other people's API tokens.")
+    require_admin(actor, "manage other people's API tokens")
     oid = parse_object_id(user_id)
     if oid is None or await users_repo.get(db, oid) is None:
         raise NotFound("No such user.")

@@ -12,8 +12,8 @@ from collections import Counter
 from bson import ObjectId
 from pymongo.asynchronous.database import AsyncDatabase
 
+from desk.access import require_admin
 from desk.actors import Actor
-from desk.errors import Forbidden
 from desk.metrics.models import DAYS, DayCount, Metrics, MetricsQuery
 from desk.schema import after, midnight
 from desk.work_orders import repository as orders_repo
@@ -25,8 +25,7 @@ __all__ = ["DAYS", "desk_metrics"]
 
 async def desk_metrics(*, db: AsyncDatabase, actor: Actor, query: MetricsQuery | None = None) -> Metrics:
     """Counts by status and priority, opened and closed per day, mean time to done; for one owner if asked."""
-    if not actor.is_admin:
-        raise Forbidden("Only admins can see desk metrics.")
+    require_admin(actor, "see desk metrics")
     query = query or MetricsQuery()
     days, owner = query.days(), query.owner_id
     midnights = {day: midnight(day) for day in days}

@@ -6,6 +6,7 @@ from bson import ObjectId
 from pymongo.asynchronous.database import AsyncDatabase
 from pymongo.errors import DuplicateKeyError
 
+from desk.access import require_admin
 from desk.actors import Actor
 from desk.audit import service as audit
 from desk.auth import events, passwords
@@ -18,11 +19,6 @@ from desk.users.models import PersonRead, UserAdminUpdate, UserCreate, UserQuery
 
 PASSWORD_CHECKS_PER_MINUTE = 5
 RECENT_LOGIN = timedelta(minutes=15)
-
-
-def _require_admin(actor: Actor) -> None:
-    if not actor.is_admin:
-        raise Forbidden("Only admins can manage users.")
 
 
 def _require_session_to_reset(actor: Actor, changes: dict[str, object]) -> None:
@@ -51,7 +47,7 @@ def _require_human(actor: Actor) -> None:
 
 async def create_user(*, db: AsyncDatabase, actor: Actor, data: UserCreate) -> UserRead:
     """Admins add a person with a role and a first password; an admin, from a recent login only."""
-    _require_admin(actor)
+    require_admin(actor, "manage users")
     if data.role == "admin":
         _require_recent_login(actor, "add an admin")
     return await register(db=db, data=data, actor=actor)
@@ -92,7 +88,7 @@ async def register(
 
 async def list_users(*, db: AsyncDatabase, actor: Actor, page: PageQuery | UserQuery) -> OffsetPage[UserRead]:
     """People sorted by name, those whose name or email contains `q` when given (admins only)."""
-    _require_admin(actor)
+    require_admin(actor, "manage users")
     q = page.q if isinstance(page, UserQuery) else None
     docs, total = await repo.page_by_name(db, repo.containing(q), offset=page.offset, limit=page.limit)
     items = [UserRead.model_validate(doc) for doc in docs]
@@ -111,7 +107,7 @@ async def get_user(*, db: AsyncDatabase, actor: Actor, user_id: str) -> UserRead
 
 async def read_user(*, db: AsyncDatabase, actor: Actor, user_id: str) -> UserRead:
     """A user by id, for admins; NotFound when there is no such user."""
-    _require_admin(actor)
+    require_admin(actor, "manage users")
     return await get_user_or_raise(db=db, actor=actor, user_id=user_id)
 
 
@@ -146,7 +142,7 @@ async def display_names(*, db: AsyncDatabase, user_ids: set[str]) -> dict[str, s
 
 async def update_user(*, db: AsyncDatabase, actor: Actor, user_id: str, data: UserAdminUpdate) -> UserRead:
     """An admin's change to a person; a deactivation or a password reset ends their sessions and API tokens."""
-    _require_admin(actor)
+    require_admin(actor, "manage users")
     changes = data.changes()
     if not changes:
         raise NothingToChange()
@@ -191,7 +187,7 @@ async def update_user(*, db: AsyncDatabase, actor: Actor, user_id: str, data: Us
 
 async def unlock_user(*, db: AsyncDatabase, actor: Actor, user_id: str) -> UserRead:
     """An admin lifts a lock left by failed logins, so the person can log in at once."""
-    _require_admin(actor)
+    require_admin(actor, "manage users")
     oid = parse_object_id(user_id)
     before = await repo.clear_failed_logins(db, oid) if oid else None
     if before is None:

@@ -14,10 +14,11 @@ from pymongo import ASCENDING, DESCENDING, ReturnDocument
 from pymongo.asynchronous.database import AsyncDatabase
 from pymongo.errors import DuplicateKeyError
 
+from desk.access import require_admin
 from desk.actors import Actor
 from desk.agent.triage.models import AgentConfigAuditRead, AgentConfigRead, AgentConfigUpdate
 from desk.config import Settings
-from desk.errors import Conflict, Forbidden, NothingToChange, ValidationFailed
+from desk.errors import Conflict, NothingToChange, ValidationFailed
 from desk.schema import OffsetPage, now
 
 Doc = dict[str, Any]
@@ -61,7 +62,7 @@ async def current(db: AsyncDatabase, settings: Settings) -> Doc:
 
 async def get_config(*, db: AsyncDatabase, settings: Settings, actor: Actor) -> AgentConfigRead:
     """The triage policy (admins only)."""
-    _require_admin(actor)
+    require_admin(actor, "see or change the agents' settings")
     return AgentConfigRead.model_validate(await current(db, settings))
 
 
@@ -69,7 +70,7 @@ async def update_config(
     *, db: AsyncDatabase, settings: Settings, actor: Actor, data: AgentConfigUpdate
 ) -> AgentConfigRead:
     """Change policy fields at the version the admin read; Conflict when someone saved first."""
-    _require_admin(actor)
+    require_admin(actor, "see or change the agents' settings")
     fields = data.model_dump(exclude_none=True, by_alias=True, exclude={"version"})
     if not fields:
         raise NothingToChange()
@@ -80,7 +81,7 @@ async def update_config(
 
 async def set_enabled(*, db: AsyncDatabase, settings: Settings, actor: Actor, enabled: bool) -> AgentConfigRead:
     """The kill switch (AGT-9): whatever the version, it always lands; already so, it changes nothing (no version)."""
-    _require_admin(actor)
+    require_admin(actor, "see or change the agents' settings")
     return await _change(
         db, settings, actor, {"enabled": enabled}, version=None, action="enabled" if enabled else "disabled"
     )
@@ -90,7 +91,7 @@ async def audit(
     *, db: AsyncDatabase, actor: Actor, offset: int = 0, limit: int = 25
 ) -> OffsetPage[AgentConfigAuditRead]:
     """The audit trail of the agents' settings and of admins' views of transcripts, newest first."""
-    _require_admin(actor)
+    require_admin(actor, "see or change the agents' settings")
     cursor = db["agent_config_audit"].find({}).sort([("createdAt", DESCENDING), ("_id", DESCENDING)])
     items = [AgentConfigAuditRead.model_validate(doc) for doc in await cursor.skip(offset).limit(limit).to_list()]
     total = await db["agent_config_audit"].count_documents({})
@@ -147,8 +148,3 @@ def _check_zone(name: str) -> None:
         raise ValidationFailed(
             "timeZone must be an IANA time zone such as Europe/Berlin.", details={"field": "timeZone"}
         ) from None
-
-
-def _require_admin(actor: Actor) -> None:
-    if not actor.is_admin:
-        raise Forbidden("Only admins can see or change the agents' settings.")

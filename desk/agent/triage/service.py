@@ -7,6 +7,7 @@ from typing import Any
 from bson import ObjectId
 from pymongo.asynchronous.database import AsyncDatabase
 
+from desk.access import require_admin
 from desk.actors import Actor
 from desk.agent.core import budget, runs
 from desk.agent.core.models import AgentRunDetail, AgentRunRead, AgentToolCallRead, RunMessage
@@ -52,7 +53,7 @@ async def overview(*, db: AsyncDatabase, settings: Settings, actor: Actor) -> Tr
 
 async def retry_event(*, db: AsyncDatabase, actor: Actor, event_id: str) -> OutboxEventRead:
     """A dead-lettered event back in the queue with fresh attempts (audited)."""
-    _require_admin(actor)
+    require_admin(actor, "see or run the agents")
     oid = parse_object_id(event_id)
     event = await outbox.requeue(db, oid) if oid else None
     if event is None:
@@ -65,7 +66,7 @@ async def manual_run(
     *, db: AsyncDatabase, settings: Settings, provider: Provider, actor: Actor, order_id: str
 ) -> ManualRunOut:
     """Triage one order now, as the System Actor under the policy, billed like any pass; audited as the admin's."""
-    _require_admin(actor)
+    require_admin(actor, "see or run the agents")
     if not settings.ai_enabled:
         raise Forbidden("AI is turned off on this desk.")
     if not (await policy.current(db, settings))["enabled"]:
@@ -86,7 +87,7 @@ async def list_runs(
     *, db: AsyncDatabase, actor: Actor, query: RunQuery, person_id: str | None = None
 ) -> OffsetPage[AgentRunRead]:
     """Every agent's runs (copilot and triage), newest first, filtered (`person_id`: the copilot runs of one person)."""
-    _require_admin(actor)
+    require_admin(actor, "see or run the agents")
     found: dict[str, Any] = {}
     if person_id:
         found["userId"] = parse_object_id(person_id)
@@ -107,7 +108,7 @@ async def list_runs(
 
 async def run_detail(*, db: AsyncDatabase, actor: Actor, run_id: str) -> AgentRunDetail:
     """A run's transcript; looking at it is itself recorded: who looked at which run, and when (SEC-11)."""
-    _require_admin(actor)
+    require_admin(actor, "see or run the agents")
     oid = parse_object_id(run_id)
     run = await runs.get_run(db, oid) if oid else None
     if run is None:
@@ -178,7 +179,7 @@ async def decide(
 
 async def attention(*, db: AsyncDatabase, actor: Actor, offset: int, limit: int) -> OffsetPage[AttentionItem]:
     """The dispatcher's attention list: the newest flagged, undecided suggestion of each order still open."""
-    _require_admin(actor)
+    require_admin(actor, "see or run the agents")
     flagged = await repo.flagged_page(db, offset=0, limit=ATTENTION_SCAN)
     newest: dict[ObjectId, dict] = {}
     for doc in flagged:
@@ -234,7 +235,7 @@ class TriageDay:
 
 async def health(*, db: AsyncDatabase, settings: Settings, actor: Actor) -> Health:
     """Queue depth by status, the age of what waits longest, dead letters, the last triage run, today's spend."""
-    _require_admin(actor)
+    require_admin(actor, "see or run the agents")
     failed, _ = await outbox.page(db, status="failed", offset=0, limit=20)
     oldest = await outbox.oldest_pending(db)
     last = await runs.last_of(db, policy.AGENT)
@@ -254,7 +255,7 @@ async def health(*, db: AsyncDatabase, settings: Settings, actor: Actor) -> Heal
 
 async def run_extras(*, db: AsyncDatabase, actor: Actor, run_ids: list[str]) -> dict[str, RunExtra]:
     """What the run read model leaves out, by run id: its cost in USD and the work order a triage run was about."""
-    _require_admin(actor)
+    require_admin(actor, "see or run the agents")
     oids = [oid for oid in map(parse_object_id, run_ids) if oid]
     docs = await runs.costs(db, oids)
     about = [oid for oid in (parse_object_id(str(doc.get("workOrderId"))) for doc in docs) if oid]
@@ -275,7 +276,7 @@ async def per_day(*, db: AsyncDatabase, actor: Actor, days: int = 30) -> list[Tr
 
     Counted here from a bounded find, not a date aggregation, which the embedded engine gets wrong (DESIGN §4).
     """
-    _require_admin(actor)
+    require_admin(actor, "see or run the agents")
     today = now().date()
     first = today - timedelta(days=days - 1)
     made: dict[date, int] = {}
@@ -300,8 +301,3 @@ async def _acceptance(db: AsyncDatabase, days: int = 14) -> list[AcceptanceDay]:
         day = counted.setdefault(doc["decidedDay"], [0, 0])
         day[0 if doc["decision"] == "accepted" else 1] += 1
     return [AcceptanceDay(day=day, accepted=a, dismissed=d) for day, (a, d) in sorted(counted.items())]
-
-
-def _require_admin(actor: Actor) -> None:
-    if not actor.is_admin:
-        raise Forbidden("Only admins can see or run the agents.")
