@@ -6,6 +6,7 @@ from typing import Any
 import pytest
 from bson import ObjectId
 
+from desk.access import AI_OFF_FOR_YOU, AI_OFF_ON_DESK
 from desk.actors import SYSTEM_TRIAGE, Actor, Role
 from desk.agent.triage import policy
 from desk.agent.triage import service as triage_service
@@ -20,6 +21,7 @@ from desk.users import service as users_service
 from desk.users.models import UserAdminUpdate, UserCreate
 from tests.helpers import PASSWORD, actor
 
+AI = "/api/v1/ai"
 SYSTEM_WITH_ADMIN_ROLE = Actor(id=str(ObjectId()), role=Role.ADMIN, kind="system")
 ANY_ID = str(ObjectId())
 
@@ -85,3 +87,41 @@ async def test_an_admin_is_let_in(entry, db, settings, make_user):
     ada, sam = await make_user("admin"), await make_user("user")
 
     assert await ADMIN_ONLY[entry](db, settings, actor(ada), sam["id"]) is not None
+
+
+async def test_a_person_who_turned_ai_off_reads_the_one_reason(provider, client_for, make_user, db):
+    sam = await make_user("user")
+    client = await client_for(sam)
+    await users_service.set_own_ai(db=db, actor=actor(sam), enabled=False)
+
+    response = await client.post(f"{AI}/sessions")
+
+    assert response.status_code == 403
+    assert response.json()["error"] == {"code": "FORBIDDEN", "message": AI_OFF_FOR_YOU}
+    assert await db["copilot_sessions"].count_documents({}) == 0
+
+
+async def test_a_person_an_admin_turned_ai_off_for_reads_the_same_reason(provider, client_for, make_user, change_user):
+    sam = await make_user("user")
+    client = await client_for(sam)
+    await change_user(sam, aiEnabled=False)
+
+    response = await client.post(f"{AI}/sessions")
+
+    assert (response.status_code, response.json()["error"]["message"]) == (403, AI_OFF_FOR_YOU)
+
+
+async def test_with_ai_off_on_the_desk_everyone_reads_that_instead(settings, client_for, make_user):
+    assert settings.ai_enabled is False  # the default: a fresh checkout has no AI
+    sam = await make_user("user")
+    client = await client_for(sam)
+
+    response = await client.post(f"{AI}/sessions")
+
+    assert (response.status_code, response.json()["error"]["message"]) == (403, AI_OFF_ON_DESK)
+
+
+async def test_a_person_with_ai_on_opens_a_conversation(provider, client_for, make_user):
+    client = await client_for(await make_user("user"))
+
+    assert (await client.post(f"{AI}/sessions")).status_code == 201

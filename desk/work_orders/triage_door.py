@@ -12,10 +12,10 @@ from typing import Any, NamedTuple
 from bson import ObjectId
 from pymongo.asynchronous.database import AsyncDatabase
 
+from desk import access
 from desk.actors import Actor
 from desk.errors import Forbidden, ValidationFailed
 from desk.schema import now, parse_object_id
-from desk.users import repository as users_repo
 from desk.work_orders import repository as repo
 from desk.work_orders import service
 from desk.work_orders.models import CLOSED, PRIORITIES, WorkOrderRead
@@ -26,7 +26,7 @@ _log = logging.getLogger(__name__)
 
 class TriageTarget(NamedTuple):
     order: WorkOrderRead
-    ai_allowed: bool  # its requester and its owner (if any) have AI on (SEC-8)
+    ai_allowed: bool  # access.order_allows_ai: its requester and its owner (if any) have AI on (SEC-8)
 
 
 def _require_triage(actor: Actor) -> None:
@@ -41,7 +41,7 @@ async def triage_read(*, db: AsyncDatabase, actor: Actor, order_id: str) -> Tria
     doc = await repo.get(db, oid) if oid else None
     if doc is None:
         return None
-    allowed = await ai_allowed_for(db, doc)
+    allowed = await access.order_allows_ai(db, doc)
     return TriageTarget(order=WorkOrderRead.model_validate(doc), ai_allowed=allowed)
 
 
@@ -56,16 +56,6 @@ async def triage_backlog(
         later = {"$or": [{"createdAt": {"$gt": at}}, {"createdAt": at, "_id": {"$gt": order_id}}]}
         query = {"$and": [query, later]}
     return await repo.page(db, query, sort="createdAt", offset=0, limit=limit)
-
-
-async def ai_allowed_for(db: AsyncDatabase, doc: dict[str, Any]) -> bool:
-    """SEC-8 for an order: its requester (whose words go to the model) and its owner, if any, both allow AI."""
-    people = {doc.get("requesterId") or doc.get("ownerId"), doc.get("ownerId")} - {None}
-    for person_id in people:
-        person = await users_repo.get(db, person_id)
-        if person is not None and not person.get("aiEnabled", True):
-            return False
-    return True
 
 
 async def triage_patch(

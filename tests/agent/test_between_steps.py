@@ -87,7 +87,10 @@ async def test_a_tool_asked_for_after_ai_was_turned_off_mid_call_is_not_used(
 
     assert [(e.kind, e.outcome) for e in events if e.kind == "tool_result"] == [("tool_result", "forbidden")]
     (call,) = await db["agent_tool_calls"].find().to_list()
-    assert (call["outcome"], call["result"]) == ("forbidden", {"error": "AI assistance is turned off for this person."})
+    assert (call["outcome"], call["result"]) == (
+        "forbidden",
+        {"error": "AI assistance is off for you. You can turn it on in your profile."},
+    )
     (error,) = [e for e in events if e.kind == "error"]
     assert error.code == ErrorCode.FORBIDDEN and events[-1].status == "error"
     assert len(fake_provider.requests) == 1  # and no further model call

@@ -19,6 +19,7 @@ from typing import Any, NamedTuple, NoReturn
 from bson import ObjectId
 
 from desk import state
+from desk.access import AI_OFF_FOR_YOU, Denied, can_use_ai
 from desk.actors import Actor, Role
 from desk.agent.copilot import live
 from desk.agent.copilot.live import INTERRUPTED
@@ -339,7 +340,7 @@ class CopilotTurn:
         off, deactivated or demoted while the run went on must not keep what they had when it began.
         """
         user = await users_service.get_user(db=self.record.db, actor=self.actor, user_id=self.actor.id)
-        if not (self.settings.ai_enabled and user and user.ai_enabled and user.active):
+        if isinstance(can_use_ai(user, settings=self.settings), Denied):
             return None
         return Actor(id=self.actor.id, role=Role(user.role))
 
@@ -363,7 +364,7 @@ class CopilotTurn:
         if not leased:
             raise RunEnded("aborted")  # ended elsewhere (logout, the sweeper): stop
         if person is None:
-            return Error(code=ErrorCode.FORBIDDEN, message="AI assistance was turned off.")
+            return Error(code=ErrorCode.FORBIDDEN, message=AI_OFF_FOR_YOU)
         if isinstance(within_budget, budget.BudgetExceeded):
             return Error(code=ErrorCode.AI_BUDGET_EXCEEDED, message=within_budget.message)
         if isinstance(within_budget, BaseException):

@@ -80,7 +80,8 @@ def gate(
     actor: Actor,
     state: RunState,
 ) -> Tool | ToolAnswer:
-    """The tool from `registry` if `person` (as stored now; None: AI is off) may use it; three unknown end the run."""
+    """The tool from `registry` if `person` (as stored now; None: `access.can_use_ai` says no) may use it;
+    three unknown tools end the run."""
     gated = registry.gate(request.name, mode=mode, actor=person or actor, ai_enabled=person is not None)
     if not isinstance(gated, Refusal):
         return gated

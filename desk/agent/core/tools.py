@@ -14,6 +14,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, create_model
 from pymongo.asynchronous.database import AsyncDatabase
 
+from desk.access import AI_OFF_FOR_YOU
 from desk.actors import Actor
 from desk.schema import without_text_patterns
 
@@ -112,7 +113,7 @@ class Registry:
         if tool is None or tool.mode != mode:
             return Refusal("unknown_tool", f"There is no tool named {name[:60]!r}.")
         if not ai_enabled:
-            return Refusal("forbidden", "AI assistance is turned off for this person.")
+            return Refusal("forbidden", AI_OFF_FOR_YOU)
         if not _admits(tool, actor):
             return Refusal("forbidden", f"The tool {name} is not available to this person.")
         return tool

@@ -7,7 +7,7 @@ from typing import Any
 from bson import ObjectId
 from pymongo.asynchronous.database import AsyncDatabase
 
-from desk.access import require_admin
+from desk.access import allows_ai, require_admin, require_ai_on_desk
 from desk.actors import Actor
 from desk.agent.core import budget, runs
 from desk.agent.core.models import AgentRunDetail, AgentRunRead, AgentToolCallRead, RunMessage
@@ -67,8 +67,7 @@ async def manual_run(
 ) -> ManualRunOut:
     """Triage one order now, as the System Actor under the policy, billed like any pass; audited as the admin's."""
     require_admin(actor, "see or run the agents")
-    if not settings.ai_enabled:
-        raise Forbidden("AI is turned off on this desk.")
+    require_ai_on_desk(settings)
     if not (await policy.current(db, settings))["enabled"]:
         raise Conflict("The triage agent is turned off. Turn it on to run it.")
     await budget.check(db, settings, user_id=None, agent=policy.AGENT)
@@ -133,7 +132,7 @@ async def suggestions(*, db: AsyncDatabase, actor: Actor, order_id: str) -> list
     order = await work_orders.get_or_raise(db=db, actor=actor, order_id=order_id)
     if actor.id in (order.requester_id, order.owner_id):
         person = await users_service.get_user(db=db, actor=actor, user_id=actor.id)
-        if person is not None and not person.ai_enabled:
+        if person is not None and not allows_ai(person):
             return []
     return [TriageSuggestionRead.model_validate(doc) for doc in await repo.for_order(db, ObjectId(order.id))]
 
