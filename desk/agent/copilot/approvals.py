@@ -18,8 +18,9 @@ from desk.agent.core.events import Diff
 from desk.agent.core.models import AgentToolCallRead
 from desk.errors import Conflict, DeskError, ErrorCode, NotFound
 from desk.schema import CONTROL, now, parse_object_id
+from desk.work_orders.models import EDITABLE
 
-SHOWN = ("title", "description", "priority", "status")
+SHOWN = EDITABLE  # what a person sees of an order is what they may edit on it
 CREATE_DEFAULTS = {"description": "", "priority": "medium", "status": "pending"}
 
 

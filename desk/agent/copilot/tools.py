@@ -5,11 +5,19 @@ from pydantic import Field
 from desk.agent.core.tools import MAX_ITEMS, PreImage, Tool, ToolArgs, ToolContext, ToolOutput, clip, derive
 from desk.users import service as users_service
 from desk.work_orders import service
-from desk.work_orders.models import Priority, Status, WorkOrderCreate, WorkOrderQuery, WorkOrderRead, WorkOrderUpdate
+from desk.work_orders.models import (
+    EDITABLE,
+    Priority,
+    Status,
+    WorkOrderCreate,
+    WorkOrderQuery,
+    WorkOrderRead,
+    WorkOrderUpdate,
+)
 
 EVERYONE = frozenset({"admin", "user", "viewer"})
 WRITERS = frozenset({"admin", "user"})
-SHOWN = ("title", "description", "priority", "status")
+SHOWN = EDITABLE  # what a person sees of an order is what they may edit on it
 
 
 def order_view(order: WorkOrderRead) -> dict:
