@@ -56,6 +56,16 @@ async def until(check: Callable[[], object], *, what: str, within: float = 5.0) 
         await asyncio.sleep(0.01)
 
 
+def until_blocking(check: Callable[[], object], *, what: str, within: float = 5.0) -> float:
+    """`until` for a test without an event loop, while a thread or another process does the work."""
+    started = time.monotonic()
+    while not check():
+        if time.monotonic() - started > within:
+            pytest.fail(f"timed out waiting for {what}")
+        time.sleep(0.01)
+    return time.monotonic() - started
+
+
 def error_of(user: User, marker: str) -> str | None:
     """The message a page shows beside the field with this marker."""
     (element,) = user.find(marker=marker).elements

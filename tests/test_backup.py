@@ -9,6 +9,7 @@ from pymongo import MongoClient
 
 from bench.harness import desk_command, desk_env, desk_running
 from desk.db.embedded import EmbeddedMongo
+from tests.helpers import until_blocking
 
 ADMIN = {"DESK_ADMIN_EMAIL": "ops@example.com", "DESK_ADMIN_PASSWORD": "a sturdy passphrase"}
 CSRF = {"X-Desk-CSRF": "1"}
@@ -73,12 +74,11 @@ def test_a_backup_of_a_running_desk_under_writes_restores_into_a_fresh_desk(tmp_
         assert changed.status_code == 200
         writer = Writer(api)
         writer.start()
-        while len(writer.acked) < 20:
-            time.sleep(0.05)
+        until_blocking(lambda: len(writer.acked) >= 20, what="20 writes acknowledged", within=60)
         started = time.monotonic()
         saved = _desk("backup", str(backup), DESK_DATA_DIR=str(tmp_path / "live"))
         ended = time.monotonic()
-        time.sleep(0.3)
+        until_blocking(lambda: writer.acked[-1][0] > ended, what="a write after the backup")  # still taking writes
         refused = _desk("restore", str(backup), DESK_DATA_DIR=str(tmp_path / "live"))
         writer.stop.set()
         writer.join()

@@ -23,7 +23,7 @@ from desk.work_orders.models import WorkOrderUpdate
 from tests.agent.test_first_token import conversation
 from tests.agent.test_runtime import deciding, drain, the_run
 from tests.fake_provider import Turn
-from tests.helpers import actor, tuned
+from tests.helpers import actor, tuned, until
 
 
 async def deactivate(db, person: dict) -> None:
@@ -264,10 +264,9 @@ async def test_a_run_cancelled_again_while_ending_still_frees_the_session(
     listener.cancel()  # the person leaves: the run winds down (bills, ends, frees the session)
     await asyncio.wait([listener])
 
-    for _ in range(100):  # the wind-down finishes on its own, shielded from the second cancel
+    async def session_free() -> bool:
         session = await db["copilot_sessions"].find_one({"userId": ObjectId(sam["id"])})
-        if session["runningRunId"] is None:
-            break
-        await asyncio.sleep(0.02)
+        return session["runningRunId"] is None  # sam can send the next message at once
+
+    await until(session_free, what="the wind-down, shielded from the second cancel, to free the session")
     assert (await the_run(db))["status"] == "aborted"
-    assert session["runningRunId"] is None  # sam can send the next message at once

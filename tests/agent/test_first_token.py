@@ -340,7 +340,7 @@ async def test_an_answer_stored_just_as_the_person_left_is_shown_to_the_model_ne
         await store(database, message)
         if message["role"] == "assistant":  # the person leaves before the write's answer is seen
             asyncio.current_task().cancel()
-            await asyncio.sleep(0)
+            await asyncio.sleep(0)  # where the cancel lands: no time passes
 
     monkeypatch.setattr(runs, "add_message", stored_then_left)
     fake_provider.script(Turn.text("a1"))

@@ -151,7 +151,7 @@ async def test_a_model_slow_to_its_first_token_keeps_its_conversation(start, fak
         assert await fake_provider.wait_for_request()
         swept = []
         for _ in range(4):
-            await asyncio.sleep(0.1)
+            await asyncio.sleep(0.1)  # the point: sweeps spread over the slow first token (leases are real time)
             swept.append(await sweep(db))
         return swept
 

@@ -96,14 +96,16 @@ def _failed_login_addresses(stack: Stack, *, skip: list[int], timeout: float = 1
 
 def test_a_forged_x_forwarded_for_does_not_escape_the_login_throttle(stack: Stack):
     # The last test here: it uses up this minute's logins from 127.0.0.1. The throttle counts per clock
-    # minute: a loop that straddled two would start counting again halfway, so it starts early in one.
-    if (into := time.time() % 60) > 45:
-        time.sleep(60 - into + 0.5)
-    answers = []
-    for n in range(LOGIN_LIMIT + 3):
-        forged = {"X-Forwarded-For": f"198.51.100.{n}", "X-Real-IP": f"198.51.100.{n}", **CSRF}
-        wrong = {"email": ADMIN["email"], "password": f"wrong guess {n}"}
-        answers.append(httpx.post(f"{stack.url}/api/v1/auth/login", json=wrong, headers=forged).status_code)
+    # minute (the desks' own: no test moves it): a burst that straddled two would start counting again
+    # halfway, so one that did is sent again, all in the minute it ended in.
+    for _ in range(2):
+        minute, answers = time.time() // 60, []
+        for n in range(LOGIN_LIMIT + 3):
+            forged = {"X-Forwarded-For": f"198.51.100.{n}", "X-Real-IP": f"198.51.100.{n}", **CSRF}
+            wrong = {"email": ADMIN["email"], "password": f"wrong guess {n}"}
+            answers.append(httpx.post(f"{stack.url}/api/v1/auth/login", json=wrong, headers=forged).status_code)
+        if time.time() // 60 == minute:
+            break
 
     assert 429 in answers[: LOGIN_LIMIT + 1]  # the earlier tests' logins count against the same address
     assert answers[-2:] == [429, 429]  # a fresh forged address each time changes nothing

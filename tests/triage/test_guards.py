@@ -18,7 +18,7 @@ from desk.work_orders import triage_door
 from desk.work_orders.models import WorkOrderUpdate
 from tests.agent.test_tools import check_snapshot
 from tests.fake_provider import Turn
-from tests.helpers import actor, tuned
+from tests.helpers import actor, tuned, until
 from tests.triage.conftest import proposal
 
 SNAPSHOTS = Path(__file__).parent / "snapshots"
@@ -183,11 +183,10 @@ async def test_disabling_stops_two_workers_within_one_poll_interval_and_queued_e
     async def worker() -> None:  # what scheduler.py does: a poll every interval
         while not stop.is_set():
             await triage_task.process_due(db, settings, provider=provider, stop=stop)
-            await asyncio.sleep(0.05)
+            await asyncio.sleep(0.05)  # the interval itself: the point here is passes in real time
 
     workers = [asyncio.create_task(worker()) for _ in range(2)]
-    while not await db["triage_suggestions"].count_documents({}):
-        await asyncio.sleep(0.01)
+    await until(lambda: db["triage_suggestions"].count_documents({}), what="a first suggestion")
     await policy.set_enabled(db=db, settings=settings, actor=actor(await make_user("admin")), enabled=False)
     await asyncio.sleep(0.1)  # one poll interval, and the passes already in flight
     calls_then = len(fake_provider.requests)
