@@ -26,7 +26,7 @@ from desk.agent.copilot.live import INTERRUPTED
 from desk.agent.copilot.prompt import SYSTEM_PROMPT
 from desk.agent.copilot.record import CopilotRecord
 from desk.agent.copilot.staging import Staging
-from desk.agent.copilot.toolset import REGISTRY
+from desk.agent.copilot.toolset import REGISTRY, TOOLSET
 from desk.agent.core import budget, pipeline
 from desk.agent.core.events import (
     Error,
@@ -311,25 +311,16 @@ class CopilotTurn:
     async def _answer(
         self, request: ToolCallRequest, call_id: ObjectId, wrote: bool
     ) -> AsyncIterator[RunEvent | ToolAnswer]:
-        """One tool call through the guards (`pipeline`), and staging for a change; its `ToolAnswer` last."""
+        """One tool call through the copilot's toolset (`pipeline`), and staging for a change; its `ToolAnswer` last."""
         person = await self._person_now()  # as stored now: turned off, deactivated or demoted since the run began
-        tool = pipeline.gate(
-            request, REGISTRY, id=call_id, mode="copilot", person=person, actor=self.actor, state=self.state
-        )
-        if isinstance(tool, ToolAnswer):
-            yield tool
-            return
         context = ToolContext(db=self.record.db, actor=person or self.actor, run_id=self.run_id)
-        call = pipeline.parse(request, tool, id=call_id, context=context, state=self.state, wrote=wrote)
-        if isinstance(call, ToolAnswer):
-            yield call
-        elif not tool.writes:
-            yield await pipeline.read(call, self.state)
-        elif (refused := pipeline.guard_write(call, self.state)) is not None:
-            yield refused
-        else:
-            async for item in self.staging.propose(call):
+        asked = pipeline.Asked(request, call_id, person, self.actor, context, wrote)
+        answer = await TOOLSET.call(asked, self.state)
+        if isinstance(answer, pipeline.Deferred):
+            async for item in self.staging.propose(answer.call):
                 yield item
+        else:
+            yield answer
 
     # --- between steps -------------------------------------------------------------------
 

@@ -190,11 +190,6 @@ Guard = Callable[[Call, RunState], ToolAnswer | None]
 WRITE_GUARDS: tuple[Guard, ...] = (one_write_per_step, made_already, viewers_change_nothing, pin_ids, read_first)
 
 
-def guard_write(call: Call, state: RunState) -> ToolAnswer | None:
-    """The first guard's refusal, or None when the write may be staged."""
-    return next((refused for guard in WRITE_GUARDS if (refused := guard(call, state)) is not None), None)
-
-
 def revalidate(tool: Tool, args: dict[str, Any]) -> ToolArgs:
     """The frozen `args` validated again; ValidationFailed, naming fields and rules only, when they no longer pass.
 
@@ -211,3 +206,93 @@ def _validation_text(error: Exception) -> str:
     if isinstance(error, ValidationError):
         return "; ".join(f"{'.'.join(map(str, e['loc'])) or 'arguments'}: {e['msg']}" for e in error.errors()[:3])
     return "wrong shape"
+
+
+# --- the toolset the loop calls: the registry's tools, each behaviour a wrapper around them ------
+
+
+@dataclass(frozen=True)
+class Deferred:
+    """A write past every guard: it runs only once the person approves it (the copilot's `Staging`)."""
+
+    call: Call
+
+
+@dataclass(frozen=True)
+class Asked:
+    """One tool call as the loop hands it over: the model's request, and who it runs for as stored now."""
+
+    request: ToolCallRequest
+    id: ObjectId  # the desk's id for the call (its record's; the approval's when staged)
+    person: Actor | None  # as stored now; None: AI is off for them, or they are gone
+    actor: Actor
+    context: ToolContext
+    wrote: bool  # a change was staged earlier in this step
+
+
+class Toolset:
+    """An agent's tools from `registry`: a call is gated and parsed, then `run`; a read answers at once.
+
+    Behaviour around the tools (approval, the write guards) comes as wrappers (`Wrapper`), in the
+    manner of pydantic-ai's toolsets: the loop sees only an answer or a `Deferred` approval.
+    """
+
+    def __init__(self, registry: Registry, mode: Mode) -> None:
+        self.registry, self.mode = registry, mode
+
+    async def call(self, asked: Asked, state: RunState) -> ToolAnswer | Deferred:
+        tool = gate(
+            asked.request, self.registry, id=asked.id, mode=self.mode, person=asked.person, actor=asked.actor,
+            state=state,
+        )  # fmt: skip
+        if isinstance(tool, ToolAnswer):
+            return tool
+        call = parse(asked.request, tool, id=asked.id, context=asked.context, state=state, wrote=asked.wrote)
+        if isinstance(call, ToolAnswer):
+            return call
+        return await self.run(call, state)
+
+    async def run(self, call: Call, state: RunState) -> ToolAnswer | Deferred:
+        """The tool itself: only reads get here (a write is deferred by `ApprovalRequired` first)."""
+        if call.tool.writes:  # no wrapper held it back: a write never runs without the person's approval
+            raise RuntimeError(f"{call.tool.name} writes: its toolset needs ApprovalRequired")
+        return await read(call, state)
+
+
+class Wrapper(Toolset):
+    """A toolset around another: the same gate and parser, its own step before the inner `run`."""
+
+    def __init__(self, inner: Toolset) -> None:
+        super().__init__(inner.registry, inner.mode)
+        self.inner = inner
+
+    async def run(self, call: Call, state: RunState) -> ToolAnswer | Deferred:
+        return await self.inner.run(call, state)
+
+
+class ApprovalRequired(Wrapper):
+    """Every write waits for the person: it comes back `Deferred`, never run here."""
+
+    async def run(self, call: Call, state: RunState) -> ToolAnswer | Deferred:
+        return Deferred(call) if call.tool.writes else await self.inner.run(call, state)
+
+
+class Guarded(Wrapper):
+    """A write the guard refuses is answered with the refusal (one write a step, id pinning, read-first...)."""
+
+    def __init__(self, inner: Toolset, guard: Guard) -> None:
+        super().__init__(inner)
+        self.guard = guard
+
+    async def run(self, call: Call, state: RunState) -> ToolAnswer | Deferred:
+        if call.tool.writes and (refused := self.guard(call, state)) is not None:
+            return refused
+        return await self.inner.run(call, state)
+
+
+def guarded_toolset(registry: Registry, mode: Mode) -> Toolset:
+    """The registry's tools with every write guard, in `WRITE_GUARDS` order, and then the person's approval."""
+    toolset: Toolset = ApprovalRequired(Toolset(registry, mode))
+    for guard in reversed(WRITE_GUARDS):  # the first guard is the outermost: it answers first
+        toolset = Guarded(toolset, guard)
+    return toolset
