@@ -5,6 +5,7 @@ import asyncio
 import time
 from datetime import timedelta
 
+from desk import state
 from desk.agent.copilot import approvals, live, staging
 from desk.agent.core import runs
 from desk.agent.core.events import RunEvent
@@ -12,7 +13,7 @@ from desk.schema import now
 from desk.work_orders import service as work_orders
 from tests.agent.test_runtime import drain, the_run
 from tests.fake_provider import Turn
-from tests.helpers import actor, tuned
+from tests.helpers import actor, tuned, until
 
 
 def counting(monkeypatch) -> list[str]:
@@ -46,7 +47,8 @@ async def test_a_decide_in_this_process_wakes_the_run_at_once_without_polling(
         if event.kind == "tool_approval_required":
 
             async def click() -> None:
-                await asyncio.sleep(0.3)  # the run is waiting by now
+                waiting = state.current().bus.subscribers  # the run listens for its decision (live.awaiting)
+                await until(lambda: waiting("tool_call", event.tool_call_id), what="the run to wait for the decision")
                 await approvals.decide(db=db, actor=actor(sam), tool_call_id=event.tool_call_id, approve=True)
                 clicked.append(time.monotonic())
 
@@ -79,7 +81,7 @@ async def test_a_decide_in_another_process_is_seen_within_a_second_at_one_round_
         if event.kind == "tool_approval_required":
 
             async def click() -> None:
-                await asyncio.sleep(3.2)
+                await asyncio.sleep(3.2)  # the point: what a run waiting this long costs, in its real-time polls
                 seen["round trips while waiting"] = len(made)
                 await approvals.decide(db=db, actor=actor(sam), tool_call_id=event.tool_call_id, approve=True)
                 seen["clicked"] = time.monotonic()
