@@ -8,7 +8,7 @@ Services import this module: it imports neither the agent nor the UI.
 
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Protocol
 
 from pymongo.asynchronous.database import AsyncDatabase
 
@@ -16,12 +16,19 @@ from desk.actors import Actor
 from desk.config import Settings
 from desk.errors import Forbidden
 from desk.users import repository as users_repo
-from desk.users.models import UserRead
 
 AI_OFF_ON_DESK = "AI is turned off on this desk: neither the assistant nor the triage agent runs."
 AI_OFF_FOR_YOU = "AI assistance is off for you. You can turn it on in your profile."
 
-Person = UserRead | Mapping[str, Any]  # the read model, or the stored document (camelCase)
+
+class Switched(Protocol):
+    """A person as a model reads them (UserRead, a page's SessionUser); their `active`, where it has one, counts too."""
+
+    @property
+    def ai_enabled(self) -> bool: ...
+
+
+Person = Switched | Mapping[str, Any]  # or the stored document (camelCase)
 
 
 @dataclass(frozen=True, slots=True)
@@ -60,7 +67,7 @@ def require_ai_on_desk(settings: Settings) -> None:
 
 def allows_ai(person: Person) -> bool:
     """The person's own switch (SEC-8): off, nothing of theirs goes to a model. A user is stored with it on."""
-    return bool(person.ai_enabled if isinstance(person, UserRead) else person.get("aiEnabled", True))
+    return bool(person.get("aiEnabled", True) if isinstance(person, Mapping) else person.ai_enabled)
 
 
 async def order_allows_ai(db: AsyncDatabase, order: Mapping[str, Any]) -> bool:
@@ -87,4 +94,4 @@ def require_admin(actor: Actor, to: str) -> None:
 
 
 def _active(person: Person) -> bool:
-    return bool(person.active if isinstance(person, UserRead) else person.get("active", True))
+    return bool(person.get("active", True) if isinstance(person, Mapping) else getattr(person, "active", True))
