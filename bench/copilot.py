@@ -38,31 +38,24 @@ from pathlib import Path
 import httpx
 
 from bench.floor_app import floor_running, seed
-from bench.harness import desk_running, free_port, read_body, running, serve
+from bench.harness import desk_running, free_port, running, serve
 from bench.nginx import Nginx, nginx_running
 from desk.db.embedded import EmbeddedMongo
+from tests.fake_provider import FakeProvider, Turn
 
 ADMIN_EMAIL, PASSWORD = "admin@bench.local", "bench-" + secrets.token_urlsafe(12)
 CHUNKS = ["Hello", " there,", " nothing", " is", " open."]
+USAGE = {"prompt_tokens": 200, "completion_tokens": 5}
 
 
-async def fake_provider(scope, receive, send) -> None:
-    """Streams a short answer; the first token leaves as soon as the request is read."""
-    if scope["type"] != "http":
-        return
-    await read_body(receive)
-    await send({"type": "http.response.start", "status": 200, "headers": [(b"content-type", b"text/event-stream")]})
-    for index, text in enumerate(CHUNKS):
-        chunk = {"choices": [{"index": 0, "delta": {"content": text}, "finish_reason": None}]}
-        await send({"type": "http.response.body", "body": f"data: {json.dumps(chunk)}\n\n".encode(), "more_body": True})
-        if index == 0:
-            await asyncio.sleep(0)
-    done = {
-        "choices": [{"index": 0, "delta": {}, "finish_reason": "stop"}],
-        "usage": {"prompt_tokens": 200, "completion_tokens": 5},
-    }
-    tail = f"data: {json.dumps(done)}\n\ndata: [DONE]\n\n".encode()
-    await send({"type": "http.response.body", "body": tail, "more_body": False})
+# The tests' fake, streaming a short answer to every call; the first token leaves as soon as the request is read.
+fake_provider = FakeProvider(
+    always=Turn.chunks(
+        *({"choices": [{"index": 0, "delta": {"content": text}, "finish_reason": None}]} for text in CHUNKS),
+        {"choices": [{"index": 0, "delta": {}, "finish_reason": "stop"}], "usage": USAGE},
+    ),
+    remember=False,
+)
 
 
 def serve_fake(port: int) -> subprocess.Popen:

@@ -1,13 +1,14 @@
 """The real desk as its own process: start `desk run` on a free port, wait until it serves, stop it.
 
 Also any other ASGI app under uvicorn in its own process (`serve`, `running`, and `read_body` for
-its requests): the benches' fake provider and the copilot's floor.
+its requests): the fake provider (the tests' own, tests/fake_provider.py) and the copilot's floor.
 
 The benches (bench/api.py, bench/ui.py, bench/copilot.py) and the tests that need the whole process
 (tests/test_cli.py, tests/e2e/conftest.py) all start the desk this one way. It lives in bench/, not
 tests/, because the dependency may only point one way: a bench is run by hand without pytest and must
-not import the test suite (its conftest fixtures and plugins come with it), while a test may import
-anything in the repository. Nothing here uses pytest, and the desk itself (desk/) never imports it.
+not import the test suite's conftest (its fixtures and plugins come with it), while a test may import
+anything in the repository. The one test module the benches import is the fake provider, which loads
+none. Nothing here uses pytest, and the desk itself (desk/) never imports it.
 """
 
 import os

@@ -26,7 +26,6 @@ Run by hand, never in CI (the machine is shared: load averages are printed):
 
 import argparse
 import asyncio
-import json
 import os
 import statistics
 import subprocess
@@ -40,7 +39,7 @@ from bson import ObjectId
 from pymongo import ASCENDING, AsyncMongoClient, ReturnDocument, UpdateOne
 from pymongo.asynchronous.database import AsyncDatabase
 
-from bench.harness import free_port, read_body, running, serve
+from bench.harness import free_port, running, serve
 from bench.workers import Workers, worker_settings, workers
 from desk.actors import Actor, Role
 from desk.agent.triage import policy
@@ -51,6 +50,7 @@ from desk.users import service as users_service
 from desk.users.models import UserCreate
 from desk.work_orders import service as work_orders
 from desk.work_orders.models import WorkOrderCreate
+from tests.fake_provider import FakeProvider, Turn
 
 LATENCY = 0.5  # L, seconds a slow call takes
 CONCURRENCY = 2  # C, AGENT_CONCURRENCY
@@ -60,51 +60,13 @@ ARGS = {"summary": "Water leaking under the kitchen sink.", "suggestedPriority":
 # --- the fake provider (its own process, under uvicorn) ---
 
 
-def _sse(payload: dict | str) -> bytes:
-    return f"data: {payload if isinstance(payload, str) else json.dumps(payload)}\n\n".encode()
-
-
-def _chunk(delta: dict, finish: str | None = None) -> dict:
-    return {
-        "id": "c",
-        "object": "chat.completion.chunk",
-        "choices": [{"index": 0, "delta": delta, "finish_reason": finish}],
-    }
-
-
-ANSWER = b"".join(
-    [
-        _sse(
-            _chunk(
-                {
-                    "tool_calls": [
-                        {
-                            "index": 0,
-                            "id": "call_0",
-                            "type": "function",
-                            "function": {"name": "triage_propose", "arguments": ""},
-                        }
-                    ]
-                }
-            )
-        ),
-        _sse(_chunk({"tool_calls": [{"index": 0, "function": {"arguments": json.dumps(ARGS)}}]})),
-        _sse(_chunk({}, "tool_calls")),
-        _sse({"id": "c", "choices": [], "usage": {"prompt_tokens": 400, "completion_tokens": 40, "total_tokens": 440}}),
-        _sse("[DONE]"),
-    ]
+# The tests' fake: one `triage_propose` call to every request, in one piece after TRIAGE_FAKE_DELAY seconds.
+fake_provider = FakeProvider(
+    always=Turn.tool_calls(("triage_propose", ARGS), pieces=1, usage=(400, 40))
+    .at_once()
+    .with_delay(float(os.environ.get("TRIAGE_FAKE_DELAY", "0"))),
+    remember=False,
 )
-
-
-async def fake_provider(scope, receive, send) -> None:
-    """One `triage_propose` call, after TRIAGE_FAKE_DELAY seconds."""
-    if scope["type"] != "http":
-        return
-    await read_body(receive)
-    if delay := float(os.environ.get("TRIAGE_FAKE_DELAY", "0")):
-        await asyncio.sleep(delay)
-    await send({"type": "http.response.start", "status": 200, "headers": [(b"content-type", b"text/event-stream")]})
-    await send({"type": "http.response.body", "body": ANSWER, "more_body": False})
 
 
 def serve_fake(port: int, delay: float) -> subprocess.Popen:

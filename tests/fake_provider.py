@@ -21,6 +21,9 @@ elsewhere import it into the test module or a conftest:
 Each test gets the fake emptied. A call that arrives with no turn queued is answered with HTTP 500
 and fails the test at teardown (so a forgotten `script` is loud); a test that means it sets
 `fake_provider.unscripted = 0`.
+
+The benches serve the same fake in a process of its own (bench.harness.serve), built with the one
+turn it gives every call and without keeping the calls: `FakeProvider(always=Turn.text(...), remember=False)`.
 """
 
 import asyncio
@@ -144,11 +147,20 @@ class Turn:
     def with_delay(self, delay: float) -> "Turn":
         return replace(self, delay=delay)
 
+    def at_once(self) -> "Turn":
+        """The same answer in one write (after one `delay`): a provider that answers in one piece."""
+        return replace(self, frames=(b"".join(self.frames),))
+
 
 class FakeProvider:
-    """The server's state, shared with the test: the queued turns and what was received."""
+    """The server's state, shared with the test: the queued turns and what was received.
 
-    def __init__(self) -> None:
+    `always` answers every call once the queue is empty (a bench's provider never runs out); with
+    `remember` False the calls are not kept (a bench's fake would only pile them up).
+    """
+
+    def __init__(self, *, always: Turn | None = None, remember: bool = True) -> None:
+        self.always, self.remember = always, remember
         self.url = ""  # http://127.0.0.1:PORT/v1, set once the server listens
         self.requests: list[Any] = []  # JSON bodies, in arrival order
         self.headers: list[dict[str, str]] = []  # request headers (lower-case names), same order
@@ -179,14 +191,19 @@ class FakeProvider:
         return await _within(lambda: bool(self.client_disconnects), within)
 
     async def __call__(self, scope: dict, receive: Any, send: Any) -> None:
-        """The ASGI app, run on the server's thread."""
+        """The ASGI app, run on the server's thread (or as a bench's own process)."""
+        if scope["type"] != "http":
+            return  # uvicorn's lifespan messages, when a bench serves the fake on its own
         generation = self._generation
         body = await read_body(receive)
-        self.requests.append(json.loads(body) if body else None)
-        self.headers.append({name.decode().lower(): value.decode() for name, value in scope["headers"]})
-        self.peers.append(tuple(scope["client"]))
+        if self.remember:
+            self.requests.append(json.loads(body) if body else None)
+            self.headers.append({name.decode().lower(): value.decode() for name, value in scope["headers"]})
+            self.peers.append(tuple(scope["client"]))
         if self._turns:
             turn = self._turns.popleft()
+        elif self.always is not None:
+            turn = self.always
         else:
             self.unscripted += 1
             turn = Turn(status=500, body=b'{"error": {"message": "the fake provider has no turn scripted"}}')
