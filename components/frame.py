@@ -12,8 +12,8 @@ from nicegui import app, ui
 
 from components.confirm import confirm
 from components.copilot.panel import Copilot, ai_off_reason
-from components.forbidden import forbidden
 from components.runtime import session
+from components.runtime.session import SessionUser
 from components.work_order import drafts
 
 SESSION_CHECK_SECONDS = 3.0
@@ -23,13 +23,16 @@ COPILOT_PAGE = "/app/copilot"  # the conversation's own page: no second panel in
 
 
 @contextmanager
-def frame(title: str, user: dict, *, path: str) -> Iterator[session.Visit]:
-    """Open the page chrome for `user` (just read from the request); the body goes inside the `with` block."""
-    visit = session.visit(user, path)
+def frame(title: str, me: SessionUser, *, path: str) -> Iterator[session.Visit]:
+    """Open the page chrome for `me` (just read from the request); the body goes inside the `with` block.
+
+    Pages get it through `@desk_page` (components/runtime/page.py), which also turns away who may not see them.
+    """
+    visit = session.visit(me, path)
     drafts.own(visit.drafts_owner)  # the browser drops the drafts of any other session, and those a day old
-    ui.page_title(f"{title} · Work Order Desk")
+    retitle(title)
     ui.colors(primary="#2f4f6f")
-    off = ai_off_reason(user)
+    off = ai_off_reason(me)
     toggle = None
     if off is None:
         toggle = _copilot_drawer(visit) if path != COPILOT_PAGE else _focus_page_copilot
@@ -57,7 +60,7 @@ def frame(title: str, user: dict, *, path: str) -> Iterator[session.Visit]:
             _nav("Work orders", "/app", path)
             if toggle is not None:
                 _nav("Assistant", "/app/copilot", path)
-            if user["role"] == "admin":
+            if me.is_admin:
                 _nav("Users", "/app/admin/users", path)
                 _nav("Metrics", "/app/admin/metrics", path)
                 _nav("Agents", "/app/admin/agents", path)
@@ -73,9 +76,9 @@ def frame(title: str, user: dict, *, path: str) -> Iterator[session.Visit]:
             unavailable.props["aria-label"] = f"Assistant unavailable: {off}"
             unavailable.mark("copilot-off").tooltip(off)
         with ui.row().classes("items-center gap-2 text-white"):
-            name = ui.link(user["name"], "/app/profile").classes("text-white max-sm:max-w-32 truncate")
+            name = ui.link(me.name, "/app/profile").classes("text-white max-sm:max-w-32 truncate")
             name.mark("current-user")
-            ui.label(user["role"]).classes("text-xs opacity-80 border rounded px-1")
+            ui.label(me.role).classes("text-xs opacity-80 border rounded px-1")
             log_out = ui.button("Log out", icon="logout", on_click=lambda: _log_out(visit)).props("flat color=white")
             log_out.classes("icon-on-phone").props('aria-label="Log out"').mark("logout")
     # Logout in another tab, an admin deactivating or demoting the person, the idle or absolute limit.
@@ -83,6 +86,11 @@ def frame(title: str, user: dict, *, path: str) -> Iterator[session.Visit]:
     ui.timer(0, _tell_notice, once=True)  # a timer runs once the browser is connected: the tab is known then
     with ui.column().classes("w-full max-w-6xl mx-auto p-4 gap-4"):
         yield visit
+
+
+def retitle(title: str) -> None:
+    """Name the tab after what the page shows (a work order's title, once it is read)."""
+    ui.page_title(f"{title} · Work Order Desk")
 
 
 def notify_next_page(message: str) -> None:
@@ -126,20 +134,6 @@ def _tab() -> dict | None:
         return app.storage.tab
     except (AssertionError, KeyError):  # "tab storage … should be created before accessing it" (KeyError under -O)
         return None
-
-
-@contextmanager
-def admin_frame(title: str, user: dict, *, path: str) -> Iterator[session.Visit | None]:
-    """`frame` for an admin page: its visit, or None for anyone else, who is shown a refusal instead.
-
-    The one place an admin screen says no: a page's body runs only when this yields a visit.
-    """
-    with frame(title, user, path=path) as visit:
-        if session.actor_of(user).is_admin:
-            yield visit
-        else:
-            forbidden()
-            yield None
 
 
 # Where the keyboard was when the drawer opened (a field, the Assistant button), to go back there when it closes.

@@ -10,7 +10,6 @@ from datetime import UTC, datetime
 from zoneinfo import available_timezones
 
 from bson import ObjectId
-from fastapi import Request
 from nicegui import APIRouter, ui
 from pydantic import ValidationError
 
@@ -18,8 +17,8 @@ from components.chips import PRIORITY_LABELS, priority_chip
 from components.confirm import confirm
 from components.fields import clear_problems, show_problems
 from components.formats import ago, when
-from components.frame import admin_frame
 from components.runtime import live, session
+from components.runtime.page import desk_page
 from desk.actors import Actor
 from desk.agent.triage import policy
 from desk.agent.triage import service as triage
@@ -59,21 +58,15 @@ POLICY_NAMES = {
 }
 
 
-@router.page(PATH)
-async def admin_agents_page(request: Request):
-    user = await session.current_user()
-    if user is None:
-        return session.to_login(request)
-    actor = session.actor_of(user)
-    with admin_frame("Agents", user, path=PATH) as visit:
-        if visit is None:
-            return
-        agents_tabs(PATH)
-        if not get_settings().ai_enabled:
-            ai_off_notice()
-            return
-        screen = AgentsScreen(visit, actor, await policy.get_config(db=get_db(), settings=get_settings(), actor=actor))
-        await screen.build()
+@desk_page(router, PATH, title="Agents", admin=True)
+async def admin_agents_page(visit: session.Visit, me: session.SessionUser) -> None:
+    agents_tabs(PATH)
+    if not get_settings().ai_enabled:
+        ai_off_notice()
+        return
+    config = await policy.get_config(db=get_db(), settings=get_settings(), actor=me.actor)
+    screen = AgentsScreen(visit, me.actor, config)
+    await screen.build()
     ui.timer(REFRESH_SECONDS, screen.refresh)
     live.on_change(screen.on_changes)
 

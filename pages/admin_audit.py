@@ -12,10 +12,10 @@ from fastapi import Request
 from nicegui import APIRouter, ui
 
 from components.formats import when
-from components.frame import admin_frame
 from components.paging import address, last_page, page_from, pager
 from components.people.tokens import scope_text
 from components.runtime import session
+from components.runtime.page import desk_page
 from desk.audit import service as audit_service
 from desk.audit.models import AuditQuery, AuditRead
 from desk.db.client import get_db
@@ -44,21 +44,15 @@ ACTIONS = {
 }
 
 
-@router.page(PATH)
-async def admin_audit_page(request: Request):
-    user = await session.current_user()
-    if user is None:
-        return session.to_login(request)
-    with admin_frame("Audit log", user, path=PATH) as visit:
-        if visit is None:
-            return
-        people = {str(p["_id"]): p["name"] for p in await users_service.everyone(db=get_db())}
-        subject = _an_id(request.query_params.get("subject"))
-        order = None
-        if subject and subject not in people:  # an order's entries (the order page links here): named by its title
-            order = await work_orders_service.get(db=get_db(), actor=session.actor_of(user), order_id=subject)
-        orders = {order.id: f"Work order “{order.title}”"} if order else {}
-        await AuditScreen(visit, request.query_params, people, orders).build()
+@desk_page(router, PATH, title="Audit log", admin=True)
+async def admin_audit_page(visit: session.Visit, me: session.SessionUser, request: Request) -> None:
+    people = {str(p["_id"]): p["name"] for p in await users_service.everyone(db=get_db())}
+    subject = _an_id(request.query_params.get("subject"))
+    order = None
+    if subject and subject not in people:  # an order's entries (the order page links here): named by its title
+        order = await work_orders_service.get(db=get_db(), actor=me.actor, order_id=subject)
+    orders = {order.id: f"Work order “{order.title}”"} if order else {}
+    await AuditScreen(visit, request.query_params, people, orders).build()
 
 
 def _gone(named: str | None, known: dict[str, str]) -> dict[str, str]:

@@ -15,9 +15,9 @@ from nicegui import APIRouter, ui
 from components.agents import charts
 from components.agents.charts import GRID_TOP, LEGEND, TITLE
 from components.chips import PRIORITY_LABELS, STATUS_LABELS
-from components.frame import admin_frame
 from components.paging import address, day_from, left_out_note
 from components.runtime import live, session
+from components.runtime.page import desk_page
 from desk.actors import Actor
 from desk.agent.triage import service as triage_service
 from desk.config import get_settings
@@ -38,21 +38,14 @@ PRIORITY_HEX = {"low": "#9e9e9e", "medium": "#1e88e5", "high": "#ef6c00", "urgen
 PAIR, HALF = "w-full gap-4 max-md:flex-col md:flex-nowrap", "w-full md:w-1/2"
 
 
-@router.page(PATH)
-async def admin_metrics_page(request: Request):
-    user = await session.current_user()
-    if user is None:
-        return session.to_login(request)
-    actor = session.actor_of(user)
-    with admin_frame("Metrics", user, path=PATH) as visit:
-        if visit is None:
-            return
-        owners, _ = await orders_service.owner_choices(db=get_db(), actor=actor)
-        query, left_out = from_address(request.query_params, owners)
-        board = MetricsBoard(visit, query)
-        board.filters(owners, left_out)
-        board.build(await desk_metrics(db=get_db(), actor=actor, query=board.query))
-        await board.show_agents(actor)
+@desk_page(router, PATH, title="Metrics", admin=True)
+async def admin_metrics_page(visit: session.Visit, me: session.SessionUser, request: Request) -> None:
+    owners, _ = await orders_service.owner_choices(db=get_db(), actor=me.actor)
+    query, left_out = from_address(request.query_params, owners)
+    board = MetricsBoard(visit, query)
+    board.filters(owners, left_out)
+    board.build(await desk_metrics(db=get_db(), actor=me.actor, query=board.query))
+    await board.show_agents(me.actor)
     live.on_change(board.on_changes)
 
 

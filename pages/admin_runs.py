@@ -15,9 +15,9 @@ from nicegui import APIRouter, ui
 
 from components.chips import PRIORITY_LABELS
 from components.formats import when
-from components.frame import admin_frame
 from components.paging import address, day_from, last_page, page_from, pager
 from components.runtime import session
+from components.runtime.page import desk_page
 from desk.agent.core.models import AgentRunDetail, AgentRunRead, AgentToolCallRead
 from desk.agent.triage import policy
 from desk.agent.triage import service as triage
@@ -45,39 +45,25 @@ STATUSES = {
 STATUS_COLORS = {"running": "blue-6", "complete": "green-7", "error": "red-7", "budget_exceeded": "orange-8"}
 
 
-@router.page(PATH)
-async def admin_runs_page(request: Request):
-    user = await session.current_user()
-    if user is None:
-        return session.to_login(request)
-    actor = session.actor_of(user)
-    with admin_frame("Agent runs", user, path=PATH) as visit:
-        if visit is None:
-            return
-        agents_tabs(PATH)
-        await switch_banner(actor)
-        people = await users_service.everyone(db=get_db())  # the person filter offers all, not the first page
-        await RunsScreen(visit, {str(p["_id"]): p["name"] for p in people}, request.query_params).build()
+@desk_page(router, PATH, title="Agent runs", admin=True)
+async def admin_runs_page(visit: session.Visit, me: session.SessionUser, request: Request) -> None:
+    agents_tabs(PATH)
+    await switch_banner(me.actor)
+    people = await users_service.everyone(db=get_db())  # the person filter offers all, not the first page
+    await RunsScreen(visit, {str(p["_id"]): p["name"] for p in people}, request.query_params).build()
 
 
-@router.page(PATH + "/{run_id}")
-async def admin_run_page(request: Request, run_id: str):
-    user = await session.current_user()
-    if user is None:
-        return session.to_login(request)
-    actor = session.actor_of(user)
-    with admin_frame("Agent run", user, path=PATH) as visit:
-        if visit is None:
-            return
-        ui.link("← All runs", PATH).classes("text-sm")
-        try:
-            detail = await triage.run_detail(db=get_db(), actor=actor, run_id=run_id)  # audited: who looked, when
-        except NotFound:
-            ui.label("There is no such run (transcripts are kept 90 days).").classes("text-lg").mark("missing")
-            return
-        extras = await triage.run_extras(db=get_db(), actor=actor, run_ids=[run_id])
-        names = await users_service.display_names(db=get_db(), user_ids={detail.run.actor_id} - {None})
-        run_detail(detail, extras.get(run_id), names)
+@desk_page(router, PATH + "/{run_id}", title="Agent run", admin=True)
+async def admin_run_page(visit: session.Visit, me: session.SessionUser, run_id: str) -> None:
+    ui.link("← All runs", PATH).classes("text-sm")
+    try:
+        detail = await triage.run_detail(db=get_db(), actor=me.actor, run_id=run_id)  # audited: who looked, when
+    except NotFound:
+        ui.label("There is no such run (transcripts are kept 90 days).").classes("text-lg").mark("missing")
+        return
+    extras = await triage.run_extras(db=get_db(), actor=me.actor, run_ids=[run_id])
+    names = await users_service.display_names(db=get_db(), user_ids={detail.run.actor_id} - {None})
+    run_detail(detail, extras.get(run_id), names)
 
 
 async def switch_banner(actor) -> None:

@@ -4,16 +4,15 @@ Each person's row and its dialogs are components/people/person_row.py.
 
 What other admins change (and the logins people make) shows up while the page is open."""
 
-from fastapi import Request
 from nicegui import APIRouter, Client, ui
 from pydantic import ValidationError
 
 from components.fields import clear_problems, new_password, password_problem, show_problems
-from components.frame import admin_frame
 from components.once import one_at_a_time
 from components.paging import last_page, pager
 from components.people.person_row import ROLE_NOUNS, ROLES, UserRow
 from components.runtime import session
+from components.runtime.page import desk_page
 from desk.actors import Actor
 from desk.db.client import get_db
 from desk.errors import DeskError
@@ -26,18 +25,12 @@ PAGE_SIZE = 25
 FOLLOW_SECONDS = 3.0  # how often an open list reads its page again, to show what changed meanwhile
 
 
-@router.page("/app/admin/users")
-async def admin_users_page(request: Request):
-    user = await session.current_user()
-    if user is None:
-        return session.to_login(request)
-    with admin_frame("Users", user, path="/app/admin/users") as visit:
-        if visit is None:
-            return
-        screen = UsersScreen(visit)
-        screen.new_user_form()
-        await screen.build_list()
-        ui.timer(FOLLOW_SECONDS, screen.follow)
+@desk_page(router, "/app/admin/users", title="Users", admin=True)
+async def admin_users_page(visit: session.Visit, me: session.SessionUser) -> None:
+    screen = UsersScreen(visit)
+    screen.new_user_form()
+    await screen.build_list()
+    ui.timer(FOLLOW_SECONDS, screen.follow)
 
 
 class UsersScreen:

@@ -1,12 +1,11 @@
 """/app/copilot: the conversation's full page, with a new conversation and one's own runs, live (COP-8, COP-10)."""
 
-from fastapi import Request
 from nicegui import APIRouter, ui
 
 from components.copilot.panel import Copilot, ai_off_reason, show_current_conversation
 from components.formats import ago, when
-from components.frame import frame
 from components.runtime import session
+from components.runtime.page import desk_page
 from desk.agent.copilot import sessions as agent_sessions
 from desk.agent.copilot.turn import UNREACHED  # the run's call never reached the model: nothing was billed
 from desk.config import get_settings
@@ -25,35 +24,29 @@ STATUS_WORDS = {
 }
 
 
-@router.page("/app/copilot")
-async def copilot_page(request: Request):
-    user = await session.current_user()
-    if user is None:
-        return session.to_login(request)
-    with frame("Assistant", user, path="/app/copilot") as visit:
-        off = ai_off_reason(user)
-        if off is not None:
-            _unavailable(off)
-            return
-        with ui.row().classes("w-full gap-6 items-start no-wrap max-md:flex-wrap"):  # a phone: the runs below
-            with ui.column().classes("w-[40rem] max-w-full shrink-0 gap-2"):
-                with ui.card().classes("w-full h-[calc(100vh-12rem)] min-h-[24rem]"):
-                    panel = Copilot(visit)
-                    panel.build()
-                ui.button("New conversation", icon="add", on_click=lambda: _new(visit)).props("outline").mark(
-                    "copilot-new"
-                )
-            with ui.column().classes("grow min-w-0 gap-2"):
-                ui.label("Your runs").classes("text-lg font-semibold")
-                runs_list = ui.column().classes("w-full gap-0")
+@desk_page(router, "/app/copilot", title="Assistant")
+async def copilot_page(visit: session.Visit, me: session.SessionUser) -> None:
+    off = ai_off_reason(me)
+    if off is not None:
+        _unavailable(off)
+        return
+    with ui.row().classes("w-full gap-6 items-start no-wrap max-md:flex-wrap"):  # a phone: the runs below
+        with ui.column().classes("w-[40rem] max-w-full shrink-0 gap-2"):
+            with ui.card().classes("w-full h-[calc(100vh-12rem)] min-h-[24rem]"):
+                panel = Copilot(visit)
+                panel.build()
+            ui.button("New conversation", icon="add", on_click=lambda: _new(visit)).props("outline").mark("copilot-new")
+        with ui.column().classes("grow min-w-0 gap-2"):
+            ui.label("Your runs").classes("text-lg font-semibold")
+            runs_list = ui.column().classes("w-full gap-0")
 
-                async def refresh() -> None:
-                    await _runs(visit, runs_list)
+            async def refresh() -> None:
+                await _runs(visit, runs_list)
 
-                panel.on_change = lambda: ui.timer(0.2, refresh, once=True)
-                ui.timer(RUNS_REFRESH_SECONDS, refresh)
-        await panel.load()
-        await refresh()
+            panel.on_change = lambda: ui.timer(0.2, refresh, once=True)
+            ui.timer(RUNS_REFRESH_SECONDS, refresh)
+    await panel.load()
+    await refresh()
 
 
 def _unavailable(off: str) -> None:

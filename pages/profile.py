@@ -2,16 +2,16 @@
 
 from collections.abc import Awaitable, Callable
 
-from fastapi import Request
 from nicegui import APIRouter, ui
 from pydantic import ValidationError
 
 from components.confirm import confirm
 from components.fields import clear_problems, new_password, show_problems
-from components.frame import frame, notify_next_page
+from components.frame import notify_next_page
 from components.once import one_at_a_time
 from components.people.tokens import SCOPE_WORDS, token_row
 from components.runtime import session
+from components.runtime.page import desk_page
 from desk.auth import service as auth_service
 from desk.auth.models import MAX_TOKEN_DAYS, TOKEN_DAYS, PasswordChange, TokenCreate, TokenCreated, TokenRead
 from desk.config import get_settings
@@ -23,19 +23,15 @@ router = APIRouter()
 PATH = "/app/profile"
 
 
-@router.page(PATH)
-async def profile_page(request: Request):
-    user = await session.current_user()
-    if user is None:
-        return session.to_login(request)
-    with frame("Profile", user, path=PATH) as visit:
-        with ui.column().classes("gap-0"):
-            ui.label(user["name"]).classes("text-2xl font-semibold wrap-anywhere").mark("profile-name")
-            ui.label(f"{user['email']} · {user['role']}").classes("text-grey-7 wrap-anywhere")
-        tokens = TokensCard(visit, admin=user["role"] == "admin")
-        _password_card(visit, on_tokens_revoked=tokens.show)
-        _ai_card(visit, enabled=bool(user.get("aiEnabled", True)))
-        await tokens.build()
+@desk_page(router, PATH, title="Profile")
+async def profile_page(visit: session.Visit, me: session.SessionUser) -> None:
+    with ui.column().classes("gap-0"):
+        ui.label(me.name).classes("text-2xl font-semibold wrap-anywhere").mark("profile-name")
+        ui.label(f"{me.email} · {me.role}").classes("text-grey-7 wrap-anywhere")
+    tokens = TokensCard(visit, admin=me.is_admin)
+    _password_card(visit, on_tokens_revoked=tokens.show)
+    _ai_card(visit, enabled=me.ai_enabled)
+    await tokens.build()
 
 
 def _password_card(visit: session.Visit, *, on_tokens_revoked: Callable[[], Awaitable[None]]) -> None:

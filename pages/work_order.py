@@ -1,6 +1,5 @@
 """/app/work-orders/{id}: details, the edit form, delete, the timeline, and what to do when someone saved first."""
 
-from fastapi import Request
 from nicegui import APIRouter, background_tasks, ui
 from nicegui.elements.mixins.disableable_element import DisableableElement
 from pydantic import ValidationError
@@ -10,9 +9,10 @@ from components.chips import CHOICE_LABELS, PRIORITY_LABELS, STATUS_LABELS, prio
 from components.confirm import confirm
 from components.fields import show_problems
 from components.formats import when
-from components.frame import back_to_list, frame, notify_next_page
+from components.frame import back_to_list, notify_next_page, retitle
 from components.once import one_at_a_time
 from components.runtime import live, session
+from components.runtime.page import desk_page
 from components.work_order.assignment import assignment
 from components.work_order.changes import changed_by, owner_values, what_changed, why_read_only
 from components.work_order.drafts import Draft, show_kept_to_copy
@@ -34,20 +34,21 @@ from desk.work_orders.models import (
 router = APIRouter()
 
 
-@router.page("/app/work-orders/{order_id}")
-async def work_order_page(request: Request, order_id: str):
-    user = await session.current_user()
-    if user is None:
-        return session.to_login(request)
-    actor = session.actor_of(user)
-    order = await service.get(db=get_db(), actor=actor, order_id=order_id)
-    with frame(order.title if order else "Work order", user, path=request.url.path) as visit:  # the tab says which
-        back = ui.link("← All work orders", "/app").classes("text-sm").mark("back-to-list")
-        ui.timer(0, lambda: back_to_list(back), once=True)  # to the list as this tab showed it, filters and all
-        if order is None:
-            ui.label("This work order does not exist, or it is not yours to see.").classes("text-lg").mark("missing")
-            return
-        await WorkOrderView(visit, actor, order).build()
+async def _read_order(me: session.SessionUser, order_id: str) -> WorkOrderRead | None:
+    return await service.get(db=get_db(), actor=me.actor, order_id=order_id)
+
+
+@desk_page(router, "/app/work-orders/{order_id}", title="Work order", read=_read_order)  # the form in the first paint
+async def work_order_page(
+    visit: session.Visit, me: session.SessionUser, found: WorkOrderRead | None, order_id: str
+) -> None:
+    back = ui.link("← All work orders", "/app").classes("text-sm").mark("back-to-list")
+    ui.timer(0, lambda: back_to_list(back), once=True)  # to the list as this tab showed it, filters and all
+    if found is None:
+        ui.label("This work order does not exist, or it is not yours to see.").classes("text-lg").mark("missing")
+        return
+    retitle(found.title)  # the tab says which
+    await WorkOrderView(visit, me.actor, found).build()
 
 
 class WorkOrderView:

@@ -13,9 +13,10 @@ from fastapi import Request
 from nicegui import APIRouter, background_tasks, ui
 
 from components.chips import PRIORITY_LABELS, STATUS_LABELS
-from components.frame import frame, remember_list_view
+from components.frame import remember_list_view
 from components.paging import address, day_from, last_page, left_out_note, page_from, pager
 from components.runtime import live, session
+from components.runtime.page import desk_page
 from components.work_order import rows
 from components.work_order.new_dialog import new_work_order_opener
 from components.work_order.rows import OrderRows
@@ -131,59 +132,61 @@ class Filters:
         )
 
 
-@router.page("/app")
-async def work_orders_page(request: Request):
-    user = await session.current_user()
-    if user is None:
-        return session.to_login(request)
-    actor = session.actor_of(user)
-    owners, assignable = await service.owner_choices(db=get_db(), actor=actor)
+async def _owner_choices(me: session.SessionUser) -> tuple[dict[str, str], dict[str, str]]:
+    return await service.owner_choices(db=get_db(), actor=me.actor)
+
+
+@desk_page(router, "/app", title="Work orders", read=_owner_choices)  # the filters in the first paint
+async def work_orders_page(
+    visit: session.Visit, me: session.SessionUser, found: tuple[dict[str, str], dict[str, str]], request: Request
+) -> None:
+    actor = me.actor
+    owners, assignable = found
     people = _people_choices(actor, owners)
     filters = Filters.from_params(request.query_params, people)
 
-    with frame("Work orders", user, path="/app") as visit:
-        with ui.row().classes("w-full items-end gap-3"):
-            search = _filter_controls(filters, people, lambda **changes: _set(filters, **changes))
-            ui.space()
-            if actor.can_write:
-                new_order = new_work_order_opener(visit, assignable, lambda _: load())
-                ui.button("New work order", icon="add", on_click=new_order).mark("new-order")
-
-        latest, client = 0, ui.context.client
-        view = _ListView(actor, owners, filters, on_page=lambda number: _set(filters, page=number))
-        ui.timer(0, lambda: remember_list_view(filters.url()), once=True)  # the tab is known once connected
-
-        async def load(change_seq: int | None = None) -> None:
-            """Read and show the list: as the person is now after their own action, as loaded for a live redraw
-            (a page whose person lost access is closed by the frame's check)."""
-            nonlocal latest
-            latest += 1
-            mine = latest
-            reader = actor if change_seq is not None else await visit.actor()
-            page = await _list(reader, filters.query(), change_seq)
-            if mine == latest and not client.is_deleted and (last := view.show(page)):  # else a newer load draws
-                _set(filters, page=last)  # it was past its last page (an old link, deletions): the last one
-
-        def _set(current: Filters, **changes) -> None:
-            if all(getattr(current, key) == value for key, value in changes.items()):
-                return  # the view as the address built it: nothing to load again
-            for key, value in changes.items():
-                setattr(current, key, value)
-            visit.moved_to(current.url())  # Back, reload, bookmarks and a new login come back to this view
-            remember_list_view(current.url())  # and an order's "All work orders" link
-            reload()
-
-        def reload() -> None:
-            background_tasks.create(load(), name="work-orders-list")
-
-        async def take(order: WorkOrderRead) -> None:
-            if await rows.take(visit, order):
-                await load()
-
+    with ui.row().classes("w-full items-end gap-3"):
+        search = _filter_controls(filters, people, lambda **changes: _set(filters, **changes))
+        ui.space()
         if actor.can_write:
-            view.rows.on_take = take
+            new_order = new_work_order_opener(visit, assignable, lambda _: load())
+            ui.button("New work order", icon="add", on_click=new_order).mark("new-order")
 
-        await load()
+    latest, client = 0, ui.context.client
+    view = _ListView(actor, owners, filters, on_page=lambda number: _set(filters, page=number))
+    ui.timer(0, lambda: remember_list_view(filters.url()), once=True)  # the tab is known once connected
+
+    async def load(change_seq: int | None = None) -> None:
+        """Read and show the list: as the person is now after their own action, as loaded for a live redraw
+        (a page whose person lost access is closed by the frame's check)."""
+        nonlocal latest
+        latest += 1
+        mine = latest
+        reader = actor if change_seq is not None else await visit.actor()
+        page = await _list(reader, filters.query(), change_seq)
+        if mine == latest and not client.is_deleted and (last := view.show(page)):  # else a newer load draws
+            _set(filters, page=last)  # it was past its last page (an old link, deletions): the last one
+
+    def _set(current: Filters, **changes) -> None:
+        if all(getattr(current, key) == value for key, value in changes.items()):
+            return  # the view as the address built it: nothing to load again
+        for key, value in changes.items():
+            setattr(current, key, value)
+        visit.moved_to(current.url())  # Back, reload, bookmarks and a new login come back to this view
+        remember_list_view(current.url())  # and an order's "All work orders" link
+        reload()
+
+    def reload() -> None:
+        background_tasks.create(load(), name="work-orders-list")
+
+    async def take(order: WorkOrderRead) -> None:
+        if await rows.take(visit, order):
+            await load()
+
+    if actor.can_write:
+        view.rows.on_take = take
+
+    await load()
 
     def keys(event) -> None:
         if not event.action.keydown or event.modifiers.ctrl or event.modifiers.meta or event.modifiers.alt:

@@ -34,25 +34,29 @@ async def triage_card(visit: session.Visit, order: Callable[[], WorkOrderRead], 
     """The suggestion card of the order `order()` returns (the version the page shows), kept live."""
     if not get_settings().ai_enabled:
         return  # AI off on this desk: no suggestion is made, and none is offered
-    card = TriageCard(visit, order, on_conflict)
-    card.user = await visit.user(touch=False)
+    card = TriageCard(visit, order, on_conflict, await visit.user(touch=False))
     await card.show()
     live.on_change(card.on_changes)
 
 
 class TriageCard:
-    def __init__(self, visit: session.Visit, order: Callable[[], WorkOrderRead], on_conflict: Conflicted) -> None:
+    def __init__(
+        self,
+        visit: session.Visit,
+        order: Callable[[], WorkOrderRead],
+        on_conflict: Conflicted,
+        me: session.SessionUser,
+    ) -> None:
         self.visit, self.order, self.on_conflict = visit, order, on_conflict
         self.area = ui.column().classes("w-full")
         self.client = ui.context.client
         # The person as of the page's build or their last decision; live redraws use it (the frame's check
         # closes the page of someone who lost access).
-        self.user: dict = {}
+        self.me = me
 
     async def show(self) -> None:
         """Read the newest suggestion and draw it (nothing at all when there is none to show)."""
-        user = self.user
-        actor = session.actor_of(user)
+        actor = self.me.actor
         order = self.order()
         try:
             found = await triage.suggestions(db=get_db(), actor=actor, order_id=order.id)
@@ -110,8 +114,8 @@ class TriageCard:
             )
 
     async def decide(self, suggestion: TriageSuggestionRead, *, accept: bool) -> None:
-        self.user = await self.visit.user()
-        actor = session.actor_of(self.user)
+        self.me = await self.visit.user()
+        actor = self.me.actor
         order = self.order()
         try:
             await triage.decide(

@@ -21,7 +21,7 @@ from nicegui import ui
 
 from components.copilot.approval import approval_dialog
 from components.runtime.copilot_turn import STOPPED, LiveTurn, drive, ending, running
-from components.runtime.session import Visit
+from components.runtime.session import SessionUser, Visit
 from components.safe_markdown import safe_markdown, to_safe_markdown
 from desk.agent.copilot import approvals, sessions, start
 from desk.agent.core.client import get_provider
@@ -58,11 +58,11 @@ new MutationObserver(() => { if (stuck) el.scrollTop = el.scrollHeight; })
 """
 
 
-def ai_off_reason(user: dict) -> str | None:
+def ai_off_reason(me: SessionUser) -> str | None:
     """Why the assistant is not available to this person, or None when it is."""
     if not get_settings().ai_enabled:
         return "The AI assistant is not enabled on this desk."
-    if not user.get("aiEnabled", False):
+    if not me.ai_enabled:
         return "AI assistance is off for you. You can turn it on in your profile."
     return None
 

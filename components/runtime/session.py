@@ -20,7 +20,7 @@ from fastapi import Request
 from fastapi.responses import RedirectResponse
 from nicegui import Client, background_tasks, ui
 
-from desk.actors import Actor
+from desk.actors import Actor, Role
 from desk.auth import service as auth_service
 from desk.db.client import get_db
 from desk.errors import Unauthorized
@@ -40,19 +40,44 @@ class PageClosed(asyncio.CancelledError):
     handler quietly, like a cancelled task, and no `except Exception` in a handler can swallow it."""
 
 
-async def current_user() -> dict | None:
-    """The logged-in user behind this page request's session cookie, or None (page builders only)."""
+@dataclass(frozen=True, slots=True)
+class SessionUser:
+    """The person behind a page's session, as the UI shows and acts for them: what a screen needs, and never the
+    stored document's password hash, lockout counters or tokens."""
+
+    id: str
+    email: str
+    name: str
+    role: Role
+    ai_enabled: bool  # their own switch (the profile's); whether the desk has AI at all is the settings'
+    actor: Actor  # the person as services take them
+
+    @property
+    def is_admin(self) -> bool:
+        return self.actor.is_admin
+
+    @classmethod
+    def of(cls, stored: dict) -> "SessionUser":
+        """From the user as `auth_service.user_for_session` found them (a person is stored with AI on)."""
+        return cls(
+            id=str(stored["_id"]),
+            email=stored["email"],
+            name=stored["name"],
+            role=Role(stored["role"]),
+            ai_enabled=bool(stored.get("aiEnabled", True)),
+            actor=auth_service.actor_for(stored),
+        )
+
+
+async def current_user() -> SessionUser | None:
+    """The logged-in person behind this page request's session cookie, or None (page builders only)."""
     secret = _request_secret()
     if not secret:
         return None
     try:
-        return await auth_service.user_for_session(db=get_db(), secret=secret)
+        return SessionUser.of(await auth_service.user_for_session(db=get_db(), secret=secret))
     except Unauthorized:
         return None
-
-
-def actor_of(user: dict) -> Actor:
-    return auth_service.actor_for(user)
 
 
 @dataclass(eq=False)
@@ -62,7 +87,7 @@ class Visit:
     client: Client
     secret: str
     user_id: str
-    role: str
+    role: Role
     address: str  # the page's address now, its query included: where a new login brings the person back
     closing: bool = field(default=False, init=False)
     draft: "Draft | None" = field(default=None, init=False)  # the page's edit form, if it has one (logout asks)
@@ -83,10 +108,10 @@ class Visit:
 
         `touch` (a person's own action) keeps the session alive; a background refresh passes False.
         """
-        return actor_of(await self.user(touch=touch))
+        return (await self.user(touch=touch)).actor
 
-    async def user(self, *, touch: bool = True) -> dict:
-        """Like `actor`, the stored user."""
+    async def user(self, *, touch: bool = True) -> SessionUser:
+        """Like `actor`, the person."""
         user, target = await self._now(touch=touch)
         if user is None:
             self.close(target)
@@ -104,17 +129,18 @@ class Visit:
         """The page is closing or closed; or NiceGUI no longer knows its client (a test's reset clears them all)."""
         return self.closing or self.client.is_deleted or self.client.id not in Client.instances
 
-    async def _now(self, *, touch: bool) -> tuple[dict | None, str]:
-        """The user while this page may still act for them, else None and where to send the browser."""
+    async def _now(self, *, touch: bool) -> tuple[SessionUser | None, str]:
+        """The person while this page may still act for them, else None and where to send the browser."""
         if self.gone:
             return None, self.address
         try:
-            user = await auth_service.user_for_session(db=get_db(), secret=self.secret, touch=touch)
+            stored = await auth_service.user_for_session(db=get_db(), secret=self.secret, touch=touch)
         except Unauthorized:  # logged out (here or in another tab), deactivated, reset, idle or too old
             return None, f"/login?redirect_to={quote(self.address, safe='')}&reason={ENDED}"
-        if str(user["_id"]) != self.user_id or user["role"] != self.role:
+        person = SessionUser.of(stored)
+        if person.id != self.user_id or person.role != self.role:
             return None, self.address  # the same page again, built for the role they have now
-        return user, self.address
+        return person, self.address
 
     def tell(self, message: str, **kwargs: Any) -> None:
         """A notification on this page, even when the element whose handler says it is gone: a live redraw
@@ -142,14 +168,14 @@ class Visit:
                 self.client.delete()  # its elements, timers and live listeners go; its socket's events are dropped
 
 
-def visit(user: dict, path: str) -> Visit:
-    """The Visit of the page being built, for `user` (just read from this request's session)."""
+def visit(person: SessionUser, path: str) -> Visit:
+    """The Visit of the page being built, for `person` (just read from this request's session)."""
     request = ui.context.client.request
     return Visit(
         client=ui.context.client,
         secret=_request_secret() or "",
-        user_id=str(user["_id"]),
-        role=user["role"],
+        user_id=person.id,
+        role=person.role,
         address=_address(request) if request is not None else path,
     )
 
