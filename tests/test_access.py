@@ -19,6 +19,7 @@ from desk.metrics import service as metrics_service
 from desk.schema import PageQuery
 from desk.users import service as users_service
 from desk.users.models import UserAdminUpdate, UserCreate
+from desk.work_orders import triage_door
 from tests.helpers import PASSWORD, actor
 
 AI = "/api/v1/ai"
@@ -125,3 +126,18 @@ async def test_a_person_with_ai_on_opens_a_conversation(provider, client_for, ma
     client = await client_for(await make_user("user"))
 
     assert (await client.post(f"{AI}/sessions")).status_code == 201
+
+
+async def test_an_order_of_someone_deactivated_is_still_triaged_unless_they_turned_ai_off(
+    make_user, make_order, change_user, db
+):
+    sam = await make_user("user")
+    order = await make_order(sam)
+
+    async def allowed() -> bool:
+        return (await triage_door.triage_read(db=db, actor=SYSTEM_TRIAGE, order_id=order.id)).ai_allowed
+
+    sam = await change_user(sam, active=False)  # gone from the team: the order is still the team's to work on
+    assert await allowed()
+    await change_user(sam, aiEnabled=False)  # their words go to no model, even now
+    assert not await allowed()

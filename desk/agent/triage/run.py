@@ -212,7 +212,7 @@ class _Pass:
         call = _Call(first, {})
         if len(calls) != 1:
             return None, call
-        tool = REGISTRY.gate(first.name, mode="triage", actor=SYSTEM_TRIAGE, ai_enabled=True)  # the owner's: checked
+        tool = REGISTRY.gate(first.name, mode="triage", actor=SYSTEM_TRIAGE, ai_enabled=True)  # SEC-8: checked above
         if isinstance(tool, Refusal):  # another agent's tool, or none at all
             return None, call
         try:
