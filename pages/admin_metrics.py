@@ -14,7 +14,6 @@ from nicegui import APIRouter, ui
 
 from components.agents import charts
 from components.agents.charts import GRID_TOP, LEGEND, TITLE
-from components.chips import PRIORITY_LABELS, STATUS_LABELS
 from components.paging import address, day_from, left_out_note
 from components.runtime import live, session
 from components.runtime.page import desk_page
@@ -23,6 +22,7 @@ from desk.agent.triage import service as triage_service
 from desk.config import get_settings
 from desk.db.client import get_db
 from desk.errors import DeskError
+from desk.labels import PRIORITY_LABELS, STATUS_LABELS
 from desk.metrics.models import Metrics, MetricsQuery
 from desk.metrics.service import DAYS, desk_metrics
 from desk.work_orders import service as orders_service

@@ -7,42 +7,29 @@ The list's filters and page live in its address (`?agent=triage&status=error&sin
 so Back, reload and a link sent to another admin open the same view.
 """
 
-import json
 from datetime import date
 
 from fastapi import Request
 from nicegui import APIRouter, ui
 
-from components.chips import PRIORITY_LABELS
+from components.agents.heading import RUNS_PATH, agents_tabs, switch_banner
+from components.agents.run_detail import run_detail, run_status_chip
 from components.formats import when
 from components.paging import address, day_from, last_page, page_from, pager
 from components.runtime import session
 from components.runtime.page import desk_page
-from desk.agent.core.models import AgentRunDetail, AgentRunRead, AgentToolCallRead
-from desk.agent.triage import policy
+from desk.agent.core.models import AgentRunRead
 from desk.agent.triage import service as triage
 from desk.agent.triage.models import RunQuery
-from desk.config import get_settings
 from desk.db.client import get_db
 from desk.errors import DeskError, NotFound
+from desk.labels import AGENT_NAMES, RUN_STATUSES
 from desk.schema import after, midnight
 from desk.users import service as users_service
-from pages.admin_agents import PATH as AGENTS
-from pages.admin_agents import agents_tabs, ai_off_notice
 
 router = APIRouter()
-PATH = f"{AGENTS}/runs"
+PATH = RUNS_PATH
 PAGE_SIZE = 25
-AGENT_NAMES = {"copilot": "Copilot", "triage": "Triage agent"}
-STATUSES = {
-    "running": "Running",
-    "complete": "Complete",
-    "error": "Error",
-    "budget_exceeded": "Over budget",
-    "expired": "Expired",
-    "aborted": "Aborted",
-}
-STATUS_COLORS = {"running": "blue-6", "complete": "green-7", "error": "red-7", "budget_exceeded": "orange-8"}
 
 
 @desk_page(router, PATH, title="Agent runs", admin=True)
@@ -66,19 +53,6 @@ async def admin_run_page(visit: session.Visit, me: session.SessionUser, run_id: 
     run_detail(detail, extras.get(run_id), names)
 
 
-async def switch_banner(actor) -> None:
-    """The off states an admin must not miss: AI off on this desk, or the triage agent switched off."""
-    settings = get_settings()
-    if not settings.ai_enabled:
-        ai_off_notice()
-        return
-    if not (await policy.get_config(db=get_db(), settings=settings, actor=actor)).enabled:
-        with ui.card().classes("w-full bg-red-1").mark("agents-off-banner"), ui.row().classes("items-center gap-2"):
-            ui.icon("power_off", size="md").classes("text-red-8")
-            ui.label("The triage agent is turned off. New work orders wait untriaged.").classes("font-medium")
-            ui.link("Turn it on in the triage settings", AGENTS)
-
-
 class RunsScreen:
     """Filters above a page of runs, newest first."""
 
@@ -87,7 +61,7 @@ class RunsScreen:
         self.visit, self.people = visit, people
         self.filters: dict[str, object] = {
             "agent": params.get("agent") if params.get("agent") in AGENT_NAMES else None,
-            "status": params.get("status") if params.get("status") in STATUSES else None,
+            "status": params.get("status") if params.get("status") in RUN_STATUSES else None,
             "person": params.get("person") if params.get("person") in people else None,
             "since": day_from(params.get("since")),
             "until": day_from(params.get("until")),
@@ -98,7 +72,7 @@ class RunsScreen:
     async def build(self) -> None:
         with ui.row().classes("w-full items-end gap-3"):
             self._select(AGENT_NAMES, "Agent", "agent")
-            self._select(STATUSES, "Status", "status")
+            self._select(RUN_STATUSES, "Status", "status")
             self._select(self.people, "Person (copilot runs)", "person").classes("w-56")
             for key, label in (("since", "From"), ("until", "Until")):
                 day = self.filters[key]
@@ -182,7 +156,7 @@ class RunsScreen:
         ):
             ui.link(when(run.started_at), f"{PATH}/{run.id}").classes("w-44 shrink-0").mark("run-open")
             ui.label(AGENT_NAMES.get(run.agent_name or "copilot", run.agent_name or "")).classes("w-28")
-            status_chip(run.status)
+            run_status_chip(run.status)
             if run.actor_id:
                 ui.label(self.people.get(run.actor_id, "someone")).classes("w-40 truncate")
             elif extra and extra.work_order_id:  # a triage run: the order it was about, by its title
@@ -193,88 +167,3 @@ class RunsScreen:
             ui.label(f"{run.input_tokens:,} in · {run.output_tokens:,} out").classes("text-sm text-grey-8 w-40")
             ui.label(f"${extra.cost_usd:.4f}" if extra else "").classes("text-sm text-grey-8 w-20")
             ui.label(run.error_code or "").classes("text-sm text-red-8 grow wrap-anywhere")
-
-
-def status_chip(status: str) -> ui.chip:
-    return ui.chip(STATUSES.get(status, status), color=STATUS_COLORS.get(status, "grey-7"), text_color="white").props(
-        "dense"
-    )
-
-
-def run_detail(detail: AgentRunDetail, extra: triage.RunExtra | None, names: dict[str, str]) -> None:
-    """The run's facts, its transcript and its tool calls; every model or order text as plain text."""
-    run = detail.run
-    agent = AGENT_NAMES.get(run.agent_name or "copilot", run.agent_name or "")
-    with ui.card().classes("w-full gap-1").mark("run-facts"):
-        with ui.row().classes("items-center gap-3"):
-            ui.label(f"{agent} run").classes("text-2xl font-semibold")
-            status_chip(run.status)
-        who = names.get(run.actor_id, "someone") if run.actor_id else "no person (the triage agent works alone)"
-        ui.label(f"For {who} · {run.mode} · model {run.model}").classes("text-sm text-grey-8")
-        ui.label(f"Started {when(run.started_at)} · finished {when(run.finished_at) or '—'}").classes("text-sm")
-        cost = f" · ${extra.cost_usd:.4f}" if extra else ""
-        ui.label(f"{run.input_tokens:,} tokens in · {run.output_tokens:,} out{cost}").classes("text-sm").mark(
-            "run-usage"
-        )
-        if run.error_code:
-            ui.label(f"Error: {run.error_code}").classes("text-sm text-red-8")
-        if extra and extra.work_order_id:
-            ui.link("Open the work order", f"/app/work-orders/{extra.work_order_id}").classes("text-sm")
-    ui.label("Transcript").classes("text-lg font-semibold mt-2")
-    with ui.column().classes("w-full gap-2").mark("transcript"):
-        if not detail.messages:
-            ui.label("No messages kept for this run.").classes("text-grey-7")
-        for message in detail.messages:
-            with ui.card().classes("w-full gap-1" if message.role == "assistant" else "w-full gap-1 bg-grey-1"):
-                ui.label(f"{message.role} · {when(message.created_at)}").classes("text-xs text-grey-7")
-                ui.label(message.content or "(called tools)").classes("whitespace-pre-wrap wrap-anywhere").mark(
-                    "message"
-                )
-    ui.label("Tool calls").classes("text-lg font-semibold mt-2")
-    with ui.column().classes("w-full gap-2").mark("tool-calls"):
-        if not detail.tool_calls:
-            ui.label("No tool calls.").classes("text-grey-7")
-        for call in detail.tool_calls:
-            _tool_call(call)
-
-
-def _tool_call(call: AgentToolCallRead) -> None:
-    with ui.card().classes("w-full gap-1").mark("tool-call"):
-        with ui.row().classes("items-center gap-2"):
-            ui.label(call.tool).classes("font-mono font-medium")
-            ui.badge(call.outcome, color="green-7" if call.outcome == "ok" else "grey-7").mark("tool-outcome")
-            if call.approval is not None:
-                ui.badge(f"approval: {call.approval.status}", color="purple-6").props("outline")
-            ui.label(f"{call.latency_ms} ms").classes("text-xs text-grey-7")
-        for line in diff_lines(call):
-            ui.label(line).classes("text-sm wrap-anywhere").mark("tool-diff")
-        ui.label("Arguments").classes("text-xs text-grey-7")
-        _json_text(call.args)
-        if call.result is not None:
-            ui.label("Result").classes("text-xs text-grey-7")
-            _json_text(call.result)
-
-
-def _json_text(value: object) -> None:
-    # A label, not ui.code: ui.code is Markdown inside a fence, and a ``` in the model's text would end the fence.
-    text = json.dumps(value, indent=2, ensure_ascii=False, default=str)
-    ui.label(text).classes("w-full font-mono text-xs whitespace-pre-wrap wrap-anywhere bg-grey-2 p-2 rounded").mark(
-        "tool-json"
-    )
-
-
-def diff_lines(call: AgentToolCallRead) -> list[str]:
-    """What a write changed: each field from the order as it was (`pre_image`) to the arguments."""
-    before = call.pre_image or {}
-    return [
-        f"{field}: {_shown(field, before.get(field))} → {_shown(field, value)}"
-        for field, value in call.args.items()
-        if field in before and before.get(field) != value
-    ]
-
-
-def _shown(field: str, value: object) -> str:
-    if field == "priority":
-        return PRIORITY_LABELS.get(str(value), str(value))
-    text = str(value)
-    return f"“{text[:120]}…”" if len(text) > 120 else f"“{text}”"

@@ -10,12 +10,13 @@ from pydantic import ValidationError
 from components.fields import clear_problems, new_password, password_problem, show_problems
 from components.once import one_at_a_time
 from components.paging import last_page, pager
-from components.people.person_row import ROLE_NOUNS, ROLES, UserRow
+from components.people.person_row import UserRow
 from components.runtime import session
 from components.runtime.page import desk_page
 from desk.actors import Actor
 from desk.db.client import get_db
 from desk.errors import DeskError
+from desk.labels import ROLE_LABELS, ROLE_NOUNS
 from desk.schema import OffsetPage
 from desk.users import service as users_service
 from desk.users.models import UserCreate, UserQuery, UserRead
@@ -50,7 +51,7 @@ class UsersScreen:
             with ui.row().classes("w-full items-start gap-3"):
                 email = ui.input("Email").props("autocomplete=off").classes("w-64").mark("new-email")
                 name = ui.input("Name").props("counter maxlength=100").classes("w-56").mark("new-name")
-                role = ui.select(ROLES, value="user", label="Role").classes("w-32").mark("new-role")
+                role = ui.select(ROLE_LABELS, value="user", label="Role").classes("w-32").mark("new-role")
                 password = new_password("First password").classes("w-56").mark("new-password")
             ui.label("Give them the first password in person; they can change it on their profile.").classes(
                 "text-sm text-grey-7"

@@ -11,17 +11,10 @@ from desk.agent.copilot.turn import UNREACHED  # the run's call never reached th
 from desk.config import get_settings
 from desk.db.client import get_db
 from desk.errors import DeskError
+from desk.labels import RUN_STATUSES
 
 router = APIRouter()
 RUNS_REFRESH_SECONDS = 3.0  # the list of runs follows turns of other tabs and processes
-STATUS_WORDS = {
-    "running": "Running",
-    "complete": "Answered",
-    "error": "Failed",
-    "budget_exceeded": "Out of budget",
-    "expired": "Approval expired",
-    "aborted": "Stopped",
-}
 
 
 @desk_page(router, "/app/copilot", title="Assistant")
@@ -95,7 +88,7 @@ async def _runs(visit: session.Visit, into: ui.column) -> None:
                     shown = question if len(question) <= 80 else question[:80] + "…"
                     ui.label(shown).classes("w-full wrap-anywhere").mark("run-asked")
                     with ui.row().classes("gap-x-3 gap-y-0"):
-                        ui.label(STATUS_WORDS.get(run.status, run.status))
+                        ui.label(RUN_STATUSES.get(run.status, run.status))
                         if run.error_code == UNREACHED:
                             used = "Not reached · no cost"
                         else:

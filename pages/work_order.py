@@ -5,7 +5,7 @@ from nicegui.elements.mixins.disableable_element import DisableableElement
 from pydantic import ValidationError
 
 from components.agents.triage_card import triage_card
-from components.chips import CHOICE_LABELS, PRIORITY_LABELS, STATUS_LABELS, priority_chip, status_chip
+from components.chips import priority_chip, status_chip
 from components.confirm import confirm
 from components.fields import show_problems
 from components.formats import when
@@ -20,6 +20,7 @@ from components.work_order.timeline import comment_box, timeline
 from desk.actors import Actor
 from desk.db.client import get_db
 from desk.errors import Conflict, DeskError, NotFound
+from desk.labels import CHOICE_LABELS, PRIORITY_LABELS, STATUS_LABELS
 from desk.users import service as users_service
 from desk.work_orders import permissions, service
 from desk.work_orders.models import (

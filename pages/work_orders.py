@@ -12,7 +12,6 @@ from typing import NamedTuple
 from fastapi import Request
 from nicegui import APIRouter, background_tasks, ui
 
-from components.chips import PRIORITY_LABELS, STATUS_LABELS
 from components.frame import remember_list_view
 from components.paging import address, day_from, last_page, left_out_note, page_from, pager
 from components.runtime import live, session
@@ -22,6 +21,7 @@ from components.work_order.new_dialog import new_work_order_opener
 from components.work_order.rows import OrderRows
 from desk.actors import Actor
 from desk.db.client import get_db
+from desk.labels import PRIORITY_LABELS, STATUS_LABELS
 from desk.schema import OffsetPage
 from desk.work_orders import permissions, service
 from desk.work_orders.models import PRIORITIES, STATUSES, WorkOrderQuery, WorkOrderRead

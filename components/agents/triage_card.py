@@ -11,7 +11,7 @@ from collections.abc import Awaitable, Callable
 
 from nicegui import ui
 
-from components.chips import PRIORITY_LABELS, priority_chip
+from components.chips import priority_chip
 from components.formats import ago, when
 from components.runtime import live, session
 from desk.agent.triage import service as triage
@@ -19,6 +19,7 @@ from desk.agent.triage.models import TriageSuggestionRead, overtaken
 from desk.config import get_settings
 from desk.db.client import get_db
 from desk.errors import Conflict, DeskError, NotFound
+from desk.labels import PRIORITY_LABELS
 from desk.work_orders import permissions
 from desk.work_orders.models import WorkOrderRead
 

@@ -9,8 +9,8 @@ from datetime import UTC, datetime
 
 from nicegui import ui
 
-from components.chips import CHOICE_LABELS
 from desk.agent.core.events import Diff, ToolApprovalRequired
+from desk.labels import CHOICE_LABELS
 
 FIELDS = ("title", "description", "priority", "status")
 LONG_VALUE = 400  # a value longer than this is shown shortened, with "Show all"

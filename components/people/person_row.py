@@ -20,11 +20,9 @@ from desk.auth import service as auth_service
 from desk.auth.models import TokenRead
 from desk.db.client import get_db
 from desk.errors import DeskError
+from desk.labels import ROLE_LABELS, ROLE_NOUNS
 from desk.users import service as users_service
 from desk.users.models import UserAdminUpdate, UserRead
-
-ROLES = {"admin": "Admin", "user": "User", "viewer": "Viewer"}
-ROLE_NOUNS = {"admin": "an admin", "user": "a user", "viewer": "a viewer"}
 
 
 class UserRow:
@@ -42,7 +40,9 @@ class UserRow:
             with ui.label().classes("w-28 text-sm text-grey-8").mark("last-login") as self.last:
                 self.last_at = ui.tooltip()
             self._show_last_login()
-            self.role = ui.select(ROLES, value=person.role).props("dense options-dense").classes("w-32").mark("role")
+            self.role = (
+                ui.select(ROLE_LABELS, value=person.role).props("dense options-dense").classes("w-32").mark("role")
+            )
             self.role.on_value_change(lambda e: self.change("role", e.value))
             self.ai = ui.switch(_ai_text(person.ai_enabled), value=person.ai_enabled).classes("w-28").mark("ai")
             self.ai.on_value_change(lambda e: self.change("ai_enabled", e.value))

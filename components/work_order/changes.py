@@ -1,8 +1,8 @@
 """A work order in words for the person looking at it: what someone else changed, and why they may not."""
 
-from components.chips import CHOICE_LABELS
 from desk.actors import Actor
 from desk.db.client import get_db
+from desk.labels import CHOICE_LABELS
 from desk.users import service as users_service
 from desk.work_orders import service
 from desk.work_orders.models import EDITABLE, WorkOrderRead

@@ -21,9 +21,9 @@ from typing import Any
 
 from nicegui import Client, background_tasks, ui
 
-from components.chips import CHOICE_LABELS, FIELD_NAMES
 from components.work_order.changes import why_read_only
 from desk.actors import Actor
+from desk.labels import CHOICE_LABELS, FIELD_NAMES
 from desk.work_orders.models import EDITABLE, WorkOrderRead
 
 KEY = "desk-draft:"

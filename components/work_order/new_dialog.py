@@ -6,12 +6,12 @@ from typing import NamedTuple
 from nicegui import ui
 from pydantic import ValidationError
 
-from components.chips import PRIORITY_LABELS
 from components.fields import clear_problems, show_problems
 from components.once import one_at_a_time
 from components.runtime import session
 from desk.db.client import get_db
 from desk.errors import DeskError
+from desk.labels import PRIORITY_LABELS
 from desk.work_orders import service
 from desk.work_orders.counters import QUEUE
 from desk.work_orders.models import WorkOrderCreate, WorkOrderRead

@@ -10,12 +10,13 @@ from collections.abc import Awaitable, Callable
 
 from nicegui import ui
 
-from components.chips import PRIORITY_COLORS, PRIORITY_LABELS, STATUS_COLORS, STATUS_LABELS, priority_chip, status_chip
+from components.chips import PRIORITY_COLORS, STATUS_COLORS, priority_chip, status_chip
 from components.formats import ago, when
 from components.once import one_at_a_time
 from components.runtime import session
 from desk.db.client import get_db
 from desk.errors import DeskError
+from desk.labels import PRIORITY_LABELS, STATUS_LABELS
 from desk.work_orders import service
 from desk.work_orders.models import WorkOrderRead, WorkOrderUpdate
 

@@ -5,11 +5,11 @@ from collections.abc import Awaitable, Callable
 from nicegui import background_tasks, ui
 from pydantic import ValidationError
 
-from components.chips import CHOICE_LABELS, FIELD_NAMES
 from components.fields import sentence
 from components.formats import ago, when
 from components.once import one_at_a_time
 from components.work_order.drafts import Draft
+from desk.labels import CHOICE_LABELS, FIELD_NAMES
 from desk.work_orders.models import ActivityRead
 
 ACTIONS = {

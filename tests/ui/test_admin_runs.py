@@ -85,7 +85,7 @@ async def test_every_run_listed_and_filtered_by_agent_status_person_and_date(
     await user.should_see("1–1 of 1 runs", retries=WAIT)
 
     user.find(marker="runs-status").click()
-    user.find("Error").click()
+    user.find("Failed").click()
     await user.should_see("No runs match these filters.", retries=WAIT)
 
     user.find(marker="runs-status").clear()
@@ -137,7 +137,7 @@ async def test_a_runs_detail_shows_its_transcript_literally_and_the_view_is_audi
     await user.should_see("Triage agent run")
     await user.should_see("100 tokens in · 10 out", retries=WAIT)
     await user.should_see("triage_propose")
-    await user.should_see(marker="tool-outcome", content="ok")
+    await user.should_see(marker="tool-outcome", content="OK")
     messages = [label.text for label in user.find(kind=ui.label, marker="message").elements]
     assert any("<<<WORK_ORDER_DATA" in text and "\\u003cb\\u003eLeak" in text for text in messages)
     codes = [label.text for label in user.find(kind=ui.label, marker="tool-json").elements]

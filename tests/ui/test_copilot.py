@@ -385,7 +385,7 @@ async def test_the_full_page_shows_the_conversation_and_what_each_run_asked(
     await user.should_see("Nothing open right now.", retries=WAIT)  # the conversation itself, not a collapsed row
     with user.scope(marker="runs"):
         await user.should_see("Anything open?", retries=WAIT)
-        await user.should_see("Answered")
+        await user.should_see("Complete")
     with user:
         assert len(list(ElementFilter(marker="copilot"))) == 1  # no second, empty panel in a drawer here
     user.find(marker="copilot-new").click()

@@ -1,0 +1,34 @@
+"""The triage agent's "Needs attention" list: flagged suggestions on open work orders, newest first."""
+
+from nicegui import ui
+
+from components.chips import priority_chip
+from components.formats import ago, when
+from desk.actors import Actor
+from desk.agent.triage import service as triage
+from desk.db.client import get_db
+
+
+class AttentionList:
+    def __init__(self, actor: Actor) -> None:
+        self.actor = actor  # the re-reads' (the frame's own check closes the page of someone no longer admin)
+        ui.label("Needs attention").classes("text-lg font-semibold mt-2")
+        ui.label("Flagged suggestions on open work orders, newest first.").classes("text-sm text-grey-7")
+        self.area = ui.column().classes("w-full gap-0 border rounded").mark("attention")
+
+    async def show(self) -> None:
+        found = await triage.attention(db=get_db(), actor=self.actor, offset=0, limit=25)
+        self.area.clear()
+        with self.area:
+            if not found.items:
+                ui.label("Nothing flagged right now.").classes("text-grey-7 p-3").mark("attention-empty")
+            for item in found.items:
+                with ui.row().classes("w-full items-center gap-3 px-3 py-2 border-b no-wrap").mark("attention-row"):
+                    ui.badge("Flagged", color="red-7")
+                    priority_chip(item.suggestion.suggested_priority)
+                    with ui.column().classes("gap-0 grow min-w-0"):
+                        ui.link(item.order.title, f"/app/work-orders/{item.order.id}").classes("wrap-anywhere")
+                        ui.label(item.suggestion.summary).classes("text-sm text-grey-8 wrap-anywhere")
+                    ui.label(ago(item.suggestion.created_at)).classes("text-xs text-grey-7 w-24").tooltip(
+                        when(item.suggestion.created_at)
+                    )

@@ -1,0 +1,132 @@
+"""The triage policy as a form: mode, flag threshold, working hours, time zone, daily cap.
+
+It is saved at the version the admin read (`loaded`), so a second admin who saved first is never
+overwritten: the form says what they changed and offers to load their version instead.
+"""
+
+from collections.abc import Awaitable, Callable
+from zoneinfo import available_timezones
+
+from nicegui import ui
+from pydantic import ValidationError
+
+from components.fields import clear_problems, show_problems
+from components.formats import when
+from components.runtime import session
+from desk.agent.triage import policy
+from desk.agent.triage.models import AgentConfigRead, AgentConfigUpdate
+from desk.config import get_settings
+from desk.db.client import get_db
+from desk.errors import Conflict, DeskError, NothingToChange
+from desk.labels import POLICY_FIELDS, PRIORITY_LABELS, TRIAGE_MODES
+
+
+class PolicyForm:
+    """`loaded` is the policy as the admin read it; `saved` and `reloaded` tell the page of a new one."""
+
+    def __init__(
+        self,
+        visit: session.Visit,
+        config: AgentConfigRead,
+        *,
+        saved: Callable[[AgentConfigRead], Awaitable[None]],
+        reloaded: Callable[[AgentConfigRead], None],
+    ) -> None:
+        self.visit, self.loaded, self.saved, self.reloaded = visit, config, saved, reloaded
+        self.inputs: dict[str, ui.element] = {}
+
+    def build(self) -> None:
+        config = self.loaded
+        zones = sorted(available_timezones())
+        with ui.card().classes("grow min-w-0 gap-2").mark("policy"):
+            ui.label("Policy").classes("text-lg font-semibold")
+            with ui.row().classes("w-full gap-3 items-start"):
+                self.inputs["mode"] = ui.select(TRIAGE_MODES, label="Mode", value=config.mode).classes("w-72")
+                self.inputs["flagThreshold"] = ui.select(
+                    PRIORITY_LABELS, label="Flag for the dispatcher from", value=config.flag_threshold
+                ).classes("w-56")
+            with ui.row().classes("w-full gap-3 items-start"):
+                hours = ui.input("Working hours", value=config.working_hours).classes("w-48")
+                hours.props('hint="* for always, or 08:00-18:00"')
+                self.inputs["workingHours"] = hours
+                zone = ui.select(zones, label="Time zone", value=config.time_zone, with_input=True).classes("w-64")
+                self.inputs["timeZone"] = zone
+                # no min/max: the field would clamp what was typed without a word; the policy's check says why
+                cap = ui.number("Daily action cap", value=config.daily_action_cap, step=1)
+                cap.props('hint="automatic changes per day"').classes("w-48")
+                self.inputs["dailyActionCap"] = cap
+            for field, element in self.inputs.items():
+                element.mark(f"policy-{field}")
+            self.problem = ui.label().classes("text-negative text-sm").mark("policy-problem")
+            self.conflict = ui.column().classes("w-full")
+            with ui.row().classes("w-full justify-between items-center"):
+                self.version_note = ui.label().classes("text-xs text-grey-7")
+                ui.button("Save policy", on_click=self.save).mark("policy-save")
+        self._show_version()
+
+    def _show_version(self) -> None:
+        self.version_note.set_text(f"Version {self.loaded.version}, saved {when(self.loaded.updated_at)}")
+
+    def edits(self) -> dict[str, object]:
+        """The fields the admin changed, by their API names."""
+        now = {name: self.inputs[name].value for name in self.inputs}
+        if isinstance(now["dailyActionCap"], float) and now["dailyActionCap"].is_integer():
+            now["dailyActionCap"] = int(now["dailyActionCap"])
+        before = self.loaded.model_dump(by_alias=True)
+        return {name: value for name, value in now.items() if value != before[name]}
+
+    async def save(self) -> None:
+        clear_problems(self.inputs, self.problem)
+        self.conflict.clear()
+        actor = await self.visit.actor()
+        try:
+            data = AgentConfigUpdate.model_validate({"version": self.loaded.version, **self.edits()})
+            saved = await policy.update_config(db=get_db(), settings=get_settings(), actor=actor, data=data)
+        except NothingToChange:
+            ui.notify("Nothing to save.")
+            return
+        except Conflict as conflict:
+            self._show_conflict(AgentConfigRead.model_validate(conflict.details["current"]))
+            return
+        except (ValidationError, DeskError) as error:
+            show_problems(error, self.inputs, self.problem)
+            return
+        self.loaded = saved
+        self._show_version()
+        ui.notify("Policy saved.", type="positive")
+        await self.saved(saved)
+
+    def _show_conflict(self, current: AgentConfigRead) -> None:
+        with self.conflict, ui.card().classes("w-full bg-amber-1 gap-1").mark("policy-conflict"):
+            ui.label("Someone else changed the triage settings first. Nothing of yours was saved.").classes(
+                "font-medium"
+            )
+            mine, theirs = self.loaded.model_dump(by_alias=True), current.model_dump(by_alias=True)
+            for name, label in POLICY_FIELDS.items():
+                if mine.get(name) != theirs.get(name):
+                    ui.label(f"They changed {label}: {shown(mine.get(name))} → {shown(theirs.get(name))}").classes(
+                        "text-sm"
+                    )
+
+            def load_theirs() -> None:
+                self.loaded = current
+                for name, element in self.inputs.items():
+                    element.value = theirs[name]
+                clear_problems(self.inputs, self.problem)
+                self.conflict.clear()
+                self._show_version()
+                self.reloaded(current)
+
+            ui.button("Load their version (discard my changes)", on_click=load_theirs).props("outline").mark(
+                "policy-load-theirs"
+            )
+
+
+def shown(value: object) -> str:
+    """A policy value in words: a switch on or off, a list, a mode or a priority by its label."""
+    if isinstance(value, bool):
+        return "on" if value else "off"
+    if isinstance(value, list):
+        return ", ".join(map(str, value)) or "none"
+    labels = {**TRIAGE_MODES, **PRIORITY_LABELS}
+    return labels.get(str(value), str(value)) if value is not None else "—"

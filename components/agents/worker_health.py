@@ -1,0 +1,154 @@
+"""How the triage worker is doing (its queue, last pass, spend, failed events with Retry) and the audit of the
+agent's settings: both re-read every few seconds by the agents page."""
+
+from datetime import UTC, datetime
+
+from bson import ObjectId
+from nicegui import ui
+
+from components.agents.policy_form import shown
+from components.formats import ago, when
+from components.runtime import session
+from desk.actors import Actor
+from desk.agent.triage import policy
+from desk.agent.triage import service as triage
+from desk.config import get_settings
+from desk.db.client import get_db
+from desk.errors import DeskError
+from desk.labels import POLICY_FIELDS
+from desk.users import service as users_service
+from desk.work_orders import service as work_orders
+from desk.work_orders.models import WorkOrderRead
+
+FAILURES = {  # why the worker gave up on an event, in words (the queue keeps a code)
+    "invalid_output": "the model's answers were not a usable suggestion",
+    "lease_expired": "a worker stopped while triaging it",
+    "internal": "an error on our side (the worker's log says which)",
+}
+ACTIONS = {
+    "config_updated": "changed the policy",
+    "enabled": "turned the triage agent on",
+    "disabled": "turned the triage agent off",
+    "manual_run": "ran the triage by hand",
+    "event_retried": "retried a failed event",
+    "run_viewed": "opened a run's transcript",
+}
+
+
+class WorkerHealth:
+    """The "Worker" and "Settings audit" sections; `show` reads both again."""
+
+    def __init__(self, visit: session.Visit, actor: Actor) -> None:
+        # `actor` serves the re-reads: the frame's own check closes the page of someone no longer admin
+        self.visit, self.actor = visit, actor
+        ui.label("Worker").classes("text-lg font-semibold mt-2")
+        self.health = ui.column().classes("w-full gap-2").mark("health")
+        ui.label("Settings audit").classes("text-lg font-semibold mt-2")
+        self.audit = ui.column().classes("w-full gap-0 border rounded").mark("audit")
+
+    async def show(self) -> None:
+        actor = self.actor
+        state = await triage.health(db=get_db(), settings=get_settings(), actor=actor)
+        refs = [ObjectId(event.payload_ref) for event in state.failed if ObjectId.is_valid(event.payload_ref)]
+        found = await work_orders.by_ids(db=get_db(), actor=actor, order_ids=refs)
+        failed_orders = {str(order_id): order for order_id, order in found.items()}
+        entries = await policy.audit(db=get_db(), actor=actor, offset=0, limit=20)
+        names = await users_service.display_names(db=get_db(), user_ids={e.actor_id for e in entries.items})
+        self.health.clear()
+        with self.health:
+            self._draw_health(state, failed_orders)
+        self.audit.clear()
+        with self.audit:
+            if not entries.items:
+                ui.label("No changes yet.").classes("text-grey-7 p-3")
+            for entry in entries.items:
+                with ui.row().classes("w-full items-start gap-3 px-3 py-2 border-b no-wrap").mark("audit-row"):
+                    ui.label(when(entry.created_at)).classes("text-xs text-grey-7 w-40 shrink-0")
+                    with ui.column().classes("gap-0 grow"):
+                        who = names.get(entry.actor_id, "Someone")
+                        ui.label(f"{who} {ACTIONS.get(entry.action, entry.action)}").classes("font-medium")
+                        for line in _audit_lines(entry.before, entry.after):
+                            ui.label(line).classes("text-sm text-grey-9 wrap-anywhere")
+
+    def _draw_health(self, state: triage.Health, failed_orders: dict[str, WorkOrderRead]) -> None:
+        """The worker's figures, the spend, and the failed events (`failed_orders`: their orders, by id)."""
+        waiting = state.events.get("pending", 0) + state.events.get("processing", 0)
+        with ui.row().classes("w-full gap-4 items-stretch"):
+            _figure("Queue", f"{waiting:,}", f"{state.events.get('processing', 0)} being triaged", "queue-depth")
+            oldest = ago(state.oldest_pending_at).replace(" ago", "") if state.oldest_pending_at else "—"
+            _figure("Oldest waiting", oldest, when(state.oldest_pending_at) or "nothing waits", "oldest-pending")
+            last = state.last_pass
+            _figure(
+                "Last pass",
+                ago(last.started_at) if last else "never",
+                f"{last.status}{f' ({last.error_code})' if last and last.error_code else ''}" if last else "",
+                "last-pass",
+            )
+            _figure("Failed", f"{state.events.get('failed', 0):,}", "gave up after every retry", "failed-count")
+        with ui.card().classes("w-full gap-1").mark("spend"):
+            ui.label(f"Spend today (UTC {datetime.now(UTC):%d %b})").classes("text-sm text-grey-7")
+            for spend in state.spend:
+                share = min(1.0, spend.spent_usd / spend.cap_usd) if spend.cap_usd else 1.0
+                with (
+                    ui.row()
+                    .classes("w-full items-center gap-3 no-wrap")
+                    .mark(f"spend-{spend.scope.lower().replace(' ', '-')}")
+                ):
+                    ui.label(spend.scope).classes("w-32")
+                    ui.linear_progress(share, show_value=False, color="red-7" if share >= 1 else "primary").classes(
+                        "grow"
+                    )
+                    ui.label(f"${spend.spent_usd:.4f} of ${spend.cap_usd:.2f}").classes("w-40 text-right text-sm")
+        if state.failed:
+            with ui.card().classes("w-full gap-0").mark("failed-events"):
+                total = state.events.get("failed", len(state.failed))
+                shown = f"the newest {len(state.failed)} of {total:,}" if total > len(state.failed) else f"{total}"
+                ui.label(f"Failed events ({shown})").classes("text-sm text-grey-7")
+                for event in state.failed:
+                    order = failed_orders.get(event.payload_ref)
+                    with ui.row().classes("w-full items-center gap-3 py-1 border-b no-wrap").mark("failed-event"):
+                        if order is not None:
+                            link = ui.link(order.title, f"/app/work-orders/{order.id}").classes("w-64 truncate")
+                            link.mark("failed-order")
+                        else:
+                            ui.label("A deleted work order").classes("w-64 text-grey-7")
+                        tries = f"{event.attempts} attempt{'' if event.attempts == 1 else 's'}"
+                        ui.label(f"{tries}: {_why(event.last_error)}").classes("text-sm grow wrap-anywhere")
+                        ui.label(ago(event.updated_at or event.created_at)).classes("text-xs text-grey-7")
+                        if order is not None:  # a deleted order has nothing left to triage
+                            retry = ui.button("Retry", on_click=lambda e=event: self._retry(e.id))
+                            retry.props("outline dense").mark("retry")
+                            retry.props["aria-label"] = f"Retry triage of {order.title}"  # data: never parsed
+
+    async def _retry(self, event_id: str) -> None:
+        try:
+            await triage.retry_event(db=get_db(), actor=await self.visit.actor(), event_id=event_id)
+        except DeskError as error:
+            self.visit.tell(error.message, type="negative")  # the list may have been redrawn meanwhile: see `tell`
+        else:
+            self.visit.tell("Back in the queue.", type="positive")
+        await self.show()
+
+
+def _why(code: str | None) -> str:
+    if code and code.startswith("provider_"):
+        return f"the AI provider failed ({code.removeprefix('provider_')})"
+    return FAILURES.get(code or "", code or "no reason was kept")
+
+
+def _figure(title: str, value: str, note: str, marker: str) -> None:
+    with ui.card().classes("min-w-48 gap-0").mark(marker):
+        ui.label(title).classes("text-sm text-grey-7")
+        ui.label(value).classes("text-3xl font-semibold").mark(f"{marker}-value")
+        ui.label(note).classes("text-xs text-grey-7")
+
+
+def _audit_lines(before: dict | None, after: dict | None) -> list[str]:
+    before, after = before or {}, after or {}
+    if not before:  # a run viewed, an event retried, a manual run: what it was about
+        return [f"{key}: {shown(value)}" for key, value in after.items() if value is not None]
+    return [
+        f"{POLICY_FIELDS.get(key, key)}: {shown(before.get(key))} → {shown(value)}"
+        for key, value in after.items()
+        if before.get(key) != value
+    ]
