@@ -5,28 +5,25 @@ from nicegui.elements.mixins.disableable_element import DisableableElement
 from pydantic import ValidationError
 
 from components.agents.triage_card import triage_card
-from components.chips import priority_chip, status_chip
 from components.confirm import confirm
 from components.fields import show_problems
-from components.formats import when
 from components.frame import back_to_list, notify_next_page, retitle
 from components.once import one_at_a_time
 from components.runtime import live, session
 from components.runtime.page import desk_page
-from components.work_order.assignment import assignment
-from components.work_order.changes import changed_by, owner_values, what_changed, why_read_only
+from components.work_order.changes import changed_by, what_changed, why_read_only
 from components.work_order.drafts import Draft, show_kept_to_copy
-from components.work_order.timeline import comment_box, timeline
+from components.work_order.edit_form import EditForm
+from components.work_order.notices import changed_elsewhere_card, conflict_card, gone_note, restored_card
+from components.work_order.summary import History, show_summary
+from components.work_order.timeline import comment_box
 from desk.actors import Actor
 from desk.db.client import get_db
 from desk.errors import Conflict, DeskError, NotFound
-from desk.labels import CHOICE_LABELS, PRIORITY_LABELS, STATUS_LABELS
-from desk.users import service as users_service
+from desk.labels import CHOICE_LABELS
 from desk.work_orders import permissions, service
 from desk.work_orders.models import (
     EDITABLE,
-    TIMELINE_PAGE,
-    ActivityRead,
     CommentCreate,
     WorkOrderRead,
     WorkOrderUpdate,
@@ -60,13 +57,12 @@ class WorkOrderView:
 
     def __init__(self, visit: session.Visit, actor: Actor, order: WorkOrderRead) -> None:
         self.visit, self.actor, self.loaded = visit, actor, order
-        self.inputs: dict[str, ui.element] = {}
+        self.form: EditForm | None = None
         self.gone = False
         self.client = ui.context.client
         self.told: int | None = None  # the newer version the person has already been told about
         # the form (and its draft) only for those who may change this order; drawn again in place if that changes
         self.editable = permissions.can_change(actor, order)
-        self.history_pages = 1  # pages of the timeline on screen: "Show older entries" adds one
 
     async def build(self) -> None:
         self.save = one_at_a_time(self.save)  # the button and Ctrl+S alike: a double press saves once
@@ -79,7 +75,7 @@ class WorkOrderView:
         ui.label("Activity").classes("text-lg font-semibold mt-4")
         self.comment_draft = Draft(self.actor.id, self.loaded.id, part="comment")
         self.comments = comment_box(self._comment, self.comment_draft)
-        self.history = ui.column().classes("w-full")
+        self.history = History(self.loaded.id)
         await self.show()
         live.on_change(self._on_changes)
         if self.editable:
@@ -91,33 +87,25 @@ class WorkOrderView:
         """Put back an edit this browser kept (the session ended while the person typed), and say so."""
         await self.client.connected()
         kept = await self.draft.restore()
-        if not kept or self.gone or self.client.is_deleted or self.edits():
+        if not kept or self.gone or self.client.is_deleted or self.edits() or self.form is None:
             return  # nothing kept, or the person began typing while the browser answered: their new text wins
         with self.client:
-            allowed = CHOICE_LABELS
             for field in EDITABLE:
                 value = kept.get(field)
-                if isinstance(value, str) and (field not in allowed or value in allowed[field]):
-                    self.inputs[field].value = value
-            if not self.edits():
-                return
-            with self.notice, ui.card().classes("w-full bg-blue-1").mark("draft-restored") as card:
-                ui.label("Your unsaved edit was kept in this browser and is back in the form. Save to keep it.")
-
-                async def discard() -> None:
-                    card.delete()
-                    await self.show()
-
-                ui.button("Discard my edit", on_click=discard).props("outline").mark("draft-discard")
+                if isinstance(value, str) and (field not in CHOICE_LABELS or value in CHOICE_LABELS[field]):
+                    self.form.inputs[field].value = value
+            if self.edits():
+                with self.notice:
+                    restored_card(discard=self.show)
 
     def _draw_body(self) -> None:
         """The form (and its draft) for a person who may change the order, else its text and why they may not."""
         self.body.clear()
-        self.inputs = {}
+        self.form = None
         with self.body:
             if self.editable:
                 self.draft = self.visit.draft = Draft(self.actor.id, self.loaded.id)
-                self._form()
+                self.form = EditForm(self.loaded, save=self.save, delete=self._confirm_delete, changed=self._track)
             else:
                 self.visit.draft = None
                 self.read_only = ui.column().classes("w-full")
@@ -144,103 +132,43 @@ class WorkOrderView:
         await self.show(keep=keep)  # the edit never leaves the form meanwhile
 
     def _allow_saving(self, allowed: bool) -> None:
-        """Save and Delete on or off (off while what the person typed could only be refused)."""
-        for element in self.actions.descendants() if self.editable else []:
-            if isinstance(element, DisableableElement):
-                element.set_enabled(allowed)
+        if self.form is not None:
+            self.form.allow_saving(allowed)
 
     def _track(self) -> None:
         self.draft.track(self.edits(), self.loaded.version)
 
     async def show(self, keep: dict[str, object] | None = None) -> None:
         """Draw the summary, the form values and the timeline from `loaded` (the form with the edits in `keep`)."""
-        order, keep = self.loaded, keep or {}
-        if self.editable:
-            # Before any await: the page is served at the build's first await (the frame's timer waits for
-            # the socket), so a person may already be typing; values set after an await would overwrite that.
-            for field in EDITABLE:
-                self.inputs[field].value = keep.get(field, getattr(order, field))
-                self.inputs[field].error = None
+        order = self.loaded
+        if self.form is not None:  # before any await: see components/work_order/edit_form.py
+            self.form.fill(order, keep or {})
             self._track()  # an input already showing the saved value fires no change: forget the edit here
         await self._show_summary(order)
-        if not self.editable:
+        if self.form is None:
             self.read_only.clear()
             with self.read_only:
                 ui.label(order.description or "No description.").classes("whitespace-pre-wrap wrap-anywhere")
                 ui.label(why_read_only(self.actor, order)).classes("text-sm text-grey-7").mark("read-only-why")
-        await self._show_history()
+        await self.history.show(self.actor)
 
     async def _show_summary(self, order: WorkOrderRead) -> None:
-        self.summary.clear()
-        with self.summary:
-            ui.label(order.title).classes("text-2xl font-semibold wrap-anywhere").mark("detail-title")
-            ui.page_title(f"{order.title} · Work Order Desk")  # a live rename renames the tab too
-            with ui.row().classes("items-center gap-2"):
-                priority_chip(order.priority)
-                status_chip(order.status)
-                await assignment(self.visit, self.actor, order, on_changed=self._assigned, unsaved=self._unsaved)
-                ui.label(f"Created {when(order.created_at)} · version {order.version}").classes("text-sm text-grey-7")
+        await show_summary(self.summary, self.visit, self.actor, order, assigned=self._assigned, unsaved=self._unsaved)
 
     async def _show_theirs(self, current: WorkOrderRead) -> None:
         """The order as saved now above the form and in the timeline, while the form keeps the person's edit."""
         await self._show_summary(current)
-        await self._show_history()
-
-    async def _show_history(self) -> None:
-        entries, older = await self._history()
-        names = await users_service.display_names(
-            db=get_db(), user_ids={e.actor_id for e in entries} | {str(v) for e in entries for v in owner_values(e)}
-        )
-        self.history.clear()  # only now, after the reads: a live change drawing meanwhile must not draw it twice
-        with self.history:
-            timeline(entries, names)
-            if older:
-                ui.button("Show older entries", on_click=self._show_older).props("flat").mark("timeline-older")
-
-    async def _history(self) -> tuple[list[ActivityRead], bool]:
-        """The entries on screen, newest first, and whether older ones are left (one more is read to know)."""
-        shown = self.history_pages * TIMELINE_PAGE
-        try:
-            read = await service.activity(db=get_db(), actor=self.actor, order_id=self.loaded.id, limit=shown + 1)
-        except NotFound:
-            return [], False
-        return read[:shown], len(read) > shown
-
-    async def _show_older(self) -> None:
-        self.history_pages += 1
-        await self._show_history()
-
-    def _form(self) -> None:
-        order = self.loaded  # values set here, before any await, so the form is never shown empty
-        with ui.card().classes("w-full gap-2"):
-            self.inputs["title"] = ui.input("Title", value=order.title).props("counter maxlength=200").classes("w-full")
-            self.inputs["description"] = ui.textarea("Description", value=order.description).classes("w-full")
-            self.inputs["description"].props("counter maxlength=5000 autogrow")
-            with ui.row().classes("gap-3"):
-                self.inputs["priority"] = ui.select(PRIORITY_LABELS, label="Priority", value=order.priority).classes(
-                    "w-40"
-                )
-                self.inputs["status"] = ui.select(STATUS_LABELS, label="Status", value=order.status).classes("w-40")
-            for field, element in self.inputs.items():
-                element.mark(f"edit-{field}")
-                element.on_value_change(self._track)  # kept in the browser, and leaving asks, while it differs
-            with ui.row().classes("w-full items-center") as self.actions:  # Save first: before Delete on Tab too
-                ui.button("Save", on_click=self.save).mark("save").tooltip("Ctrl+S")
-                ui.space()
-                ui.button("Delete", icon="delete", on_click=self._confirm_delete).props("flat color=negative").mark(
-                    "delete"
-                )
+        await self.history.show(self.actor)
 
     def _unsaved(self) -> bool:
-        return self.editable and bool(self.edits())
+        return bool(self.edits())
 
     def edits(self) -> dict[str, object]:
-        """The fields the person changed compared with `loaded`."""
-        values = {f: self.inputs[f].value if self.inputs[f].value is not None else "" for f in EDITABLE}
-        return {f: value for f, value in values.items() if value != getattr(self.loaded, f)}
+        """The fields the person changed compared with `loaded` (none without a form)."""
+        return self.form.edits(self.loaded) if self.form is not None else {}
 
     async def save(self) -> None:
-        if self.gone or not self.editable:
+        if self.gone or self.form is None:
             return
         self.actor = await self.visit.actor()
         edits = self.edits()
@@ -252,7 +180,7 @@ class WorkOrderView:
             data = WorkOrderUpdate.model_validate({"version": self.loaded.version, **edits})
             self.loaded = await service.update(db=get_db(), actor=self.actor, order_id=self.loaded.id, data=data)
         except ValidationError as error:
-            show_problems(error, self.inputs, None)
+            show_problems(error, self.form.inputs, None)
             return
         except Conflict as conflict:
             await self._conflict(WorkOrderRead.model_validate(conflict.details["current"]), edits)
@@ -276,24 +204,19 @@ class WorkOrderView:
         await self._show_theirs(current)
         self.told = current.version
         self.notice.clear()
-        with self.notice, ui.card().classes("w-full bg-amber-1 gap-1").mark("conflict"):
-            ui.label(f"{who} saved this work order first. Nothing of yours was saved yet.").classes("font-medium")
-            for line in theirs:
-                ui.label(line).classes("text-sm wrap-anywhere")
 
-            async def reload() -> None:
-                self.actor = await self.visit.actor()
-                await self._adopt(current)
+        async def reapply() -> None:
+            self.loaded = current
+            if self.form is not None:  # their version, with the person's own edits on top
+                self.form.fill(current, mine)
+            await self.save()
 
-            async def reapply() -> None:
-                self.loaded = current
-                for field in EDITABLE:  # their version, with the person's own edits on top
-                    self.inputs[field].value = mine.get(field, getattr(current, field))
-                await self.save()
+        with self.notice:
+            conflict_card(who, theirs, reload=lambda: self._reload(current), reapply=reapply)
 
-            with ui.row():
-                ui.button("Reload the saved version", on_click=reload).props("outline").mark("conflict-reload")
-                ui.button("Apply my changes on top", on_click=reapply).mark("conflict-reapply")
+    async def _reload(self, current: WorkOrderRead) -> None:
+        self.actor = await self.visit.actor()
+        await self._adopt(current)
 
     async def _comment(self, text: str) -> str | None:
         self.actor = await self.visit.actor()
@@ -302,7 +225,7 @@ class WorkOrderView:
             await service.add_comment(db=get_db(), actor=self.actor, order_id=self.loaded.id, data=data)
         except DeskError as error:
             return error.message
-        await self._show_history()
+        await self.history.show(self.actor)
         return None
 
     async def _assigned(self, _: WorkOrderRead) -> None:
@@ -311,7 +234,7 @@ class WorkOrderView:
         An unsaved edit stays in the form while the person may still save it: their move changed the owner
         alone, so the edit goes on top of the order as it is now.
         """
-        edits = self.edits() if self.editable else {}
+        edits = self.edits()
         self.actor = await self.visit.actor()
         current = await service.get(db=get_db(), actor=self.actor, order_id=self.loaded.id)
         clash = any(getattr(current, field) != getattr(self.loaded, field) for field in edits) if current else False
@@ -329,17 +252,17 @@ class WorkOrderView:
         if self.gone or not mine:
             return
         if all(c["kind"] == "commented" for c in mine):  # a comment moves no version: only the timeline
-            await self._show_history()
+            await self.history.show(self.actor)
             return
         current = await service.get(db=get_db(), actor=self.actor, order_id=self.loaded.id)
         if self.client.is_deleted:  # the page closed while we read
             return
         if current is None:
             self._deleted(gone=any(c["kind"] == "deleted" for c in mine))
-        elif permissions.can_change(self.actor, current) != self.editable and not (self.editable and self.edits()):
+        elif permissions.can_change(self.actor, current) != self.editable and not self.edits():
             await self._may_change_now(current)  # given or taken away: the form appears or goes
         elif current.version not in (self.loaded.version, self.told):
-            if self.editable and self.edits():
+            if self.edits():
                 await self._changed_while_editing(current)
             else:
                 await self._adopt(current)
@@ -357,37 +280,20 @@ class WorkOrderView:
         self.notice.clear()
         still = permissions.can_change(self.actor, current)
         self._allow_saving(still)  # off while it could only be refused; on again when given back
-        with self.notice, ui.card().classes("w-full bg-blue-1 gap-1").mark("changed-elsewhere"):
-            if still:
-                ui.label(f"{who} just changed this work order. Your edit is kept until you choose.")
-            else:  # Save and Delete would only be refused now
-                ui.label(
-                    f"{who} just changed this work order, and it is no longer yours to change: your edit "
-                    "cannot be saved. It stays in the form for you to copy."
-                ).mark("changed-elsewhere-lost")
-            for line in lines:
-                ui.label(line).classes("text-sm wrap-anywhere")
-
-            async def reload() -> None:
-                self.actor = await self.visit.actor()
-                await self._adopt(current)
-
-            ui.button("Show the saved version (discard my edit)", on_click=reload).props("outline")
+        with self.notice:
+            changed_elsewhere_card(who, lines, still=still, reload=lambda: self._reload(current))
 
     def _deleted(self, *, gone: bool = True) -> None:
         self.gone = True
-        if self.editable:
+        if self.form is not None:
             self.draft.forget()  # nothing left to save it to
+            self.form.close()
         self.comment_draft.forget()
         self.notice.clear()
         with self.notice:
-            text = "This work order has been deleted." if gone else "This work order is no longer yours to see."
-            ui.label(text).classes("text-negative font-medium").mark("deleted")
-        for element in self.inputs.values():
-            element.disable()
-        # nothing left to save, delete, assign or comment on (the typed text stays, to be copied)
-        actions = self.actions.descendants() if self.editable else []
-        for element in [*actions, *self.summary.descendants(), *self.comments.descendants()]:
+            gone_note(deleted=gone)
+        # nothing left to assign or comment on (the typed text stays, to be copied)
+        for element in [*self.summary.descendants(), *self.comments.descendants()]:
             if isinstance(element, DisableableElement):
                 element.disable()
 

@@ -1,0 +1,66 @@
+"""The edit form of one work order: title, description, priority, status, then Save and Delete.
+
+Its values are set from the order when it is drawn and by `fill`, never after an await: the page is
+served at the build's first await (the frame's drafts script waits for the socket), so a person may
+already be typing, and values set later would overwrite that.
+"""
+
+from collections.abc import Awaitable, Callable
+
+from nicegui import ui
+from nicegui.elements.mixins.disableable_element import DisableableElement
+
+from desk.labels import PRIORITY_LABELS, STATUS_LABELS
+from desk.work_orders.models import EDITABLE, WorkOrderRead
+
+
+class EditForm:
+    def __init__(
+        self,
+        order: WorkOrderRead,
+        *,
+        save: Callable[[], Awaitable[None]],
+        delete: Callable[[], Awaitable[None]],
+        changed: Callable[[], None],
+    ) -> None:
+        """Draw the form for `order`; `changed` hears every edit (the draft keeps it, and leaving asks)."""
+        self.inputs: dict[str, ui.element] = {}
+        with ui.card().classes("w-full gap-2"):
+            self.inputs["title"] = ui.input("Title", value=order.title).props("counter maxlength=200").classes("w-full")
+            self.inputs["description"] = ui.textarea("Description", value=order.description).classes("w-full")
+            self.inputs["description"].props("counter maxlength=5000 autogrow")
+            with ui.row().classes("gap-3"):
+                self.inputs["priority"] = ui.select(PRIORITY_LABELS, label="Priority", value=order.priority).classes(
+                    "w-40"
+                )
+                self.inputs["status"] = ui.select(STATUS_LABELS, label="Status", value=order.status).classes("w-40")
+            for field, element in self.inputs.items():
+                element.mark(f"edit-{field}")
+                element.on_value_change(changed)
+            with ui.row().classes("w-full items-center") as self.actions:  # Save first: before Delete on Tab too
+                ui.button("Save", on_click=save).mark("save").tooltip("Ctrl+S")
+                ui.space()
+                ui.button("Delete", icon="delete", on_click=delete).props("flat color=negative").mark("delete")
+
+    def fill(self, order: WorkOrderRead, keep: dict[str, object]) -> None:
+        """Show `order`'s values, with the person's edits in `keep` on top."""
+        for field in EDITABLE:
+            self.inputs[field].value = keep.get(field, getattr(order, field))
+            self.inputs[field].error = None
+
+    def edits(self, loaded: WorkOrderRead) -> dict[str, object]:
+        """The fields the person changed compared with `loaded`."""
+        values = {f: self.inputs[f].value if self.inputs[f].value is not None else "" for f in EDITABLE}
+        return {f: value for f, value in values.items() if value != getattr(loaded, f)}
+
+    def allow_saving(self, allowed: bool) -> None:
+        """Save and Delete on or off (off while what the person typed could only be refused)."""
+        for element in self.actions.descendants():
+            if isinstance(element, DisableableElement):
+                element.set_enabled(allowed)
+
+    def close(self) -> None:
+        """Nothing left to save or delete: the fields keep the typed text, to be copied."""
+        for element in [*self.inputs.values(), *self.actions.descendants()]:
+            if isinstance(element, DisableableElement):
+                element.disable()

@@ -1,0 +1,73 @@
+"""The head of an order's page (its title, chips, who works on it, version) and its timeline, each redrawn in
+place from the order as it is now."""
+
+from collections.abc import Awaitable, Callable
+
+from nicegui import ui
+
+from components.chips import priority_chip, status_chip
+from components.formats import when
+from components.frame import retitle
+from components.runtime import session
+from components.work_order.assignment import assignment
+from components.work_order.changes import owner_values
+from components.work_order.timeline import timeline
+from desk.actors import Actor
+from desk.db.client import get_db
+from desk.errors import NotFound
+from desk.users import service as users_service
+from desk.work_orders import service
+from desk.work_orders.models import TIMELINE_PAGE, ActivityRead, WorkOrderRead
+
+
+async def show_summary(
+    into: ui.element,
+    visit: session.Visit,
+    actor: Actor,
+    order: WorkOrderRead,
+    *,
+    assigned: Callable[[WorkOrderRead], Awaitable[None]],
+    unsaved: Callable[[], bool],
+) -> None:
+    into.clear()
+    with into:
+        ui.label(order.title).classes("text-2xl font-semibold wrap-anywhere").mark("detail-title")
+        retitle(order.title)  # a live rename renames the tab too
+        with ui.row().classes("items-center gap-2"):
+            priority_chip(order.priority)
+            status_chip(order.status)
+            await assignment(visit, actor, order, on_changed=assigned, unsaved=unsaved)
+            ui.label(f"Created {when(order.created_at)} · version {order.version}").classes("text-sm text-grey-7")
+
+
+class History:
+    """The order's timeline, newest first, a page at a time ("Show older entries" adds one)."""
+
+    def __init__(self, order_id: str) -> None:
+        self.order_id, self.pages = order_id, 1
+        self.area = ui.column().classes("w-full")
+
+    async def show(self, actor: Actor) -> None:
+        self.actor = actor  # for "Show older entries"
+        entries, older = await self._read(actor)
+        names = await users_service.display_names(
+            db=get_db(), user_ids={e.actor_id for e in entries} | {str(v) for e in entries for v in owner_values(e)}
+        )
+        self.area.clear()  # only now, after the reads: a live change drawing meanwhile must not draw it twice
+        with self.area:
+            timeline(entries, names)
+            if older:
+                ui.button("Show older entries", on_click=self._older).props("flat").mark("timeline-older")
+
+    async def _read(self, actor: Actor) -> tuple[list[ActivityRead], bool]:
+        """The entries on screen, newest first, and whether older ones are left (one more is read to know)."""
+        shown = self.pages * TIMELINE_PAGE
+        try:
+            read = await service.activity(db=get_db(), actor=actor, order_id=self.order_id, limit=shown + 1)
+        except NotFound:
+            return [], False
+        return read[:shown], len(read) > shown
+
+    async def _older(self) -> None:
+        self.pages += 1
+        await self.show(self.actor)
