@@ -58,8 +58,10 @@ class Result:
         return not self.failures and not self.errors
 
 
-def fuzz(desk: Desk, role: str, *, examples: int, seed: int, reports: Path, mongodb_uri: str = "") -> Result:
-    """`st run` with every check and phase against the desk, as `role`; its report parsed."""
+def fuzz(
+    desk: Desk, role: str, *, examples: int, seed: int, reports: Path, mongodb_uri: str = "", coverage: bool = True
+) -> Result:
+    """`st run` with every check and phase (without `coverage`: all but that one) against the desk, as `role`."""
     reports.mkdir(parents=True, exist_ok=True)
     report = reports / f"{role}.json"
     env = {**os.environ, "SCHEMATHESIS_HOOKS": "bench.fuzz_auth", "FUZZ_URL": desk.url, "FUZZ_MONGODB_URI": mongodb_uri}
@@ -74,7 +76,7 @@ def fuzz(desk: Desk, role: str, *, examples: int, seed: int, reports: Path, mong
         "run",
         f"{desk.url}/api/openapi.json",
         "--checks=all",
-        "--phases=examples,coverage,fuzzing,stateful",
+        "--phases=examples,coverage,fuzzing,stateful" if coverage else "--phases=examples,fuzzing,stateful",
         f"--max-examples={examples}",
         f"--seed={seed}",
         "--workers=1",  # a 2-core machine: the desk and the fuzzer share it
@@ -117,17 +119,25 @@ def add_people(desk: Desk) -> None:
 
 
 def run(
-    home: Path, *, examples: int, seed: int, roles: tuple[str, ...] = ROLES, together: bool = False
+    home: Path,
+    *,
+    examples: int,
+    seed: int,
+    roles: tuple[str, ...] = ROLES,
+    together: bool = False,
+    coverage_for: tuple[str, ...] = ROLES,
 ) -> list[Result]:
     """One desk, every role in turn (the admin last), or `together`: the runs at once, which mostly wait on
     the desk, so the wall time is about the longest one's. The database is started here, so the hooks can
-    put back an account the fuzzing admin changed (a reset password, a lock, a deactivation).
+    put back an account the fuzzing admin changed (a reset password, a lock, a deactivation). Only the
+    roles in `coverage_for` run the coverage phase (the others: examples, fuzzing, stateful).
     """
     with EmbeddedMongo(home / "mongo") as uri, desk_running(home / "desk", MONGODB_URI=uri, **SETTINGS) as desk:
         add_people(desk)
 
         def one(role: str) -> Result:
-            return fuzz(desk, role, examples=examples, seed=seed, reports=home / "reports", mongodb_uri=uri)
+            reports, covered = home / "reports", role in coverage_for
+            return fuzz(desk, role, examples=examples, seed=seed, reports=reports, mongodb_uri=uri, coverage=covered)
 
         if not together:
             return [one(role) for role in roles]
