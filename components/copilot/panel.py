@@ -20,9 +20,9 @@ from collections.abc import Callable
 from nicegui import ui
 
 from components.copilot.approval import approval_dialog
+from components.copilot.log import ConversationLog
 from components.runtime.copilot_turn import STOPPED, LiveTurn, drive, ending, running
 from components.runtime.session import SessionUser, Visit
-from components.safe_markdown import safe_markdown, to_safe_markdown
 from desk.agent.copilot import approvals, sessions, start
 from desk.agent.core.client import get_provider
 from desk.agent.core.events import (
@@ -38,24 +38,8 @@ from desk.config import get_settings
 from desk.db.client import get_db
 from desk.errors import DeskError
 
-HINT = (
-    "Ask about your work orders (what is open, what is urgent, what changed), or ask it to create, change or "
-    "delete one: every change waits for your approval."
-)
-VIEWER_HINT = (
-    "Ask about the work orders (what is open, what is urgent, what changed). As a viewer you read; it changes nothing."
-)
 WAITING_FOR_YOU = "The assistant is waiting for you to approve or reject its change first."
 WATCH_SECONDS = 1.0  # a panel showing a turn or a change of another process looks this often
-# The log follows new text to the bottom unless the person scrolled up to read (then it stays put);
-# sending a message of one's own brings it back down (`followNow`), to the question and its answer.
-FOLLOW_JS = """
-const el = getHtmlElement(%r); if (el && !el.dataset.follow) { el.dataset.follow = '1'; let stuck = true;
-el.addEventListener('scroll', () => { stuck = el.scrollHeight - el.scrollTop - el.clientHeight < 48; });
-el.followNow = () => { stuck = true; el.scrollTop = el.scrollHeight; };
-new MutationObserver(() => { if (stuck) el.scrollTop = el.scrollHeight; })
-  .observe(el, {childList: true, subtree: true, characterData: true}); el.scrollTop = el.scrollHeight; }
-"""
 
 
 def ai_off_reason(me: SessionUser) -> str | None:
@@ -77,10 +61,8 @@ class Copilot:
         self.remote_run: str | None = None  # a turn of another process (or not followable here) holds the conversation
         self.session_id: str | None = None
         self.pending: ToolApprovalRequired | None = None
-        self.answer: ui.markdown | None = None
         self.dialog: ui.dialog | None = None
         self.watching = False
-        self.hint: ui.label | None = None  # what the assistant is for, on a conversation not begun
 
     def build(self, *, on_close: Callable[[], object] | None = None) -> None:
         """Draw the panel; `on_close` adds a close button (the drawer's: on a phone it covers the whole screen)."""
@@ -90,8 +72,7 @@ class Copilot:
                 if on_close is not None:
                     close = ui.button(icon="close", on_click=on_close).props('flat round dense aria-label="Close"')
                     close.tooltip("Close (Ctrl+K)").mark("copilot-close")
-            self.log = ui.column().classes("copilot-log w-full gap-2 grow overflow-auto min-h-0 no-wrap")
-            self.log.mark("copilot-log")
+            self.log = ConversationLog()
             self.thinking = ui.label("Thinking…").classes("text-sm text-grey-7 italic").mark("copilot-thinking")
             self.waiting = ui.chip(
                 "Waiting for your approval",
@@ -123,23 +104,19 @@ class Copilot:
         with self.root:
             self.session_id = found.session_id
             live = running(actor.id)
-            self.log.clear()
-            self.answer, self.hint = None, None
+            begun = bool(found.messages) or live is not None  # else a new conversation: what the assistant is for
+            self.log.clear(hint_for_writer=None if begun else actor.can_write)
             mine = live.run_id if live else None
-            with self.log:
-                if not found.messages and live is None:  # a new conversation: what the assistant is for
-                    hint = HINT if actor.can_write else VIEWER_HINT
-                    self.hint = ui.label(hint).classes("text-sm text-grey-7").mark("copilot-hint")
-                shown = [m for m in found.messages if m[2] != mine]
-                for at, (role, text, run_id) in enumerate(shown):
-                    if role == "note":
-                        self._note(text)
-                    else:
-                        self._message(role, text)
-                    last_of_run = at + 1 == len(shown) or shown[at + 1][2] != run_id
-                    if last_of_run and run_id in found.endings:  # how it ended, as it was said when it did
-                        words, error = ending(*found.endings[run_id])
-                        self._note(words, error=error)
+            shown = [m for m in found.messages if m[2] != mine]
+            for at, (role, text, run_id) in enumerate(shown):
+                if role == "note":
+                    self.log.note(text)
+                else:
+                    self.log.message(role, text)
+                last_of_run = at + 1 == len(shown) or shown[at + 1][2] != run_id
+                if last_of_run and run_id in found.endings:  # how it ended, as it was said when it did
+                    words, error = ending(*found.endings[run_id])
+                    self.log.note(words, error=error)
             if live is not None:
                 self._attach(live)
             else:
@@ -150,43 +127,27 @@ class Copilot:
                 else:
                     self._close_approval()
             self._state()
-            ui.run_javascript(FOLLOW_JS % self.log.html_id)
+            self.log.follow()
 
     def _attach(self, live: LiveTurn) -> None:
         self.live, self.remote_run = live, None
         live.panels.add(self)
-        with self.log:
-            for kind, text in live.items:
-                self._item(kind, text)
+        for kind, text in live.items:
+            self.log.item(kind, text)
         if live.pending is not None:
             self._show_approval(live.pending, open_now=False)
-
-    def _message(self, role: str, text: str) -> None:
-        if role == "user":
-            ui.label(text).classes("self-end max-w-full bg-blue-1 rounded px-3 py-2 whitespace-pre-wrap wrap-anywhere")
-        else:
-            safe_markdown(text).classes("w-full wrap-anywhere").mark("copilot-answer")
-
-    def _item(self, kind: str, text: str) -> None:
-        if kind == "answer":
-            self.answer = safe_markdown(text).classes("w-full wrap-anywhere").mark("copilot-answer")
-        elif kind == "user":
-            self._message("user", text)
-        else:
-            self.answer = None
-            self._note(text, error=kind == "error")
 
     async def send(self) -> None:
         content = (self.input.value or "").strip()
         if not content:
             return
-        ui.run_javascript(f"getHtmlElement({self.log.html_id!r})?.followNow?.()")  # to what this send shows
+        self.log.follow_now()  # to what this send shows
         if self.live is not None or self.remote_run is not None:
             if self.pending is not None:  # not busy: waiting for this person, who may not have seen the chip
-                self._note(WAITING_FOR_YOU, error=True)
+                self.log.note(WAITING_FOR_YOU, error=True)
                 self._reopen()
             else:
-                self._note(start.ApprovalPending.default_message, error=True)
+                self.log.note(start.ApprovalPending.default_message, error=True)
             return
         actor = await self.visit.actor()
         db, settings = get_db(), get_settings()
@@ -206,7 +167,7 @@ class Copilot:
                 ip="ui",
             )
         except DeskError as error:
-            self._note(error.message, error=True)
+            self.log.note(error.message, error=True)
             self._state()
             return
         live = drive(actor.id, content, turn)
@@ -217,12 +178,7 @@ class Copilot:
     def _attach_new(self, live: LiveTurn) -> None:
         self.live, self.remote_run = live, None
         live.panels.add(self)
-        if self.hint is not None:  # the conversation has begun: the hint has done its work
-            self.hint.delete()
-            self.hint = None
-        with self.log:
-            self._message("user", live.items[0][1])
-        self.answer = None
+        self.log.begun(live.items[0][1])
         self._state()
         if self.on_change:
             self.on_change()
@@ -238,25 +194,21 @@ class Copilot:
             return
         if self.remote_run is not None:
             await sessions.stop_run(db=get_db(), actor=actor, run_id=self.remote_run)
-            self._note("Stopping…")
+            self.log.note("Stopping…")
 
     def follow(self, live: LiveTurn, event: RunEvent) -> None:
         """One event of the followed turn, shown here."""
         match event:
             case Token():
-                if self.answer is None:
-                    with self.log:
-                        self.answer = safe_markdown().classes("w-full wrap-anywhere").mark("copilot-answer")
-                self.answer.set_content(to_safe_markdown(live.items[-1][1]))
+                self.log.stream(live.items[-1][1])
             case ToolApprovalRequired():
                 self._show_approval(event, open_now=True)
             case ToolResult() | ToolApprovalExpired() | Error() | MessageDone():
                 if isinstance(event, ToolResult | ToolApprovalExpired):
                     self._close_approval()
                 if not isinstance(event, MessageDone) or event.notice:
-                    with self.log:
-                        self._item(*live.items[-1])
-                self.answer = None
+                    self.log.item(*live.items[-1])
+                self.log.answer = None
             case _:
                 pass
         self._state()
@@ -265,8 +217,7 @@ class Copilot:
         self.live = None
         self._close_approval()
         if live.items[-1][1] == STOPPED:
-            with self.log:
-                self._note(live.items[-1][1])
+            self.log.note(live.items[-1][1])
         self._state()
         if self.on_change:
             self.on_change()
@@ -290,11 +241,6 @@ class Copilot:
             self._state()
         finally:
             self.watching = False
-
-    def _note(self, text: str, *, error: bool = False) -> None:
-        with self.log:
-            label = ui.label(text).classes("text-sm text-negative" if error else "text-sm text-grey-7")
-            label.mark("copilot-error" if error else "copilot-note")
 
     def _state(self) -> None:
         busy = self.live is not None or self.remote_run is not None
@@ -324,7 +270,7 @@ class Copilot:
                 db=get_db(), actor=actor, tool_call_id=event.tool_call_id, approve=approve, reason=reason
             )
         except DeskError as error:
-            self._note(error.message, error=True)
+            self.log.note(error.message, error=True)
         self._close_approval()
         for panel in _panels_of(actor.id):  # this process's other tabs: closed now, not at their next look
             if panel is not self and panel.pending is not None and panel.pending.tool_call_id == event.tool_call_id:
