@@ -9,8 +9,6 @@ keeps its `main.py` the same way.
 import gc
 import os
 import secrets
-import subprocess
-import sys
 from contextlib import AsyncExitStack
 from urllib.parse import urlsplit
 
@@ -87,7 +85,7 @@ def _start_up(settings: Settings, uri: str, *, demo: bool) -> None:
         if demo:
             print(await seed_demo(db, only_if_empty=True), flush=True)
         if settings.desk_run_worker:
-            stack.callback(_start_worker(uri))
+            stack.callback(cli.start_worker(uri))
         _welcome(settings, first)
         gc.freeze()  # what start-up built lives as long as the process: the collector stops walking it
 
@@ -175,20 +173,6 @@ def _same_host(origin: str | None, environ: dict) -> bool:
     host = urlsplit(origin or "").hostname
     return bool(host) and host == urlsplit(f"//{environ.get('HTTP_HOST', '')}").hostname
 
-
-def _start_worker(uri: str):
-    """The worker process (scheduler.py) beside the web app, on the same database; returns its stopper."""
-    env = {**os.environ, "MONGODB_URI": uri, "DESK_WORKER_PARENT": str(os.getpid())}
-    worker = subprocess.Popen([sys.executable, "-m", "desk.worker"], env=env)
-
-    def stop() -> None:
-        worker.terminate()
-        try:
-            worker.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            worker.kill()
-
-    return stop
 
 
 def _storage_secret(settings: Settings) -> str:

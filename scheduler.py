@@ -1,10 +1,6 @@
-"""The worker process: `python scheduler.py` (MONGODB_URI must name the desk's database).
+"""`python scheduler.py` is `desk worker` (desk/tasks.py holds its table); kept for the scripts that start it so."""
 
-`desk run` starts it beside the web app; in production run one or more next to the web service.
-The jobs live in desk/worker.py.
-"""
-
-from desk.worker import main
+from desk.cli import main
 
 if __name__ == "__main__":
-    main()
+    main(["worker"])

@@ -1,7 +1,8 @@
 """Triage benchmark: how fast do worker processes turn new orders into suggestions? (issue 18)
 
-Real `python scheduler.py` workers on the embedded database, a fake OpenAI-compatible provider in
-its own process answering one `triage_propose` call (at once, or after L seconds). Four parts:
+Real worker processes (`python scheduler.py`, that is `desk worker`) on the embedded database, a fake
+OpenAI-compatible provider in its own process answering one `triage_propose` call (at once, or after L
+seconds). Four parts:
 
 - burst: N orders created while the kill switch is off, then the switch on (t0), with 1 and 2
   workers and an instant provider: events/s from t0 to the last suggestion stored, and p95 of
@@ -179,7 +180,8 @@ async def floor_loop(db: AsyncDatabase, *, record: bool) -> None:
                 "$or": [
                     {"status": "pending", "availableAt": {"$lte": moment}},
                     {"status": "processing", "leasedUntil": {"$lt": moment}},
-                ]
+                ],
+                "type": {"$in": ["work_order.created"]},  # the queue's claim names the tasks that are ready
             },
             {
                 "$set": {

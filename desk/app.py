@@ -31,7 +31,7 @@ from desk.errors import Conflict, DeskError
 from desk.http import install_error_handlers, query_as_declared
 from desk.metrics.api import router as metrics_router
 from desk.middleware import BodyLimit, HeadAsGet, TokenLookup
-from desk.outbox import repository as outbox_repo
+from desk.jobs import queue as outbox_repo
 from desk.users import repository as users_repo
 from desk.users import service as users_service
 from desk.users.api import people_router

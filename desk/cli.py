@@ -1,12 +1,14 @@
 """The `desk` command's arguments and the commands that need no UI: create an admin, seed demo data, the worker.
 
-`desk run` serves the web app, which only the composition root (main.py) can assemble.
+`desk run` serves the web app, which only the composition root (main.py) can assemble; it starts the
+worker beside it with `start_worker` (`python -m desk worker`, desk/__main__.py: no web app imported).
 """
 
 import argparse
 import asyncio
 import getpass
 import os
+import subprocess
 import sys
 from collections.abc import Awaitable, Callable
 from functools import partial
@@ -15,7 +17,7 @@ from pathlib import Path
 from pymongo.asynchronous.database import AsyncDatabase
 from pymongo.errors import PyMongoError
 
-from desk import heartbeat, worker
+from desk import heartbeat, tasks
 from desk.app import ensure_indexes
 from desk.config import Settings, load_settings, use_settings
 from desk.db import backup
@@ -25,6 +27,18 @@ from desk.logs import configure_logging, never_log
 from desk.seed import seed_demo
 from desk.users import service as users_service
 from desk.users.models import UserCreate
+
+NO_DATABASE = (
+    "MONGODB_URI: the worker needs the database the web app uses (`desk run` passes it when it starts the worker)"
+)
+
+
+def main(argv: list[str] | None = None) -> None:
+    """`python -m desk`: every command but `run`, which needs the web app (main.py's `desk` command runs it)."""
+    args = parse(argv)
+    if args.command == "run":
+        raise SystemExit("desk: `python -m desk` serves no web app: run `desk run`")
+    run_command(args, setup(args))
 
 
 def parse(argv: list[str] | None = None) -> argparse.Namespace:
@@ -45,6 +59,7 @@ def parse(argv: list[str] | None = None) -> argparse.Namespace:
     load.add_argument("path", type=Path, help="a file made by desk backup")
     work = commands.add_parser("worker", help="run the worker process (MONGODB_URI names the desk's database)")
     work.add_argument("--check", action="store_true", help="exit 0 if this host's worker beat within a minute, else 1")
+    work.add_argument("--burst", action="store_true", help="run every job that is due once, then exit")
     return parser.parse_args(argv)
 
 
@@ -66,7 +81,7 @@ def setup(args: argparse.Namespace) -> Settings:
 def run_command(args: argparse.Namespace, settings: Settings) -> None:
     """Any command but `run` (create-admin, seed and restore need the embedded desk stopped)."""
     if args.command == "worker":
-        _worker(settings, check=args.check)
+        _worker(settings, check=args.check, burst=args.burst)
     elif args.command in ("backup", "restore"):
         try:
             if args.command == "backup":
@@ -96,11 +111,26 @@ def _with_db(settings: Settings, job: Callable[[AsyncDatabase], Awaitable[None]]
         raise SystemExit(f"desk: {error}") from None
 
 
-def _worker(settings: Settings, *, check: bool) -> None:
+def start_worker(uri: str) -> Callable[[], None]:
+    """`desk worker` as a child process, on the web app's database; returns its stopper (`desk run`'s, main.py)."""
+    env = {**os.environ, "MONGODB_URI": uri, "DESK_WORKER_PARENT": str(os.getpid())}
+    child = subprocess.Popen([sys.executable, "-m", "desk", "worker"], env=env)
+
+    def stop() -> None:
+        child.terminate()
+        try:
+            child.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            child.kill()
+
+    return stop
+
+
+def _worker(settings: Settings, *, check: bool, burst: bool) -> None:
     if settings.mongodb_uri is None:
-        raise SystemExit(f"desk: {worker.NO_DATABASE}")
+        raise SystemExit(f"desk: {NO_DATABASE}")
     if not check:
-        asyncio.run(worker.serve(settings))
+        asyncio.run(tasks.worker(settings, burst=burst).run(settings))
         return
 
     async def beat_is_fresh() -> tuple[bool, str]:

@@ -34,8 +34,8 @@ from desk.agent.triage import repository as triage_repo
 from desk.config import Settings, get_settings
 from desk.db.client import get_db
 from desk.errors import Forbidden
+from desk.jobs import queue as outbox_repo
 from desk.logs import tag, untag
-from desk.outbox import repository as outbox_repo
 from desk.schema import now
 
 PATH = "/metrics"

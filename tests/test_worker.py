@@ -1,4 +1,4 @@
-"""The worker's job table, run as arq runs its tests: burst mode, everything due once, then return.
+"""The desk's worker table (desk/tasks.py), run as arq runs its tests: burst mode, everything due once, then return.
 
 And its healthcheck, `desk worker --check`, against a real worker process.
 """
@@ -21,13 +21,15 @@ from bench.harness import desk_command, desk_env
 from desk.config import Settings
 from desk.db.embedded import EmbeddedMongo
 from desk.heartbeat import worker_name
-from desk.worker import Context, Job, burst, serve
+from desk.jobs.table import Context, CronJob
+from desk.jobs.worker import Worker
+from desk.tasks import worker
 
 
 @pytest.fixture
 def run_worker(db: AsyncDatabase, settings: Settings) -> Callable[[], Awaitable[None]]:
     """Run every job of the table once against the test database, as a worker would, and return."""
-    return lambda: burst(Context(db=db, settings=settings))
+    return lambda: worker(settings, burst=True).work(Context(db=db, settings=settings))
 
 
 async def test_a_burst_sweeps_a_run_its_dead_web_process_left_running(db, run_worker):
@@ -50,9 +52,11 @@ async def test_a_failing_job_is_logged_by_name_and_the_others_go_on(db, mongo_ur
     async def counts(ctx: Context) -> None:
         went_on.set()
 
-    jobs = [Job("breaks", breaks, lambda s: 3600), Job("counts", counts, lambda s: 3600)]
+    jobs = [CronJob("breaks", breaks, 3600), CronJob("counts", counts, 3600)]
     stop = asyncio.Event()
-    serving = asyncio.create_task(serve(Settings(mongodb_uri=mongo_uri, mongodb_db=db.name), stop=stop, jobs=jobs))
+    serving = asyncio.create_task(
+        Worker(cron_jobs=jobs).serve(Settings(mongodb_uri=mongo_uri, mongodb_db=db.name), stop=stop)
+    )
     try:
         await asyncio.wait_for(went_on.wait(), 5)
     finally:

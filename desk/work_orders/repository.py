@@ -15,9 +15,8 @@ from bson import ObjectId
 from pymongo import ASCENDING, DESCENDING, ReturnDocument, UpdateOne
 from pymongo.asynchronous.database import AsyncDatabase
 
-from desk.outbox import repository as outbox
 from desk.schema import during, sort_key
-from desk.work_orders import changes, counters, search
+from desk.work_orders import changes, counters, outbox, search
 from desk.work_orders.models import PRIORITIES
 
 Doc = dict[str, Any]

@@ -23,11 +23,11 @@ from desk.agent.copilot import approvals, sweeper
 from desk.agent.copilot.sessions import abort_runs, current_session
 from desk.agent.copilot.start import ApprovalPending, begin
 from desk.agent.copilot.sweeper import Swept, sweep
-from desk.agent.core import runs
 from desk.agent.core.events import RunEvent
+from desk.agent.core.store import copilot_sessions, keep
 from desk.config import Settings
 from desk.schema import now
-from desk.worker import serve
+from desk.tasks import worker
 from tests.fake_provider import Turn
 from tests.helpers import actor, until
 
@@ -282,7 +282,7 @@ async def test_only_pending_approvals_expire_however_many_decided_ones_are_past_
             "tool": "update_work_order",
             "outcome": "executed" if n % 2 else "rejected",
             "approval": {"status": "approved" if n % 2 else "rejected", "expiresAt": past, "decidedAt": past},
-            "expiresAt": now() + runs.KEEP_TRANSCRIPT,
+            "expiresAt": now() + keep.KEEP_TRANSCRIPT,
         }
         for n in range(500)
     ]
@@ -321,7 +321,7 @@ async def worker_running(db, mongo_uri: str, *, interval_ms: int) -> AsyncIterat
     """The worker's `serve`, as `desk run` starts it; yields its stop switch, and stops it on the way out."""
     stop = asyncio.Event()
     settings = Settings(mongodb_uri=mongo_uri, mongodb_db=db.name, agent_sweep_interval_ms=interval_ms)
-    serving = asyncio.create_task(serve(settings, stop=stop))
+    serving = asyncio.create_task(worker(settings).serve(settings, stop=stop))
     try:
         yield stop
     finally:
@@ -371,7 +371,7 @@ async def test_a_worker_stopped_mid_pass_lets_the_pass_finish_and_logs_no_error(
             await go_on.wait()
         return await sweep(db_)
 
-    monkeypatch.setattr("desk.worker.sweep", a_pass_held_open)
+    monkeypatch.setattr("desk.tasks.sweep", a_pass_held_open)
     async with worker_running(db, mongo_uri, interval_ms=200) as stop:
         await until(lambda: passes, what="the sweep at start-up")
         dead = await stale_run(db, ai_settings, provider, await make_user("user"))
@@ -392,8 +392,9 @@ async def test_a_worker_cancelled_during_its_first_pass_is_cancelled(db, mongo_u
         started.set()
         await asyncio.Event().wait()
 
-    monkeypatch.setattr("desk.worker.sweep", a_pass_that_hangs)
-    serving = asyncio.create_task(serve(Settings(mongodb_uri=mongo_uri, mongodb_db=db.name)))
+    monkeypatch.setattr("desk.tasks.sweep", a_pass_that_hangs)
+    settings = Settings(mongodb_uri=mongo_uri, mongodb_db=db.name)
+    serving = asyncio.create_task(worker(settings).serve(settings))
     await asyncio.wait_for(started.wait(), 5)
 
     serving.cancel()
@@ -416,7 +417,7 @@ async def test_a_slow_sweep_pass_is_never_run_twice_at_once(db, mongo_uri, monke
         finally:
             running -= 1
 
-    monkeypatch.setattr("desk.worker.sweep", a_pass_held_open)
+    monkeypatch.setattr("desk.tasks.sweep", a_pass_held_open)
     async with worker_running(db, mongo_uri, interval_ms=50):
         await until(lambda: calls > 1, what="a scheduled pass")
         await asyncio.sleep(0.5)  # ten more intervals while that pass is held open
@@ -450,7 +451,7 @@ def test_scheduler_without_mongodb_uri_exits_with_a_readable_config_error(tmp_pa
 
     assert done.returncode != 0
     lines = done.stderr.strip().splitlines()
-    assert lines[-1].startswith("config error: MONGODB_URI: "), done.stderr
+    assert lines[-1].startswith("desk: MONGODB_URI: "), done.stderr
     assert "Traceback" not in done.stderr
 
 
@@ -459,7 +460,7 @@ def test_scheduler_without_mongodb_uri_exits_with_a_readable_config_error(tmp_pa
 
 async def claimed_long_ago(db, person: dict) -> None:
     """The claim is older than a run's lease (played by moving it into the past)."""
-    await claimed_ago(db, person, runs.CLAIM_GRACE + timedelta(seconds=1))
+    await claimed_ago(db, person, copilot_sessions.CLAIM_GRACE + timedelta(seconds=1))
 
 
 async def claimed_ago(db, person: dict, ago: timedelta) -> None:
@@ -472,7 +473,7 @@ async def test_a_session_claimed_by_a_run_that_was_never_stored_is_freed(
     sam, ann = await make_user("user"), await make_user("user")
     for person in (sam, ann):  # their processes died between claiming the session and storing the run
         session = await current_session(db=db, settings=ai_settings, actor=actor(person))
-        await runs.claim_session(db, ObjectId(session.id), ObjectId())
+        await copilot_sessions.claim_session(db, ObjectId(session.id), ObjectId())
     await claimed_long_ago(db, sam)  # ann's claim is recent: her run may still be being stored
 
     swept = await sweep(db)

@@ -16,6 +16,7 @@ from selenium.webdriver import ActionChains
 from desk.agent.core.provider import Provider
 from desk.agent.triage import task as triage_task
 from desk.config import Settings, use_settings
+from desk.jobs import backoff
 from desk.users import service as users_service
 from desk.users.models import UserAdminUpdate
 from desk.work_orders import service as work_orders
@@ -67,7 +68,7 @@ document.addEventListener('securitypolicyviolation',
 @pytest.fixture
 def dead_letters(fake_provider, monkeypatch) -> Iterator[Settings]:
     """Settings under which this process's triage pass dead-letters an order at its first provider failure."""
-    monkeypatch.setattr(triage_task, "BACKOFF_BASE_SECONDS", 0.0)
+    monkeypatch.setattr(backoff, "BASE_SECONDS", 0.0)
     settings = Settings(
         ai_enabled=True,
         ai_base_url=fake_provider.url,

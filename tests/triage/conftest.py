@@ -6,6 +6,9 @@ import pytest
 
 from desk.agent.triage import task as triage_task
 from desk.config import Settings
+from desk.jobs import backoff
+from desk.jobs.table import Context
+from desk.jobs.worker import Worker
 from tests.fake_provider import Turn
 from tests.helpers import reconfigure
 
@@ -19,7 +22,7 @@ def proposal(priority: str = "high", *, summary: str = "Water leaking under the 
 @pytest.fixture(autouse=True)
 def no_backoff_wait(monkeypatch):
     """Retries are due at once (the delay itself is tested on `backoff`)."""
-    monkeypatch.setattr(triage_task, "BACKOFF_BASE_SECONDS", 0.0)
+    monkeypatch.setattr(backoff, "BASE_SECONDS", 0.0)
 
 
 @pytest.fixture
@@ -28,11 +31,22 @@ def triage_settings(ai_settings: Settings) -> Settings:
     return reconfigure(ai_settings, agent_lease_ms=3000, agent_max_attempts=3)
 
 
+def triage_worker(settings: Settings, provider) -> Worker:
+    """A worker with the triage task alone, its limits from `settings`, calling the scripted fake."""
+    return Worker(functions=[triage_task.task(settings, provider=provider)], **triage_task.limits(settings))
+
+
 @pytest.fixture
 def burst(db, triage_settings, provider) -> Callable[..., Awaitable[int]]:
-    """Run the worker over everything due, as `scheduler.py` would, and return how many events it claimed."""
+    """Run the worker over everything due, as `desk worker` would, and return how many events it claimed.
+
+    One worker for the test's settings, as a process has one: two bursts at once share its slots.
+    """
+    worker = triage_worker(triage_settings, provider)
 
     async def run(settings: Settings | None = None) -> int:
-        return await triage_task.process_due(db, settings or triage_settings, provider=provider)
+        settings = settings or triage_settings
+        runs_on = worker if settings is triage_settings else triage_worker(settings, provider)
+        return await runs_on.run_due(Context(db=db, settings=settings))
 
     return run

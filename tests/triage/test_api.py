@@ -4,8 +4,8 @@ from datetime import timedelta
 
 from bson import ObjectId
 
-from desk.agent.core import runs
-from desk.agent.triage import task as triage_task
+from desk.agent.core.store import agent_runs
+from desk.jobs import backoff
 from tests.triage.conftest import proposal
 
 ADMIN = "/api/v1/admin/agents"
@@ -106,7 +106,7 @@ async def test_a_manual_run_triages_now_under_the_admins_name(
     body = response.json()
     assert response.status_code == 200
     assert body["outcome"] == "suggested" and body["suggestion"]["suggestedPriority"] == "urgent"
-    run = await runs.get_run(db, ObjectId(body["runId"]))
+    run = await agent_runs.get_run(db, ObjectId(body["runId"]))
     assert (run["agentName"], run["mode"], run["triggeredBy"]) == ("triage", "autonomous", admin_user["id"])
     audit = await db["agent_config_audit"].find_one({"action": "manual_run"})
     assert audit["actorId"] == admin_user["id"] and audit["after"]["runId"] == body["runId"]
@@ -125,8 +125,8 @@ async def test_runs_list_both_agents_and_filter_by_agent(
 ):
     admin = await client_for(await make_user("admin"))
     await triaged_order(make_user, make_order, fake_provider, burst)
-    copilot = runs.new_run(session_id=None, user_id=None, mode="copilot", model="m", lease=timedelta(seconds=1))
-    await runs.insert_run(db, copilot)
+    copilot = agent_runs.new_run(session_id=None, user_id=None, mode="copilot", model="m", lease=timedelta(seconds=1))
+    await agent_runs.insert_run(db, copilot)
 
     every = (await admin.get(f"{ADMIN}/runs")).json()
     triage_only = (await admin.get(f"{ADMIN}/runs", params={"agent": "triage"})).json()
@@ -273,7 +273,7 @@ async def test_a_dead_lettered_event_can_be_retried_by_an_admin(
 
     assert retried.json()["status"] == "pending"
     assert (await db["outbox_events"].find_one({"payloadRef": ObjectId(order.id)}))["status"] == "done"
-    assert triage_task.BACKOFF_BASE_SECONDS == 0.0  # retries in these tests are due at once
+    assert backoff.BASE_SECONDS == 0.0  # retries in these tests are due at once
 
 
 async def test_with_ai_off_on_the_desk_a_manual_run_says_so(make_user, make_order, client_for):

@@ -5,8 +5,9 @@ from datetime import timedelta
 
 from bson import ObjectId
 
-from desk.outbox import repository as outbox
+from desk.jobs import queue as outbox
 from desk.seed import seed_demo
+from desk.work_orders.outbox import CREATED
 
 LEASE = timedelta(seconds=15)
 
@@ -15,7 +16,7 @@ async def test_a_new_work_order_emits_one_pending_event(db, make_user, make_orde
     owner = await make_user()
     order = await make_order(owner)
 
-    event = await outbox.for_order(db, ObjectId(order.id))
+    event = await outbox.find(db, CREATED, ObjectId(order.id))
 
     assert event["status"] == "pending"
     assert event["type"] == "work_order.created"
@@ -25,7 +26,7 @@ async def test_a_new_work_order_emits_one_pending_event(db, make_user, make_orde
 async def test_emitting_again_never_doubles_the_event(db, make_user, make_order):
     order = await make_order(await make_user())
 
-    again = await outbox.emit(db, ObjectId(order.id))
+    again = await outbox.enqueue(db, CREATED, ObjectId(order.id))
 
     assert again is False
     assert await db["outbox_events"].count_documents({"payloadRef": ObjectId(order.id)}) == 1
@@ -36,7 +37,7 @@ async def test_an_order_for_someone_with_ai_turned_off_is_skipped_at_emission(db
 
     order = await make_order(owner)
 
-    event = await outbox.for_order(db, ObjectId(order.id))
+    event = await outbox.find(db, CREATED, ObjectId(order.id))
     assert (event["status"], event["lastError"]) == ("skipped", "ai_disabled_for_owner")
 
 

@@ -6,21 +6,26 @@ from datetime import timedelta
 
 from bson import ObjectId
 
-from desk import worker
-from desk.agent.core import budget, runs
+from desk import tasks
+from desk.agent.core import budget
+from desk.agent.core.store import agent_messages, agent_tool_calls
 from desk.agent.triage import policy
 from desk.agent.triage import run as triage_run
 from desk.agent.triage import task as triage_task
 from desk.config import Settings
-from desk.outbox import repository as outbox
+from desk.jobs import backoff
+from desk.jobs import queue as outbox
+from desk.jobs.table import Context, CronJob
+from desk.jobs.worker import Worker
 from desk.work_orders import service as work_orders
+from desk.work_orders.outbox import CREATED
 from tests.fake_provider import Turn
 from tests.helpers import actor, tuned, until
-from tests.triage.conftest import proposal
+from tests.triage.conftest import proposal, triage_worker
 
 
 async def event_of(db, order) -> dict:
-    return await outbox.for_order(db, ObjectId(order.id))
+    return await outbox.find(db, CREATED, ObjectId(order.id))
 
 
 async def suggestions_of(db, order) -> list[dict]:
@@ -73,9 +78,9 @@ async def test_every_pass_is_an_autonomous_run_with_its_tool_call_and_tokens(
     run = await db["agent_runs"].find_one({"agentName": "triage"})
     assert (run["mode"], run["status"], run["inputTokens"], run["outputTokens"]) == ("autonomous", "complete", 300, 40)
     assert run["workOrderId"] == ObjectId(order.id)
-    (call,) = await runs.run_tool_calls(db, run["_id"])
+    (call,) = await agent_tool_calls.run_tool_calls(db, run["_id"])
     assert (call["tool"], call["outcome"], call["args"]["suggestedPriority"]) == ("triage_propose", "ok", "high")
-    assert [m["role"] for m in await runs.run_messages(db, run["_id"])] == ["system", "user", "assistant"]
+    assert [m["role"] for m in await agent_messages.run_messages(db, run["_id"])] == ["system", "user", "assistant"]
 
 
 async def test_every_call_is_billed_to_the_triage_agent_and_the_desk(db, make_user, make_order, fake_provider, burst):
@@ -198,9 +203,9 @@ async def test_a_summary_that_echoes_the_prompt_is_never_shown(db, make_user, ma
 
 
 async def test_retries_wait_exponentially_longer_with_jitter(monkeypatch):
-    monkeypatch.setattr(triage_task, "BACKOFF_BASE_SECONDS", 2.0)
+    monkeypatch.setattr(backoff, "BASE_SECONDS", 2.0)
     for attempts, (low, high) in {1: (1, 2), 2: (2, 4), 3: (4, 8)}.items():
-        waits = {triage_task.backoff(attempts) for _ in range(50)}
+        waits = {backoff.delay(attempts) for _ in range(50)}
         assert all(low <= wait <= high for wait in waits)
         assert len(waits) > 1  # jittered
 
@@ -260,11 +265,8 @@ async def test_one_tick_of_the_poll_job_works_through_the_backlog_refilling_slot
     for n in range(4):
         await make_order(owner, f"Order {n}")
     fake_provider.script(*[proposal().with_delay(0.02) for _ in range(4)])
-    triage_task.use_provider(provider)
-    try:
-        await triage_task.triage_poll(worker.Context(db=db, settings=tuned(triage_settings, agent_poll_interval_ms=1)))
-    finally:
-        triage_task.use_provider(None)
+    settings = tuned(triage_settings, agent_poll_interval_ms=1)
+    await triage_worker(settings, provider).run_due(Context(db=db, settings=settings))
 
     assert await db["outbox_events"].count_documents({"status": "done"}) == 4
 
@@ -293,7 +295,9 @@ async def test_a_worker_paused_past_its_lease_stores_no_second_suggestion(
     order = await make_order(await make_user())
     paused = await outbox.claim(db, owner="paused", lease=timedelta(milliseconds=1))
     fake_provider.script(proposal("low").with_delay(0.1), proposal("high"))
-    late = asyncio.create_task(triage_task._process(db, triage_settings, provider, paused))
+    late = asyncio.create_task(
+        triage_worker(triage_settings, provider).perform(Context(db=db, settings=triage_settings), paused)
+    )
     await fake_provider.wait_for_request()
 
     await burst()  # the lease lapsed: another worker claims the event and finishes it
@@ -313,7 +317,7 @@ async def test_a_call_cut_off_because_its_lease_was_lost_is_still_paid(
     settings = tuned(triage_settings, agent_lease_ms=300)  # the pass looks at its lease every 0.1 s
     event = await outbox.claim(db, owner="slow", lease=timedelta(milliseconds=300))
     fake_provider.script(proposal("high").with_delay(3))
-    cut_off = asyncio.create_task(triage_task._process(db, settings, provider, event))
+    cut_off = asyncio.create_task(triage_worker(settings, provider).perform(Context(db=db, settings=settings), event))
     await fake_provider.wait_for_request()
     # another worker takes the event mid-call (as when this one was paused past its lease): a new fence
     await db["outbox_events"].update_one({"_id": event["_id"]}, {"$inc": {"fence": 1}, "$set": {"leaseOwner": "b"}})
@@ -440,13 +444,11 @@ async def test_the_worker_process_runs_triage_and_reconcile_from_its_job_table(
 ):
     order = await make_order(await make_user())
     fake_provider.script(proposal("low"))
-    triage_task.use_provider(provider)
-    try:
-        await worker.burst(worker.Context(db=db, settings=triage_settings))
-    finally:
-        triage_task.use_provider(None)
+    desks_worker = tasks.worker(triage_settings, provider=provider)
 
-    assert {"triage", "reconcile"} <= {job.name for job in worker.JOBS}
+    await desks_worker.work(Context(db=db, settings=triage_settings))
+
+    assert CREATED in desks_worker.functions and "reconcile" in {job.name for job in desks_worker.cron_jobs}
     (suggestion,) = await suggestions_of(db, order)
     assert suggestion["suggestedPriority"] == "low"
 
@@ -454,16 +456,16 @@ async def test_the_worker_process_runs_triage_and_reconcile_from_its_job_table(
 async def test_a_job_meant_to_outlast_its_interval_does_not_warn_at_every_tick_and_others_still_do(
     db, mongo_uri, caplog
 ):
-    async def long_run(ctx: worker.Context) -> None:  # like the triage poll under a backlog
+    async def long_run(ctx: Context) -> None:  # like the triage poll under a backlog
         await asyncio.sleep(0.6)
 
     jobs = [
-        worker.Job("triage_like", long_run, lambda s: 0.05, outlasts_interval=True),
-        worker.Job("overrunning", long_run, lambda s: 0.05),
+        CronJob("triage_like", long_run, 0.05, outlasts_interval=True),
+        CronJob("overrunning", long_run, 0.05),
     ]
     stop = asyncio.Event()
     settings = Settings(mongodb_uri=mongo_uri, mongodb_db=db.name)
-    serving = asyncio.create_task(worker.serve(settings, stop=stop, jobs=jobs))
+    serving = asyncio.create_task(Worker(cron_jobs=jobs).serve(settings, stop=stop))
     await asyncio.sleep(0.5)  # many ticks, each skipped while a run goes on
     stop.set()
     await asyncio.wait_for(serving, 5)

@@ -13,6 +13,7 @@ from desk.agent.triage import policy
 from desk.agent.triage import service as triage
 from desk.agent.triage import task as triage_task
 from desk.agent.triage.models import AgentConfigUpdate
+from desk.jobs import backoff
 from desk.schema import now
 from desk.work_orders import service as work_orders
 from desk.work_orders.models import WorkOrderUpdate
@@ -170,7 +171,7 @@ async def test_a_stale_save_is_refused_and_overwrites_nothing(user: User, make_u
 async def test_the_worker_health_with_a_failed_event_to_retry(
     user: User, make_user, make_order, log_in, db, ai_settings, provider, fake_provider, monkeypatch
 ):
-    monkeypatch.setattr(triage_task, "BACKOFF_BASE_SECONDS", 0.0)
+    monkeypatch.setattr(backoff, "BASE_SECONDS", 0.0)
     settings = reconfigure(ai_settings, agent_max_attempts=1)
     ada, sam = await make_user("admin"), await make_user("user")
     order = await make_order(sam, "Leaking tap")

@@ -24,7 +24,7 @@ from desk.agent.triage.policy import get_config, update_config
 from desk.config import get_settings
 from desk.errors import ErrorCode
 from desk.http import AUTHED, CurrentActor, Db, errors
-from desk.outbox.models import OutboxEventRead
+from desk.jobs.models import OutboxEventRead
 from desk.schema import OffsetPage, PageQuery
 
 router = APIRouter(tags=["agents"])

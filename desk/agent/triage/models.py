@@ -18,7 +18,7 @@ from pydantic import (
 from pydantic_core import PydanticCustomError
 
 from desk.config import WORKING_HOURS
-from desk.outbox.models import OutboxEventRead
+from desk.jobs.models import OutboxEventRead
 from desk.schema import (
     DAY,
     FULL_DATE,

@@ -1,4 +1,4 @@
-"""Triage suggestions and the daily action counter; the only code touching them.
+"""Triage suggestions, the daily action counter and the reconcile watermark; the only code touching them.
 
 A suggestion is unique per (order, run), and per outbox event: two workers that both got as far as
 storing one for the same event (one of them paused past its lease) cannot both store it.
@@ -116,3 +116,13 @@ async def take_action(db: AsyncDatabase, *, agent: str, cap: int) -> bool:
         return True
     await db["agent_actions"].update_one({"_id": key}, {"$inc": {"n": -1}})
     return False
+
+
+async def reconciled_until(db: AsyncDatabase) -> Doc | None:
+    """Where the reconcile pass stopped: `{createdAt, orderId}` of the last order it checked, or None."""
+    return await db["outbox_state"].find_one({"_id": "reconciled"})
+
+
+async def mark_reconciled(db: AsyncDatabase, created_at: datetime, order_id: ObjectId) -> None:
+    update = {"$set": {"createdAt": created_at, "orderId": order_id}}
+    await db["outbox_state"].update_one({"_id": "reconciled"}, update, upsert=True)

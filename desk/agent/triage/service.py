@@ -26,8 +26,8 @@ from desk.agent.triage.models import (
 from desk.agent.triage.run import triage
 from desk.config import Settings
 from desk.errors import Conflict, Forbidden, NotFound
-from desk.outbox import repository as outbox
-from desk.outbox.models import OutboxEventRead
+from desk.jobs import queue as outbox
+from desk.jobs.models import OutboxEventRead
 from desk.schema import OffsetPage, now, parse_object_id
 from desk.users import service as users_service
 from desk.work_orders import permissions

@@ -1,4 +1,4 @@
-"""Outbox shapes: the stored event and what admins see of it."""
+"""Job shapes: the stored job (the spec's OutboxEvent) as admins see it."""
 
 from datetime import datetime
 from typing import Literal
@@ -8,10 +8,11 @@ from pydantic import Field
 from desk.schema import IdStr, ReadModel
 
 EventStatus = Literal["pending", "processing", "done", "failed", "skipped"]
-WORK_ORDER_CREATED = "work_order.created"
 
 
 class OutboxEventRead(ReadModel):
+    """A job: `type` names its task, `payload_ref` the thing it is about (its key)."""
+
     id: IdStr = Field(validation_alias="_id")
     type: str
     payload_ref: IdStr

@@ -1,0 +1,87 @@
+"""What a worker's table is made of, in arq's shape: queued `Function`s, `CronJob`s on a clock, the `Job` a
+function is handed, and what its run came to (`Done`, `Skipped`, `Later`, `Retry`), as data."""
+
+import asyncio
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field
+from datetime import timedelta
+
+from bson import ObjectId
+from pymongo.asynchronous.database import AsyncDatabase
+
+from desk.config import Settings
+
+
+@dataclass(frozen=True)
+class Context:
+    """What every job gets: the database and the settings of this worker process, and whether it is stopping."""
+
+    db: AsyncDatabase
+    settings: Settings
+    stopping: asyncio.Event = field(default_factory=asyncio.Event)  # set: a job that loops finishes and returns
+
+
+@dataclass(frozen=True)
+class Job:
+    """A claimed job, as its function is handed it."""
+
+    id: ObjectId
+    key: ObjectId  # what the job is about (its payloadRef)
+    attempts: int  # this one included
+    still_ours: Callable[[], Awaitable[bool]]  # renews the lease; False: another worker has taken the job over
+
+
+@dataclass(frozen=True)
+class Done:
+    """The job is done."""
+
+
+@dataclass(frozen=True)
+class Skipped:
+    """The job had nothing to do (its reason is kept, as the job's `lastError`)."""
+
+    reason: str | None = None
+
+
+@dataclass(frozen=True)
+class Later:
+    """Not now, and not the job's fault (a switch is off, a cap is reached): it waits, its attempt not counted."""
+
+
+@dataclass(frozen=True)
+class Retry:
+    """A failed attempt: tried again after a backoff, or a dead letter once `max_tries` are spent."""
+
+    error: str
+
+
+Result = Done | Skipped | Later | Retry
+
+
+@dataclass(frozen=True)
+class Function:
+    """A task the queue runs: `run(ctx, job)` for each job whose `type` is `name` (arq's `func`).
+
+    `ready(ctx)`, read before every claim: False leaves the task's jobs pending (a kill switch, working
+    hours, a spend cap). `lease`: how long a claim holds the job before another worker may take it over.
+    """
+
+    name: str
+    run: Callable[[Context, Job], Awaitable[Result | None]]  # None: done
+    max_tries: int = 3
+    lease: timedelta = timedelta(seconds=15)
+    ready: Callable[[Context], Awaitable[bool]] | None = None
+
+
+@dataclass(frozen=True)
+class CronJob:
+    """A job on a clock: `run(ctx)` every `interval` seconds, and once when the worker starts (arq's `cron`).
+
+    `outlasts_interval`: a run is meant to go on past its interval (the queue's poll works through a
+    backlog), so APScheduler's skipped ticks are expected, not worth its warning every interval.
+    """
+
+    name: str
+    run: Callable[[Context], Awaitable[None]]
+    interval: float
+    outlasts_interval: bool = False

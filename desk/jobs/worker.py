@@ -1,0 +1,277 @@
+"""The worker (`desk worker`): queued jobs (`functions`) and jobs on a clock (`cron_jobs`), as arq's Worker runs them.
+
+Whoever starts it hands it its table (desk/tasks.py): this package imports none of the tasks it runs.
+`serve` runs each cron job at start-up and then every `interval`, APScheduler keeping time, and polls
+the queue every `poll_delay`; `work` runs every cron job once and every due job, and returns (burst
+mode: the tests' way in). At most `concurrency` jobs run at once in a worker, however many of its
+polls overlap (the start-up run and the scheduler's first tick do); a slot is refilled as soon as its
+job ends, and a poll works through a backlog until nothing is due or the worker stops.
+"""
+
+import asyncio
+import logging
+import os
+import signal
+import socket
+import uuid
+from collections.abc import Iterable
+from datetime import timedelta
+from typing import Any, assert_never
+
+from apscheduler.schedulers.asyncio import AsyncIOScheduler
+
+from desk.clock import SYSTEM_CLOCK, Clock
+from desk.config import Settings
+from desk.db.lifecycle import open_database
+from desk.jobs import backoff, queue
+from desk.jobs.table import Context, CronJob, Done, Function, Job, Later, Result, Retry, Skipped
+from desk.logs import failure
+
+log = logging.getLogger("desk.worker")
+OWNER = f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:6]}"  # this process, as leases name it
+Doc = dict[str, Any]
+
+
+class Worker:
+    """One worker's table and its limits; its claims and settlements happen at `clock`'s time (a test's moves)."""
+
+    def __init__(
+        self,
+        *,
+        functions: Iterable[Function] = (),
+        cron_jobs: Iterable[CronJob] = (),
+        concurrency: int = 1,
+        poll_delay: float = 5.0,
+        burst: bool = False,
+        clock: Clock = SYSTEM_CLOCK,
+        owner: str = OWNER,
+    ) -> None:
+        self.functions = {function.name: function for function in functions}
+        self.cron_jobs = tuple(cron_jobs)
+        self.concurrency, self.poll_delay, self.burst = concurrency, poll_delay, burst
+        self.clock, self.owner = clock, owner
+        self._busy = 0  # slots taken: jobs in flight, and claims on their way to becoming one
+
+    async def run(self, settings: Settings, *, stop: asyncio.Event | None = None) -> None:
+        """Serve until stopped; in burst mode, do what is due once and return."""
+        if not self.burst:
+            await self.serve(settings, stop=stop)
+            return
+        async with open_database(settings) as db:
+            await self.work(Context(db=db, settings=settings))
+
+    async def work(self, ctx: Context) -> int:
+        """Burst mode: every cron job once, now, then every due job; returns how many jobs it claimed.
+
+        A cron job's failure is raised.
+        """
+        for job in self.cron_jobs:
+            await job.run(ctx)
+        return await self.run_due(ctx)
+
+    async def run_due(self, ctx: Context) -> int:
+        """Claim and run due jobs, at most `concurrency` at once, until none is due (or the worker stops);
+        waits for every job it started; returns how many it claimed."""
+        in_flight: set[asyncio.Task] = set()
+        resting: set[str] = set()  # tasks that answered Later: their jobs wait for the next poll
+        claimed = 0
+        try:
+            while True:
+                doc = None
+                if not ctx.stopping.is_set() and self._take_slot():
+                    try:
+                        doc = await self._claim(ctx, resting)
+                    finally:
+                        if doc is None:
+                            self._free_slot()
+                if doc is not None:
+                    claimed += 1
+                    in_flight.add(asyncio.create_task(self.perform(ctx, doc, resting=resting)))
+                    continue
+                if not in_flight:
+                    return claimed
+                # A slot is refilled as soon as its job ends: a poll that stopped claiming after a fixed window
+                # left the worker idle until the scheduler's next tick (skipped while it ran: up to two intervals).
+                # With a slot free and nothing due yet, look again after a poll delay.
+                first = asyncio.FIRST_COMPLETED
+                ended, in_flight = await asyncio.wait(in_flight, timeout=self.poll_delay, return_when=first)
+                for _ in ended:  # freed here, not in a done callback: those may run after a burst has returned
+                    self._free_slot()
+        finally:
+            if in_flight:  # cancelled (the worker stops hard): the jobs stop too; their leases lapse
+                for task in in_flight:
+                    task.cancel()
+                await asyncio.gather(*in_flight, return_exceptions=True)
+                for _ in in_flight:
+                    self._free_slot()
+
+    async def perform(self, ctx: Context, doc: Doc, *, resting: set[str] | None = None) -> None:
+        """Run one claimed job and settle it, fenced: a worker that lost the job writes nothing.
+
+        A task that answers Later joins `resting`: the poll claims none of its jobs again (it would at once).
+        """
+        function = self.functions[doc["type"]]
+
+        async def still_ours() -> bool:
+            return await queue.renew(ctx.db, doc, function.lease, at=self.clock.now())
+
+        job = Job(id=doc["_id"], key=doc["payloadRef"], attempts=doc["attempts"], still_ours=still_ours)
+        try:
+            result = await function.run(ctx, job) or Done()
+        except Exception as error:  # a database hiccup or a bug: a failed attempt, retried like any other
+            log.error("worker job %s failed (%s)", function.name, failure(error))  # the type: a message may quote text
+            result = Retry("internal")
+        if isinstance(result, Later) and resting is not None:
+            resting.add(function.name)
+        await self._settle(ctx, function, doc, result)
+
+    def _take_slot(self) -> bool:
+        """One of the worker's `concurrency` slots, taken before the claim (no await in between), or False."""
+        if self._busy >= self.concurrency:
+            return False
+        self._busy += 1
+        return True
+
+    def _free_slot(self) -> None:
+        self._busy -= 1
+
+    async def _claim(self, ctx: Context, resting: set[str]) -> Doc | None:
+        """The oldest due job of a task that is ready now; a job whose leases kept lapsing becomes a dead letter."""
+        awake = [task for task in self.functions.values() if task.name not in resting]
+        ready = [task for task in awake if task.ready is None or await task.ready(ctx)]
+        while ready:
+            # one claim across the ready tasks, leased as long as the longest asks; a shorter one is renewed to its own
+            longest = max(function.lease for function in ready)
+            at = self.clock.now()
+            doc = await queue.claim(ctx.db, owner=self.owner, lease=longest, tasks=[f.name for f in ready], at=at)
+            if doc is None:
+                return None
+            function = self.functions[doc["type"]]
+            if doc["attempts"] > function.max_tries:
+                # a worker died on it each time: a dead letter, not another try
+                await queue.settle(ctx.db, doc, "failed", error=doc.get("lastError") or "lease_expired", at=at)
+                continue
+            if function.lease < longest:
+                await queue.renew(ctx.db, doc, function.lease, at=at)
+            return doc
+        return None
+
+    async def _settle(self, ctx: Context, function: Function, doc: Doc, result: Result) -> None:
+        at = self.clock.now()
+        match result:
+            case Done():
+                await queue.settle(ctx.db, doc, "done", at=at)
+            case Skipped(reason=reason):
+                await queue.settle(ctx.db, doc, "skipped", error=reason, at=at)
+            case Later():
+                await queue.put_back(ctx.db, doc, at=at)
+            case Retry(error=error) if doc["attempts"] >= function.max_tries:
+                await queue.settle(ctx.db, doc, "failed", error=error, at=at)
+                log.warning("worker gave up on a %s job after %d attempts (%s)", function.name, doc["attempts"], error)
+            case Retry(error=error):
+                when = at + timedelta(seconds=backoff.delay(doc["attempts"]))
+                await queue.retry_at(ctx.db, doc, when, error=error, at=at)
+            case _:
+                assert_never(result)
+
+    async def serve(self, settings: Settings, *, stop: asyncio.Event | None = None) -> None:
+        """Run the table until `stop` is set (or SIGTERM/SIGINT), on the database `settings` name."""
+        stop = stop or asyncio.Event()
+        loop = asyncio.get_running_loop()
+        for sig in (signal.SIGTERM, signal.SIGINT):
+            loop.add_signal_handler(sig, stop.set)
+        jobs = self.cron_jobs
+        if self.functions:
+            jobs += (CronJob("queue", self.run_due, self.poll_delay, outlasts_interval=True),)
+        quiet = _QuietOverruns({job.name for job in jobs if job.outlasts_interval})
+        scheduler_log = logging.getLogger("apscheduler.scheduler")
+        async with open_database(settings) as db:
+            runner = _Runner(Context(db=db, settings=settings, stopping=stop), stop)
+            scheduler = AsyncIOScheduler()
+            for job in jobs:
+                # coalesce + one instance: a slow run is never started twice at once or caught up in a burst
+                scheduler.add_job(
+                    runner.scheduled(job),
+                    "interval",
+                    seconds=job.interval,
+                    id=job.name,
+                    name=job.name,  # APScheduler's log lines name a job by this (else its function's qualified name)
+                    coalesce=True,
+                    max_instances=1,
+                    # no next_run_time: APScheduler reads None as "add paused", and the job would never run again
+                )
+            scheduler_log.addFilter(quiet)  # removed when we stop: the logger is the process's
+            scheduler.start()
+            watchdog = None
+            if os.environ.get("DESK_WORKER_PARENT"):  # started by `desk run`: never outlive it
+                watchdog = asyncio.create_task(_exit_with_parent(int(os.environ["DESK_WORKER_PARENT"]), stop))
+            log.info("worker started")
+            try:
+                for job in jobs:  # once at start-up: a desk restarted after a crash is tidied at once
+                    await runner.once(job)
+                await stop.wait()
+            finally:
+                if watchdog is not None:
+                    watchdog.cancel()
+                scheduler.shutdown(wait=False)
+                for sig in (signal.SIGTERM, signal.SIGINT):  # the loop may outlive us (tests, an embedding process)
+                    loop.remove_signal_handler(sig)
+                await runner.drain()
+                scheduler_log.removeFilter(quiet)
+                log.info("worker stopped")
+
+
+class _QuietOverruns(logging.Filter):
+    """Drops APScheduler's "maximum number of running instances reached" for the jobs named (and nothing else)."""
+
+    def __init__(self, job_ids: set[str]) -> None:
+        super().__init__()
+        self.job_ids = frozenset(job_ids)
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        job = record.args[0] if isinstance(record.args, tuple) and record.args else None
+        overrun = isinstance(record.msg, str) and "maximum number of running instances reached" in record.msg
+        return not (overrun and getattr(job, "id", None) in self.job_ids)
+
+
+class _Runner:
+    """Runs cron jobs so that stopping the worker lets a run in progress finish before the database closes."""
+
+    def __init__(self, ctx: Context, stop: asyncio.Event):
+        self.ctx, self.stop = ctx, stop
+        self.running: dict[asyncio.Task, str] = {}
+
+    def scheduled(self, job: CronJob):
+        async def tick() -> None:
+            await self.once(job)
+
+        tick.__name__ = job.name  # APScheduler names the job after its function in its own log lines
+        return tick
+
+    async def once(self, job: CronJob) -> None:
+        task = asyncio.create_task(job.run(self.ctx), name=f"worker-{job.name}")
+        self.running[task] = job.name
+        task.add_done_callback(lambda done: self.running.pop(done, None))
+        try:
+            await asyncio.shield(task)
+        except asyncio.CancelledError:
+            # Stopping, APScheduler 3's asyncio executor cancels a running job (it cannot wait) and logs the
+            # cancel as the job's error: the run goes on, and `drain` awaits it before the client closes.
+            if not self.stop.is_set():  # the worker itself is cancelled, not stopped: so is the job
+                task.cancel()
+                raise
+        except Exception as error:  # the type only: a driver's message may quote a document (SEC-1)
+            log.error("worker job %s failed (%s)", job.name, failure(error))
+
+    async def drain(self) -> None:
+        """Wait for the runs still in progress; a failure cut off from its job is logged here."""
+        names = dict(self.running)
+        for task, failed in zip(names, await asyncio.gather(*names, return_exceptions=True), strict=True):
+            if isinstance(failed, Exception):
+                log.error("worker job %s failed (%s)", names[task], failure(failed))
+
+
+async def _exit_with_parent(parent: int, stop: asyncio.Event) -> None:
+    while os.getppid() == parent:  # noqa: ASYNC110 - nothing signals a parent's death; polling is the way
+        await asyncio.sleep(1)
+    stop.set()
