@@ -1,0 +1,51 @@
+"""The queue's store (desk/jobs/queue.py): one job per task and key, and a claim only one worker wins."""
+
+import asyncio
+
+from bson import ObjectId
+
+from desk.jobs import queue
+from tests.jobs.conftest import LEASE, TASK
+
+
+async def test_enqueueing_the_same_task_and_key_again_makes_no_second_job(db, clock):
+    key = ObjectId()
+
+    first = await queue.enqueue(db, TASK, key, at=clock.now())
+    again = await queue.enqueue(db, TASK, key, at=clock.now())
+    other_task = await queue.enqueue(db, "test.other", key, at=clock.now())
+
+    assert (first, again, other_task) == (True, False, True)
+    assert await db["outbox_events"].count_documents({"type": TASK, "payloadRef": key}) == 1
+    job = await queue.find(db, TASK, key)
+    assert (job["status"], job["attempts"], job["fence"], job["availableAt"]) == ("pending", 0, 0, clock.now())
+
+
+async def test_a_job_enqueued_skipped_keeps_its_reason_and_is_never_claimed(db, clock):
+    key = ObjectId()
+
+    await queue.enqueue(db, TASK, key, skip="not_wanted", at=clock.now())
+
+    assert await queue.claim(db, owner="w1", lease=LEASE, at=clock.now()) is None
+    job = await queue.find(db, TASK, key)
+    assert (job["status"], job["lastError"]) == ("skipped", "not_wanted")
+
+
+async def test_workers_claiming_at_once_get_the_job_once_between_them(db, clock, enqueue):
+    await enqueue()
+
+    claims = await asyncio.gather(*(queue.claim(db, owner=f"w{n}", lease=LEASE, at=clock.now()) for n in range(4)))
+
+    won = [claim for claim in claims if claim is not None]
+    assert len(won) == 1
+    assert (won[0]["status"], won[0]["attempts"], won[0]["fence"]) == ("processing", 1, 1)
+    assert won[0]["leasedUntil"] == clock.now() + LEASE
+
+
+async def test_a_claim_takes_only_the_tasks_it_names(db, clock, enqueue):
+    await enqueue("test.other")
+
+    assert await queue.claim(db, owner="w1", lease=LEASE, tasks=[TASK], at=clock.now()) is None
+    assert (await queue.claim(db, owner="w1", lease=LEASE, tasks=["test.other"], at=clock.now()))[
+        "type"
+    ] == "test.other"

@@ -1,0 +1,210 @@
+"""The worker (desk/jobs/worker.py) with a task made up here: leases and fences, backoff, dead letters,
+`not_before`, burst mode. Time passes by moving the test's clock, never by waiting."""
+
+import asyncio
+import logging
+from datetime import timedelta
+
+from desk.config import Settings
+from desk.jobs import queue
+from desk.jobs.table import Context, CronJob, Done, Function, Job, Later, Retry, Skipped
+from desk.jobs.worker import Worker
+from tests.helpers import until
+from tests.jobs.conftest import LEASE, TASK, job_of
+
+WAIT = timedelta(seconds=2)  # the longest first backoff (1-2 s)
+
+
+def echo(*results, seen: list[Job] | None = None) -> Function:
+    """The test's task: each run returns the next of `results` (the last one again once they run out)."""
+    left = list(results)
+
+    async def run(ctx: Context, job: Job):
+        if seen is not None:
+            seen.append(job)
+        result = left.pop(0) if len(left) > 1 else left[0]
+        if isinstance(result, Exception):
+            raise result
+        return result
+
+    return Function(TASK, run, max_tries=3, lease=LEASE)
+
+
+async def test_a_job_runs_once_and_is_done(db, ctx, make_worker, enqueue):
+    seen: list[Job] = []
+    key = await enqueue()
+
+    claimed = await make_worker(echo(Done(), seen=seen)).work(ctx)
+
+    assert claimed == 1
+    assert [(job.key, job.attempts) for job in seen] == [(key, 1)]
+    job = await job_of(db, key)
+    assert (job["status"], job["attempts"], job["leaseOwner"], job["lastError"]) == ("done", 1, None, None)
+
+
+async def test_a_job_not_before_a_time_waits_for_it(db, ctx, clock, make_worker, enqueue):
+    key = await enqueue(not_before=clock.now() + timedelta(minutes=5))
+    worker = make_worker(echo(None))
+
+    before = await worker.work(ctx)
+    clock.move(timedelta(minutes=5))
+    at_the_time = await worker.work(ctx)
+
+    assert (before, at_the_time) == (0, 1)
+    assert (await job_of(db, key))["status"] == "done"
+
+
+async def test_a_failed_attempt_backs_off_and_the_retry_succeeds(db, ctx, clock, make_worker, enqueue):
+    key = await enqueue()
+    worker = make_worker(echo(Retry("flaky"), Done()))
+    start = clock.now()
+
+    await worker.work(ctx)
+    waiting = await job_of(db, key)
+    at_once = await worker.work(ctx)
+    clock.move(WAIT)
+    later = await worker.work(ctx)
+
+    assert (waiting["status"], waiting["attempts"], waiting["lastError"]) == ("pending", 1, "flaky")
+    assert start + timedelta(seconds=1) <= waiting["availableAt"] <= start + WAIT
+    assert (at_once, later) == (0, 1)
+    done = await job_of(db, key)
+    assert (done["status"], done["attempts"]) == ("done", 2)
+
+
+async def test_a_task_that_raises_is_a_failed_attempt_logged_by_its_type_alone(db, ctx, make_worker, enqueue, caplog):
+    key = await enqueue()
+
+    await make_worker(echo(RuntimeError("Leaking tap, call 555-0100"))).work(ctx)
+
+    job = await job_of(db, key)
+    assert (job["status"], job["lastError"]) == ("pending", "internal")
+    errors = [r.getMessage() for r in caplog.records if r.levelno >= logging.ERROR]
+    assert len(errors) == 1 and errors[0].startswith(f"worker job {TASK} failed (RuntimeError at ")
+    assert "555-0100" not in caplog.text
+
+
+async def test_after_its_last_try_a_job_is_a_dead_letter(db, ctx, clock, make_worker, enqueue):
+    key = await enqueue()
+    worker = make_worker(echo(Retry("broken")))
+
+    for _ in range(3):
+        await worker.work(ctx)
+        clock.move(timedelta(minutes=1))
+    after_more_time = await worker.work(ctx)
+
+    job = await job_of(db, key)
+    assert (job["status"], job["attempts"], job["lastError"]) == ("failed", 3, "broken")
+    assert after_more_time == 0
+
+
+async def test_a_job_whose_leases_keep_lapsing_becomes_a_dead_letter_without_another_run(
+    db, ctx, clock, make_worker, enqueue
+):
+    key = await enqueue()
+    for n in range(3):  # three workers, each dying while it held the job
+        await queue.claim(db, owner=f"dead{n}", lease=LEASE, at=clock.now())
+        clock.move(LEASE + timedelta(milliseconds=1))
+    seen: list[Job] = []
+
+    claimed = await make_worker(echo(Done(), seen=seen)).work(ctx)
+
+    assert (claimed, seen) == (0, [])
+    job = await job_of(db, key)
+    assert (job["status"], job["lastError"]) == ("failed", "lease_expired")
+
+
+async def test_a_lapsed_lease_lets_another_worker_take_the_job_and_the_first_ones_late_result_is_refused(
+    db, ctx, clock, make_worker, enqueue
+):
+    key = await enqueue()
+    go_on = {1: asyncio.Event(), 2: asyncio.Event()}
+    still_ours: dict[int, bool] = {}
+
+    async def run(ctx: Context, job: Job):
+        await go_on[job.attempts].wait()
+        still_ours[job.attempts] = await job.still_ours()
+        return Done() if job.attempts == 1 else Skipped("taken_over")
+
+    task = Function(TASK, run, lease=LEASE)
+    paused = asyncio.create_task(make_worker(task, owner="paused").work(ctx))
+    await until(lambda: _owner_is(db, key, "paused"), what="the first worker's claim")
+    clock.move(LEASE + timedelta(milliseconds=1))  # it slept past its lease
+    awake = asyncio.create_task(make_worker(task, owner="awake").work(ctx))
+    await until(lambda: _owner_is(db, key, "awake"), what="the second worker's claim")
+
+    go_on[1].set()  # the first one wakes up and finishes
+    await paused
+    between = await job_of(db, key)
+    go_on[2].set()
+    await awake
+
+    assert still_ours == {1: False, 2: True}
+    assert (between["status"], between["leaseOwner"], between["fence"]) == ("processing", "awake", 2)
+    job = await job_of(db, key)
+    assert (job["status"], job["lastError"], job["attempts"]) == ("skipped", "taken_over", 2)
+
+
+async def test_later_puts_the_job_back_without_counting_the_attempt(db, ctx, make_worker, enqueue):
+    key = await enqueue()
+
+    await make_worker(echo(Later())).work(ctx)
+
+    job = await job_of(db, key)
+    assert (job["status"], job["attempts"], job["leaseOwner"]) == ("pending", 0, None)
+
+
+async def test_a_task_that_is_not_ready_leaves_its_jobs_pending_and_the_others_run(db, ctx, make_worker, enqueue):
+    async def never(ctx: Context) -> bool:
+        return False
+
+    waiting = await enqueue("test.switched_off")
+    key = await enqueue()
+    switched_off = Function("test.switched_off", echo(Done()).run, ready=never)
+
+    claimed = await make_worker(switched_off, echo(Done())).work(ctx)
+
+    assert claimed == 1
+    assert (await job_of(db, key))["status"] == "done"
+    assert (await job_of(db, waiting, "test.switched_off"))["status"] == "pending"
+
+
+async def test_no_more_jobs_run_at_once_than_the_worker_allows(db, ctx, make_worker, enqueue):
+    for _ in range(5):
+        await enqueue()
+    running, most, go_on = 0, 0, asyncio.Event()
+
+    async def run(ctx: Context, job: Job):
+        nonlocal running, most
+        running += 1
+        most = max(most, running)
+        await go_on.wait()
+        running -= 1
+
+    working = asyncio.create_task(make_worker(Function(TASK, run), concurrency=2).work(ctx))
+    await until(lambda: running == 2, what="two jobs running")
+    processing = await db["outbox_events"].count_documents({"status": "processing"})  # the worker went on meanwhile
+    go_on.set()
+
+    assert (await working, processing, most) == (5, 2, 2)
+
+
+async def test_burst_mode_runs_the_cron_jobs_once_and_what_is_due_then_returns(db, mongo_uri, clock, enqueue):
+    due = [await enqueue() for _ in range(3)]
+    later = await enqueue(not_before=clock.now() + timedelta(hours=1))
+    ticks: list[str] = []
+
+    async def tick(ctx: Context) -> None:
+        ticks.append("tick")
+
+    worker = Worker(functions=[echo(Done())], cron_jobs=[CronJob("tick", tick, 3600)], burst=True, clock=clock)
+    await asyncio.wait_for(worker.run(Settings(mongodb_uri=mongo_uri, mongodb_db=db.name)), 10)
+
+    assert ticks == ["tick"]
+    assert [(await job_of(db, key))["status"] for key in due] == ["done"] * 3
+    assert (await job_of(db, later))["status"] == "pending"
+
+
+async def _owner_is(db, key, owner: str) -> bool:
+    job = await job_of(db, key)
+    return job["status"] == "processing" and job["leaseOwner"] == owner
