@@ -9,7 +9,7 @@ ENV PYTHONDONTWRITEBYTECODE=1 \
     PIP_ROOT_USER_ACTION=ignore
 
 # Installed by root from a root-owned copy, so the running user cannot change the code it runs.
-# (scheduler.py, the worker process, runs from this copy too: see docker-compose.yml.)
+# (`desk worker`, the worker process, runs from this install too: see docker-compose.yml.)
 WORKDIR /src
 COPY . .
 # The pip cache lives in a BuildKit cache mount: rebuilds after a code change skip the downloads,

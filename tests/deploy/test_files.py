@@ -60,7 +60,7 @@ def test_compose_runs_mongo_web_processes_without_their_own_worker_a_worker_and_
     assert set(services) == {"mongo", "web", "worker", "nginx"}
     assert services["web"]["environment"]["DESK_RUN_WORKER"] == "false"
     assert services["web"]["deploy"]["replicas"] >= 2
-    assert services["worker"]["command"] == ["python", "/src/scheduler.py"]
+    assert services["worker"]["command"] == ["desk", "worker"]
     assert "./deploy/nginx.conf:/etc/nginx/conf.d/default.conf:ro" in services["nginx"]["volumes"]
 
 
