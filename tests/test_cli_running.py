@@ -1,5 +1,6 @@
 """`desk run` as a process: what a client of the running desk, or a second `desk` command beside it, meets."""
 
+import contextlib
 import json
 import subprocess
 import time
@@ -51,3 +52,24 @@ def _security_events(log: Path, name: str, timeout: float = 10.0) -> list[dict]:
         if (found := [line for line in lines if line.get("event") == name]) or time.monotonic() > deadline:
             return found
         time.sleep(0.1)
+
+
+def test_desk_run_starts_desk_worker_beside_it_unless_desk_run_worker_is_false(tmp_path):
+    with desk_running(tmp_path / "with", AI_ENABLED="false") as desk:
+        beside = _children(desk.process.pid)
+    with desk_running(tmp_path / "without", AI_ENABLED="false", DESK_RUN_WORKER="false") as desk:
+        alone = _children(desk.process.pid)
+
+    worker = ["-m", "desk", "worker"]  # `desk worker`, without the web app's imports (desk/__main__.py)
+    assert [argv[1:] for argv in beside].count(worker) == 1
+    assert worker not in [argv[1:] for argv in alone]
+
+
+def _children(pid: int) -> list[list[str]]:
+    """The command lines of a process's children (Linux's /proc)."""
+    found = []
+    for listing in Path(f"/proc/{pid}/task").glob("*/children"):
+        for child in listing.read_text().split():
+            with contextlib.suppress(FileNotFoundError):  # a child that has just ended
+                found.append(Path(f"/proc/{child}/cmdline").read_bytes().decode().split("\0")[:-1])
+    return found
