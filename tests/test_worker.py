@@ -118,3 +118,25 @@ def _check(uri: str | None) -> subprocess.CompletedProcess[str]:
     return subprocess.run(  # noqa: S603 - our own command
         desk_command("worker", "--check"), env=env, capture_output=True, text=True, timeout=60, check=False
     )
+
+
+def test_desk_worker_burst_does_what_is_due_once_and_exits(tmp_path):
+    with EmbeddedMongo(tmp_path / "mongo") as uri, MongoClient(uri, tz_aware=True) as client:
+        runs = client["desk"]["agent_runs"]  # a copilot run its dead web process left running: the sweep ends it
+        dead = {"_id": ObjectId(), "status": "running", "leaseUntil": datetime.now(UTC) - timedelta(minutes=1)}
+        runs.insert_one(dead)
+
+        done = subprocess.run(  # noqa: S603 - our own command
+            desk_command("worker", "--burst"),
+            env=desk_env(MONGODB_URI=uri, AI_ENABLED="false"),
+            capture_output=True,
+            text=True,
+            timeout=120,
+            check=False,
+        )
+        after = runs.find_one({"_id": dead["_id"]})
+        beat = client["desk"]["worker_heartbeats"].find_one({"_id": worker_name()})
+
+    assert done.returncode == 0, done.stderr
+    assert (after["status"], after["errorCode"]) == ("error", "lease_expired")
+    assert beat is not None
