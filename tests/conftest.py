@@ -5,6 +5,7 @@ from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
 
 import httpx
 import pytest
+from argon2 import PasswordHasher
 from bson import ObjectId
 from fastapi import FastAPI
 from pymongo import AsyncMongoClient
@@ -14,6 +15,7 @@ from desk import state
 from desk.agent.core.client import use_provider
 from desk.agent.core.provider import Provider
 from desk.app import ensure_indexes, install_api, wire
+from desk.auth import passwords
 from desk.auth import service as auth_service
 from desk.config import Settings, use_settings
 from desk.db.client import Database, use_database
@@ -67,6 +69,26 @@ async def clean_db(request: pytest.FixtureRequest) -> AsyncIterator[None]:
     for name in await database.list_collection_names():
         if not name.startswith("system."):
             await database[name].delete_many({})
+
+
+# Argon2id at its lowest cost: the desk's own (OWASP's) is meant to slow a guesser down, and every person a
+# test makes is hashed, every login verified. Hashes keep their parameters, so either kind verifies.
+QUICK_HASHER = PasswordHasher(time_cost=1, memory_cost=8, parallelism=1)
+QUICK_DUMMY_HASH = QUICK_HASHER.hash("not a real password, only for equal timing")
+
+
+@pytest.fixture(autouse=True)
+def quick_password_hashing(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Passwords hashed at argon2id's lowest cost in this process, unless the test asks for `owasp_hashing`."""
+    if "owasp_hashing" not in request.fixturenames:
+        monkeypatch.setattr(passwords, "_hasher", QUICK_HASHER)
+        # a wrong email is checked against this one: it costs what a wrong password does
+        monkeypatch.setattr(passwords, "_DUMMY_HASH", QUICK_DUMMY_HASH)
+
+
+@pytest.fixture
+def owasp_hashing() -> None:
+    """The desk's own argon2id parameters for this test (`quick_password_hashing` stands aside)."""
 
 
 # --- the desk's own fixtures: real services, real database, a client per person ---

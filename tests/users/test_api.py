@@ -11,7 +11,7 @@ from desk.users import service
 from tests.helpers import PASSWORD, actor
 
 
-async def test_admin_creates_a_user_who_can_then_log_in(make_user, client_for, anonymous, db):
+async def test_admin_creates_a_user_who_can_then_log_in(make_user, client_for, anonymous, db, owasp_hashing):
     admin = await make_user("admin")
     client = await client_for(admin)
 
