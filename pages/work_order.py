@@ -20,10 +20,8 @@ from components.work_order.timeline import comment_box
 from desk.actors import Actor
 from desk.db.client import get_db
 from desk.errors import Conflict, DeskError, NotFound
-from desk.labels import CHOICE_LABELS
 from desk.work_orders import permissions, service
 from desk.work_orders.models import (
-    EDITABLE,
     CommentCreate,
     WorkOrderRead,
     WorkOrderUpdate,
@@ -90,10 +88,7 @@ class WorkOrderView:
         if not kept or self.gone or self.client.is_deleted or self.edits() or self.form is None:
             return  # nothing kept, or the person began typing while the browser answered: their new text wins
         with self.client:
-            for field in EDITABLE:
-                value = kept.get(field)
-                if isinstance(value, str) and (field not in CHOICE_LABELS or value in CHOICE_LABELS[field]):
-                    self.form.inputs[field].value = value
+            self.form.put_back(kept)
             if self.edits():
                 with self.notice:
                     restored_card(discard=self.show)

@@ -10,7 +10,7 @@ from collections.abc import Awaitable, Callable
 from nicegui import ui
 from nicegui.elements.mixins.disableable_element import DisableableElement
 
-from desk.labels import PRIORITY_LABELS, STATUS_LABELS
+from desk.labels import CHOICE_LABELS, PRIORITY_LABELS, STATUS_LABELS
 from desk.work_orders.models import EDITABLE, WorkOrderRead
 
 
@@ -47,6 +47,13 @@ class EditForm:
         for field in EDITABLE:
             self.inputs[field].value = keep.get(field, getattr(order, field))
             self.inputs[field].error = None
+
+    def put_back(self, kept: dict[str, object]) -> None:
+        """An edit this browser kept: each field's text, and a priority or status only if it is still a choice."""
+        for field in EDITABLE:
+            value = kept.get(field)
+            if isinstance(value, str) and (field not in CHOICE_LABELS or value in CHOICE_LABELS[field]):
+                self.inputs[field].value = value
 
     def edits(self, loaded: WorkOrderRead) -> dict[str, object]:
         """The fields the person changed compared with `loaded`."""
