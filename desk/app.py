@@ -30,8 +30,8 @@ from desk.db.client import get_db, ping
 from desk.errors import Conflict, DeskError
 from desk.http import install_error_handlers, query_as_declared
 from desk.metrics.api import router as metrics_router
-from desk.middleware import BodyLimit, HeadAsGet, TokenLookup
 from desk.jobs import queue as outbox_repo
+from desk.middleware import BodyLimit, HeadAsGet, TokenLookup
 from desk.users import repository as users_repo
 from desk.users import service as users_service
 from desk.users.api import people_router
@@ -64,7 +64,6 @@ async def readyz() -> JSONResponse:
     return JSONResponse({"status": "ready"} if ready else UNAVAILABLE, status_code=200 if ready else 503)
 
 
-def install_api(app: FastAPI, *, clock: Clock = SYSTEM_CLOCK) -> None:
 def wire(desk: Desk) -> None:
     """Subscribe the listeners that cross layers on the Desk's bus: a service tells, the agent acts.
 
@@ -74,6 +73,7 @@ def wire(desk: Desk) -> None:
     agent_hooks.install(desk.bus)
 
 
+def install_api(app: FastAPI, *, clock: Clock = SYSTEM_CLOCK) -> None:
     """Mount every router and the error envelope on `app` (the API's own app, in front of NiceGUI's; main.py).
 
     The routes read the time their limits count in from `clock` (a test's stands still until it is moved).
