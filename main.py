@@ -74,9 +74,9 @@ def _start_up(settings: Settings, uri: str, *, demo: bool) -> None:
 
     @app.on_startup
     async def start() -> None:
-        wire(state.current())  # the listeners across layers, on the bus of this process's Desk
         db = await stack.enter_async_context(open_database(settings, uri))
         use_database(db)
+        wire(state.current())  # the listeners across layers, on the bus of this process's Desk
         await ensure_indexes(db)
         if backup.restored(settings):
             await counters.rebuild(db)
@@ -172,7 +172,6 @@ def _same_host(origin: str | None, environ: dict) -> bool:
     """A socket.io handshake's Origin is this desk's host (any port: a proxy's Host may have dropped it)."""
     host = urlsplit(origin or "").hostname
     return bool(host) and host == urlsplit(f"//{environ.get('HTTP_HOST', '')}").hostname
-
 
 
 def _storage_secret(settings: Settings) -> str:

@@ -138,9 +138,9 @@ class CopilotTurn:
     def interrupt(self, by: str | None = None) -> None:
         """Stop: the run was ended elsewhere (a logout, a deactivation, the sweeper; see `live.interrupt`).
 
-        While the reader waits inside us for the model's next chunk, its task is cancelled there, so the
         `by`: the person who pressed Stop on this run (`live.stop`); anyone else's Stop changes nothing.
 
+        While the reader waits inside us for the model's next chunk, its task is cancelled there, so the
         call is cut short at once, and `events` takes that cancel back. Anywhere else the run stops at
         its next look at `interrupted` (the next chunk, step, or poll of an approval): a cancel must never
         land in the reader's own code. Either way the stream ends with `message_done` (`aborted`).
