@@ -29,9 +29,9 @@ from desk.actors import Actor
 from desk.agent.copilot import approvals, live
 from desk.agent.copilot.record import CopilotRecord
 from desk.agent.copilot.staging import Staging
-from desk.agent.core import runs
 from desk.agent.core.record import LEASE
 from desk.agent.core.state import RunState
+from desk.agent.core.store import agent_runs
 from desk.app import ensure_indexes
 from desk.db.embedded import EmbeddedMongo
 
@@ -56,8 +56,8 @@ async def _elsewhere(_tool_call_id: str) -> None:
 
 async def waiting(db, owner: Actor) -> tuple[Staging, dict]:
     """One stored run with one staged change, ready to be waited on."""
-    run = runs.new_run(session_id=None, user_id=ObjectId(owner.id), mode="copilot", model="bench", lease=LEASE)
-    await runs.insert_run(db, run)
+    run = agent_runs.new_run(session_id=None, user_id=ObjectId(owner.id), mode="copilot", model="bench", lease=LEASE)
+    await agent_runs.insert_run(db, run)
     record = CopilotRecord(db=db, run=run)
     record.stored = True
     staged = await record.stage(

@@ -14,7 +14,7 @@ from desk import observability
 from desk.agent.copilot import hooks as agent_hooks
 from desk.agent.copilot.api import router as ai_router
 from desk.agent.core import budget
-from desk.agent.core import runs as agent_runs
+from desk.agent.core import store as agent_store
 from desk.agent.triage import policy as agent_policy
 from desk.agent.triage import repository as triage_repo
 from desk.agent.triage.api import router as triage_router
@@ -29,9 +29,10 @@ from desk.config import Settings
 from desk.db.client import get_db, ping
 from desk.errors import Conflict, DeskError
 from desk.http import install_error_handlers, query_as_declared
-from desk.metrics.api import router as metrics_router
 from desk.jobs import queue as outbox_repo
+from desk.metrics.api import router as metrics_router
 from desk.middleware import BodyLimit, HeadAsGet, TokenLookup
+from desk.state import Desk
 from desk.users import repository as users_repo
 from desk.users import service as users_service
 from desk.users.api import people_router
@@ -115,7 +116,7 @@ class CompressedButTheCopilot:
 
 async def ensure_indexes(db: AsyncDatabase) -> None:
     """Create every index the desk needs; safe to run at every start."""
-    stores = (users_repo, auth_repo, work_orders_repo, agent_runs, budget, outbox_repo, agent_policy, triage_repo)
+    stores = (users_repo, auth_repo, work_orders_repo, agent_store, budget, outbox_repo, agent_policy, triage_repo)
     stores += (audit_repo,)
     for repository in stores:
         await repository.ensure_indexes(db)

@@ -7,7 +7,7 @@ import pytest
 from bson import ObjectId
 from fastapi import FastAPI
 
-from desk.agent.core import runs
+from desk.agent.core.store import agent_runs
 from desk.app import install_api
 
 ORDERS = "/api/v1/work-orders"
@@ -475,8 +475,10 @@ async def test_a_time_in_a_query_is_a_moment_or_a_day_not_a_number(make_user, cl
     # a day now means from its midnight (since) or through its end (until)
     admin = await make_user("admin")
     client = await client_for(admin)
-    run = runs.new_run(session_id=None, user_id=ObjectId(admin["id"]), mode="copilot", model="m", lease=timedelta())
-    await runs.insert_run(db, run)
+    run = agent_runs.new_run(
+        session_id=None, user_id=ObjectId(admin["id"]), mode="copilot", model="m", lease=timedelta()
+    )
+    await agent_runs.insert_run(db, run)
     today, runs_url = run["startedAt"].date(), "/api/v1/admin/agents/runs"
 
     async def found(**params: str) -> int:

@@ -9,7 +9,7 @@ from pymongo import AsyncMongoClient, MongoClient, monitoring
 
 from desk.agent.copilot import start
 from desk.agent.copilot.sessions import current_session
-from desk.agent.core import runs
+from desk.agent.core.store import agent_idempotency, copilot_sessions
 from desk.errors import ErrorCode
 from desk.schema import now
 from tests.agent.api_helpers import (
@@ -97,7 +97,7 @@ async def test_a_key_given_back_under_a_retry_is_tried_again(mongo_uri, db, take
     listener = GiveBack()
     client: AsyncMongoClient = AsyncMongoClient(mongo_uri, tz_aware=True, event_listeners=[listener])
     try:
-        earlier = await runs.remember_key(client[db.name], user_id, key, retry_run)
+        earlier = await agent_idempotency.remember_key(client[db.name], user_id, key, retry_run)
     finally:
         await client.close()
 
@@ -129,7 +129,7 @@ async def test_an_idempotency_key_is_remembered_for_one_day(provider, fake_provi
 async def test_a_message_refused_as_pending_can_be_retried_with_its_key(db, ai_settings, provider, make_user):
     sam = await make_user("user")
     session = await current_session(db=db, settings=ai_settings, actor=actor(sam))
-    await runs.claim_session(db, ObjectId(session.id), ObjectId())  # another run holds the session
+    await copilot_sessions.claim_session(db, ObjectId(session.id), ObjectId())  # another run holds the session
 
     with pytest.raises(start.ApprovalPending):
         await start.begin(

@@ -6,7 +6,8 @@ import httpx
 import pytest
 from bson import ObjectId
 
-from desk.agent.core import budget, runs
+from desk.agent.core import budget
+from desk.agent.core.store import agent_idempotency, copilot_sessions
 from desk.errors import ErrorCode
 from desk.schema import now
 from tests.agent.api_helpers import (
@@ -78,7 +79,7 @@ KEY = "3f1c9a7e-retry"
 
 
 async def _a_run_in_progress(*, db, session_id, **_) -> None:
-    await runs.claim_session(db, ObjectId(session_id), ObjectId())  # another run holds the session
+    await copilot_sessions.claim_session(db, ObjectId(session_id), ObjectId())  # another run holds the session
 
 
 async def _a_closed_session(*, client, **_) -> None:
@@ -90,7 +91,7 @@ async def _someone_elses_session(*, make_user, client_for, **_) -> str:
 
 
 async def _a_replayed_key(*, db, sam, **_) -> None:
-    await runs.remember_key(db, oid(sam), KEY, ObjectId())  # a message with this key started a run already
+    await agent_idempotency.remember_key(db, oid(sam), KEY, ObjectId())  # a message with this key started a run already
 
 
 async def _the_budget_used_up(*, db, ai_settings, sam, **_) -> None:

@@ -5,7 +5,7 @@ from datetime import timedelta
 
 from bson import ObjectId
 
-from desk.agent.core import runs
+from desk.agent.core.store import agent_messages, agent_runs
 from desk.errors import ErrorCode
 from desk.schema import now
 from desk.users import service as users_service
@@ -138,11 +138,11 @@ async def test_a_long_history_lists_the_20_newest_conversations_and_the_50_newes
         a_minute_apart = {"$set": {"createdAt": day_one + timedelta(minutes=n)}}  # no two in one millisecond
         await db["copilot_sessions"].update_one({"_id": ObjectId(opened[-1])}, a_minute_apart)
     for n in range(51):  # runs as the runtime writes them (the turns themselves are not the point here)
-        run = runs.new_run(
+        run = agent_runs.new_run(
             session_id=ObjectId(opened[-1]), user_id=oid(sam), mode="copilot", model="m", lease=timedelta(0)
         )
-        await runs.insert_run(db, {**run, "startedAt": day_one + timedelta(minutes=n)})
-        await runs.finish_run(db, run["_id"], "complete")
+        await agent_runs.insert_run(db, {**run, "startedAt": day_one + timedelta(minutes=n)})
+        await agent_runs.finish_run(db, run["_id"], "complete")
         started.append(str(run["_id"]))
 
     sessions_listed = (await client.get(f"{AI}/sessions")).json()
@@ -158,7 +158,7 @@ async def test_messages_written_in_the_same_millisecond_keep_their_order(
     provider, fake_provider, client_for, make_user, monkeypatch
 ):
     frozen = now()
-    monkeypatch.setattr(runs, "now", lambda: frozen)  # every message of the turn gets one timestamp
+    monkeypatch.setattr(agent_messages, "now", lambda: frozen)  # every message of the turn gets one timestamp
     sam = await make_user("user")
     client = await client_for(sam)
     session_id = await open_session(client)

@@ -13,9 +13,9 @@ from bson import ObjectId
 
 from desk.agent.copilot import approvals, sessions, start
 from desk.agent.copilot.sessions import current_session
-from desk.agent.core import runs
 from desk.agent.core.events import RunEvent
 from desk.agent.core.models import AgentToolCallRead
+from desk.agent.core.store import agent_runs, agent_tool_calls
 from desk.errors import DeskError, ErrorCode
 from desk.schema import parse_object_id
 from desk.work_orders import service as work_orders
@@ -29,7 +29,7 @@ def staged_events(events: list[RunEvent]) -> list:
 
 
 async def stored_call(db, event) -> dict:
-    return await runs.get_tool_call(db, parse_object_id(event.tool_call_id))
+    return await agent_tool_calls.get_tool_call(db, parse_object_id(event.tool_call_id))
 
 
 async def refused(attempt) -> DeskError:
@@ -293,7 +293,7 @@ async def test_a_late_click_never_expires_a_change_approved_in_time_meanwhile(
     sam = await make_user()
     tap = await make_order(sam, "Leaking tap")
     fake_provider.script(*Turn.read_then_update(tap.id, priority="urgent"), Turn.text("Done."))
-    read_run, late = runs.get_run, []
+    read_run, late = agent_runs.get_run, []
 
     async def two_tabs(event: RunEvent) -> None:
         expires = (await stored_call(db, event))["approval"]["expiresAt"]
@@ -301,13 +301,13 @@ async def test_a_late_click_never_expires_a_change_approved_in_time_meanwhile(
         # `decide` reads the call, then its run, then expires what it read as pending: the other tab's
         # approval lands at the run read, the one moment between the two.
         async def the_other_tab_approves_in_time(db_, run_id):
-            monkeypatch.setattr(runs, "get_run", read_run)
+            monkeypatch.setattr(agent_runs, "get_run", read_run)
             monkeypatch.setattr(approvals, "now", lambda: expires - timedelta(seconds=1))
             await approvals.decide(db=db, actor=actor(sam), tool_call_id=event.tool_call_id, approve=True)
             return await read_run(db_, run_id)
 
         monkeypatch.setattr(approvals, "now", lambda: expires + timedelta(seconds=1))
-        monkeypatch.setattr(runs, "get_run", the_other_tab_approves_in_time)
+        monkeypatch.setattr(agent_runs, "get_run", the_other_tab_approves_in_time)
         late.append(
             await refused(approvals.decide(db=db, actor=actor(sam), tool_call_id=event.tool_call_id, approve=True))
         )
@@ -553,7 +553,7 @@ async def test_deciding_on_a_run_ended_elsewhere_is_refused_and_leaves_nothing_p
 
     async def run_ends_then_approve(event: RunEvent) -> None:
         run = await db["agent_runs"].find_one({})
-        await runs.finish_run(db, run["_id"], "error", error_code="lease_expired")  # e.g. the sweeper's verdict
+        await agent_runs.finish_run(db, run["_id"], "error", error_code="lease_expired")  # e.g. the sweeper's verdict
         late.append(
             await refused(approvals.decide(db=db, actor=actor(sam), tool_call_id=event.tool_call_id, approve=True))
         )
@@ -586,7 +586,7 @@ async def test_deciding_on_an_approval_whose_run_was_never_stored_expires_it(mak
     late = await refused(approvals.decide(db=db, actor=actor(sam), tool_call_id=str(staged["_id"]), approve=True))
 
     assert (late.code, late.status) == (ErrorCode.AI_APPROVAL_EXPIRED, 410)
-    stored = await runs.get_tool_call(db, staged["_id"])
+    stored = await agent_tool_calls.get_tool_call(db, staged["_id"])
     assert (stored["approval"]["status"], stored["outcome"]) == ("expired", "expired")
     order = await work_orders.get(db=db, actor=actor(sam), order_id=tap.id)
     assert (order.priority, order.version) == ("medium", 1)

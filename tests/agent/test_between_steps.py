@@ -15,8 +15,9 @@ from bson import ObjectId
 
 from desk.agent.copilot import sessions
 from desk.agent.copilot.toolset import REGISTRY
-from desk.agent.core import budget, runs
+from desk.agent.core import budget
 from desk.agent.core.events import RunEvent
+from desk.agent.core.store import agent_runs
 from desk.errors import ErrorCode
 from desk.work_orders import service as work_orders
 from desk.work_orders.models import WorkOrderUpdate
@@ -247,7 +248,7 @@ async def test_a_run_cancelled_again_while_ending_still_frees_the_session(
     fake_provider.script(Turn.slow("a long answer", delay=0.2))
     turn = await start(sam)
     first_token = asyncio.Event()
-    finish_run = runs.finish_run
+    finish_run = agent_runs.finish_run
 
     async def cancelled_again_meanwhile(*args, **kwargs):  # as a server's cancel scope does, again and again
         listener.cancel()
@@ -260,7 +261,7 @@ async def test_a_run_cancelled_again_while_ending_still_frees_the_session(
 
     listener = asyncio.create_task(listen())
     await first_token.wait()
-    monkeypatch.setattr(runs, "finish_run", cancelled_again_meanwhile)
+    monkeypatch.setattr(agent_runs, "finish_run", cancelled_again_meanwhile)
     listener.cancel()  # the person leaves: the run winds down (bills, ends, frees the session)
     await asyncio.wait([listener])
 

@@ -17,8 +17,9 @@ from bson import ObjectId
 from desk.agent.copilot import start
 from desk.agent.copilot import turn as copilot_turn
 from desk.agent.copilot.sessions import current_session, open_session
-from desk.agent.core import budget, history, runs
+from desk.agent.core import budget, history
 from desk.agent.core.events import RunEvent
+from desk.agent.core.store import agent_messages, copilot_sessions, keep
 from desk.config import Settings
 from desk.errors import DeskError, ErrorCode
 from desk.schema import now
@@ -103,7 +104,7 @@ async def _rate_used_up(*, ai_settings, sam, send, fake_provider, **_) -> dict:
 
 async def _run_in_progress(*, db, sam, **_) -> dict:
     session = await session_of(db, sam)
-    await runs.claim_session(db, session["_id"], ObjectId())  # another run holds the session
+    await copilot_sessions.claim_session(db, session["_id"], ObjectId())  # another run holds the session
     return {}
 
 
@@ -334,7 +335,7 @@ async def test_an_answer_stored_just_as_the_person_left_is_shown_to_the_model_ne
     db, send, fake_provider, make_user, monkeypatch
 ):
     sam = await make_user("user")
-    store = runs.add_message
+    store = agent_messages.add_message
 
     async def stored_then_left(database, message: dict) -> None:
         await store(database, message)
@@ -342,11 +343,11 @@ async def test_an_answer_stored_just_as_the_person_left_is_shown_to_the_model_ne
             asyncio.current_task().cancel()
             await asyncio.sleep(0)  # where the cancel lands: no time passes
 
-    monkeypatch.setattr(runs, "add_message", stored_then_left)
+    monkeypatch.setattr(agent_messages, "add_message", stored_then_left)
     fake_provider.script(Turn.text("a1"))
     first = asyncio.create_task(drain(await send(sam, "q1")))
     await asyncio.wait([first])
-    monkeypatch.setattr(runs, "add_message", store)
+    monkeypatch.setattr(agent_messages, "add_message", store)
     fake_provider.script(Turn.text("a2"))
 
     await drain(await send(sam, "q2"))
@@ -391,9 +392,9 @@ async def test_turns_past_the_transcript_retention_are_forgotten_in_memory_and_i
     sam = await make_user("user")
     fake_provider.script(Turn.text("a1"))
     await drain(await send(sam, "q1"))
-    later = now() + runs.KEEP_TRANSCRIPT + timedelta(days=1)  # SEC-12: 90 days on, turn 1 is gone
+    later = now() + keep.KEEP_TRANSCRIPT + timedelta(days=1)  # SEC-12: 90 days on, turn 1 is gone
     monkeypatch.setattr(history, "now", lambda: later)
-    monkeypatch.setattr(runs, "now", lambda: later)
+    monkeypatch.setattr(agent_messages, "now", lambda: later)
 
     fake_provider.script(Turn.text("a2"))
     await drain(await send(sam, "q2"))  # the window kept in this process
@@ -410,11 +411,11 @@ async def test_a_run_letting_go_late_never_frees_a_session_a_newer_run_holds(db,
     sam = await make_user("user")
     session = await open_session(db=db, settings=ai_settings, actor=actor(sam))
     sid, aborted, newer = ObjectId(session.id), ObjectId(), ObjectId()
-    assert await runs.claim_session(db, sid, aborted) is not None
-    await runs.release_session(db, sid, aborted)  # ended by a logout: it lets go
-    assert await runs.claim_session(db, sid, newer) is not None  # the person's next message
+    assert await copilot_sessions.claim_session(db, sid, aborted) is not None
+    await copilot_sessions.release_session(db, sid, aborted)  # ended by a logout: it lets go
+    assert await copilot_sessions.claim_session(db, sid, newer) is not None  # the person's next message
 
-    await runs.release_session(db, sid, aborted)  # the aborted run's clean-up, arriving late
+    await copilot_sessions.release_session(db, sid, aborted)  # the aborted run's clean-up, arriving late
 
     assert (await db["copilot_sessions"].find_one({"_id": sid}))["runningRunId"] == newer
-    assert await runs.claim_session(db, sid, ObjectId()) is None  # one stream at a time still holds
+    assert await copilot_sessions.claim_session(db, sid, ObjectId()) is None  # one stream at a time still holds

@@ -13,9 +13,10 @@ from datetime import timedelta
 import pytest
 from bson import ObjectId
 
-from desk.agent.core import history, runs
+from desk.agent.core import history
 from desk.agent.core.history import WINDOW, Histories, kept
 from desk.agent.core.provider import CHARS_PER_TOKEN
+from desk.agent.core.store import agent_messages, keep
 from desk.schema import now
 from tests.agent.test_first_token import conversation, drain, said, session_of
 from tests.fake_provider import Turn
@@ -62,13 +63,13 @@ async def test_a_turn_exactly_at_the_retention_cutoff_is_forgotten_in_memory_as_
     sam = await make_user("user")
     moment = now()
     monkeypatch.setattr(history, "now", lambda: moment)
-    monkeypatch.setattr(runs, "now", lambda: moment)
+    monkeypatch.setattr(agent_messages, "now", lambda: moment)
     fake_provider.script(Turn.text("a1"))
     await drain(await start(sam, "q1"))  # stored, and kept here, at `moment`
-    cutoff = moment + runs.KEEP_TRANSCRIPT  # SEC-12: the very moment turn 1 expires
+    cutoff = moment + keep.KEEP_TRANSCRIPT  # SEC-12: the very moment turn 1 expires
     monkeypatch.setattr(history, "now", lambda: cutoff)
-    monkeypatch.setattr(runs, "now", lambda: cutoff)
-    in_the_database = await runs.session_messages(db, (await session_of(db, sam))["_id"])
+    monkeypatch.setattr(agent_messages, "now", lambda: cutoff)
+    in_the_database = await agent_messages.session_messages(db, (await session_of(db, sam))["_id"])
     fake_provider.script(Turn.text("a2"))
 
     await drain(await start(sam, "q2"))
@@ -87,12 +88,14 @@ async def test_memory_never_keeps_a_message_longer_than_the_database(db, start, 
         return base + timedelta(milliseconds=next(ticks))
 
     monkeypatch.setattr(history, "now", clock)
-    monkeypatch.setattr(runs, "now", clock)
+    monkeypatch.setattr(agent_messages, "now", clock)
     fake_provider.script(Turn.tool_calls(("list_my_work_orders", {})), Turn.text("a1"))
     await drain(await start(sam, "q1"))
 
     session = await session_of(db, sam)
-    stored = {(m["role"], m["content"]): m["createdAt"] for m in await runs.session_messages(db, session["_id"])}
+    stored = {
+        (m["role"], m["content"]): m["createdAt"] for m in await agent_messages.session_messages(db, session["_id"])
+    }
     in_memory = {(m.role, m.content): m.at for m in history.HISTORIES.current(session) if m.content}
     assert set(in_memory) == {("user", "q1"), ("assistant", "a1")}
     assert in_memory[("assistant", "a1")] == stored[("assistant", "a1")]

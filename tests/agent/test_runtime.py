@@ -14,8 +14,8 @@ from datetime import timedelta
 import pytest
 
 from desk.agent.copilot import approvals, sessions
-from desk.agent.core import runs
 from desk.agent.core.events import RunEvent
+from desk.agent.core.store import agent_messages, agent_runs, agent_tool_calls
 from desk.errors import ErrorCode
 from desk.work_orders import service as work_orders
 from desk.work_orders.models import WorkOrderUpdate
@@ -432,8 +432,8 @@ async def test_only_running_to_a_terminal_status_is_legal(start, fake_provider, 
     await drain(await start(sam))
     run = await the_run(db)
 
-    for status in runs.TERMINAL:
-        assert await runs.finish_run(db, run["_id"], status) is False
+    for status in agent_runs.TERMINAL:
+        assert await agent_runs.finish_run(db, run["_id"], status) is False
     assert (await the_run(db))["status"] == "complete"
     assert (await the_run(db))["finishedAt"] == run["finishedAt"]
 
@@ -590,11 +590,11 @@ async def test_a_run_is_recorded_with_tokens_messages_and_tool_calls(start, fake
     assert (run["status"], run["inputTokens"], run["outputTokens"], run["steps"]) == ("complete", 1200, 57, 3)
     assert run["costUsd"] == pytest.approx((1200 * 0.15 + 57 * 0.60) / 1_000_000)
     assert run["finishedAt"] is not None
-    messages = await runs.run_messages(db, run["_id"])
+    messages = await agent_messages.run_messages(db, run["_id"])
     assert [m["role"] for m in messages] == ["user", "assistant", "tool", "assistant", "tool", "assistant"]
     assert messages[0]["content"] == "Raise the tap"
     assert messages[-1]["content"] == "The tap is high priority now."
-    read, write = await runs.run_tool_calls(db, run["_id"])
+    read, write = await agent_tool_calls.run_tool_calls(db, run["_id"])
     assert (read["tool"], read["outcome"], read["args"]) == ("list_my_work_orders", "ok", {"priority": "medium"})
     assert read["result"]["workOrders"][0]["id"] == tap.id
     assert (write["tool"], write["outcome"], write["approval"]["status"]) == (

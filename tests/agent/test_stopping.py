@@ -18,7 +18,8 @@ from desk.agent.copilot import start as start_module
 from desk.agent.copilot import turn as copilot_turn
 from desk.agent.copilot.sessions import abort_runs
 from desk.agent.copilot.sweeper import sweep
-from desk.agent.core import record, runs
+from desk.agent.core import record
+from desk.agent.core.store import agent_runs, copilot_sessions
 from desk.work_orders import service as work_orders
 from tests.agent.test_runtime import drain, the_run
 from tests.fake_provider import Turn
@@ -27,8 +28,8 @@ from tests.helpers import actor
 
 async def logged_out_elsewhere(db, person: dict) -> None:
     """What a logout in another web process does to this one: the database only, no interrupt here."""
-    for run in await runs.running_runs(db, ObjectId(person["id"])):
-        if await runs.finish_run(db, run["_id"], "aborted"):
+    for run in await agent_runs.running_runs(db, ObjectId(person["id"])):
+        if await agent_runs.finish_run(db, run["_id"], "aborted"):
             await approvals.expire_for_run(db, run["_id"])
 
 
@@ -37,7 +38,7 @@ def short_lease(monkeypatch):
     """A 0.3 s lease (renewed every 0.1 s) and a 0.2 s grace for claims: minutes of a real run in a second."""
     monkeypatch.setattr(record, "LEASE", timedelta(seconds=0.3))
     monkeypatch.setattr(start_module, "LEASE", timedelta(seconds=0.3))
-    monkeypatch.setattr(runs, "CLAIM_GRACE", timedelta(seconds=0.2))
+    monkeypatch.setattr(copilot_sessions, "CLAIM_GRACE", timedelta(seconds=0.2))
 
 
 async def test_a_logout_mid_call_cuts_the_call_short_and_nothing_it_asked_for_runs(

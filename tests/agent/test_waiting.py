@@ -7,8 +7,8 @@ from datetime import timedelta
 
 from desk import state
 from desk.agent.copilot import approvals, live, staging
-from desk.agent.core import runs
 from desk.agent.core.events import RunEvent
+from desk.agent.core.store import agent_runs, agent_tool_calls, keep
 from desk.schema import now
 from desk.work_orders import service as work_orders
 from tests.agent.test_runtime import drain, the_run
@@ -19,14 +19,14 @@ from tests.helpers import actor, tuned, until
 def counting(monkeypatch) -> list[str]:
     """The waiting run's round trips, by name (the only two it may make while nothing happens)."""
     made: list[str] = []
-    for name in ("renew_lease_and_look", "get_tool_call"):
-        real = getattr(runs, name)
+    for store, name in ((agent_runs, "renew_lease_and_look"), (agent_tool_calls, "get_tool_call")):
+        real = getattr(store, name)
 
         def counted(*args, _real=real, _name=name, **kwargs):
             made.append(_name)
             return _real(*args, **kwargs)
 
-        monkeypatch.setattr(runs, name, counted)
+        monkeypatch.setattr(store, name, counted)
     return made
 
 
@@ -106,17 +106,17 @@ async def test_an_approve_that_wins_the_race_with_the_expiry_is_made_not_reporte
     tap = await make_order(sam, "Leaking tap")
     fake_provider.script(*Turn.read_then_update(tap.id, status="done"), Turn.text("Done."))
     settings = tuned(ai_settings, ai_approval_ttl_ms=200)
-    read_call = runs.get_tool_call
+    read_call = agent_tool_calls.get_tool_call
 
     async def approve_lands_just_after_this_read(db_, call_id):
         found = await read_call(db_, call_id)
         if found and found.get("approval", {}).get("status") == "pending" and found["approval"]["expiresAt"] <= now():
             # the person's click was checked in time; its write lands now, before the run's expire
             fields = {"approval.status": "approved", "approval.decidedAt": now()}
-            await runs.update_tool_call(db_, call_id, fields, only_if={"approval.status": "pending"})
+            await agent_tool_calls.update_tool_call(db_, call_id, fields, only_if={"approval.status": "pending"})
         return found
 
-    monkeypatch.setattr(runs, "get_tool_call", approve_lands_just_after_this_read)
+    monkeypatch.setattr(agent_tool_calls, "get_tool_call", approve_lands_just_after_this_read)
 
     events = await drain(await start(sam, "Close it", settings=settings))
 
@@ -135,7 +135,7 @@ async def test_a_conversation_in_use_is_kept_a_year_from_its_last_use(start, fak
     (session,) = await db["copilot_sessions"].find().to_list()
     started = now() - timedelta(days=360)  # opened almost a year ago, its retention counted from then
     await db["copilot_sessions"].update_one(
-        {"_id": session["_id"]}, {"$set": {"createdAt": started, "expiresAt": started + runs.KEEP_RUNS}}
+        {"_id": session["_id"]}, {"$set": {"createdAt": started, "expiresAt": started + keep.KEEP_RUNS}}
     )
 
     await drain(await start(sam, "Are you there?"))

@@ -10,7 +10,7 @@ from argon2 import PasswordHasher
 from bson import ObjectId
 
 from desk import middleware
-from desk.agent.core import runs
+from desk.agent.core.store import agent_runs
 from desk.auth.service import digest
 from desk.config import use_settings
 from desk.http import CSRF_HEADER
@@ -160,8 +160,10 @@ async def test_logging_out_with_an_api_token_is_refused_and_stops_nothing(make_u
     sam = await make_user("user")
     browser = await client_for(sam)
     token = (await browser.post("/api/v1/auth/tokens", json={"name": "script"})).json()
-    run = runs.new_run(session_id=None, user_id=ObjectId(sam["id"]), mode="chat", model="m", lease=timedelta(minutes=1))
-    await runs.insert_run(db, run)
+    run = agent_runs.new_run(
+        session_id=None, user_id=ObjectId(sam["id"]), mode="chat", model="m", lease=timedelta(minutes=1)
+    )
+    await agent_runs.insert_run(db, run)
     anonymous.headers["Authorization"] = f"Bearer {token['secret']}"
 
     response = await anonymous.post("/api/v1/auth/logout")
@@ -171,7 +173,7 @@ async def test_logging_out_with_an_api_token_is_refused_and_stops_nothing(make_u
     assert error["code"] == "FORBIDDEN"
     assert error["message"].startswith("Logging out ends a browser session.")
     assert "DELETE /api/v1/auth/tokens/{id}" in error["message"]
-    assert (await runs.get_run(db, run["_id"]))["status"] == "running"
+    assert (await agent_runs.get_run(db, run["_id"]))["status"] == "running"
     assert (await anonymous.get("/api/v1/auth/me")).status_code == 200
     assert (await browser.get("/api/v1/auth/me")).status_code == 200
 

@@ -10,7 +10,7 @@ from nicegui.events import GenericEventArguments
 from nicegui.testing import User
 from nicegui.testing.user_notify import UserNotify
 
-from desk.agent.core import runs
+from desk.agent.core.store import agent_runs, copilot_sessions
 from desk.config import Settings, use_settings
 from desk.work_orders import service
 from desk.work_orders.models import WorkOrderUpdate
@@ -442,11 +442,11 @@ async def test_stop_reaches_a_turn_running_in_another_process(user: User, ai_on,
     if session is None:
         await user.open("/app")
         session = await db["copilot_sessions"].find_one({"userId": ObjectId(sam["id"])})
-    elsewhere = runs.new_run(
+    elsewhere = agent_runs.new_run(
         session_id=session["_id"], user_id=ObjectId(sam["id"]), mode="copilot", model="m", lease=timedelta(minutes=1)
     )
-    await runs.insert_run(db, elsewhere)  # a turn another web process runs: nothing of it in this one
-    await runs.claim_session(db, session["_id"], elsewhere["_id"])
+    await agent_runs.insert_run(db, elsewhere)  # a turn another web process runs: nothing of it in this one
+    await copilot_sessions.claim_session(db, session["_id"], elsewhere["_id"])
 
     await user.open("/app")
     user.find(marker="copilot-toggle").click()
@@ -454,10 +454,10 @@ async def test_stop_reaches_a_turn_running_in_another_process(user: User, ai_on,
     user.find(marker="copilot-stop").click()
 
     for _ in range(WAIT):
-        if (await runs.get_run(db, elsewhere["_id"]))["status"] == "aborted":
+        if (await agent_runs.get_run(db, elsewhere["_id"]))["status"] == "aborted":
             break
         await asyncio.sleep(0.1)
-    assert (await runs.get_run(db, elsewhere["_id"]))["status"] == "aborted"  # its process stops at its next look
+    assert (await agent_runs.get_run(db, elsewhere["_id"]))["status"] == "aborted"  # its process stops at its next look
 
 
 async def test_a_long_unbroken_value_wraps_and_can_be_read_whole(

@@ -13,9 +13,9 @@ from pymongo.asynchronous.database import AsyncDatabase
 
 from desk.actors import Actor
 from desk.agent.copilot import live
-from desk.agent.core import runs
 from desk.agent.core.events import Diff
 from desk.agent.core.models import AgentToolCallRead
+from desk.agent.core.store import agent_runs, agent_tool_calls
 from desk.errors import Conflict, DeskError, ErrorCode, NotFound
 from desk.schema import CONTROL, now, parse_object_id
 from desk.work_orders.models import EDITABLE
@@ -68,7 +68,7 @@ async def stage(
     ttl: timedelta,
 ) -> dict[str, Any]:
     """Store the proposed write (as `record_id`) with its frozen args and pre-image, waiting for the person."""
-    return await runs.insert_tool_call(
+    return await agent_tool_calls.insert_tool_call(
         db,
         {
             "_id": record_id,
@@ -105,29 +105,31 @@ async def decide(
 ) -> AgentToolCallRead:
     """The run's owner approves or rejects a pending write; repeating the same decision is harmless."""
     oid = parse_object_id(tool_call_id)
-    call = await runs.get_tool_call(db, oid) if oid else None
+    call = await agent_tool_calls.get_tool_call(db, oid) if oid else None
     if call is None or str(call.get("userId")) != actor.id or call.get("approval") is None:
         raise NotFound("No such change waiting for approval.")
     wanted = "approved" if approve else "rejected"
     moment = now()
-    run = await runs.get_run(db, call["runId"])
+    run = await agent_runs.get_run(db, call["runId"])
     if call["approval"]["status"] == "pending" and (call["approval"]["expiresAt"] <= moment or run is None):
         await _expire(db, call)
         raise ApprovalExpired()
     if run is not None and run["status"] != "running" and call["approval"]["status"] == "pending":
         raise ApprovalExpired("The assistant's run has ended; this change can no longer be approved.")
     fields = {"approval.status": wanted, "approval.decidedAt": moment, "approval.reason": clean_reason(reason)}
-    decided = await runs.update_tool_call(db, call["_id"], fields, only_if={"approval.status": "pending"})
+    decided = await agent_tool_calls.update_tool_call(db, call["_id"], fields, only_if={"approval.status": "pending"})
     if decided is not None:  # the waiting run wakes: at once in this process, at its next renewal in another
         await live.decided(str(call["_id"]))
-        await runs.wake(db, call["runId"], call["_id"])
+        await agent_runs.wake(db, call["runId"], call["_id"])
     else:
-        decided = await runs.get_tool_call(db, call["_id"])
+        decided = await agent_tool_calls.get_tool_call(db, call["_id"])
         if decided["approval"]["status"] != wanted:
             if decided["approval"]["status"] == "expired":
                 raise ApprovalExpired()
             if decided["approval"]["status"] == "stale":  # re-staged with fresh values: point at the new one
-                again = await runs.pending_approvals(db, call["runId"])  # none yet, for a moment after it went stale
+                again = await agent_tool_calls.pending_approvals(
+                    db, call["runId"]
+                )  # none yet, for a moment after it went stale
                 newest = max((c["_id"] for c in again), default=None)
                 raise ApprovalStale(details={"toolCallId": str(newest)} if newest else None)
             raise ApprovalResolved(f"This change was already {decided['approval']['status']}.")
@@ -140,7 +142,7 @@ async def _expire(db: AsyncDatabase, call: dict[str, Any]) -> None:
 
 async def expire_call(db: AsyncDatabase, call_id: ObjectId) -> dict[str, Any] | None:
     """Expire a pending approval; the call after, or None when a decision (or another expiry) was first."""
-    return await runs.update_tool_call(
+    return await agent_tool_calls.update_tool_call(
         db, call_id, {"approval.status": "expired", "outcome": "expired"}, only_if={"approval.status": "pending"}
     )
 
@@ -148,6 +150,6 @@ async def expire_call(db: AsyncDatabase, call_id: ObjectId) -> dict[str, Any] | 
 async def expire_for_run(db: AsyncDatabase, run_id: ObjectId) -> None:
     """A run that ends (aborted, logout, error) leaves no approval pending, and no approved change it never
     made (the person left before it ran) looking as if it still might be: that one's outcome is `aborted`."""
-    for call in await runs.pending_approvals(db, run_id):
+    for call in await agent_tool_calls.pending_approvals(db, run_id):
         await _expire(db, call)
-    await runs.abandon_approved(db, run_id)
+    await agent_tool_calls.abandon_approved(db, run_id)

@@ -18,10 +18,10 @@ from bson import ObjectId
 from desk.actors import Actor
 from desk.agent.copilot import approvals, live
 from desk.agent.copilot.record import CopilotRecord
-from desk.agent.core import runs
 from desk.agent.core.events import RunEvent, ToolApprovalExpired, ToolApprovalRequired
 from desk.agent.core.pipeline import Call, ToolAnswer
 from desk.agent.core.state import RunEnded, RunState, stopped
+from desk.agent.core.store import agent_runs, agent_tool_calls
 from desk.errors import Conflict, DeskError, ErrorCode
 from desk.schema import now
 
@@ -78,10 +78,10 @@ class Staging:
                 return
             person, running = await asyncio.gather(self.person_now(), self.record.renew())
             if self.interrupted() or not running:  # ended since the click (a logout, the sweeper): nothing is made
-                await runs.update_tool_call(self.record.db, staged["_id"], {"outcome": "aborted"})
+                await agent_tool_calls.update_tool_call(self.record.db, staged["_id"], {"outcome": "aborted"})
                 raise RunEnded("aborted")
             if person is None or person.role not in tool.roles:  # turned off, deactivated or demoted meanwhile
-                await runs.update_tool_call(self.record.db, staged["_id"], {"outcome": "forbidden"})
+                await agent_tool_calls.update_tool_call(self.record.db, staged["_id"], {"outcome": "forbidden"})
                 refusal = {"error": "This account can no longer make changes."}
                 yield call.answer("forbidden", refusal, "Refused a change", staged=True)
                 return
@@ -110,7 +110,7 @@ class Staging:
         """The call once decided or expired, whichever write won; at most one round trip a second meanwhile.
 
         A decide in this process sets the call's event (`live.decided`): the run wakes at once. One in
-        another process marks the run (`runs.wake`), which the lease renewal reads back: the renewal and
+        another process marks the run (`agent_runs.wake`), which the lease renewal reads back: the renewal and
         the look are one round trip, once a second. Every `LOOK_EVERY`th tick reads the call itself
         instead, in case a decision reached it without the mark (a decide that died between the two).
         """
@@ -130,12 +130,12 @@ class Staging:
                     ticks += 1
                     ended = self.interrupted()  # stopped here: what became of the call is still said (expired)
                     if not (ended or woken.is_set() or now() >= expires or ticks % LOOK_EVERY == 0):
-                        run = await runs.renew_lease_and_look(db, run_id, self.record.lease)
+                        run = await agent_runs.renew_lease_and_look(db, run_id, self.record.lease)
                         if run is not None and run.get("wakeFor") != call_id:
                             continue  # still running, nothing decided: one round trip this second
                         ended = run is None
                     woken.clear()
-                    current = await runs.get_tool_call(db, call_id)
+                    current = await agent_tool_calls.get_tool_call(db, call_id)
                     if current["approval"]["status"] != "pending":
                         return current
                     if ended:  # the run was ended elsewhere (Stop, a logout, the sweeper) and the call is pending
@@ -150,13 +150,13 @@ class Staging:
         db = self.record.db
         expired = await approvals.expire_call(db, current["_id"])
         if expired is None:  # a concurrent decide got there first: the person was told it counted
-            return await runs.get_tool_call(db, current["_id"])
+            return await agent_tool_calls.get_tool_call(db, current["_id"])
         await approvals.expire_for_run(db, self.record.run["_id"])
         return expired
 
     async def _rejected(self, call: Call, staged: dict, decided: dict) -> ToolAnswer:
         self.state.rejected[call.key] = self.state.rejected.get(call.key, 0) + 1
-        await runs.update_tool_call(self.record.db, staged["_id"], {"outcome": "rejected"})
+        await agent_tool_calls.update_tool_call(self.record.db, staged["_id"], {"outcome": "rejected"})
         if self.state.rejected[call.key] >= 2:
             message = "The assistant proposed the same rejected change again, so it was stopped."
             raise stopped(ErrorCode.VALIDATION_ERROR, message, "loop_detected")
@@ -172,30 +172,38 @@ class Staging:
         try:
             parsed = call.parsed()  # frozen args, validated again at execution; the error names no value
         except DeskError as error:
-            await runs.update_tool_call(db, staged["_id"], {"outcome": "error", "result": {"error": error.message}})
+            await agent_tool_calls.update_tool_call(
+                db, staged["_id"], {"outcome": "error", "result": {"error": error.message}}
+            )
             return call.answer("error", {"error": error.message}, "The change could not be made", staged=True)
         if tool.preimage is not None:
             image = await tool.preimage(call.context, parsed)
             if image is None:
-                await runs.update_tool_call(db, staged["_id"], {"outcome": "error", "result": {"error": "gone"}})
+                await agent_tool_calls.update_tool_call(
+                    db, staged["_id"], {"outcome": "error", "result": {"error": "gone"}}
+                )
                 gone = {"error": "That work order no longer exists."}
                 return call.answer("error", gone, "Found the work order gone", staged=True)
             if image.version != version:
-                await runs.update_tool_call(db, staged["_id"], {"outcome": "stale", "approval.status": "stale"})
+                await agent_tool_calls.update_tool_call(
+                    db, staged["_id"], {"outcome": "stale", "approval.status": "stale"}
+                )
                 return image.fields, image.version
         try:
             output = await tool.run(call.context, parsed, version)
         except Conflict:
-            await runs.update_tool_call(db, staged["_id"], {"outcome": "stale", "approval.status": "stale"})
+            await agent_tool_calls.update_tool_call(db, staged["_id"], {"outcome": "stale", "approval.status": "stale"})
             image = await tool.preimage(call.context, parsed) if tool.preimage else None
             if image is None:
                 changed = {"error": "That work order changed and is gone."}
                 return call.answer("error", changed, "Found the work order gone", staged=True)
             return image.fields, image.version
         except DeskError as error:
-            await runs.update_tool_call(db, staged["_id"], {"outcome": "error", "result": {"error": error.message}})
+            await agent_tool_calls.update_tool_call(
+                db, staged["_id"], {"outcome": "error", "result": {"error": error.message}}
+            )
             return call.answer("error", {"error": error.message}, "The change could not be made", staged=True)
-        await runs.update_tool_call(
+        await agent_tool_calls.update_tool_call(
             db,
             staged["_id"],
             {

@@ -12,9 +12,10 @@ from desk.access import require_ai
 from desk.actors import Actor
 from desk.agent.copilot import live
 from desk.agent.copilot.turn import AGENT, CopilotTurn, Prompt, first_prompt
-from desk.agent.core import budget, history, runs
+from desk.agent.core import budget, history
 from desk.agent.core.provider import Provider
 from desk.agent.core.record import LEASE
+from desk.agent.core.store import agent_idempotency, agent_runs, copilot_sessions
 from desk.clock import SYSTEM_CLOCK, Clock
 from desk.config import Settings
 from desk.errors import Conflict, ErrorCode, NotFound, RateLimited
@@ -61,7 +62,7 @@ async def begin(
     oid = parse_object_id(session_id)
     if oid is None:
         raise NotFound("No such copilot session.")
-    run = runs.new_run(session_id=oid, user_id=user["_id"], mode="copilot", model=settings.ai_model, lease=LEASE)
+    run = agent_runs.new_run(session_id=oid, user_id=user["_id"], mode="copilot", model=settings.ai_model, lease=LEASE)
     key = idempotency_key[:200] if idempotency_key else None
     opening = live.Opening()  # from here to its first event, other turns' bookkeeping gives way to this one
     session, admission, ready = await asyncio.gather(
@@ -120,15 +121,15 @@ class SessionClosed(Conflict):
 async def _claim(db: AsyncDatabase, *, session_id: ObjectId, run: dict, key: str | None) -> dict:
     """The session as it was before this run took it; the refusal when it cannot (in the order of `_rank`)."""
     if key:
-        earlier = await runs.remember_key(db, run["userId"], key, run["_id"])
+        earlier = await agent_idempotency.remember_key(db, run["userId"], key, run["_id"])
         if earlier is not None:
             raise MessageDuplicate(details={"runId": str(earlier)})
-    session = await runs.claim_session(db, session_id, run["_id"], user_id=run["userId"])
+    session = await copilot_sessions.claim_session(db, session_id, run["_id"], user_id=run["userId"])
     if session is not None:
         return session
     if key:  # this message started nothing: its retry must not read as a duplicate
-        await runs.forget_key(db, run["userId"], key)
-    found = await runs.get_session(db, session_id)  # only a refusal pays for this read: which one is it?
+        await agent_idempotency.forget_key(db, run["userId"], key)
+    found = await copilot_sessions.get_session(db, session_id)  # only a refusal pays for this read: which one is it?
     if found is None or found["userId"] != run["userId"]:
         raise NotFound("No such copilot session.")  # SEC-14: someone else's session looks missing
     if found["status"] != "active":
@@ -139,9 +140,9 @@ async def _claim(db: AsyncDatabase, *, session_id: ObjectId, run: dict, key: str
 async def _unclaim(db: AsyncDatabase, session: dict, run: dict, key: str | None) -> None:
     """Give back what a turn refused by another check took: the session (history unchanged) and its key."""
     mark = session.get("historyMark", ObjectId())  # a session from before marks were kept stays unknown
-    await runs.release_session(db, session["_id"], run["_id"], history_mark=mark)
+    await copilot_sessions.release_session(db, session["_id"], run["_id"], history_mark=mark)
     if key:
-        await runs.forget_key(db, run["userId"], key)
+        await agent_idempotency.forget_key(db, run["userId"], key)
 
 
 def _rank(refusal: BaseException) -> int:

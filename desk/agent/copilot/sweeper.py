@@ -6,7 +6,7 @@ from typing import Any
 from pymongo.asynchronous.database import AsyncDatabase
 
 from desk.agent.copilot import approvals
-from desk.agent.core import runs
+from desk.agent.core.store import agent_runs, agent_tool_calls, copilot_sessions
 from desk.schema import now
 
 
@@ -20,11 +20,11 @@ class Swept:
 async def sweep(db: AsyncDatabase) -> Swept:
     """One pass; safe to run in several workers at once (every move is a conditional update, counted once)."""
     expired = 0
-    for call in await runs.overdue_approvals(db, now()):
+    for call in await agent_tool_calls.overdue_approvals(db, now()):
         expired += await _expire_approval(db, call)
     stale = 0
-    for run in await runs.stale_runs(db, now()):
-        if await runs.finish_run(db, run["_id"], "error", error_code="lease_expired"):
+    for run in await agent_runs.stale_runs(db, now()):
+        if await agent_runs.finish_run(db, run["_id"], "error", error_code="lease_expired"):
             await approvals.expire_for_run(db, run["_id"])
             await _release(db, run)
             stale += 1
@@ -40,11 +40,11 @@ async def _free_stuck_sessions(db: AsyncDatabase) -> int:
     that is over. Either would keep the person out of their conversation for good.
     """
     freed = 0
-    for session in await runs.claimed_before(db, now() - runs.CLAIM_GRACE):
+    for session in await copilot_sessions.claimed_before(db, now() - copilot_sessions.CLAIM_GRACE):
         run_id = session.get("runningRunId")
-        run = await runs.get_run(db, run_id) if run_id else None
+        run = await agent_runs.get_run(db, run_id) if run_id else None
         if run_id and (run is None or run["status"] != "running"):
-            await runs.release_session(db, session["_id"], run_id)
+            await copilot_sessions.release_session(db, session["_id"], run_id)
             freed += 1
     return freed
 
@@ -55,18 +55,18 @@ async def _expire_approval(db: AsyncDatabase, call: dict[str, Any]) -> bool:
     Counting only our own moves keeps concurrent sweeps from double-counting, and the run ends only
     when its approval really expired here.
     """
-    moved = await runs.update_tool_call(
+    moved = await agent_tool_calls.update_tool_call(
         db, call["_id"], {"approval.status": "expired", "outcome": "expired"}, only_if={"approval.status": "pending"}
     )
     if moved is None:
         return False
-    if await runs.finish_run(db, call["runId"], "expired"):
+    if await agent_runs.finish_run(db, call["runId"], "expired"):
         await approvals.expire_for_run(db, call["runId"])
         # a run whose process died would otherwise hold its session forever (no new message, no new session)
-        await _release(db, await runs.get_run(db, call["runId"]))
+        await _release(db, await agent_runs.get_run(db, call["runId"]))
     return True
 
 
 async def _release(db: AsyncDatabase, run: dict[str, Any] | None) -> None:
     if run is not None and run.get("sessionId"):
-        await runs.release_session(db, run["sessionId"], run["_id"])
+        await copilot_sessions.release_session(db, run["sessionId"], run["_id"])

@@ -23,9 +23,9 @@ from bson import ObjectId
 from pymongo import ASCENDING, ReturnDocument, UpdateOne
 from pymongo.asynchronous.database import AsyncDatabase
 
-from desk.agent.core import runs
 from desk.agent.core.provider import Usage
 from desk.agent.core.state import together
+from desk.agent.core.store import agent_runs
 from desk.clock import Clock
 from desk.config import Settings
 from desk.errors import DeskError, ErrorCode, RateLimited
@@ -174,17 +174,17 @@ class Meter:
         """One model call, to the ledger and to its run (`run_id`: None while the run is not stored)."""
         writes = [self.charge(usage)]
         if run_id is not None:
-            writes.append(runs.record_usage(self.db, run_id, self.usage(usage)))
+            writes.append(agent_runs.record_usage(self.db, run_id, self.usage(usage)))
         await asyncio.shield(together(*writes))
 
     async def record_pending(self, *, run_id: ObjectId | None) -> None:
         """Add the call already charged to the ledger to its run."""
         usage, self.unrecorded = self.unrecorded, None
         if usage is not None and run_id is not None:
-            await asyncio.shield(runs.record_usage(self.db, run_id, self.usage(usage)))
+            await asyncio.shield(agent_runs.record_usage(self.db, run_id, self.usage(usage)))
 
     def take_pending(self) -> dict | None:
-        """The call charged but not yet recorded on its run, as `runs.finish_run` adds it; it is then taken."""
+        """The call charged but not yet recorded on its run, as `agent_runs.finish_run` adds it; it is then taken."""
         usage, self.unrecorded = self.unrecorded, None
         return self.usage(usage) if usage is not None else None
 

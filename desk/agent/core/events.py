@@ -12,7 +12,7 @@ from pydantic.alias_generators import to_camel
 
 from desk.errors import ErrorCode
 
-# How a run can stand: `running` until it moves, once, to one of the others (runs.finish_run).
+# How a run can stand: `running` until it moves, once, to one of the others (store.agent_runs.finish_run).
 RunStatus = Literal["running", "complete", "aborted", "expired", "error", "budget_exceeded"]
 # What became of one tool call: refused by a guard, answered, staged for the person, or what was made of it.
 ToolOutcome = Literal[

@@ -1,7 +1,7 @@
 """The earlier turns of each conversation, kept in this process so a turn need not read them before the model.
 
 Only the run holding a session writes its messages, and it stores the id of the last one on the
-session when it lets go (`historyMark`, see runs.claim_session). The next claim returns that mark,
+session when it lets go (`historyMark`, see copilot_sessions.claim_session). The next claim returns that mark,
 so a window kept here is used only when it ends with exactly the message the database has last;
 anything else (another web process took the last turn, a run died mid-write, a restart) reads
 the database. That read is worth avoiding: up to 50 messages decoded by the database and the
@@ -17,10 +17,10 @@ from typing import NamedTuple
 
 from bson import ObjectId
 
-from desk.agent.core.runs import KEEP_TRANSCRIPT
+from desk.agent.core.store.keep import KEEP_TRANSCRIPT
 from desk.schema import now
 
-WINDOW = 50  # the newest messages a turn starts from, of any role (as runs.session_messages returns them)
+WINDOW = 50  # the newest messages a turn starts from, of any role (as agent_messages.session_messages returns them)
 SESSIONS = 256  # conversations kept; the least recently used go first
 
 
@@ -32,7 +32,7 @@ class Message(NamedTuple):
 
 
 class Peeked(NamedTuple):
-    mark: ObjectId  # the id of the window's last message as stored (see runs.claim_session)
+    mark: ObjectId  # the id of the window's last message as stored (see copilot_sessions.claim_session)
     window: list[Message]
 
 

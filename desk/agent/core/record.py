@@ -19,12 +19,13 @@ from pymongo.asynchronous.database import AsyncDatabase
 from pymongo.errors import PyMongoError
 
 from desk import state
-from desk.agent.core import history, runs
+from desk.agent.core import history
 from desk.agent.core.events import RunStatus
 from desk.agent.core.history import WINDOW, Message, kept
 from desk.agent.core.pipeline import ToolAnswer
 from desk.agent.core.provider import ToolCallRequest
 from desk.agent.core.state import RunEnded, not_stored
+from desk.agent.core.store import agent_messages, agent_runs, agent_tool_calls, copilot_sessions
 from desk.logs import failure
 
 log = logging.getLogger(__name__)
@@ -41,7 +42,7 @@ class RunRecord:
         window: list[Message] | None = None,
         lease: timedelta | None = None,
     ) -> None:
-        """`run` from `runs.new_run`, not stored yet; `window`: the session's newest messages (None: read them)."""
+        """`run` from `agent_runs.new_run`, not stored yet; `window`: the session's newest messages (None: read)."""
         self.db, self.run, self.session = db, run, session
         self.lease = lease if lease is not None else LEASE
         self.window = window if session is not None or window is not None else []  # no session: nothing earlier
@@ -80,10 +81,12 @@ class RunRecord:
 
     async def open(self, messages: list[dict[str, Any]]) -> None:
         """An agent working on its own: store the run, then its prompt (`{role, content}` each, in order) at once."""
-        await runs.insert_run(self.db, self.run)
+        await agent_runs.insert_run(self.db, self.run)
         self.stored = True
         session_id = self.session["_id"] if self.session is not None else None
-        await runs.add_messages(self.db, [{"sessionId": session_id, "runId": self.run["_id"], **m} for m in messages])
+        await agent_messages.add_messages(
+            self.db, [{"sessionId": session_id, "runId": self.run["_id"], **m} for m in messages]
+        )
 
     async def recorded(self) -> bool:
         """Wait until the run and its first message are stored; False if that failed."""
@@ -107,7 +110,7 @@ class RunRecord:
     async def conversation(self) -> list[Message]:
         """The session's newest messages, this run's first message last (read from the database when not kept)."""
         if self.window is None:  # not kept in this process (or not current): the database knows
-            earlier = await runs.session_messages(self.db, self.session["_id"], limit=WINDOW)
+            earlier = await agent_messages.session_messages(self.db, self.session["_id"], limit=WINDOW)
             # this run's own message may be stored already (it is written meanwhile): it is added below
             mine = self.run["_id"]
             self.window = [kept(m["role"], m["content"], m["createdAt"]) for m in earlier if m.get("runId") != mine]
@@ -116,7 +119,7 @@ class RunRecord:
 
     async def renew(self) -> bool:
         """Extend the run's lease; False when it no longer runs (ended elsewhere: a logout, the sweeper)."""
-        return await runs.renew_lease(self.db, self.run["_id"], self.lease)
+        return await agent_runs.renew_lease(self.db, self.run["_id"], self.lease)
 
     async def say(self, role: str, content: str | None, *, into_window: bool = True, **extra: Any) -> None:
         """Store one message of the run; one that cannot be stored ends the run (`record_failed`)."""
@@ -125,7 +128,7 @@ class RunRecord:
         session_id = self.session["_id"] if self.session is not None else None
         message = {"_id": message_id, "sessionId": session_id, "runId": self.run["_id"], "role": role}
         try:
-            stored_at = await runs.add_message(self.db, {**message, "content": content, **extra})
+            stored_at = await agent_messages.add_message(self.db, {**message, "content": content, **extra})
         except (PyMongoError, InvalidDocument) as error:
             # the type only: a driver's message may quote the document, and with it the person's words (SEC-1)
             log.error("could not store a %s message (%s)", self.run["agentName"], failure(error))
@@ -137,7 +140,7 @@ class RunRecord:
 
     async def tool_call(self, request: ToolCallRequest, answer: ToolAnswer, started: float) -> None:
         """Store a tool call that was answered without being staged (a staged one is its own record)."""
-        await runs.insert_tool_call(
+        await agent_tool_calls.insert_tool_call(
             self.db,
             {
                 "_id": answer.id,
@@ -159,11 +162,11 @@ class RunRecord:
         """
         if not await self.recorded():
             status, code = "error", "record_failed"  # what was stored of it (if anything) says why it stopped
-        moved = await runs.finish_run(self.db, self.run["_id"], status, error_code=code, usage=usage)
+        moved = await agent_runs.finish_run(self.db, self.run["_id"], status, error_code=code, usage=usage)
         await self.ended()
         if moved:
             return status
-        stored = await runs.get_run(self.db, self.run["_id"])
+        stored = await agent_runs.get_run(self.db, self.run["_id"])
         return stored["status"] if stored else status
 
     async def ended(self) -> None:
@@ -179,10 +182,10 @@ class RunRecord:
         else:
             mark = self.last_message
             history.HISTORIES.put(self.session["_id"], mark, self.window)
-        await runs.release_session(self.db, self.session["_id"], self.run["_id"], history_mark=mark)
+        await copilot_sessions.release_session(self.db, self.session["_id"], self.run["_id"], history_mark=mark)
 
     async def _write_first(self, content: str) -> None:
         # In order: a message never points at a run that was not stored.
-        await runs.insert_run(self.db, self.run)
+        await agent_runs.insert_run(self.db, self.run)
         self.stored = True
         await self.say("user", content, into_window=False)  # `take` put it there: the model call must not wait

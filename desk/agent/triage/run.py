@@ -28,12 +28,13 @@ from pydantic import ValidationError
 from pymongo.asynchronous.database import AsyncDatabase
 
 from desk.actors import SYSTEM_TRIAGE
-from desk.agent.core import budget, runs
+from desk.agent.core import budget
 from desk.agent.core.events import RunStatus, ToolOutcome
 from desk.agent.core.pipeline import ToolAnswer
 from desk.agent.core.provider import CHARS_PER_TOKEN, AIUnavailable, Completed, Provider, ToolCallRequest, Usage
 from desk.agent.core.record import RunRecord
 from desk.agent.core.state import together
+from desk.agent.core.store import agent_runs
 from desk.agent.core.tools import Refusal
 from desk.agent.triage import policy, prompt
 from desk.agent.triage import repository as repo
@@ -107,7 +108,7 @@ async def triage(
 
 def _new_run(settings: Settings, *, order_id: str, event_id: ObjectId | None, triggered_by: str | None) -> dict:
     lease = timedelta(milliseconds=settings.agent_lease_ms)
-    run = runs.new_run(session_id=None, user_id=None, mode="autonomous", model=settings.ai_model, lease=lease)
+    run = agent_runs.new_run(session_id=None, user_id=None, mode="autonomous", model=settings.ai_model, lease=lease)
     return {
         **run,
         "agentName": AGENT,

@@ -9,9 +9,10 @@ from pymongo.asynchronous.database import AsyncDatabase
 
 from desk.access import allows_ai, require_admin, require_ai_on_desk
 from desk.actors import Actor
-from desk.agent.core import budget, runs
+from desk.agent.core import budget
 from desk.agent.core.models import AgentRunDetail, AgentRunRead, AgentToolCallRead, RunMessage
 from desk.agent.core.provider import Provider
+from desk.agent.core.store import agent_messages, agent_runs, agent_tool_calls
 from desk.agent.triage import policy
 from desk.agent.triage import repository as repo
 from desk.agent.triage.models import (
@@ -100,7 +101,7 @@ async def list_runs(
             **({"$lt": query.until} if query.until else {}),
         }
     offset, limit = query.offset, query.limit
-    docs, total = await runs.page(db, found, offset=offset, limit=limit, count_cap=COUNT_CAP)
+    docs, total = await agent_runs.page(db, found, offset=offset, limit=limit, count_cap=COUNT_CAP)
     items = [AgentRunRead.model_validate(doc) for doc in docs]
     return OffsetPage[AgentRunRead](items=items, total=total, offset=offset, limit=limit, total_exact=total < COUNT_CAP)
 
@@ -109,14 +110,14 @@ async def run_detail(*, db: AsyncDatabase, actor: Actor, run_id: str) -> AgentRu
     """A run's transcript; looking at it is itself recorded: who looked at which run, and when (SEC-11)."""
     require_admin(actor, "see or run the agents")
     oid = parse_object_id(run_id)
-    run = await runs.get_run(db, oid) if oid else None
+    run = await agent_runs.get_run(db, oid) if oid else None
     if run is None:
         raise NotFound("No such run.")
     await policy.record(
         db, agent=run.get("agentName") or "copilot", actor_id=actor.id, action="run_viewed", after={"runId": run_id}
     )
-    messages = [RunMessage.model_validate(m) for m in await runs.run_messages(db, oid)]
-    calls = [AgentToolCallRead.model_validate(c) for c in await runs.run_tool_calls(db, oid)]
+    messages = [RunMessage.model_validate(m) for m in await agent_messages.run_messages(db, oid)]
+    calls = [AgentToolCallRead.model_validate(c) for c in await agent_tool_calls.run_tool_calls(db, oid)]
     return AgentRunDetail(run=AgentRunRead.model_validate(run), messages=messages, tool_calls=calls)
 
 
@@ -237,7 +238,7 @@ async def health(*, db: AsyncDatabase, settings: Settings, actor: Actor) -> Heal
     require_admin(actor, "see or run the agents")
     failed, _ = await outbox.page(db, status="failed", offset=0, limit=20)
     oldest = await outbox.oldest_pending(db)
-    last = await runs.last_of(db, policy.AGENT)
+    last = await agent_runs.last_of(db, policy.AGENT)
     day = now().date().isoformat()
     scopes = (
         ("Triage agent", f"agent:{policy.AGENT}:{day}", settings.agent_daily_spend_usd),
@@ -256,7 +257,7 @@ async def run_extras(*, db: AsyncDatabase, actor: Actor, run_ids: list[str]) -> 
     """What the run read model leaves out, by run id: its cost in USD and the work order a triage run was about."""
     require_admin(actor, "see or run the agents")
     oids = [oid for oid in map(parse_object_id, run_ids) if oid]
-    docs = await runs.costs(db, oids)
+    docs = await agent_runs.costs(db, oids)
     about = [oid for oid in (parse_object_id(str(doc.get("workOrderId"))) for doc in docs) if oid]
     orders = await work_orders.by_ids(db=db, actor=actor, order_ids=about) if about else {}  # copilot runs: none
     titles = {str(oid): order.title for oid, order in orders.items()}
