@@ -23,6 +23,7 @@ from components.copilot.approval import approval_dialog
 from components.copilot.log import ConversationLog
 from components.runtime.copilot_turn import STOPPED, LiveTurn, drive, ending, running
 from components.runtime.session import SessionUser, Visit
+from desk import access
 from desk.agent.copilot import approvals, sessions, start
 from desk.agent.core.client import get_provider
 from desk.agent.core.events import (
@@ -43,12 +44,9 @@ WATCH_SECONDS = 1.0  # a panel showing a turn or a change of another process loo
 
 
 def ai_off_reason(me: SessionUser) -> str | None:
-    """Why the assistant is not available to this person, or None when it is."""
-    if not get_settings().ai_enabled:
-        return "The AI assistant is not enabled on this desk."
-    if not me.ai_enabled:
-        return "AI assistance is off for you. You can turn it on in your profile."
-    return None
+    """Why the assistant is not available to this person (in desk/access.py's words), or None when it is."""
+    decision = access.can_use_ai(me, settings=get_settings())
+    return decision.reason if isinstance(decision, access.Denied) else None
 
 
 class Copilot:

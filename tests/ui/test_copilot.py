@@ -337,10 +337,15 @@ async def test_ai_off_for_the_desk_or_the_person(user: User, make_user, log_in, 
     await log_in(user, sam)
     await user.should_see(marker="copilot-off")  # a dimmed icon, not a sentence taking the header's room
     (off,) = user.find(marker="copilot-off").elements
-    assert off.props["aria-label"] == "Assistant unavailable: The AI assistant is not enabled on this desk."
+    assert (
+        off.props["aria-label"]
+        == "Assistant unavailable: AI is turned off on this desk: neither the assistant nor the triage agent runs."
+    )
     await user.should_not_see(marker="copilot-toggle")
     press_ctrl_k(user)  # not a dead key: it says why
-    await user.should_see("The AI assistant is not enabled on this desk.", kind=UserNotify, retries=WAIT)
+    await user.should_see(
+        "AI is turned off on this desk: neither the assistant nor the triage agent runs.", kind=UserNotify, retries=WAIT
+    )
 
     use_settings(ai_settings)
     priya = await make_user("user")
@@ -359,7 +364,9 @@ async def test_the_assistant_page_says_what_would_bring_the_assistant(
     use_settings(Settings(**{**ai_settings.model_dump(), "ai_enabled": False}))
     sam = await make_user("user")
     await log_in(user, sam, landing="/login?redirect_to=/app/copilot")
-    await user.should_see("The AI assistant is not enabled on this desk.", retries=WAIT)
+    await user.should_see(
+        "AI is turned off on this desk: neither the assistant nor the triage agent runs.", retries=WAIT
+    )
     await user.should_see("turns it on with AI_ENABLED and a provider")
     await user.should_not_see(marker="copilot-page-profile")
 
