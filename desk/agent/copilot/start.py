@@ -11,7 +11,8 @@ from pymongo.asynchronous.database import AsyncDatabase
 from desk.access import require_ai
 from desk.actors import Actor
 from desk.agent.copilot import live
-from desk.agent.copilot.turn import AGENT, CopilotTurn, Prompt, first_prompt
+from desk.agent.copilot.prompt import Prompt, first_prompt
+from desk.agent.copilot.turn import AGENT, CopilotTurn
 from desk.agent.core import budget, history
 from desk.agent.core.provider import Provider
 from desk.agent.core.record import LEASE

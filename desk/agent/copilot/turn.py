@@ -14,7 +14,7 @@ import logging
 import time
 from collections.abc import AsyncIterator, Callable, Coroutine
 from datetime import timedelta
-from typing import Any, NamedTuple, NoReturn
+from typing import Any, NoReturn
 
 from bson import ObjectId
 
@@ -23,10 +23,10 @@ from desk.access import AI_OFF_FOR_YOU, Denied, can_use_ai
 from desk.actors import Actor, Role
 from desk.agent.copilot import live
 from desk.agent.copilot.live import INTERRUPTED
-from desk.agent.copilot.prompt import SYSTEM_PROMPT
+from desk.agent.copilot.prompt import Prompt, first_prompt
 from desk.agent.copilot.record import CopilotRecord
 from desk.agent.copilot.staging import Staging
-from desk.agent.copilot.toolset import REGISTRY, TOOLSET
+from desk.agent.copilot.toolset import TOOLSET
 from desk.agent.core import budget, pipeline
 from desk.agent.core.events import (
     Error,
@@ -37,7 +37,7 @@ from desk.agent.core.events import (
     ToolCallStart,
     ToolResult,
 )
-from desk.agent.core.history import WINDOW, Message, chars
+from desk.agent.core.history import Message
 from desk.agent.core.pipeline import ToolAnswer
 from desk.agent.core.provider import CHARS_PER_TOKEN, AIUnavailable, Call, Completed, Provider, ToolCallRequest, Usage
 from desk.agent.core.state import RunEnded, RunState, together
@@ -50,9 +50,8 @@ from desk.users import service as users_service
 log = logging.getLogger(__name__)
 AGENT = "copilot"
 STEPS_USED = "The assistant used all its steps for this message."
-SYSTEM_CHARS = chars("system", SYSTEM_PROMPT)
 UNREACHED = "ai_unreached"  # the run's error code when its call never reached the model (and cost nothing)
-__all__ = ["AGENT", "INTERRUPTED", "CopilotTurn", "Prompt", "first_prompt"]
+__all__ = ["AGENT", "INTERRUPTED", "CopilotTurn"]
 
 
 class CopilotTurn:
@@ -69,7 +68,7 @@ class CopilotTurn:
         window: list[Message] | None = None,
         admission: budget.Admission | None = None,
         opening: live.Opening | None = None,
-        prompt: "Prompt | None" = None,
+        prompt: Prompt | None = None,
     ):
         """The person's message `content` is stored with the run once the first token is out (`RunRecord.take`).
 
@@ -366,36 +365,6 @@ class CopilotTurn:
         if tokens > self.settings.ai_max_context_tokens:
             return Error(code=ErrorCode.AI_BUDGET_EXCEEDED, message="This conversation is too long; start a new one.")
         return None
-
-
-class Prompt(NamedTuple):
-    """A turn's first model call: the messages, their size in tokens, the tools offered."""
-
-    message: Message  # the person's, last in the window the prompt was made from
-    messages: list[dict]
-    tokens: int
-    tools: list[dict]
-    call: Call | None = None  # the call, built while the claim was out (`start.begin`); sent once
-
-
-def first_prompt(actor: Actor, settings: Settings, window: list[Message]) -> Prompt:
-    """System prompt, earlier turns of this session (oldest dropped first to fit), the person's message (last)."""
-    shown = [message for message in window[-WINDOW:] if message.content]
-    messages = [
-        {"role": "system", "content": SYSTEM_PROMPT},
-        *({"role": m.role, "content": m.content} for m in shown),
-    ]
-    # Sized from what the window knows of each message, as `_tokens(messages)` would count them: the
-    # messages, ", " between each two, and the brackets. No JSON encoding of the whole conversation
-    # before its first token (about 0.06 ms a turn in a running desk; docs/benchmarks.md).
-    sizes = [SYSTEM_CHARS, *(m.chars for m in shown)]
-    size = sum(sizes) + 2 * len(sizes)
-    limit = settings.ai_max_context_tokens * 3 // 4
-    while len(messages) > 2 and size // CHARS_PER_TOKEN > limit:
-        del messages[1]
-        size -= sizes.pop(1) + 2
-    tools = [tool.schema() for tool in REGISTRY.allowed("copilot", actor)]
-    return Prompt(window[-1], messages, size // CHARS_PER_TOKEN, tools)
 
 
 def _tokens(messages: list[dict]) -> int:
