@@ -60,7 +60,7 @@ async def test_two_workers_claiming_at_once_get_one_event_between_them(db, make_
 async def test_a_lapsed_lease_is_claimed_again_and_the_first_holder_can_no_longer_settle(db, make_user, make_order):
     await make_order(await make_user())
     first = await outbox.claim(db, owner="paused", lease=timedelta(milliseconds=1))
-    await asyncio.sleep(0.01)
+    await asyncio.sleep(0.01)  # the point: the lease lapses (the queue reads the system's clock, no test's)
 
     second = await outbox.claim(db, owner="awake", lease=LEASE)
 
