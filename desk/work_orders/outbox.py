@@ -8,19 +8,15 @@ from typing import Any
 
 from pymongo.asynchronous.database import AsyncDatabase
 
+from desk import access
 from desk.jobs import queue
-from desk.users import repository as users_repo
 
 CREATED = "work_order.created"
 Doc = dict[str, Any]
 
 
 async def emit_created(db: AsyncDatabase, order: Doc) -> bool:
-    """The new order's job, `skipped` at once when its requester (whose words would go to the model) or
-    its owner, if it has one, has AI turned off (SEC-8); False when the order has its job already."""
-    people = {order.get("requesterId"), order.get("ownerId")} - {None}
-    opted_out = False
-    for person_id in people:
-        person = await users_repo.get(db, person_id)
-        opted_out = opted_out or (person is not None and not person.get("aiEnabled", True))
-    return await queue.enqueue(db, CREATED, order["_id"], skip="ai_disabled_for_owner" if opted_out else None)
+    """The new order's job, `skipped` at once when its people do not allow AI (`access.order_allows_ai`, SEC-8);
+    False when the order has its job already."""
+    allowed = await access.order_allows_ai(db, order)
+    return await queue.enqueue(db, CREATED, order["_id"], skip=None if allowed else "ai_disabled_for_owner")
