@@ -11,8 +11,8 @@ from nicegui import ui
 
 from desk.agent.core.events import Diff, ToolApprovalRequired
 from desk.labels import CHOICE_LABELS
+from desk.work_orders.models import EDITABLE
 
-FIELDS = ("title", "description", "priority", "status")
 LONG_VALUE = 400  # a value longer than this is shown shortened, with "Show all"
 Decide = Callable[[bool, str | None], Awaitable[None]]  # (approve, reason): what Approve and Reject call
 
@@ -64,7 +64,7 @@ def _diff_table(diff: Diff) -> None:
     with ui.grid(columns=columns).classes("w-full gap-x-3 gap-y-1 items-start").mark("diff"):
         for heading in ("", "Before" if diff.before is not None else "", "After" if diff.after is not None else ""):
             ui.label(heading).classes("text-xs text-grey-7 uppercase")
-        for field in FIELDS:
+        for field in EDITABLE:
             changed = field in diff.changed
             ui.label(field.title()).classes("font-medium text-primary" if changed else "font-medium")
             for side in (diff.before, diff.after):

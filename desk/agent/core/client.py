@@ -1,18 +1,14 @@
 """The process's one provider client, held by its `Desk` (desk/state.py) beside the database."""
 
-from desk import state
+from desk import access, state
 from desk.agent.core.provider import Provider
-from desk.errors import Forbidden
-
-AI_OFF = "AI is turned off on this desk: neither the assistant nor the triage agent runs."
 
 
 def get_provider() -> Provider:
     """The process's one provider client (built on first use from AI_BASE_URL / AI_API_KEY)."""
     desk = state.current()
     if desk.provider is None:
-        if not desk.settings.ai_enabled:  # a dependency runs before the route: AI off must read 403 here too, not 503
-            raise Forbidden(AI_OFF)
+        access.require_ai_on_desk(desk.settings)  # a dependency runs before the route: AI off reads 403, not 503
         desk.provider = Provider.from_settings(desk.settings)  # one connection pool per process
     return desk.provider
 
