@@ -2,6 +2,7 @@
 
 import asyncio
 import contextlib
+from collections.abc import AsyncIterator, Awaitable, Callable
 from datetime import timedelta
 
 from bson import ObjectId
@@ -18,6 +19,7 @@ from desk.jobs import queue as outbox
 from desk.jobs.table import Context, CronJob
 from desk.jobs.worker import Worker
 from desk.work_orders import service as work_orders
+from desk.work_orders.models import WorkOrderRead
 from desk.work_orders.outbox import CREATED
 from tests.fake_provider import Turn
 from tests.helpers import actor, tuned, until
@@ -96,9 +98,7 @@ async def test_every_call_is_billed_to_the_triage_agent_and_the_desk(db, make_us
 async def test_auto_apply_changes_the_priority_as_the_triage_agent_with_its_run_id(
     db, make_user, make_order, fake_provider, burst, triage_settings
 ):
-    owner = await make_user()
-    order = await make_order(owner, priority="low")
-    await set_policy(db, triage_settings, mode="auto_apply")
+    owner, order = await a_low_order_on_an_auto_apply_desk(db, make_user, make_order, triage_settings)
     fake_provider.script(proposal("urgent"))
 
     await burst()
@@ -115,6 +115,14 @@ async def test_auto_apply_changes_the_priority_as_the_triage_agent_with_its_run_
         {"priority": "urgent"},
     )
     assert entry.run_id == str(suggestion["runId"])
+
+
+async def a_low_order_on_an_auto_apply_desk(db, make_user, make_order, settings) -> tuple[dict, WorkOrderRead]:
+    """A new order of priority low, on a desk whose triage policy applies the suggested priority itself."""
+    owner = await make_user()
+    order = await make_order(owner, priority="low")
+    await set_policy(db, settings, mode="auto_apply")
+    return owner, order
 
 
 async def test_over_the_daily_action_cap_auto_apply_falls_back_to_suggest_and_says_so(
@@ -211,22 +219,11 @@ async def test_retries_wait_exponentially_longer_with_jitter(monkeypatch):
 
 
 async def test_at_most_the_configured_number_of_passes_run_at_once(db, make_user, make_order, fake_provider, burst):
-    owner = await make_user()
-    for n in range(5):
-        await make_order(owner, f"Order {n}")
-    fake_provider.script(*[proposal().with_delay(0.05) for _ in range(5)])
-    seen = []
+    await a_backlog(make_user, make_order, fake_provider, orders=5, each_pass_takes=0.05)
 
-    async def watch() -> None:
-        while True:
-            seen.append(await db["outbox_events"].count_documents({"status": "processing"}))
-            await asyncio.sleep(0.01)
-
-    watcher = asyncio.create_task(watch())
-    try:
+    async with passes_in_flight(db) as seen:
         assert await burst() == 5
-    finally:
-        watcher.cancel()
+
     assert max(seen) == 2
     assert await db["triage_suggestions"].count_documents({}) == 5
 
@@ -235,11 +232,28 @@ async def test_the_limit_holds_for_the_process_when_two_polls_overlap(
     db, make_user, make_order, fake_provider, burst, triage_settings, provider
 ):
     # a worker starts its jobs once at start-up while the scheduler's first tick runs: two loops, one limit
+    await a_backlog(make_user, make_order, fake_provider, orders=5, each_pass_takes=0.05)
+
+    async with passes_in_flight(db) as seen:
+        claimed = await asyncio.gather(burst(), burst())
+
+    assert sum(claimed) == 5
+    assert max(seen) == 2
+    assert await db["triage_suggestions"].count_documents({}) == 5
+
+
+async def a_backlog(make_user, make_order, fake_provider, *, orders: int, each_pass_takes: float) -> None:
+    """`orders` new orders of one owner waiting for triage, the model taking `each_pass_takes` seconds a pass."""
     owner = await make_user()
-    for n in range(5):
+    for n in range(orders):
         await make_order(owner, f"Order {n}")
-    fake_provider.script(*[proposal().with_delay(0.05) for _ in range(5)])
-    seen = []
+    fake_provider.script(*[proposal().with_delay(each_pass_takes) for _ in range(orders)])
+
+
+@contextlib.asynccontextmanager
+async def passes_in_flight(db) -> AsyncIterator[list[int]]:
+    """While the block runs, how many events are being processed, looked at every 10 ms."""
+    seen: list[int] = []
 
     async def watch() -> None:
         while True:
@@ -248,12 +262,9 @@ async def test_the_limit_holds_for_the_process_when_two_polls_overlap(
 
     watcher = asyncio.create_task(watch())
     try:
-        claimed = await asyncio.gather(burst(), burst())
+        yield seen
     finally:
         watcher.cancel()
-    assert sum(claimed) == 5
-    assert max(seen) == 2
-    assert await db["triage_suggestions"].count_documents({}) == 5
 
 
 async def test_one_tick_of_the_poll_job_works_through_the_backlog_refilling_slots_as_passes_end(
@@ -261,10 +272,7 @@ async def test_one_tick_of_the_poll_job_works_through_the_backlog_refilling_slot
 ):
     # a tick that stopped claiming after one poll interval left the worker idle until the scheduler's next
     # tick, itself skipped while the first one ran: half the time idle under a backlog
-    owner = await make_user()
-    for n in range(4):
-        await make_order(owner, f"Order {n}")
-    fake_provider.script(*[proposal().with_delay(0.02) for _ in range(4)])
+    await a_backlog(make_user, make_order, fake_provider, orders=4, each_pass_takes=0.02)
     settings = tuned(triage_settings, agent_poll_interval_ms=1)
     await triage_worker(settings, provider).run_due(Context(db=db, settings=settings))
 
@@ -274,10 +282,7 @@ async def test_one_tick_of_the_poll_job_works_through_the_backlog_refilling_slot
 async def test_a_stopping_worker_claims_nothing_more_and_finishes_its_passes(
     db, make_user, make_order, fake_provider, triage_settings, provider
 ):
-    owner = await make_user()
-    for n in range(4):
-        await make_order(owner, f"Order {n}")
-    fake_provider.script(*[proposal().with_delay(0.05) for _ in range(4)])
+    await a_backlog(make_user, make_order, fake_provider, orders=4, each_pass_takes=0.05)
     stop = asyncio.Event()
     polling = asyncio.create_task(triage_task.process_due(db, triage_settings, provider=provider, stop=stop))
     await until(lambda: len(fake_provider.requests) == 2, what="two passes in flight")
@@ -333,29 +338,14 @@ async def test_a_call_cut_off_because_its_lease_was_lost_is_still_paid(
 async def test_a_suggestion_stored_by_a_pass_that_died_before_applying_it_is_applied_once_by_the_next(
     db, make_user, make_order, fake_provider, burst, triage_settings, provider
 ):
-    owner = await make_user()
-    order = await make_order(owner, priority="low")
-    await set_policy(db, triage_settings, mode="auto_apply")
-    dying = await outbox.claim(db, owner="dying", lease=timedelta(milliseconds=1))
-    checks = 0
-
-    async def dies_before_applying() -> bool:  # the lease check right before the apply is the worker's last act
-        nonlocal checks
-        checks += 1
-        if checks == 2:
-            raise _Died
-        return True
-
+    owner, order = await a_low_order_on_an_auto_apply_desk(db, make_user, make_order, triage_settings)
     fake_provider.script(proposal("urgent"), proposal("urgent"))
+
+    async def dies() -> bool:
+        raise _Died
+
     with contextlib.suppress(_Died):
-        await triage_run.triage(
-            db=db,
-            settings=triage_settings,
-            provider=provider,
-            order_id=order.id,
-            still_ours=dies_before_applying,
-            event_id=dying["_id"],
-        )
+        await a_pass_stopped_before_applying(db, triage_settings, provider, order, there=dies)
 
     await burst()  # the lease lapsed: the next worker takes the event
 
@@ -371,35 +361,38 @@ async def test_a_suggestion_stored_by_a_pass_that_died_before_applying_it_is_app
 async def test_a_pass_that_slept_before_applying_wakes_up_and_leaves_the_next_ones_apply_alone(
     db, make_user, make_order, fake_provider, burst, triage_settings, provider
 ):
-    owner = await make_user()
-    order = await make_order(owner, priority="low")
-    await set_policy(db, triage_settings, mode="auto_apply")
-    sleeping = await outbox.claim(db, owner="sleeping", lease=timedelta(milliseconds=1))
-    checks = 0
-
-    async def sleeps_before_applying() -> bool:
-        nonlocal checks
-        checks += 1
-        if checks == 2:  # paused right before its apply, past its lease: the next worker takes the event meanwhile
-            await burst()
-            return False
-        return True
-
+    owner, order = await a_low_order_on_an_auto_apply_desk(db, make_user, make_order, triage_settings)
     fake_provider.script(proposal("urgent"), proposal("urgent"))
-    late = await triage_run.triage(
-        db=db,
-        settings=triage_settings,
-        provider=provider,
-        order_id=order.id,
-        still_ours=sleeps_before_applying,
-        event_id=sleeping["_id"],
-    )
+
+    async def sleeps_past_its_lease() -> bool:  # the next worker takes the event meanwhile
+        await burst()
+        return False
+
+    late = await a_pass_stopped_before_applying(db, triage_settings, provider, order, there=sleeps_past_its_lease)
 
     assert late.suggestion["appliedNote"] == "lease_lost"
     (suggestion,) = await suggestions_of(db, order)
     assert (suggestion["applied"], suggestion["appliedNote"]) == (True, None)
     timeline = await work_orders.activity(db=db, actor=actor(owner), order_id=order.id)
     assert [entry.actor_kind for entry in timeline].count("system") == 1
+
+
+async def a_pass_stopped_before_applying(
+    db, settings: Settings, provider, order, *, there: Callable[[], Awaitable[bool]]
+) -> triage_run.Outcome:
+    """A pass of `order` by a worker whose lease lapses at once; `there` stands in for the pass's lease check
+    right before the apply (its second), as what happens to the worker at that moment."""
+    claimed = await outbox.claim(db, owner="stopped", lease=timedelta(milliseconds=1))
+    checks = 0
+
+    async def still_ours() -> bool:
+        nonlocal checks
+        checks += 1
+        return await there() if checks == 2 else True
+
+    return await triage_run.triage(
+        db=db, settings=settings, provider=provider, order_id=order.id, still_ours=still_ours, event_id=claimed["_id"]
+    )
 
 
 class _Died(BaseException):
