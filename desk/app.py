@@ -24,7 +24,6 @@ from desk.audit.api import router as audit_router
 from desk.auth import passwords
 from desk.auth import repository as auth_repo
 from desk.auth.api import router as auth_router
-from desk.clock import SYSTEM_CLOCK, Clock
 from desk.config import Settings
 from desk.db.client import get_db, ping
 from desk.errors import Conflict, DeskError
@@ -74,12 +73,11 @@ def wire(desk: Desk) -> None:
     agent_hooks.install(desk.bus)
 
 
-def install_api(app: FastAPI, *, clock: Clock = SYSTEM_CLOCK) -> None:
+def install_api(app: FastAPI) -> None:
     """Mount every router and the error envelope on `app` (the API's own app, in front of NiceGUI's; main.py).
 
     The routes read the time their limits count in from `clock` (a test's stands still until it is moved).
     """
-    app.state.clock = clock
     # FastAPI tries the routers in this order, every route of each, on every request: the copilot's
     # stream first (its first token waits on it: sixth, it took 0.2 ms to find), then the work orders.
     # The docs keep their own order (api_docs.SECTIONS).
@@ -92,7 +90,7 @@ def install_api(app: FastAPI, *, clock: Clock = SYSTEM_CLOCK) -> None:
     install_error_handlers(app)
     app.add_middleware(BodyLimit)
     app.add_middleware(CompressedButTheCopilot)
-    app.add_middleware(TokenLookup, clock=clock)  # early: the sooner its lookup starts, the more of it is hidden
+    app.add_middleware(TokenLookup)  # early: the sooner the token's lookup starts, the more of it is hidden
     app.add_middleware(observability.Measured)  # it times everything, and tags the lookup's log lines
     app.add_middleware(HeadAsGet)  # outermost: HEAD is a GET to every layer (gzip's Content-Length is the GET's)
     install_docs(app)

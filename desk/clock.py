@@ -1,8 +1,8 @@
 """The process's time, as one object a test can stand in for: wall time in UTC, and a monotonic count.
 
-Code that counts per minute or waits for a while takes a `Clock` from whoever builds it (the app,
-a service's caller) instead of reading the system's time itself, so a test moves time instead of
-waiting for it (tests/clock.py).
+Code that counts per minute or trusts something for a while reads the process's clock (the Desk's,
+desk/state.py) or is handed one, instead of reading the system's time itself, so a test moves time
+instead of waiting for it (tests/clock.py).
 """
 
 import time
@@ -22,4 +22,4 @@ class Clock:
         return time.monotonic()
 
 
-SYSTEM_CLOCK = Clock()  # stateless: one is as good as another, for callers not yet handed the process's
+SYSTEM_CLOCK = Clock()  # stateless: one is as good as another (a Desk's, unless a test gives it its own)

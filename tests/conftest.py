@@ -105,16 +105,18 @@ def settings() -> Iterator[Settings]:
 
 
 @pytest.fixture
-def clock() -> ManualClock:
-    """The time the API's limits count in: it stands still until the test moves it."""
-    return ManualClock()
+def clock(settings: Settings) -> ManualClock:
+    """The Desk's clock for this test, what limits count time in: it stands still until the test moves it."""
+    stopped = ManualClock()
+    state.current().clock = stopped
+    return stopped
 
 
 @pytest.fixture
 def app(db: AsyncDatabase, settings: Settings, clock: ManualClock) -> FastAPI:
     """The desk's API (the same routers and error handlers `desk run` mounts) on the test database."""
     api_app = FastAPI()
-    install_api(api_app, clock=clock)
+    install_api(api_app)
     use_database(db)
     return api_app
 

@@ -33,7 +33,7 @@ def quick_polls(monkeypatch):
 
 @pytest.fixture
 def start(db, ai_settings, provider, clock):
-    """Begin one copilot turn for a person (optionally with other settings); returns the turn unstarted."""
+    """Begin one copilot turn for a person (optionally with other settings) on the test's clock; not started yet."""
 
     async def begin(person: dict, content: str = "Help me", *, settings: Settings | None = None, ip: str = "127.0.0.1"):
         chosen = settings or ai_settings
@@ -46,7 +46,6 @@ def start(db, ai_settings, provider, clock):
             session_id=session.id,
             content=content,
             ip=ip,
-            clock=clock,
         )
 
     return begin

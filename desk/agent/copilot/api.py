@@ -117,7 +117,6 @@ async def send_message(
         ip=request.client.host if request.client else "unknown",
         idempotency_key=idempotency_key,
         user=user,  # read by authentication for this very request: AI access is checked without reading it again
-        clock=request.app.state.clock,  # the app's (desk/app.py install_api)
     )
     return EventStream(turn.events(), keepalive=settings.ai_sse_keepalive_ms / 1000)
 

@@ -8,6 +8,7 @@ import asyncio
 from bson import ObjectId
 from pymongo.asynchronous.database import AsyncDatabase
 
+from desk import state
 from desk.access import require_ai
 from desk.actors import Actor
 from desk.agent.copilot import live
@@ -17,7 +18,6 @@ from desk.agent.core import budget, history
 from desk.agent.core.provider import Provider
 from desk.agent.core.record import LEASE
 from desk.agent.core.store import agent_idempotency, agent_runs, copilot_sessions
-from desk.clock import SYSTEM_CLOCK, Clock
 from desk.config import Settings
 from desk.errors import Conflict, ErrorCode, NotFound, RateLimited
 from desk.schema import parse_object_id
@@ -46,7 +46,6 @@ async def begin(
     ip: str,
     idempotency_key: str | None = None,
     user: dict | None = None,
-    clock: Clock = SYSTEM_CLOCK,
 ) -> CopilotTurn:
     """Refuse early (AI off, someone else's session, budget, rate, a replayed key, a run in progress) or start the run.
 
@@ -57,7 +56,7 @@ async def begin(
     is reported, and whatever a refused turn took (the claim, the key) is given back. The run and the
     person's message are stored once the first token is out (`RunRecord.take`).
     `user` is the person's stored record when the caller has just read it (the HTTP route has).
-    `clock` tells the rate limiter's minute (the HTTP route passes its app's; the copilot panel passes none yet).
+    The rate limiter's minute is the Desk's clock's.
     """
     user = await require_ai_user(db, settings, actor, user)
     oid = parse_object_id(session_id)
@@ -68,7 +67,7 @@ async def begin(
     opening = live.Opening()  # from here to its first event, other turns' bookkeeping gives way to this one
     session, admission, ready = await asyncio.gather(
         _claim(db, session_id=oid, run=run, key=key),
-        budget.admit(db, settings, user_id=actor.id, agent=AGENT, ip=ip, clock=clock),
+        budget.admit(db, settings, user_id=actor.id, agent=AGENT, ip=ip, clock=state.current().clock),
         _prepare(oid, content, actor, settings, provider),
         return_exceptions=True,
     )
