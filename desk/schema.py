@@ -3,7 +3,7 @@ beside it (the sort key of names and titles, UTC now)."""
 
 import re
 import unicodedata
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from datetime import UTC, date, datetime, time, timedelta
 from functools import cache
 from typing import Annotated, Any, Generic, TypeVar
@@ -328,3 +328,9 @@ def now() -> datetime:
 def parse_object_id(value: str) -> ObjectId | None:
     """The ObjectId in `value`, or None when it is not one."""
     return ObjectId(value) if isinstance(value, str) and ObjectId.is_valid(value) and len(value) == 24 else None
+
+
+async def by_id(value: str, fetch: Callable[[ObjectId], Awaitable[T | None]]) -> T | None:
+    """What `fetch` finds under the id `value` names; None when it is not an id (it names nothing: a 404, not a 400)."""
+    oid = parse_object_id(value)
+    return await fetch(oid) if oid else None

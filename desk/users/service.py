@@ -1,6 +1,7 @@
 """Managing people: admins run users; everyone manages their own profile."""
 
 from datetime import timedelta
+from functools import partial
 
 from bson import ObjectId
 from pymongo.asynchronous.database import AsyncDatabase
@@ -12,7 +13,7 @@ from desk.audit import service as audit
 from desk.auth import events, passwords
 from desk.auth import service as auth_service
 from desk.errors import Conflict, Forbidden, NotFound, NothingToChange, RecentLoginRequired, ValidationFailed
-from desk.schema import OffsetPage, PageQuery, now, parse_object_id
+from desk.schema import OffsetPage, PageQuery, by_id, now, parse_object_id
 from desk.users import access
 from desk.users import repository as repo
 from desk.users.models import PersonRead, UserAdminUpdate, UserCreate, UserQuery, UserRead
@@ -100,8 +101,7 @@ async def get_user(*, db: AsyncDatabase, actor: Actor, user_id: str) -> UserRead
     _require_human(actor)
     if not actor.is_admin and actor.id != user_id:
         raise Forbidden()
-    oid = parse_object_id(user_id)
-    doc = await repo.get(db, oid) if oid else None
+    doc = await by_id(user_id, partial(repo.get, db))
     return UserRead.model_validate(doc) if doc else None
 
 

@@ -3,6 +3,7 @@
 Who may do which of these is decided in `permissions`; every function here asks it before touching a document.
 """
 
+from functools import partial
 from typing import Any
 
 from bson import ObjectId
@@ -12,7 +13,7 @@ from desk.actors import Actor
 from desk.audit import service as audit
 from desk.auth import write_limit
 from desk.errors import Conflict, DeskError, Forbidden, NotFound, NothingToChange
-from desk.schema import OffsetPage, after, during, midnight, now, parse_object_id
+from desk.schema import OffsetPage, after, by_id, during, midnight, now, parse_object_id
 from desk.users import repository as users_repo
 from desk.users import service as users_service
 from desk.work_orders import counters, permissions
@@ -54,8 +55,7 @@ async def _owner_id(db: AsyncDatabase, actor: Actor, requested: str | None, *, r
         return ObjectId(actor.id)
     if not actor.is_admin:
         raise Forbidden(refused)
-    oid = parse_object_id(requested)
-    owner = await users_repo.get(db, oid) if oid else None
+    owner = await by_id(requested, partial(users_repo.get, db))
     # A well-formed id is a valid request (400 is for those the schema refuses): what it names decides the rest.
     if owner is None:
         raise NotFound("The owner does not exist.", details={"field": "ownerId"})
@@ -109,8 +109,7 @@ async def get_or_raise(*, db: AsyncDatabase, actor: Actor, order_id: str) -> Wor
 
 async def _get_visible(db: AsyncDatabase, actor: Actor, order_id: str) -> dict[str, Any] | None:
     permissions.require_person(actor)
-    oid = parse_object_id(order_id)
-    doc = await repo.get(db, oid) if oid else None
+    doc = await by_id(order_id, partial(repo.get, db))
     return doc if doc and permissions.visible(actor, doc) else None
 
 

@@ -7,6 +7,7 @@ refuses a System Actor (`permissions.require_person`, called by every entry of d
 
 import logging
 from datetime import datetime
+from functools import partial
 from typing import Any, NamedTuple
 
 from bson import ObjectId
@@ -15,7 +16,7 @@ from pymongo.asynchronous.database import AsyncDatabase
 from desk import access
 from desk.actors import Actor
 from desk.errors import Forbidden, ValidationFailed
-from desk.schema import now, parse_object_id
+from desk.schema import by_id, now, parse_object_id
 from desk.work_orders import repository as repo
 from desk.work_orders import service
 from desk.work_orders.models import CLOSED, PRIORITIES, WorkOrderRead
@@ -37,8 +38,7 @@ def _require_triage(actor: Actor) -> None:
 async def triage_read(*, db: AsyncDatabase, actor: Actor, order_id: str) -> TriageTarget | None:
     """The order as the triage agent reads it, and whether its person allows AI; None when it is gone."""
     _require_triage(actor)
-    oid = parse_object_id(order_id)
-    doc = await repo.get(db, oid) if oid else None
+    doc = await by_id(order_id, partial(repo.get, db))
     if doc is None:
         return None
     allowed = await access.order_allows_ai(db, doc)

@@ -6,6 +6,7 @@ one conditional update on a pending approval, so of many concurrent decides exac
 
 import re
 from datetime import timedelta
+from functools import partial
 from typing import Any
 
 from bson import ObjectId
@@ -17,7 +18,7 @@ from desk.agent.core.events import Diff
 from desk.agent.core.models import AgentToolCallRead
 from desk.agent.core.store import agent_runs, agent_tool_calls
 from desk.errors import Conflict, DeskError, ErrorCode, NotFound
-from desk.schema import CONTROL, now, parse_object_id
+from desk.schema import CONTROL, by_id, now
 from desk.work_orders.models import EDITABLE
 
 SHOWN = EDITABLE  # what a person sees of an order is what they may edit on it
@@ -104,8 +105,7 @@ async def decide(
     *, db: AsyncDatabase, actor: Actor, tool_call_id: str, approve: bool, reason: str | None = None
 ) -> AgentToolCallRead:
     """The run's owner approves or rejects a pending write; repeating the same decision is harmless."""
-    oid = parse_object_id(tool_call_id)
-    call = await agent_tool_calls.get_tool_call(db, oid) if oid else None
+    call = await by_id(tool_call_id, partial(agent_tool_calls.get_tool_call, db))
     if call is None or str(call.get("userId")) != actor.id or call.get("approval") is None:
         raise NotFound("No such change waiting for approval.")
     wanted = "approved" if approve else "rejected"

@@ -2,6 +2,7 @@
 
 import asyncio
 from dataclasses import dataclass
+from functools import partial
 
 from bson import ObjectId
 from pymongo.asynchronous.database import AsyncDatabase
@@ -14,7 +15,7 @@ from desk.agent.core.models import AgentRunDetail, AgentRunRead, CopilotSessionR
 from desk.agent.core.store import agent_messages, agent_runs, agent_tool_calls, copilot_sessions
 from desk.config import Settings
 from desk.errors import Conflict, NotFound
-from desk.schema import now, parse_object_id
+from desk.schema import by_id, now, parse_object_id
 
 
 async def open_session(*, db: AsyncDatabase, settings: Settings, actor: Actor) -> CopilotSessionRead:
@@ -60,8 +61,7 @@ async def own_runs(*, db: AsyncDatabase, actor: Actor) -> list[AgentRunRead]:
 
 async def own_run(*, db: AsyncDatabase, actor: Actor, run_id: str) -> AgentRunDetail:
     """One of the person's runs with its messages and tool calls; someone else's is NotFound."""
-    oid = parse_object_id(run_id)
-    run = await agent_runs.get_run(db, oid) if oid else None
+    run = await by_id(run_id, partial(agent_runs.get_run, db))
     if run is None or str(run.get("userId")) != actor.id:
         raise NotFound("No such run.")
     messages = await agent_messages.run_messages(db, run["_id"])
@@ -135,8 +135,7 @@ def _waiting_event(call: dict) -> ToolApprovalRequired:
 
 async def still_waiting(*, db: AsyncDatabase, tool_call_id: str) -> bool:
     """Whether a proposed change is still waiting for its decision (a page in another process decides)."""
-    oid = parse_object_id(tool_call_id)
-    call = await agent_tool_calls.get_tool_call(db, oid) if oid else None
+    call = await by_id(tool_call_id, partial(agent_tool_calls.get_tool_call, db))
     return bool(call and call.get("approval") and call["approval"]["status"] == "pending")
 
 

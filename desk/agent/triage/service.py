@@ -2,6 +2,7 @@
 
 from dataclasses import dataclass
 from datetime import date, datetime, timedelta
+from functools import partial
 from typing import Any
 
 from bson import ObjectId
@@ -29,7 +30,7 @@ from desk.config import Settings
 from desk.errors import Conflict, Forbidden, NotFound
 from desk.jobs import queue as outbox
 from desk.jobs.models import OutboxEventRead
-from desk.schema import OffsetPage, now, parse_object_id
+from desk.schema import OffsetPage, by_id, now, parse_object_id
 from desk.users import service as users_service
 from desk.work_orders import permissions
 from desk.work_orders import service as work_orders
@@ -55,8 +56,7 @@ async def overview(*, db: AsyncDatabase, settings: Settings, actor: Actor) -> Tr
 async def retry_event(*, db: AsyncDatabase, actor: Actor, event_id: str) -> OutboxEventRead:
     """A dead-lettered event back in the queue with fresh attempts (audited)."""
     require_admin(actor, "see or run the agents")
-    oid = parse_object_id(event_id)
-    event = await outbox.requeue(db, oid) if oid else None
+    event = await by_id(event_id, partial(outbox.requeue, db))
     if event is None:
         raise NotFound("No such failed event.")
     await policy.record(db, agent=policy.AGENT, actor_id=actor.id, action="event_retried", after={"eventId": event_id})
