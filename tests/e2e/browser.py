@@ -21,6 +21,11 @@ from selenium.webdriver.support.ui import WebDriverWait
 WAIT = 10.0
 PHONE = (400, 850)
 T = TypeVar("T")
+INJECTED = """return {
+    images: document.querySelectorAll('img[src="x"]').length,
+    scripts: [...document.scripts].filter(s => s.textContent.includes('__xss')).length,
+    xss: typeof window.__xss,
+}"""
 
 
 class Browser:
@@ -99,6 +104,11 @@ class Browser:
         return self.driver.execute_script(
             "return document.documentElement.scrollWidth - document.documentElement.clientWidth"
         )
+
+    def injected(self) -> dict:
+        """What text carrying `<img src=x onerror=…>` or `<script>` that sets window.__xss left live in the page:
+        such images, such scripts, and the type of window.__xss ("undefined" if none of it ran)."""
+        return self.driver.execute_script(INJECTED)
 
     def alert_open(self) -> bool:
         try:

@@ -9,7 +9,7 @@ processes are started once and wiped between tests, which keeps the suite fast.
 import json
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
 from concurrent.futures import Future, ThreadPoolExecutor
-from contextlib import suppress
+from contextlib import asynccontextmanager, contextmanager, suppress
 from pathlib import Path
 
 import pytest
@@ -55,11 +55,19 @@ def desk(chromes: "Chromes", mongo_uri: str, tmp_path_factory: pytest.TempPathFa
 
     `chromes` comes first so that the first browser starts while the database and the desk boot.
     """
-    home = tmp_path_factory.mktemp("desk")
+    # No worker: its triage agent would take the turns a test scripts for the copilot. The worker's
+    # jobs are tested in tests/triage, tests/agent/test_sweeper.py and tests/test_cli.py.
+    with e2e_desk(tmp_path_factory.mktemp("desk"), mongo_uri, E2E_DB, DESK_RUN_WORKER="false") as running:
+        yield running
+
+
+@contextmanager
+def e2e_desk(home: Path, mongo_uri: str, database: str, **more: str) -> Iterator[Desk]:
+    """`desk run` serving `database`, with the first admin and AI on against this process's scripted fake."""
     with desk_running(
         home,
         MONGODB_URI=mongo_uri,
-        MONGODB_DB=E2E_DB,
+        MONGODB_DB=database,
         DESK_SECRET="e2e-storage-secret-" + "x" * 21,
         DESK_ADMIN_EMAIL=ADMIN_EMAIL,
         DESK_ADMIN_PASSWORD=ADMIN_PASSWORD,
@@ -70,9 +78,7 @@ def desk(chromes: "Chromes", mongo_uri: str, tmp_path_factory: pytest.TempPathFa
         AI_API_KEY="sk-e2e-key",
         AI_ALLOW_PRIVATE_BASE_URL="true",
         NICEGUI_STORAGE_PATH=str(home / ".nicegui"),
-        # No worker: its triage agent would take the turns a test scripts for the copilot. The worker's
-        # jobs are tested in tests/triage, tests/agent/test_sweeper.py and tests/test_cli.py.
-        DESK_RUN_WORKER="false",
+        **more,
     ) as running:
         yield running
 
@@ -80,9 +86,16 @@ def desk(chromes: "Chromes", mongo_uri: str, tmp_path_factory: pytest.TempPathFa
 @pytest.fixture(scope="session")
 async def e2e_db(mongo_uri: str, desk: Desk) -> AsyncIterator[AsyncDatabase]:
     """`desk_e2e`, the database the desk serves (its indexes made by the desk at start)."""
+    async with database(mongo_uri, E2E_DB) as db:
+        yield db
+
+
+@asynccontextmanager
+async def database(mongo_uri: str, name: str) -> AsyncIterator[AsyncDatabase]:
+    """A client of its own on the database `name`, closed when the block ends."""
     client: AsyncMongoClient = AsyncMongoClient(mongo_uri, tz_aware=True)
     try:
-        yield client[E2E_DB]
+        yield client[name]
     finally:
         await client.close()
 

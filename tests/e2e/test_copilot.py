@@ -3,6 +3,7 @@
 from selenium.webdriver.common.by import By
 from selenium.webdriver.common.keys import Keys
 
+from desk.work_orders.models import WorkOrderRead
 from tests.e2e.browser import Browser
 from tests.fake_provider import Turn
 
@@ -29,6 +30,15 @@ def ask(person: Browser, question: str) -> None:
     person.press("Send")
 
 
+async def robin_with_a_leaking_tap(browser, make_person, make_order, **fields) -> tuple[Browser, WorkOrderRead]:
+    """Robin Reed logged in, on the list of the one order they filed: the leaking tap in the kitchen."""
+    person = await make_person(name="Robin Reed")
+    order = await make_order(person, "Leaking tap in the kitchen", **fields)
+    robin = browser("robin")
+    robin.log_in(person)
+    return robin, order
+
+
 def mark_page(person: Browser) -> None:
     person.run_js("window.__notReloaded = true")
 
@@ -38,14 +48,11 @@ def still_same_page(person: Browser) -> bool:
 
 
 async def test_approve_a_priority_change_from_the_drawer(browser, make_person, make_order, fake_provider, e2e_db):
-    person = await make_person(name="Robin Reed")
-    order = await make_order(person, "Leaking tap in the kitchen")
+    robin, order = await robin_with_a_leaking_tap(browser, make_person, make_order)
     fake_provider.script(
         *Turn.read_then_update(order.id, priority="urgent"),
         Turn.text("Done: the leaking tap is **urgent** now."),
     )
-    robin = browser("robin")
-    robin.log_in(person)
     robin.see("Leaking tap in the kitchen")
     mark_page(robin)
 
@@ -64,14 +71,11 @@ async def test_approve_a_priority_change_from_the_drawer(browser, make_person, m
 
 
 async def test_reject_a_change_with_a_reason(browser, make_person, make_order, fake_provider, e2e_db):
-    person = await make_person(name="Robin Reed")
-    order = await make_order(person, "Leaking tap in the kitchen")
+    robin, order = await robin_with_a_leaking_tap(browser, make_person, make_order)
     fake_provider.script(
         *Turn.read_then_update(order.id, priority="low"),
         Turn.text("Understood, I left it as it was."),
     )
-    robin = browser("robin")
-    robin.log_in(person)
     ask(robin, "Lower the priority of the tap")
 
     robin.see("Change this work order?")
@@ -95,14 +99,7 @@ async def test_model_text_and_titles_in_the_drawer_stay_text(browser, make_perso
     ask(pat, "Say something odd")
     pat.see_containing("and <script>window.__xss=5</script>")
     pat.shoot("copilot-xss")
-    found = pat.run_js(
-        """return {
-            images: document.querySelectorAll('img[src="x"]').length,
-            scripts: [...document.scripts].filter(s => s.textContent.includes('__xss')).length,
-            xss: typeof window.__xss,
-        }"""
-    )
-    assert found == {"images": 0, "scripts": 0, "xss": "undefined"}
+    assert pat.injected() == {"images": 0, "scripts": 0, "xss": "undefined"}
     assert not pat.alert_open()
     assert order.title in pat.texts("a[href^='/app/work-orders/']")
 
@@ -149,14 +146,11 @@ APPROVAL_SHOWN = """return [...document.querySelectorAll('[role=dialog]')]
 async def test_approve_after_a_reload_and_the_other_tab_sees_it(
     browser, make_person, make_order, fake_provider, e2e_db
 ):
-    person = await make_person(name="Robin Reed")
-    order = await make_order(person, "Leaking tap in the kitchen")
+    robin, order = await robin_with_a_leaking_tap(browser, make_person, make_order)
     fake_provider.script(
         *Turn.read_then_update(order.id, priority="urgent"),
         Turn.text("It is urgent now."),
     )
-    robin = browser("robin")
-    robin.log_in(person)
     first = robin.driver.current_window_handle
     ask(robin, "Make the leaking tap urgent")
     robin.see("Change this work order?")
@@ -275,11 +269,8 @@ return box.top >= 0 && box.bottom <= window.innerHeight && box.left >= 0 && box.
 async def test_a_long_unbroken_description_leaves_the_after_value_on_screen(
     browser, make_person, make_order, fake_provider, e2e_db
 ):
-    person = await make_person(name="Robin Reed")
-    order = await make_order(person, "Leaking tap in the kitchen", description="x" * 3000)
+    robin, order = await robin_with_a_leaking_tap(browser, make_person, make_order, description="x" * 3000)
     fake_provider.script(*Turn.read_then_update(order.id, status="done"), Turn.text("Closed."))
-    robin = browser("robin")
-    robin.log_in(person)
     ask(robin, "Close the leaking tap")
     robin.see("Change this work order?")
     robin.shoot("long-value-modal")

@@ -11,15 +11,13 @@ from collections.abc import AsyncIterator, Iterator
 
 import pytest
 from bson import ObjectId
-from pymongo import AsyncMongoClient
 from pymongo.asynchronous.database import AsyncDatabase
 
-from bench.harness import Desk, desk_running
+from bench.harness import Desk
 from desk.users import service as users_service
 from desk.users.models import UserAdminUpdate
 from tests.e2e.browser import Browser
-from tests.e2e.conftest import ADMIN_EMAIL, ADMIN_PASSWORD
-from tests.fake_provider import _shared_fake
+from tests.e2e.conftest import database, e2e_desk
 from tests.helpers import actor, per_process, until
 from tests.triage.conftest import proposal
 
@@ -31,31 +29,14 @@ POLL_MS = "200"
 def desk(chromes, mongo_uri: str, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Desk]:
     """This module's desk: as the session's, plus a worker polling every 200 ms, on its own database."""
     home = tmp_path_factory.mktemp("triage-desk")
-    with desk_running(
-        home,
-        MONGODB_URI=mongo_uri,
-        MONGODB_DB=TRIAGE_DB,
-        DESK_SECRET="e2e-storage-secret-" + "x" * 21,
-        DESK_ADMIN_EMAIL=ADMIN_EMAIL,
-        DESK_ADMIN_PASSWORD=ADMIN_PASSWORD,
-        DESK_LOGIN_ATTEMPTS_PER_MINUTE="1000",
-        AI_ENABLED="true",
-        AI_BASE_URL=_shared_fake().url,
-        AI_API_KEY="sk-e2e-key",
-        AI_ALLOW_PRIVATE_BASE_URL="true",
-        AGENT_POLL_INTERVAL_MS=POLL_MS,
-        NICEGUI_STORAGE_PATH=str(home / ".nicegui"),
-    ) as running:
+    with e2e_desk(home, mongo_uri, TRIAGE_DB, AGENT_POLL_INTERVAL_MS=POLL_MS) as running:
         yield running
 
 
 @pytest.fixture(scope="module")
 async def e2e_db(mongo_uri: str, desk: Desk) -> AsyncIterator[AsyncDatabase]:
-    client: AsyncMongoClient = AsyncMongoClient(mongo_uri, tz_aware=True)
-    try:
-        yield client[TRIAGE_DB]
-    finally:
-        await client.close()
+    async with database(mongo_uri, TRIAGE_DB) as db:
+        yield db
 
 
 async def suggestion_stored(db: AsyncDatabase, order_id: str) -> dict:
@@ -69,10 +50,8 @@ async def suggestion_stored(db: AsyncDatabase, order_id: str) -> dict:
 async def test_the_kill_switch_off_and_a_new_order_gets_no_suggestion(
     browser, make_person, make_order, fake_provider, e2e_db
 ):
-    admin = await make_person("admin", name="Ada Admin")
+    ada = await ada_the_admin_logged_in(browser, make_person)
     owner = await make_person(name="Sam Owner")
-    ada = browser("ada")
-    ada.log_in(admin)
     ada.click_link("Agents")
     ada.see("ON")
     ada.shoot("agents-on")
@@ -92,13 +71,17 @@ async def test_the_kill_switch_off_and_a_new_order_gets_no_suggestion(
     ada.do_not_see("Triage suggestion")
 
 
+async def ada_the_admin_logged_in(browser, make_person) -> Browser:
+    ada = browser("ada")
+    ada.log_in(await make_person("admin", name="Ada Admin"))
+    return ada
+
+
 async def test_auto_apply_changes_a_new_orders_priority_live_on_an_open_list(
     browser, make_person, make_order, fake_provider, e2e_db
 ):
-    admin = await make_person("admin", name="Ada Admin")
+    ada = await ada_the_admin_logged_in(browser, make_person)
     owner = await make_person(name="Sam Owner")
-    ada = browser("ada")
-    ada.log_in(admin)
     ada.open("/app/admin/agents")
     ada.choose("Mode", "Apply the priority automatically")
     ada.press("Save policy")
@@ -179,14 +162,7 @@ async def test_a_summary_holding_html_or_script_is_shown_literally(
     ada.see("Triage agent run")
     ada.shoot("run-detail")
     for someone in (pat, ada):
-        found = someone.run_js(
-            """return {
-                images: document.querySelectorAll('img[src="x"]').length,
-                scripts: [...document.scripts].filter(s => s.textContent.includes('__xss')).length,
-                xss: typeof window.__xss,
-            }"""
-        )
-        assert found == {"images": 0, "scripts": 0, "xss": "undefined"}
+        assert someone.injected() == {"images": 0, "scripts": 0, "xss": "undefined"}
         assert not someone.alert_open()
 
 
