@@ -25,8 +25,9 @@ log = logging.getLogger(__name__)
 # "tool_call": a staged change was decided (key: the tool call's id);
 # "access": a person lost some access (key: their id; message: the reason, desk.users.access.Reason);
 # "person": this process's copilot turns of a person must stop (key: their id), after their runs were ended;
-# "run": one run must stop (key: the run's id: Stop pressed on any page or tab).
-Topic = Literal["order", "tool_call", "access", "person", "run"]
+# "run": one run must stop (key: the run's id: Stop pressed on any page or tab);
+# "conversation": a person's copilot panels in this process follow a new turn or conversation (key: their id).
+Topic = Literal["order", "tool_call", "access", "person", "run", "conversation"]
 Handler = Callable[[Any], Awaitable[None] | None]
 
 

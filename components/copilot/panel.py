@@ -14,7 +14,6 @@ approval modal (components/copilot/approval.py) shows the server-rendered diff; 
 
 import asyncio
 import contextlib
-import weakref
 from collections.abc import Callable
 
 from nicegui import ui
@@ -23,7 +22,7 @@ from components.copilot.approval import approval_dialog
 from components.copilot.log import ConversationLog
 from components.runtime.copilot_turn import STOPPED, LiveTurn, drive, ending, running
 from components.runtime.session import SessionUser, Visit
-from desk import access
+from desk import access, state
 from desk.agent.copilot import approvals, sessions, start
 from desk.agent.core.client import get_provider
 from desk.agent.core.events import (
@@ -90,8 +89,20 @@ class Copilot:
                 )
                 self.send_button = ui.button("Send", on_click=self.send).mark("copilot-send")
         ui.timer(WATCH_SECONDS, self._watch)
-        _PANELS.add(self)
+        # The person's other tabs in this process hear of a new turn or conversation on the Desk's bus (held
+        # weakly: a closed page's panel is simply forgotten).
+        state.current().bus.subscribe("conversation", self.visit.user_id, self._heard, weak=True)
         self._state()
+
+    async def _heard(self, turn: LiveTurn | None) -> None:
+        """Another tab of the person, in this process, started `turn`, or (None) moved to a new conversation."""
+        if self.visit.gone:
+            return
+        with self.root:
+            if turn is None:
+                await self.load()
+            else:
+                self._attach_new(turn)
 
     async def load(self) -> None:
         """Show the conversation as the server has it now (on building, on opening the drawer, after a turn)."""
@@ -169,9 +180,7 @@ class Copilot:
             self._state()
             return
         live = drive(actor.id, content, turn)
-        for panel in _panels_of(actor.id):
-            with panel.root:
-                panel._attach_new(live)
+        await state.current().bus.publish("conversation", actor.id, live)  # this panel and the person's other tabs
 
     def _attach_new(self, live: LiveTurn) -> None:
         self.live, self.remote_run = live, None
@@ -255,6 +264,8 @@ class Copilot:
             return
         self._close_approval()
         self.pending = event
+        # decided in another tab of this process: closed there at once, not at that tab's next look
+        state.current().bus.subscribe("tool_call", event.tool_call_id, self._decided, weak=True)
         with self.root:
             self.dialog = approval_dialog(event, decide=lambda approve, reason: self._decide(event, approve, reason))
         if open_now:
@@ -270,10 +281,12 @@ class Copilot:
         except DeskError as error:
             self.log.note(error.message, error=True)
         self._close_approval()
-        for panel in _panels_of(actor.id):  # this process's other tabs: closed now, not at their next look
-            if panel is not self and panel.pending is not None and panel.pending.tool_call_id == event.tool_call_id:
-                with panel.root:
-                    panel._close_approval()
+
+    def _decided(self, tool_call_id: str) -> None:
+        """The change this panel shows was decided (`approvals.decide` publishes it), maybe in another tab."""
+        if self.pending is not None and self.pending.tool_call_id == tool_call_id and not self.visit.gone:
+            with self.root:
+                self._close_approval()
 
     def _reopen(self) -> None:
         if self.dialog is not None:
@@ -288,16 +301,7 @@ class Copilot:
         self.waiting.set_visibility(False)
 
 
-_PANELS: weakref.WeakSet[Copilot] = weakref.WeakSet()
-
-
-def _panels_of(user_id: str) -> list[Copilot]:
-    return [panel for panel in tuple(_PANELS) if panel.visit.user_id == user_id and not panel.visit.gone]
-
-
 async def show_current_conversation(user_id: str) -> None:
     """Every open panel of the person in this process shows their conversation as stored now: a new one was
     started (one tab's "New conversation" must not leave another tab showing the archived one)."""
-    for panel in _panels_of(user_id):
-        with panel.root:
-            await panel.load()
+    await state.current().bus.publish("conversation", user_id)

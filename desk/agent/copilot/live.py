@@ -61,7 +61,7 @@ def awaiting(tool_call_id: str) -> AbstractContextManager[asyncio.Event]:
 
 async def decided(tool_call_id: str) -> None:
     """Wake the run of this process waiting on `tool_call_id` (none here: it notices within a second)."""
-    await state.current().bus.publish("tool_call", tool_call_id)
+    await state.current().bus.publish("tool_call", tool_call_id, tool_call_id)  # pages showing it close it
 
 
 # --- first events first ------------------------------------------------------------------------
