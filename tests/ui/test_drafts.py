@@ -17,6 +17,7 @@ from nicegui.testing import User
 from desk.auth import service as auth_service
 from desk.users import service as users_service
 from desk.users.models import UserAdminUpdate
+from desk.work_orders.models import WorkOrderRead
 from tests.helpers import actor, until
 from tests.ui.conftest import WAIT
 
@@ -86,6 +87,25 @@ def browser_storage(user: User) -> BrowserStorage:
     return BrowserStorage().answer(user)
 
 
+async def sam_logged_in_with_a_leaking_tap(
+    user: User, make_user, make_order, log_in, **fields
+) -> tuple[dict, WorkOrderRead, BrowserStorage]:
+    """Sam, a user, logged in with one order of his, the leaking tap; and what his browser keeps."""
+    sam = await make_user("user")
+    order = await make_order(sam, "Leaking tap", **fields)
+    storage = browser_storage(user)
+    await log_in(user, sam)
+    return sam, order, storage
+
+
+async def log_out_past_the_warning(user: User, warning: str) -> None:
+    """Press Log out, see `warning` about unsaved changes, log out anyway and land on the login page."""
+    user.find(marker="logout").click()
+    await user.should_see(warning, retries=WAIT)
+    user.find(marker="confirm-logout").click()
+    await user.should_see(marker="login", retries=WAIT)
+
+
 async def type_unsaved(user: User, person: dict, order, storage: BrowserStorage, field: str, text: str) -> str:
     """On `order`'s page (`person` logged in), type `text` into `field` and wait for the browser to keep it; its key."""
     await user.open(f"/app/work-orders/{order.id}")
@@ -101,10 +121,7 @@ async def type_unsaved(user: User, person: dict, order, storage: BrowserStorage,
 
 
 async def test_an_edit_is_kept_while_unsaved_and_forgotten_once_saved(user: User, make_user, make_order, log_in, db):
-    sam = await make_user("user")
-    order = await make_order(sam, "Leaking tap")
-    storage = browser_storage(user)
-    await log_in(user, sam)
+    sam, order, storage = await sam_logged_in_with_a_leaking_tap(user, make_user, make_order, log_in)
 
     key = await type_unsaved(user, sam, order, storage, "title", "Leaking tap, <b>kitchen</b>")
     assert storage[key]["version"] == 1
@@ -118,10 +135,7 @@ async def test_an_edit_is_kept_while_unsaved_and_forgotten_once_saved(user: User
 async def test_drafts_are_tagged_with_a_name_of_the_session_that_is_not_its_secret_nor_its_stored_hash(
     user: User, make_user, make_order, log_in, db
 ):
-    sam = await make_user("user")
-    order = await make_order(sam, "Leaking tap")
-    storage = browser_storage(user)
-    await log_in(user, sam)
+    sam, order, storage = await sam_logged_in_with_a_leaking_tap(user, make_user, make_order, log_in)
     key = await type_unsaved(user, sam, order, storage, "title", "Dripping tap")
 
     (session,) = await db["sessions"].find({"userId": ObjectId(sam["id"])}).to_list()
@@ -137,10 +151,9 @@ async def test_drafts_are_tagged_with_a_name_of_the_session_that_is_not_its_secr
 
 
 async def test_a_session_that_ends_mid_typing_takes_the_edit_with_it(user: User, make_user, make_order, log_in, db):
-    sam = await make_user("user")
-    order = await make_order(sam, "Leaking tap", description="Cold tap")
-    storage = browser_storage(user)
-    await log_in(user, sam)
+    sam, order, storage = await sam_logged_in_with_a_leaking_tap(
+        user, make_user, make_order, log_in, description="Cold tap"
+    )
     await type_unsaved(user, sam, order, storage, "description", "Cold tap drips all night")
     first = storage.owner
 
@@ -157,10 +170,7 @@ async def test_a_session_that_ends_mid_typing_takes_the_edit_with_it(user: User,
 
 
 async def test_a_restored_edit_can_be_discarded(user: User, make_user, make_order, log_in):
-    sam = await make_user("user")
-    order = await make_order(sam, "Leaking tap")
-    storage = browser_storage(user)
-    await log_in(user, sam)
+    sam, order, storage = await sam_logged_in_with_a_leaking_tap(user, make_user, make_order, log_in)
     kept = {"version": 1, "edits": {"title": "Kept", "status": "bogus"}}
     await storage.plant(f"desk-draft:{sam['id']}:{order.id}", kept)
     await user.open(f"/app/work-orders/{order.id}")
@@ -224,10 +234,8 @@ async def test_ctrl_s_saves_and_save_comes_before_delete(user: User, make_user, 
 async def test_someone_else_signing_in_on_the_same_browser_finds_nothing_of_the_kept_edit(
     user: User, make_user, make_order, log_in, db
 ):
-    sam, admin = await make_user("user"), await make_user("admin")
-    order = await make_order(sam, "Leaking tap")
-    storage = browser_storage(user)
-    await log_in(user, sam)
+    sam, order, storage = await sam_logged_in_with_a_leaking_tap(user, make_user, make_order, log_in)
+    admin = await make_user("admin")
     await type_unsaved(user, sam, order, storage, "title", "Leaking tap, private note")
     await auth_service.end_sessions(db=db, user_id=ObjectId(sam["id"]))  # Sam's session ends; he walks away
     await user.should_see(marker="login-reason", retries=WAIT)
@@ -242,10 +250,7 @@ async def test_someone_else_signing_in_on_the_same_browser_finds_nothing_of_the_
 async def test_logging_out_with_an_unsaved_edit_asks_first_and_then_forgets_it(
     user: User, make_user, make_order, log_in
 ):
-    sam = await make_user("user")
-    order = await make_order(sam, "Leaking tap")
-    storage = browser_storage(user)
-    await log_in(user, sam)
+    sam, order, storage = await sam_logged_in_with_a_leaking_tap(user, make_user, make_order, log_in)
     key = await type_unsaved(user, sam, order, storage, "title", "Dripping tap")
 
     user.find(marker="logout").click()
@@ -276,10 +281,7 @@ async def test_logging_out_asks_about_edits_kept_by_other_tabs_and_drafts_of_no_
     await user.open("/app")  # tab B: the list, nothing typed here
     await user.should_see(marker="order-list", retries=WAIT)
 
-    user.find(marker="logout").click()
-    await user.should_see("You have changes on 1 work order that are not saved.", retries=WAIT)
-    user.find(marker="confirm-logout").click()
-    await user.should_see(marker="login", retries=WAIT)
+    await log_out_past_the_warning(user, "You have changes on 1 work order that are not saved.")
     await until(lambda: storage == {}, what="tab A's edit forgotten", within=15)
 
 
@@ -312,18 +314,12 @@ async def test_a_comment_being_typed_is_kept_through_a_reload_and_forgotten_once
 
 
 async def test_logging_out_counts_an_edit_and_a_comment_of_one_order_as_one(user: User, make_user, make_order, log_in):
-    sam = await make_user("user")
-    order = await make_order(sam, "Leaking tap")
-    storage = browser_storage(user)
-    await log_in(user, sam)
+    sam, order, storage = await sam_logged_in_with_a_leaking_tap(user, make_user, make_order, log_in)
     await storage.plant(f"desk-draft:{sam['id']}:{order.id}:comment", {"version": 0, "edits": {"text": "Hm"}})
     await type_unsaved(user, sam, order, storage, "title", "Dripping tap")
 
-    user.find(marker="logout").click()
+    await log_out_past_the_warning(user, "You have changes on 1 work order that are not saved.")
 
-    await user.should_see("You have changes on 1 work order that are not saved.", retries=WAIT)
-    user.find(marker="confirm-logout").click()
-    await user.should_see(marker="login", retries=WAIT)
     await until(lambda: storage == {}, what="both forgotten at logout", within=15)
 
 
@@ -332,10 +328,8 @@ async def test_an_edit_of_someone_made_a_viewer_while_typing_is_shown_to_copy(
 ):
     # found by a UI QA pass: the page was drawn again for the viewer he had become, and his text went
     # without a word (it was only back if he was made a user again)
-    sam, admin = await make_user("user"), await make_user("admin")
-    order = await make_order(sam, "Leaking tap")
-    storage = browser_storage(user)
-    await log_in(user, sam)
+    sam, order, storage = await sam_logged_in_with_a_leaking_tap(user, make_user, make_order, log_in)
+    admin = await make_user("admin")
     key = await type_unsaved(user, sam, order, storage, "description", "Washer <b>gone</b>; bring a 15 mm one")
 
     await users_service.update_user(db=db, actor=actor(admin), user_id=sam["id"], data=UserAdminUpdate(role="viewer"))
