@@ -13,7 +13,7 @@ from nicegui.testing.user_notify import UserNotify
 from desk.agent.core.store import agent_runs, copilot_sessions
 from desk.config import Settings, use_settings
 from desk.work_orders import service
-from desk.work_orders.models import WorkOrderUpdate
+from desk.work_orders.models import WorkOrderRead, WorkOrderUpdate
 from tests.fake_provider import Turn
 from tests.helpers import actor, until
 from tests.ui.conftest import WAIT
@@ -27,6 +27,21 @@ async def ai_on(ai_settings, provider):
 async def open_copilot(user: User, person: dict, log_in) -> None:
     await log_in(user, person)
     user.find(marker="copilot-toggle").click()
+
+
+@pytest.fixture
+def open_the_copilot_by_sams_tap(user: User, fake_provider, make_user, make_order, log_in):
+    """Sam opens the copilot with one order of his, the leaking tap. Asked, the model looks it up and proposes
+    making it urgent; `answer` is what it says once the change is decided. Gives Sam and the tap."""
+
+    async def open_it(*, answer: str) -> tuple[dict, WorkOrderRead]:
+        sam = await make_user("user")
+        tap = await make_order(sam, "Leaking tap")
+        fake_provider.script(*Turn.read_then_update(tap.id, priority="urgent"), Turn.text(answer))
+        await open_copilot(user, sam, log_in)
+        return sam, tap
+
+    return open_it
 
 
 def ask(user: User, text: str) -> None:
@@ -138,16 +153,8 @@ async def test_an_earlier_answer_reads_the_same_after_a_reload(user: User, ai_on
     assert reread == streamed and "&amp;amp;" not in reread and "&lt;b&gt;now" in reread  # escaped once, not twice
 
 
-async def test_approve_a_change_and_see_it_everywhere(
-    user: User, ai_on, fake_provider, make_user, make_order, log_in, db
-):
-    sam = await make_user("user")
-    order = await make_order(sam, "Leaking tap")
-    fake_provider.script(
-        *Turn.read_then_update(order.id, priority="urgent"),
-        Turn.text("It is urgent now."),
-    )
-    await open_copilot(user, sam, log_in)
+async def test_approve_a_change_and_see_it_everywhere(user: User, ai_on, db, open_the_copilot_by_sams_tap):
+    _, order = await open_the_copilot_by_sams_tap(answer="It is urgent now.")
 
     ask(user, "Make the leaking tap urgent")
 
@@ -251,16 +258,8 @@ async def test_an_expired_approval_says_so(user: User, fake_provider, provider, 
     assert await db["work_orders"].count_documents({}) == 0
 
 
-async def test_a_stale_version_shows_the_fresh_diff(
-    user: User, ai_on, fake_provider, make_user, make_order, log_in, db
-):
-    sam = await make_user("user")
-    order = await make_order(sam, "Leaking tap")
-    fake_provider.script(
-        *Turn.read_then_update(order.id, priority="urgent"),
-        Turn.text("Done."),
-    )
-    await open_copilot(user, sam, log_in)
+async def test_a_stale_version_shows_the_fresh_diff(user: User, ai_on, db, open_the_copilot_by_sams_tap):
+    sam, order = await open_the_copilot_by_sams_tap(answer="Done.")
     ask(user, "Make it urgent")
     await user.should_see(marker="approval", retries=WAIT)
 
@@ -399,13 +398,8 @@ async def test_the_full_page_shows_the_conversation_and_what_each_run_asked(
     await user.should_not_see("Nothing open right now.", retries=WAIT)
 
 
-async def test_a_waiting_change_follows_the_person_to_another_page(
-    user: User, ai_on, fake_provider, make_user, make_order, log_in, db
-):
-    sam = await make_user("user")
-    tap = await make_order(sam, "Leaking tap")
-    fake_provider.script(*Turn.read_then_update(tap.id, priority="urgent"), Turn.text("It is urgent now."))
-    await open_copilot(user, sam, log_in)
+async def test_a_waiting_change_follows_the_person_to_another_page(user: User, ai_on, db, open_the_copilot_by_sams_tap):
+    sam, tap = await open_the_copilot_by_sams_tap(answer="It is urgent now.")
     ask(user, "Make the tap urgent")
     await user.should_see(marker="approval", retries=WAIT)
     user.find(marker="approval-dismiss").click()
