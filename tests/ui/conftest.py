@@ -1,6 +1,6 @@
 """UI tests: NiceGUI's `user` fixture drives the real pages against the test database."""
 
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Sequence
 from functools import partialmethod
 
 import pytest
@@ -8,7 +8,9 @@ from nicegui import context, ui
 from nicegui.testing import User
 
 from desk.db.client import use_database
-from tests.helpers import PASSWORD
+from desk.work_orders import service
+from desk.work_orders.models import CommentCreate, WorkOrderRead
+from tests.helpers import PASSWORD, actor
 
 # should_see retries (0.1 s each) for outcomes that wait on the database or password hashing,
 # which take longer than the default 0.3 s when both cores are busy.
@@ -84,3 +86,31 @@ def submit(user: User, email: str, password: str) -> None:
     user.find(marker="email").clear().type(email)
     user.find(marker="password").clear().type(password)
     user.find(marker="login").click()
+
+
+async def open_order(user: User, order_id: str) -> None:
+    """Open the page and wait until it is fully drawn (the timeline comes last)."""
+    await user.open(f"/app/work-orders/{order_id}")
+    await user.should_see(marker="timeline", retries=WAIT)
+
+
+@pytest.fixture
+async def sam(make_user) -> dict:
+    """Sam Rivera, a user."""
+    return await make_user("user", name="Sam Rivera")
+
+
+@pytest.fixture
+def open_sams_order(user: User, sam: dict, make_order, log_in, db) -> Callable[..., Awaitable[WorkOrderRead]]:
+    """Sam files an order titled `title` and adds `comments` to it, then logs in and opens its page; gives the order."""
+
+    async def open_it(title: str, *, comments: Sequence[str] = (), **fields: object) -> WorkOrderRead:
+        order = await make_order(sam, title, **fields)
+        for text in comments:
+            await service.add_comment(db=db, actor=actor(sam), order_id=order.id, data=CommentCreate(text=text))
+        await log_in(user, sam)
+        await open_order(user, order.id)
+        return order
+
+    return open_it
+

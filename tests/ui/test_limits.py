@@ -3,22 +3,12 @@
 from nicegui.testing import User
 
 from desk.config import use_settings
-from desk.work_orders import service
-from desk.work_orders.models import CommentCreate
-from tests.helpers import actor, error_of, lock_out, until
-from tests.ui.test_work_order import open_order
+from tests.helpers import error_of, lock_out, until
 
 
-async def test_a_comment_past_the_write_limit_shows_the_services_message(
-    user: User, make_user, make_order, log_in, settings, db
-):
+async def test_a_comment_past_the_write_limit_shows_the_services_message(user: User, open_sams_order, settings, db):
     use_settings(settings.model_copy(update={"desk_writes_per_minute": 3}))
-    sam = await make_user("user")
-    order = await make_order(sam, "Broken chair")
-    for n in range(2):
-        await service.add_comment(db=db, actor=actor(sam), order_id=order.id, data=CommentCreate(text=f"note {n}"))
-    await log_in(user, sam)
-    await open_order(user, order.id)
+    await open_sams_order("Broken chair", comments=["note 0", "note 1"])
 
     user.find(marker="comment-text").type("It wobbles")
     user.find(marker="comment-add").click()

@@ -50,13 +50,9 @@ def click_message(client: Client, marker: str) -> dict:
 
 
 async def test_a_deactivated_persons_open_page_saves_nothing(
-    user: User, make_user, make_order, log_in, change_user, db, slow_check, monkeypatch
+    user: User, sam, open_sams_order, change_user, db, slow_check, monkeypatch
 ):
-    sam = await make_user("user")
-    order = await make_order(sam, "Leaking tap")
-    await log_in(user, sam)
-    await user.open(f"/app/work-orders/{order.id}")
-    await user.should_see(marker="detail-title", retries=WAIT)
+    order = await open_sams_order("Leaking tap")
     page = user.client
     neutralise_redirects(user, monkeypatch)
 
@@ -69,14 +65,8 @@ async def test_a_deactivated_persons_open_page_saves_nothing(
     assert (stored["title"], stored["version"]) == ("Leaking tap", 1)
 
 
-async def test_a_page_whose_session_ended_is_closed_on_the_server(
-    user: User, make_user, make_order, log_in, db, monkeypatch
-):
-    sam = await make_user("user")
-    order = await make_order(sam, "Leaking tap")
-    await log_in(user, sam)
-    await user.open(f"/app/work-orders/{order.id}")
-    await user.should_see(marker="detail-title", retries=WAIT)
+async def test_a_page_whose_session_ended_is_closed_on_the_server(user: User, sam, open_sams_order, db, monkeypatch):
+    order = await open_sams_order("Leaking tap")
     page = user.client
     neutralise_redirects(user, monkeypatch)
     user.find(marker="edit-title").clear().type("Written after logout")

@@ -12,8 +12,7 @@ from nicegui.testing.user_notify import UserNotify
 from desk.work_orders import service
 from desk.work_orders.models import CommentCreate, WorkOrderCreate, WorkOrderRead, WorkOrderUpdate
 from tests.helpers import actor, until
-from tests.ui.conftest import WAIT
-from tests.ui.test_work_order import open_order
+from tests.ui.conftest import WAIT, open_order
 
 SETTLE = 1.0  # seconds: a handler that the guard did not stop would have saved by then
 
@@ -87,11 +86,8 @@ async def test_a_double_click_on_assign_to_me_takes_the_order_once_without_a_fal
     assert (await db["work_orders"].find_one({}))["version"] == 2
 
 
-async def test_a_double_click_on_comment_posts_it_once(user: User, make_user, make_order, log_in, db):
-    sam = await make_user("user", name="Sam Rivera")
-    order = await make_order(sam, "Broken chair")
-    await log_in(user, sam)
-    await open_order(user, order.id)
+async def test_a_double_click_on_comment_posts_it_once(user: User, open_sams_order, db):
+    await open_sams_order("Broken chair")
 
     user.find(marker="comment-text").type("It wobbles")
     add = user.find(marker="comment-add")
@@ -205,11 +201,8 @@ async def test_an_admin_reassigns_from_the_order_page_to_people_who_can_work_in_
     assert (stored["ownerId"], stored["requesterId"]) == (ObjectId(priya["id"]), ObjectId(sam["id"]))
 
 
-async def test_its_owner_puts_an_order_back_in_the_queue(user: User, make_user, make_order, log_in, db):
-    sam = await make_user("user", name="Sam Rivera")
-    order = await make_order(sam, "Broken chair")
-    await log_in(user, sam)
-    await open_order(user, order.id)
+async def test_its_owner_puts_an_order_back_in_the_queue(user: User, open_sams_order, db):
+    await open_sams_order("Broken chair")
 
     user.find(marker="release").click()
     await user.should_see("Back in the queue.", retries=WAIT)
@@ -220,12 +213,9 @@ async def test_its_owner_puts_an_order_back_in_the_queue(user: User, make_user, 
 
 
 async def test_giving_an_order_back_is_confirmed_even_when_a_live_redraw_replaced_the_button(
-    user: User, make_user, make_order, log_in, monkeypatch
+    user: User, open_sams_order, monkeypatch
 ):
-    sam = await make_user("user", name="Sam Rivera")
-    order = await make_order(sam, "Broken chair")
-    await log_in(user, sam)
-    await open_order(user, order.id)
+    await open_sams_order("Broken chair")
     row = weakref.ref(user.find(marker="release").elements.pop().parent_slot.parent)  # the handler runs in its slot
     saved = service.update
 
@@ -265,11 +255,9 @@ async def test_an_admin_puts_an_order_back_in_the_queue_from_the_owner_field(
     assert (await db["work_orders"].find_one({}))["ownerId"] is None
 
 
-async def test_comments_are_added_shown_as_text_and_appear_live(user: User, make_user, make_order, log_in, db):
-    sam, admin = await make_user("user", name="Sam Rivera"), await make_user("admin", name="Dana Admin")
-    order = await make_order(sam, "Broken chair")
-    await log_in(user, sam)
-    await open_order(user, order.id)
+async def test_comments_are_added_shown_as_text_and_appear_live(user: User, open_sams_order, make_user, db):
+    admin = await make_user("admin", name="Dana Admin")
+    order = await open_sams_order("Broken chair")
 
     user.find(marker="comment-text").type("<b>It wobbles</b>")
     user.find(marker="comment-add").click()
@@ -280,11 +268,8 @@ async def test_comments_are_added_shown_as_text_and_appear_live(user: User, make
     assert await db["activity"].count_documents({"action": "commented"}) == 2
 
 
-async def test_a_blank_comment_is_refused_beside_the_field(user: User, make_user, make_order, log_in, db):
-    sam = await make_user("user")
-    order = await make_order(sam, "Broken chair")
-    await log_in(user, sam)
-    await open_order(user, order.id)
+async def test_a_blank_comment_is_refused_beside_the_field(user: User, open_sams_order, db):
+    await open_sams_order("Broken chair")
 
     user.find(marker="comment-add").click()
 

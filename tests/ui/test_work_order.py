@@ -7,16 +7,13 @@ from nicegui.testing import User
 
 from desk.actors import SYSTEM_TRIAGE
 from desk.work_orders import repository, service
-from desk.work_orders.models import CommentCreate, WorkOrderUpdate
+from desk.work_orders.models import WorkOrderUpdate
 from tests.helpers import actor, until
-from tests.ui.conftest import WAIT
+from tests.ui.conftest import WAIT, open_order
 
 
-async def test_edit_and_change_status(user: User, make_user, make_order, log_in, db):
-    sam = await make_user("user", name="Sam Rivera")
-    order = await make_order(sam, "Leaking tap")
-    await log_in(user, sam)
-    await open_order(user, order.id)
+async def test_edit_and_change_status(user: User, open_sams_order, db):
+    order = await open_sams_order("Leaking tap")
 
     user.find(marker="edit-title").clear().type("Leaking tap, kitchen")
     user.find(marker="edit-status").click()
@@ -31,12 +28,9 @@ async def test_edit_and_change_status(user: User, make_user, make_order, log_in,
     assert (stored["title"], stored["status"], stored["version"]) == ("Leaking tap, kitchen", "in_progress", 2)
 
 
-async def test_a_space_added_to_the_title_is_nothing_to_save(user: User, make_user, make_order, log_in, db):
+async def test_a_space_added_to_the_title_is_nothing_to_save(user: User, open_sams_order, db):
     # found by a UI QA pass: it said "Saved." though the order stayed as it was (titles are stored trimmed)
-    sam = await make_user("user", name="Sam Rivera")
-    order = await make_order(sam, "Leaking tap")
-    await log_in(user, sam)
-    await open_order(user, order.id)
+    order = await open_sams_order("Leaking tap")
 
     user.find(marker="edit-title").type(" ")
     user.find(marker="save").click()
@@ -46,11 +40,8 @@ async def test_a_space_added_to_the_title_is_nothing_to_save(user: User, make_us
     assert (await db["work_orders"].find_one({"_id": ObjectId(order.id)}))["version"] == 1
 
 
-async def test_invalid_edit_shows_the_problem_beside_the_field(user: User, make_user, make_order, log_in, db):
-    sam = await make_user("user")
-    order = await make_order(sam, "Leaking tap")
-    await log_in(user, sam)
-    await open_order(user, order.id)
+async def test_invalid_edit_shows_the_problem_beside_the_field(user: User, open_sams_order, db):
+    await open_sams_order("Leaking tap")
 
     user.find(marker="edit-title").clear()
     user.find(marker="save").click()
@@ -59,11 +50,9 @@ async def test_invalid_edit_shows_the_problem_beside_the_field(user: User, make_
     assert (await db["work_orders"].find_one({}))["title"] == "Leaking tap"
 
 
-async def test_someone_else_saved_first_then_reapply(user: User, make_user, make_order, log_in, db):
-    sam, admin = await make_user("user"), await make_user("admin", name="Dana Admin")
-    order = await make_order(sam, "Broken window")
-    await log_in(user, sam)
-    await open_order(user, order.id)
+async def test_someone_else_saved_first_then_reapply(user: User, open_sams_order, make_user, db):
+    admin = await make_user("admin", name="Dana Admin")
+    order = await open_sams_order("Broken window")
     user.find(marker="edit-description").type("Glass cracked, taped for now.")
 
     # Meanwhile an admin raises the priority.
@@ -94,14 +83,9 @@ async def test_someone_else_saved_first_then_reapply(user: User, make_user, make
     )
 
 
-async def test_ones_own_save_in_another_tab_is_not_blamed_on_someone_else(
-    user: User, make_user, make_order, log_in, db
-):
+async def test_ones_own_save_in_another_tab_is_not_blamed_on_someone_else(user: User, sam, open_sams_order, db):
     # found by a UI QA pass: a person's own save in a second tab read "Someone else just changed…"
-    sam = await make_user("user")
-    order = await make_order(sam, "Broken window")
-    await log_in(user, sam)
-    await open_order(user, order.id)
+    order = await open_sams_order("Broken window")
     user.find(marker="edit-title").clear().type("My title")
 
     other_tab = WorkOrderUpdate(version=1, priority="urgent", title="Broken window, hall")
@@ -117,11 +101,9 @@ async def test_ones_own_save_in_another_tab_is_not_blamed_on_someone_else(
     await user.should_not_see("They changed")
 
 
-async def test_someone_else_saved_first_then_reload(user: User, make_user, make_order, log_in, db):
-    sam, admin = await make_user("user"), await make_user("admin", name="Youssef Amrani")
-    order = await make_order(sam, "Broken window")
-    await log_in(user, sam)
-    await open_order(user, order.id)
+async def test_someone_else_saved_first_then_reload(user: User, open_sams_order, make_user, db):
+    admin = await make_user("admin", name="Youssef Amrani")
+    order = await open_sams_order("Broken window")
     user.find(marker="edit-title").clear().type("My title")
     await service.update(
         db=db, actor=actor(admin), order_id=order.id, data=WorkOrderUpdate(version=1, title="Their title")
@@ -139,14 +121,12 @@ async def test_someone_else_saved_first_then_reload(user: User, make_user, make_
 
 
 async def test_a_save_that_meets_a_change_keeps_its_conflict_card_when_a_slower_live_redraw_ends(
-    user: User, make_user, make_order, log_in, db, monkeypatch
+    user: User, open_sams_order, make_user, db, monkeypatch
 ):
     # found by a clean-clone run under load: the live redraw of the same change, still reading the timeline when
     # Save drew the conflict card, then put its own card over it, and the choice to reapply was gone
-    sam, admin = await make_user("user"), await make_user("admin")
-    order = await make_order(sam, "Broken window")
-    await log_in(user, sam)
-    await open_order(user, order.id)
+    admin = await make_user("admin")
+    order = await open_sams_order("Broken window")
     user.find(marker="edit-title").clear().type("My title")
     held, release, read = [], asyncio.Event(), service.activity
 
@@ -171,11 +151,8 @@ async def test_a_save_that_meets_a_change_keeps_its_conflict_card_when_a_slower_
     await user.should_not_see(marker="changed-elsewhere")
 
 
-async def test_an_untouched_page_follows_changes_live(user: User, make_user, make_order, log_in, db):
-    sam = await make_user("user")
-    order = await make_order(sam, "Projector broken")
-    await log_in(user, sam)
-    await open_order(user, order.id)
+async def test_an_untouched_page_follows_changes_live(user: User, sam, open_sams_order, db):
+    order = await open_sams_order("Projector broken")
 
     await service.update(db=db, actor=actor(sam), order_id=order.id, data=WorkOrderUpdate(version=1, status="done"))
 
@@ -184,11 +161,8 @@ async def test_an_untouched_page_follows_changes_live(user: User, make_user, mak
     await user.should_not_see(marker="changed-elsewhere")
 
 
-async def test_delete_asks_first(user: User, make_user, make_order, log_in, db):
-    sam = await make_user("user")
-    order = await make_order(sam, "Order new chairs")
-    await log_in(user, sam)
-    await open_order(user, order.id)
+async def test_delete_asks_first(user: User, open_sams_order, db):
+    await open_sams_order("Order new chairs")
 
     user.find(marker="delete").click()
     await user.should_see("Delete “Order new chairs”? This cannot be undone.")
@@ -202,11 +176,8 @@ async def test_delete_asks_first(user: User, make_user, make_order, log_in, db):
     assert await db["work_orders"].count_documents({}) == 0
 
 
-async def test_a_page_left_open_says_when_the_order_is_deleted(user: User, make_user, make_order, log_in, db):
-    sam = await make_user("user")
-    order = await make_order(sam, "Badge reader")
-    await log_in(user, sam)
-    await open_order(user, order.id)
+async def test_a_page_left_open_says_when_the_order_is_deleted(user: User, sam, open_sams_order, db):
+    order = await open_sams_order("Badge reader")
 
     await service.delete(db=db, actor=actor(sam), order_id=order.id, version=1)
 
@@ -259,15 +230,8 @@ async def test_the_timeline_marks_agent_entries(user: User, make_user, make_orde
     assert len(user.find(marker="agent-badge").elements) == 2
 
 
-async def test_a_long_timeline_shows_its_newest_entries_and_the_older_on_request(
-    user: User, make_user, make_order, log_in, db
-):
-    sam = await make_user("user")
-    order = await make_order(sam, "Heating not working")
-    for n in range(205):
-        await service.add_comment(db=db, actor=actor(sam), order_id=order.id, data=CommentCreate(text=f"note {n:03}"))
-    await log_in(user, sam)
-    await open_order(user, order.id)
+async def test_a_long_timeline_shows_its_newest_entries_and_the_older_on_request(user: User, open_sams_order):
+    await open_sams_order("Heating not working", comments=[f"note {n:03}" for n in range(205)])
 
     await user.should_see("note 204")
     await user.should_not_see("note 004")
@@ -304,9 +268,3 @@ async def test_typing_as_soon_as_the_form_shows_is_kept_and_saved(
     assert user.find(marker="edit-title").elements.pop().value == "Heating fixed?"
     stored = await db["work_orders"].find_one({"_id": ObjectId(order.id)})
     assert (stored["title"], stored["version"]) == ("Heating fixed?", 2)
-
-
-async def open_order(user: User, order_id: str) -> None:
-    """Open the page and wait until it is fully drawn (the timeline comes last)."""
-    await user.open(f"/app/work-orders/{order_id}")
-    await user.should_see(marker="timeline", retries=WAIT)
