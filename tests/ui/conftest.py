@@ -114,3 +114,10 @@ def open_sams_order(user: User, sam: dict, make_order, log_in, db) -> Callable[.
 
     return open_it
 
+
+async def text_shown_as_typed(user: User, label: ui.element) -> str:
+    """`label`'s text, once sure it is a plain label and nothing on the page is drawn as HTML or Markdown."""
+    assert isinstance(label, ui.label)
+    await user.should_not_see(kind=ui.html, retries=WAIT)
+    await user.should_not_see(kind=ui.markdown, retries=WAIT)
+    return label.text
