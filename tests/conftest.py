@@ -6,7 +6,6 @@ from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
 import httpx
 import pytest
 from argon2 import PasswordHasher
-from bson import ObjectId
 from fastapi import FastAPI
 from pymongo import AsyncMongoClient
 from pymongo.asynchronous.database import AsyncDatabase
@@ -16,18 +15,17 @@ from desk.agent.core.client import use_provider
 from desk.agent.core.provider import Provider
 from desk.app import ensure_indexes, install_api, wire
 from desk.auth import passwords
-from desk.auth import service as auth_service
 from desk.config import Settings, use_settings
 from desk.db.client import Database, use_database
 from desk.db.embedded import EmbeddedMongo
-from desk.http import CSRF_HEADER, session_cookie_name
+from desk.http import CSRF_HEADER
 from desk.users import service as users_service
 from desk.users.models import UserAdminUpdate, UserCreate
 from desk.work_orders import service as work_orders_service
 from desk.work_orders.models import WorkOrderCreate, WorkOrderRead
 from tests.clock import ManualClock
 from tests.fake_provider import fake_provider  # noqa: F401 - the fixture, for every test directory
-from tests.helpers import PASSWORD, actor, per_process
+from tests.helpers import PASSWORD, actor, per_process, session_clients
 
 TEST_DB = per_process("desk_test")
 
@@ -147,20 +145,12 @@ def make_user(db: AsyncDatabase, settings: Settings) -> Callable[..., Awaitable[
 
 @pytest.fixture
 async def client_for(app: FastAPI, db: AsyncDatabase) -> AsyncIterator[Callable[[dict], Awaitable[httpx.AsyncClient]]]:
-    """A logged-in client for a user (a real session, opened by the auth service)."""
-    clients: list[httpx.AsyncClient] = []
-
-    async def login(user: dict) -> httpx.AsyncClient:
-        secret = await auth_service.open_session(db=db, user_id=ObjectId(user["id"]))
-        client = httpx.AsyncClient(transport=httpx.ASGITransport(app), base_url="http://desk.test")
-        client.headers[CSRF_HEADER] = "1"
-        client.cookies.set(session_cookie_name(), secret)
-        clients.append(client)
-        return client
-
-    yield login
-    for client in clients:
-        await client.aclose()
+    """A logged-in client for a user, talking to the app in process."""
+    in_process = httpx.ASGITransport(app)
+    async with session_clients(
+        db, lambda: httpx.AsyncClient(transport=in_process, base_url="http://desk.test")
+    ) as login:
+        yield login
 
 
 @pytest.fixture

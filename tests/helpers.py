@@ -1,18 +1,23 @@
 """Small helpers shared by tests (fixtures live in conftest.py)."""
 
 import asyncio
+import contextlib
 import os
 import time
-from collections.abc import Callable
+from collections.abc import AsyncIterator, Awaitable, Callable
 
+import httpx
 import pytest
+from bson import ObjectId
 from nicegui.testing import User
+from pymongo.asynchronous.database import AsyncDatabase
 
 from desk.actors import Actor, Role
 from desk.auth import service as auth_service
 from desk.auth import throttle
 from desk.config import Settings, use_settings
 from desk.errors import Unauthorized
+from desk.http import CSRF_HEADER, session_cookie_name
 from desk.schema import now
 
 PASSWORD = "correct horse battery staple"
@@ -78,3 +83,28 @@ async def lock_out(db, email: str, *, wrong: str = "a wrong password") -> None:
     for n in range(throttle.LOCK_FAILURES):
         with pytest.raises(Unauthorized):
             await auth_service.login(db=db, email=email, password=wrong, ip=f"10.66.{n}.1")
+
+
+@contextlib.asynccontextmanager
+async def session_clients(
+    db: AsyncDatabase, new_client: Callable[[], httpx.AsyncClient]
+) -> AsyncIterator[Callable[[dict], Awaitable[httpx.AsyncClient]]]:
+    """`login(user)`: a client with a real session of that person (opened by the auth service) and the CSRF header.
+
+    The clients are closed when the block ends.
+    """
+    clients: list[httpx.AsyncClient] = []
+
+    async def login(user: dict) -> httpx.AsyncClient:
+        secret = await auth_service.open_session(db=db, user_id=ObjectId(user["id"]))
+        client = new_client()
+        client.headers[CSRF_HEADER] = "1"
+        client.cookies.set(session_cookie_name(), secret)
+        clients.append(client)
+        return client
+
+    try:
+        yield login
+    finally:
+        for client in clients:
+            await client.aclose()

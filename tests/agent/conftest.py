@@ -15,12 +15,9 @@ from desk.agent.copilot import approvals, staging
 from desk.agent.copilot.sessions import current_session
 from desk.agent.copilot.start import begin as begin_turn
 from desk.agent.core.events import RunEvent
-from desk.auth import service as auth_service
 from desk.config import Settings
-from desk.http import CSRF_HEADER, session_cookie_name
-from tests.agent.api_helpers import oid
 from tests.agent.log_watch import no_sent_text_in_logs  # noqa: F401 - autouse: SEC-1 over the injection suite
-from tests.helpers import actor, until
+from tests.helpers import actor, session_clients, until
 
 Decider = Callable[[RunEvent], Awaitable[None]]
 
@@ -102,16 +99,5 @@ async def live(app) -> AsyncIterator[str]:
 @pytest.fixture
 async def live_client_for(live, db) -> AsyncIterator[Callable[[dict], Awaitable[httpx.AsyncClient]]]:
     """A logged-in client (session cookie + CSRF header) talking to the live server."""
-    clients: list[httpx.AsyncClient] = []
-
-    async def login(user: dict) -> httpx.AsyncClient:
-        secret = await auth_service.open_session(db=db, user_id=oid(user))
-        client = httpx.AsyncClient(base_url=live, timeout=10)
-        client.headers[CSRF_HEADER] = "1"
-        client.cookies.set(session_cookie_name(), secret)
-        clients.append(client)
-        return client
-
-    yield login
-    for client in clients:
-        await client.aclose()
+    async with session_clients(db, lambda: httpx.AsyncClient(base_url=live, timeout=10)) as login:
+        yield login
