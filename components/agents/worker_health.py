@@ -41,19 +41,24 @@ class WorkerHealth:
     def __init__(self, visit: session.Visit, actor: Actor) -> None:
         # `actor` serves the re-reads: the frame's own check closes the page of someone no longer admin
         self.visit, self.actor = visit, actor
+        self.looks = 0  # each `show` numbered: only the latest one draws
         ui.label("Worker").classes("text-lg font-semibold mt-2")
         self.health = ui.column().classes("w-full gap-2").mark("health")
         ui.label("Settings audit").classes("text-lg font-semibold mt-2")
         self.audit = ui.column().classes("w-full gap-0 border rounded").mark("audit")
 
     async def show(self) -> None:
-        actor = self.actor
+        """Read the worker's state and draw it, unless a later look began meanwhile (a Retry during the timer's)."""
+        self.looks += 1
+        mine, actor = self.looks, self.actor
         state = await triage.health(db=get_db(), settings=get_settings(), actor=actor)
         refs = [ObjectId(event.payload_ref) for event in state.failed if ObjectId.is_valid(event.payload_ref)]
         found = await work_orders.by_ids(db=get_db(), actor=actor, order_ids=refs)
         failed_orders = {str(order_id): order for order_id, order in found.items()}
         entries = await policy.audit(db=get_db(), actor=actor, offset=0, limit=20)
         names = await users_service.display_names(db=get_db(), user_ids={e.actor_id for e in entries.items})
+        if mine != self.looks:  # its reads straddle a change the later look has seen: drawing them would undo it
+            return
         self.health.clear()
         with self.health:
             self._draw_health(state, failed_orders)
