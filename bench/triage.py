@@ -177,11 +177,10 @@ async def floor_loop(db: AsyncDatabase, *, record: bool) -> None:
         moment = datetime.now(UTC)
         event = await db["outbox_events"].find_one_and_update(
             {
-                "$or": [
-                    {"status": "pending", "availableAt": {"$lte": moment}},
-                    {"status": "processing", "leasedUntil": {"$lt": moment}},
+                "$or": [  # the queue's claim names the tasks that are ready, in each branch
+                    {"status": "pending", "availableAt": {"$lte": moment}, "type": "work_order.created"},
+                    {"status": "processing", "leasedUntil": {"$lt": moment}, "type": "work_order.created"},
                 ],
-                "type": {"$in": ["work_order.created"]},  # the queue's claim names the tasks that are ready
             },
             {
                 "$set": {
