@@ -1,9 +1,10 @@
 """The process's one `Desk`: its settings, database, provider, clock, message bus and unawaited tasks.
 
-main.py builds it when the web process starts (and `desk worker` when the worker does), wires the
-listeners that cross layers onto its bus (desk/app.py `wire`), and installs it here. Everything that
-used to be a module-level handle (the settings, the database, the provider) is read from it, so a
-test gets a fresh one by installing its own, and one place says what a process holds.
+The `desk` command installs it with the settings it parsed (desk/cli.py `setup`, through
+`use_settings`); the web process then gives it its database and wires the listeners that cross
+layers onto its bus (main.py, desk/app.py `wire`). Everything that used to be a module-level handle
+(the settings, the database, the provider) is read from it, so a test gets a fresh one by installing
+its own, and one place says what a process holds.
 """
 
 import asyncio
@@ -53,7 +54,7 @@ class Desk:
         return task
 
 
-_desk: Desk | None = None  # the one module-level handle left: the process's Desk
+_desk: Desk | None = None  # the process's Desk (`current`)
 
 
 def current() -> Desk:
