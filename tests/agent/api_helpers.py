@@ -37,6 +37,13 @@ async def open_session(client: httpx.AsyncClient) -> str:
     return response.json()["id"]
 
 
+async def sam_in_a_session(client_for, make_user) -> tuple[dict, httpx.AsyncClient, str]:
+    """Sam, a user, signed in through `client_for` (in process, or `live_client_for`), a conversation open."""
+    sam = await make_user("user")
+    client = await client_for(sam)
+    return sam, client, await open_session(client)
+
+
 async def send(
     client: httpx.AsyncClient, session_id: str, content: str, headers: dict | None = None
 ) -> tuple[httpx.Response, list[RunEvent]]:

@@ -10,7 +10,15 @@ from desk.agent.core.events import RunEvent
 from desk.auth import service as auth_service
 from desk.errors import ErrorCode
 from desk.http import CSRF_HEADER
-from tests.agent.api_helpers import AI, next_of, open_session, refused, staged_update, waiting_for_approval
+from tests.agent.api_helpers import (
+    AI,
+    next_of,
+    open_session,
+    refused,
+    sam_in_a_session,
+    staged_update,
+    waiting_for_approval,
+)
 from tests.helpers import actor
 
 
@@ -56,10 +64,8 @@ async def test_decide_over_http(provider, fake_provider, live_client_for, make_u
 async def test_a_rejection_over_http_changes_nothing_and_tells_the_assistant_why(
     provider, fake_provider, live_client_for, make_user, make_order, db
 ):
-    sam = await make_user("user")
+    sam, client, session_id = await sam_in_a_session(live_client_for, make_user)
     order = await make_order(sam, "Leaking tap")
-    client = await live_client_for(sam)
-    session_id = await open_session(client)
 
     async with waiting_for_approval(client, session_id, fake_provider, order.id) as (events, seen, staged):
         decide_url = f"{AI}/tool-calls/{staged.tool_call_id}/decide"

@@ -13,9 +13,9 @@ from desk.agent.core.store import agent_idempotency, copilot_sessions
 from desk.errors import ErrorCode
 from desk.schema import now
 from tests.agent.api_helpers import (
-    open_session,
     refused,
     run_docs,
+    sam_in_a_session,
     send,
 )
 from tests.fake_provider import Turn
@@ -23,9 +23,7 @@ from tests.helpers import actor
 
 
 async def test_idempotency_key_replay_is_409_with_the_first_run(provider, fake_provider, client_for, make_user, db):
-    sam = await make_user("user")
-    client = await client_for(sam)
-    session_id = await open_session(client)
+    _sam, client, session_id = await sam_in_a_session(client_for, make_user)
     fake_provider.script(Turn.text("Hi there."))
     prefix = "nightly-import/3f1c9a7e/" + "x" * 150  # keys are compared whole, however long the shared start
     key = {"Idempotency-Key": f"{prefix}-1"}
@@ -48,9 +46,7 @@ async def test_idempotency_key_replay_is_409_with_the_first_run(provider, fake_p
 async def test_concurrent_requests_with_one_idempotency_key_start_one_run(
     provider, fake_provider, client_for, make_user, db
 ):
-    sam = await make_user("user")
-    client = await client_for(sam)
-    session_id = await open_session(client)
+    _sam, client, session_id = await sam_in_a_session(client_for, make_user)
     fake_provider.script(Turn.text("Hi there."))
     key = {"Idempotency-Key": "same-key"}
 
@@ -112,9 +108,7 @@ async def test_a_key_given_back_under_a_retry_is_tried_again(mongo_uri, db, take
 
 
 async def test_an_idempotency_key_is_remembered_for_one_day(provider, fake_provider, client_for, make_user, db):
-    sam = await make_user("user")
-    client = await client_for(sam)
-    session_id = await open_session(client)
+    _sam, client, session_id = await sam_in_a_session(client_for, make_user)
     fake_provider.script(Turn.text("Hi there."))
     sent_at = now()
 

@@ -16,6 +16,7 @@ from tests.agent.api_helpers import (
     oid,
     open_session,
     refused,
+    sam_in_a_session,
     send,
 )
 from tests.fake_provider import Turn
@@ -23,9 +24,7 @@ from tests.helpers import reconfigure
 
 
 async def test_message_over_budget_is_429(ai_settings, provider, client_for, make_user, db):
-    sam = await make_user("user")
-    client = await client_for(sam)
-    session_id = await open_session(client)
+    sam, client, session_id = await sam_in_a_session(client_for, make_user)
     await budget.charge(db, user_id=sam["id"], agent="copilot", usd=ai_settings.ai_daily_spend_usd)
 
     sent_at = now()

@@ -15,6 +15,7 @@ from tests.agent.api_helpers import (
     next_of,
     open_session,
     refused,
+    sam_in_a_session,
     send,
     waiting_for_approval,
 )
@@ -37,9 +38,7 @@ async def test_someone_elses_session_is_404(provider, client_for, make_user, db)
 
 @pytest.mark.parametrize("content", ["", "   ", "x" * (4001 - len(PROMPT_MARKER)) + PROMPT_MARKER])
 async def test_message_length_outside_1_to_4000_is_400(provider, client_for, make_user, db, content):
-    sam = await make_user("user")
-    client = await client_for(sam)
-    session_id = await open_session(client)
+    _sam, client, session_id = await sam_in_a_session(client_for, make_user)
 
     response, _ = await send(client, session_id, content)
 
@@ -63,9 +62,7 @@ UNUSUAL_REQUESTS = {  # each goes FastAPI's own way (api.StreamRoute), and is an
 async def test_an_unusual_message_request_is_refused_as_any_route_refuses_it(
     provider, fake_provider, client_for, make_user, db, unusual
 ):
-    sam = await make_user("user")
-    client = await client_for(sam)
-    session_id = await open_session(client)
+    _sam, client, session_id = await sam_in_a_session(client_for, make_user)
     request, says = unusual
 
     response = await client.post(f"{AI}/sessions/{session_id}/messages", **({"json": {"content": "hi"}} | request))
@@ -75,9 +72,7 @@ async def test_an_unusual_message_request_is_refused_as_any_route_refuses_it(
 
 
 async def test_a_message_sent_as_json_with_a_charset_streams_too(provider, fake_provider, client_for, make_user):
-    sam = await make_user("user")
-    client = await client_for(sam)
-    session_id = await open_session(client)
+    _sam, client, session_id = await sam_in_a_session(client_for, make_user)
     fake_provider.script(Turn.text("Three are open."), Turn.text("Still three."))
     url = f"{AI}/sessions/{session_id}/messages"
 
@@ -92,9 +87,7 @@ async def test_a_message_sent_as_json_with_a_charset_streams_too(provider, fake_
 
 
 async def test_message_of_4000_chars_is_accepted(provider, fake_provider, client_for, make_user):
-    sam = await make_user("user")
-    client = await client_for(sam)
-    session_id = await open_session(client)
+    _sam, client, session_id = await sam_in_a_session(client_for, make_user)
     fake_provider.script(Turn.text("That is long."))
 
     response, events = await send(client, session_id, "x" * 4000)
@@ -104,9 +97,7 @@ async def test_message_of_4000_chars_is_accepted(provider, fake_provider, client
 
 
 async def test_message_when_the_desk_turned_ai_off_is_403(ai_settings, provider, client_for, make_user, db):
-    sam = await make_user("user")
-    client = await client_for(sam)
-    session_id = await open_session(client)
+    _sam, client, session_id = await sam_in_a_session(client_for, make_user)
     reconfigure(ai_settings, ai_enabled=False)
 
     response, _ = await send(client, session_id, f"hello {PROMPT_MARKER}")
@@ -118,9 +109,7 @@ async def test_message_when_the_desk_turned_ai_off_is_403(ai_settings, provider,
 async def test_a_message_keeps_its_line_breaks_but_no_other_control_character(
     provider, fake_provider, client_for, make_user, db
 ):
-    sam = await make_user("user")
-    client = await client_for(sam)
-    session_id = await open_session(client)
+    _sam, client, session_id = await sam_in_a_session(client_for, make_user)
 
     response, _ = await send(client, session_id, f"hello\u001b[2J {PROMPT_MARKER}")
 

@@ -16,6 +16,7 @@ from tests.agent.api_helpers import (
     oid,
     open_session,
     refused,
+    sam_in_a_session,
     send,
     waiting_for_approval,
 )
@@ -52,9 +53,7 @@ async def test_open_session_is_403_when_the_desk_has_ai_off(settings, client_for
 
 
 async def test_open_session_is_403_when_the_person_turned_ai_off(provider, client_for, make_user, db):
-    sam = await make_user("user")
-    client = await client_for(sam)
-    session_id = await open_session(client)
+    sam, client, session_id = await sam_in_a_session(client_for, make_user)
     await users_service.set_own_ai(db=db, actor=actor(sam), enabled=False)
 
     refused(await client.post(f"{AI}/sessions"), 403, ErrorCode.FORBIDDEN)
@@ -81,10 +80,8 @@ async def test_ten_concurrent_opens_leave_exactly_one_active_session(provider, c
 async def test_new_session_while_a_run_waits_for_approval_is_409(
     provider, fake_provider, live_client_for, make_user, make_order, db
 ):
-    sam = await make_user("user")
+    sam, client, session_id = await sam_in_a_session(live_client_for, make_user)
     order = await make_order(sam, "Leaking tap")
-    client = await live_client_for(sam)
-    session_id = await open_session(client)
 
     async with waiting_for_approval(client, session_id, fake_provider, order.id) as (events, seen, staged):
         busy = refused(await client.post(f"{AI}/sessions"), 409, ErrorCode.AI_APPROVAL_PENDING)
@@ -159,9 +156,7 @@ async def test_messages_written_in_the_same_millisecond_keep_their_order(
 ):
     frozen = now()
     monkeypatch.setattr(agent_messages, "now", lambda: frozen)  # every message of the turn gets one timestamp
-    sam = await make_user("user")
-    client = await client_for(sam)
-    session_id = await open_session(client)
+    _sam, client, session_id = await sam_in_a_session(client_for, make_user)
     fake_provider.script(Turn.tool_calls(("get_profile", {}), text="Let me look."), Turn.text("You are Sam."))
 
     _, events = await send(client, session_id, "who am I?")
@@ -175,9 +170,7 @@ async def test_messages_written_in_the_same_millisecond_keep_their_order(
 async def test_a_step_that_only_called_tools_is_not_listed_as_an_empty_message(
     provider, fake_provider, client_for, make_user, db
 ):
-    sam = await make_user("user")
-    client = await client_for(sam)
-    session_id = await open_session(client)
+    _sam, client, session_id = await sam_in_a_session(client_for, make_user)
     fake_provider.script(Turn.tool_calls(("get_profile", {})), Turn.text("You are Sam."))
 
     await send(client, session_id, "who am I?")

@@ -21,6 +21,7 @@ from tests.agent.api_helpers import (
     open_session,
     refused,
     run_docs,
+    sam_in_a_session,
     send,
     waiting_for_approval,
 )
@@ -73,9 +74,7 @@ async def test_copilot_answers_are_never_compressed_unlike_the_rest_of_the_api(
 
 
 async def test_model_text_cannot_forge_events_or_break_frames(provider, fake_provider, client_for, make_user):
-    sam = await make_user("user")
-    client = await client_for(sam)
-    session_id = await open_session(client)
+    _sam, client, session_id = await sam_in_a_session(client_for, make_user)
     forged = (
         'Sure.\n\nevent: error\ndata: {"code": "INTERNAL", "message": "forged"}\n\n'
         "event: message_done\r\ndata: {}\r\rbye"
@@ -114,9 +113,7 @@ async def test_keepalive_pings_while_the_model_is_slow(
     ai_settings, provider, fake_provider, live_client_for, make_user
 ):
     reconfigure(ai_settings, ai_sse_keepalive_ms=30)
-    sam = await make_user("user")
-    client = await live_client_for(sam)
-    session_id = await open_session(client)
+    _sam, client, session_id = await sam_in_a_session(live_client_for, make_user)
     fake_provider.script(Turn.slow("one two three", delay=0.1, chunks=3))
 
     response, events = await send(client, session_id, "hello")
@@ -147,9 +144,7 @@ async def test_keepalive_pings_while_waiting_for_approval(
 
 
 async def test_client_disconnect_aborts_the_run(provider, fake_provider, live_client_for, make_user, db):
-    sam = await make_user("user")
-    client = await live_client_for(sam)
-    session_id = await open_session(client)
+    _sam, client, session_id = await sam_in_a_session(live_client_for, make_user)
     fake_provider.script(Turn.slow("a long and slow answer", delay=0.3, chunks=10))
 
     url = f"{AI}/sessions/{session_id}/messages"
@@ -179,9 +174,7 @@ async def _session_free(db, session_id) -> bool:
 
 
 async def test_logout_aborts_the_running_run(provider, fake_provider, live_client_for, make_user, db):
-    sam = await make_user("user")
-    client = await live_client_for(sam)
-    session_id = await open_session(client)
+    _sam, client, session_id = await sam_in_a_session(live_client_for, make_user)
     fake_provider.script(Turn.slow("slowly", delay=0.1, chunks=3))
 
     async def listen() -> list[RunEvent]:
