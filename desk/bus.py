@@ -57,13 +57,7 @@ class Bus:
         ref = weakref.WeakMethod(handler) if weak else _Strong(handler)  # type: ignore[arg-type]
         handlers.append(ref)
 
-        def unsubscribe() -> None:
-            with contextlib.suppress(ValueError):
-                handlers.remove(ref)
-            if not handlers:
-                self._handlers.pop((topic, key), None)
-
-        return unsubscribe
+        return lambda: self._drop(topic, key, ref)
 
     async def publish(self, topic: Topic, key: str | None, message: Any = None) -> None:
         """Tell the subscribers; one that fails is logged (never its message, which may quote words) and skipped."""

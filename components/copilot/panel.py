@@ -59,6 +59,7 @@ class Copilot:
         self.session_id: str | None = None
         self.pending: ToolApprovalRequired | None = None
         self.dialog: ui.dialog | None = None
+        self._unwatch_decision: Callable[[], None] = _nothing  # the pending change's subscription on the bus
         self.watching = False
 
     def build(self, *, on_close: Callable[[], object] | None = None) -> None:
@@ -265,7 +266,9 @@ class Copilot:
         self._close_approval()
         self.pending = event
         # decided in another tab of this process: closed there at once, not at that tab's next look
-        state.current().bus.subscribe("tool_call", event.tool_call_id, self._decided, weak=True)
+        self._unwatch_decision = state.current().bus.subscribe(
+            "tool_call", event.tool_call_id, self._decided, weak=True
+        )
         with self.root:
             self.dialog = approval_dialog(event, decide=lambda approve, reason: self._decide(event, approve, reason))
         if open_now:
@@ -293,6 +296,8 @@ class Copilot:
             self.dialog.open()
 
     def _close_approval(self) -> None:
+        self._unwatch_decision()
+        self._unwatch_decision = _nothing
         self.pending = None
         if self.dialog is not None:
             self.dialog.close()
@@ -305,3 +310,7 @@ async def show_current_conversation(user_id: str) -> None:
     """Every open panel of the person in this process shows their conversation as stored now: a new one was
     started (one tab's "New conversation" must not leave another tab showing the archived one)."""
     await state.current().bus.publish("conversation", user_id)
+
+
+def _nothing() -> None:
+    """No subscription to end."""

@@ -31,11 +31,14 @@ def register(user_id: str, turn: Interruptible) -> Callable[[], None]:
     Weakly: a turn never read is simply forgotten.
     """
     bus = state.current().bus
-    forget = (
-        bus.subscribe("person", user_id, turn.interrupt, weak=True),
-        bus.subscribe("run", turn.run_id, turn.interrupt, weak=True),
-    )
-    return lambda: [off() for off in forget] and None
+    off_person = bus.subscribe("person", user_id, turn.interrupt, weak=True)
+    off_run = bus.subscribe("run", turn.run_id, turn.interrupt, weak=True)
+
+    def forget() -> None:
+        off_person()
+        off_run()
+
+    return forget
 
 
 async def interrupt(user_id: str) -> None:
