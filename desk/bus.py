@@ -85,7 +85,7 @@ class Bus:
             unsubscribe()
 
     def subscribers(self, topic: Topic, key: str | None) -> int:
-        """How many live handlers listen to exactly `topic` and `key` (what tests and /metrics count)."""
+        """How many live handlers listen to exactly `topic` and `key` (what a test looks at after they end)."""
         return sum(1 for ref in self._handlers.get((topic, key), ()) if ref() is not None)
 
     def _drop(self, topic: Topic, key: str | None, ref: Callable[[], Handler | None]) -> None:
