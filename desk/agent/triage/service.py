@@ -150,6 +150,8 @@ async def decide(
     suggestion = await repo.get(db, oid) if oid else None
     if suggestion is None or str(suggestion["workOrderId"]) != order.id:
         raise NotFound("No such suggestion.")
+    if accept and order.status in CLOSED:
+        raise Conflict(f"This work order is {order.status}: reopen it to accept a suggestion, or dismiss it.")
     if accept and overtaken(TriageSuggestionRead.model_validate(suggestion), order):
         raise Conflict(
             f"Since this suggestion, the priority was set to {order.priority}: dismiss it, or change the priority"
@@ -301,3 +303,4 @@ async def _acceptance(db: AsyncDatabase, days: int = 14) -> list[AcceptanceDay]:
         day = counted.setdefault(doc["decidedDay"], [0, 0])
         day[0 if doc["decision"] == "accepted" else 1] += 1
     return [AcceptanceDay(day=day, accepted=a, dismissed=d) for day, (a, d) in sorted(counted.items())]
+
