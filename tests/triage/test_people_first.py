@@ -3,17 +3,19 @@
 A person who sets the priority while the model looks at the order keeps it, whether the pass that
 applies is the one that asked the model or a later one finishing what a dead pass left; a desk can
 let the agent raise a priority and never lower it; closed orders and the demo seed's history are
-never triaged.
+never triaged; and the worker says at start when the stored policy overrules the environment.
 """
 
 import asyncio
 import contextlib
+import logging
 
 from bson import ObjectId
 
 from desk.work_orders import service as work_orders
 from desk.work_orders.models import WorkOrderUpdate
-from tests.helpers import actor
+from desk.work_orders.outbox import CREATED
+from tests.helpers import actor, tuned
 from tests.triage.conftest import proposal
 from tests.triage.test_worker import (
     _Died,
@@ -132,3 +134,35 @@ async def test_a_closed_order_is_skipped_with_no_model_call_and_no_bill(
     assert await db["agent_runs"].count_documents({}) == 0
     assert await db["agent_spend"].count_documents({}) == 0
 
+
+async def test_the_worker_says_once_which_environment_keys_the_stored_policy_overrules(
+    db, make_user, make_order, fake_provider, burst, triage_settings, caplog
+):
+    await set_policy(db, triage_settings, mode="auto_apply", timeZone="Europe/Berlin")
+    await make_order(await make_user())
+    fake_provider.script(proposal(), proposal())
+
+    with caplog.at_level(logging.INFO, logger="desk.triage"):
+        await burst()
+        await make_order(await make_user(), "Another")
+        await burst()
+
+    said = [record.getMessage() for record in caplog.records if "stored policy wins" in record.getMessage()]
+    assert said == [
+        "triage policy: the stored policy wins over the environment for AGENT_TRIAGE_MODE, AGENT_TIME_ZONE"
+        " (change it on the agents page)"
+    ]
+    assert triage_settings.ai_api_key.get_secret_value() not in caplog.text
+
+
+async def test_the_worker_says_nothing_when_the_policy_is_as_the_environment_seeds_it(
+    db, make_user, make_order, fake_provider, burst, triage_settings, caplog
+):
+    await make_order(await make_user())
+    fake_provider.script(proposal())
+
+    with caplog.at_level(logging.INFO, logger="desk.triage"):
+        await burst(tuned(triage_settings))
+
+    assert "stored policy wins" not in caplog.text
+    assert await db["outbox_events"].count_documents({"type": CREATED, "status": "done"}) == 1
