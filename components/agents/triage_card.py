@@ -30,6 +30,7 @@ NOTES = {
     "dropped": "Not applied automatically: the work order changed at the same moment.",
     "overtaken": "Not applied automatically: someone set the priority while the agent was looking at it.",
     "raise_only": "Not applied automatically: this desk lets the agent raise a priority, never lower it.",
+    "order_closed": "Not applied automatically: the work order was closed meanwhile.",
 }
 Conflicted = Callable[[WorkOrderRead, dict[str, object]], Awaitable[None]]
 

@@ -166,3 +166,22 @@ async def test_the_worker_says_nothing_when_the_policy_is_as_the_environment_see
 
     assert "stored policy wins" not in caplog.text
     assert await db["outbox_events"].count_documents({"type": CREATED, "status": "done"}) == 1
+
+
+async def test_an_order_closed_while_the_model_looks_is_left_as_it_is(
+    db, make_user, make_order, fake_provider, burst, triage_settings
+):
+    owner, order = await a_low_order_on_an_auto_apply_desk(db, make_user, make_order, triage_settings)
+    fake_provider.script(proposal("urgent").with_delay(0.1))
+    passing = asyncio.create_task(burst())
+    await fake_provider.wait_for_request()
+
+    await work_orders.update(
+        db=db, actor=actor(owner), order_id=order.id, data=WorkOrderUpdate(version=order.version, status="done")
+    )
+    await passing
+
+    stored = await work_orders.get(db=db, actor=actor(owner), order_id=order.id)
+    assert (stored.priority, stored.status) == ("low", "done")
+    (suggestion,) = await suggestions_of(db, order)
+    assert (suggestion["applied"], suggestion["appliedNote"]) == (False, "order_closed")
