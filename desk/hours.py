@@ -23,8 +23,10 @@ _DAY = "(?:" + "|".join(DAYS) + ")"
 _DAYS = rf"{_DAY}(?:-{_DAY})?(?:,{_DAY}(?:-{_DAY})?)*"
 _TIME = "(?:[01][0-9]|2[0-3]):[0-5][0-9]"
 _RULE = rf"(?:{_DAYS} )?(?:\*|{_TIME}-{_TIME})"
-# The schema's pattern ([0-9], not \d: the schema's ECMA pattern and Python's re agree on ASCII digits).
 PATTERN = rf"^{_RULE}(?:; {_RULE})*$"
+# The schema's: also refuses a span that ends where it starts, as `parse` does, so that a client can check
+# a request before sending it ([0-9], not \d: the schema's ECMA pattern and Python's re agree on ASCII digits).
+SCHEMA_PATTERN = rf"^(?!(?:.* )?([0-9]{{2}}:[0-9]{{2}})-\1(?:;|$)){PATTERN[1:]}"
 _LOOSE = _RULE.replace(_TIME, "[0-9]{2}:[0-9]{2}")  # the right form with a time that is not one (25:00)
 LOOKAHEAD_DAYS = 400  # how far `next_opening` looks: a year of days off, and a week more
 

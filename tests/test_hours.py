@@ -1,5 +1,6 @@
 """Working hours (desk/hours.py): weekdays, days off, night shifts and DST, as the triage policy reads them."""
 
+import re
 from datetime import datetime
 
 import pytest
@@ -128,3 +129,28 @@ def test_the_line_names_the_date_when_the_opening_is_over_a_week_away():
     assert hours_line(config, at("2026-07-31T19:00:00+00:00")) == (
         "Outside working hours: waiting until Tue 2026-09-01 08:00 UTC"
     )
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "*",
+        "08:00-18:00",
+        "08:00-08:00",
+        "Mon-Fri 08:00-08:00",
+        "Mon-Fri 08:00-18:00; Sat 09:00-09:00",
+        "Mon-Fri 08:00-18:00; Sat 09:00-13:00",
+        "Fri-Mon *",
+        "18:00-08:00",
+        "Mon 25:00-26:00",
+        "Mon-Fri",
+    ],
+)
+def test_the_schemas_pattern_takes_exactly_what_the_api_takes(text):
+    """A client checking a request against the schema's pattern is never refused (nor let through) by the API."""
+    try:
+        hours.parse(text)
+        taken = True
+    except ValueError:
+        taken = False
+    assert bool(re.match(hours.SCHEMA_PATTERN, text)) is taken

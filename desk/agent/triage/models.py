@@ -71,7 +71,9 @@ def _hours(value: str) -> str:
     return value
 
 
-WorkingHours = Annotated[str, AfterValidator(_hours), Field(json_schema_extra={"pattern": hours.PATTERN})]
+WorkingHours = Annotated[
+    str, AfterValidator(_hours), Field(max_length=200, json_schema_extra={"pattern": hours.SCHEMA_PATTERN})
+]
 
 
 def _day_off(value: str) -> str:

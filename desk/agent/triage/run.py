@@ -264,7 +264,10 @@ class _Pass:
                 run_id=str(self.run_id),
                 read={"priority": order["priority"]},  # people first: a person's edit since the read wins
             )
-            note = "overtaken" if isinstance(changed, work_orders.Overtaken) else None if changed else "dropped"
+            if isinstance(changed, work_orders.Overtaken):
+                note = "overtaken"  # a person's edit landed after the check above
+            elif changed is None:
+                note = "dropped"
         if note == "not_auto":
             return suggestion
         if note == "lease_lost":  # left as it is for the pass that holds the event now, which applies it
@@ -316,10 +319,8 @@ def _policy_says(config: dict, order: dict, suggestion: dict) -> str | None:
         return "not_auto"  # nothing to change
     if not config["enabled"]:
         return "disabled"
-    rank = PRIORITIES.index
-    if config.get("applyWhen", "any") == "raise_only" and rank(suggestion["suggestedPriority"]) < rank(
-        order["priority"]
-    ):
+    lowers = PRIORITIES.index(suggestion["suggestedPriority"]) < PRIORITIES.index(order["priority"])
+    if lowers and config.get("applyWhen", "any") == "raise_only":
         return "raise_only"  # this desk lets the agent raise urgency, never lower what a person chose
     return None
 
