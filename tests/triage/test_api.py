@@ -353,3 +353,27 @@ async def test_a_policy_stored_before_days_off_and_apply_when_reads_with_their_d
     body = (await admin.get(f"{ADMIN}/triage/config")).json()
 
     assert (body["daysOff"], body["applyWhen"]) == ([], "any")
+
+
+async def test_a_manual_run_of_a_closed_order_is_skipped_without_a_model_call(
+    make_user, make_order, client_for, fake_provider, triage_settings, provider
+):
+    admin = await client_for(await make_user("admin"))
+    owner = await make_user()
+    order = await make_order(owner)
+    closed = await (await client_for(owner)).patch(
+        f"/api/v1/work-orders/{order.id}", json={"version": 1, "status": "cancelled"}
+    )
+    assert closed.is_success
+
+    response = await admin.post(f"{ADMIN}/triage/run", json={"workOrderId": order.id})
+
+    assert response.status_code == 200
+    body = response.json()
+    assert (body["outcome"], body["error"], body["runId"], body["suggestion"]) == (
+        "skipped",
+        "order_closed",
+        None,
+        None,
+    )
+    assert fake_provider.requests == []
