@@ -2,7 +2,6 @@
 
 import ipaddress
 import logging
-import re
 import socket
 import sys
 from pathlib import Path
@@ -13,15 +12,12 @@ from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 from pydantic import Field, SecretStr, ValidationError, field_validator, model_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
-from desk import state
+from desk import hours, state
 
 log = logging.getLogger(__name__)
 
 PositiveInt = Annotated[int, Field(gt=0)]
 Usd = Annotated[float, Field(ge=0)]
-# "*" (any time) or HH:MM-HH:MM, which may run past midnight. [0-9], not \d: Python's \d takes any script's digits,
-# the schema's (ECMA) pattern ASCII ones alone. The lookahead refuses 09:00-09:00: no time at all, not all day.
-WORKING_HOURS = r"^(\*|(?!([0-9]{2}:[0-9]{2})-\2$)([01][0-9]|2[0-3]):[0-5][0-9]-([01][0-9]|2[0-3]):[0-5][0-9])$"
 
 
 class Settings(BaseSettings):
@@ -75,7 +71,7 @@ class Settings(BaseSettings):
     agent_max_attempts: PositiveInt = 3
     agent_reconcile_after_ms: PositiveInt = 60_000
     agent_triage_mode: Literal["suggest", "auto-apply"] = "suggest"
-    agent_working_hours: str = "*"
+    agent_working_hours: str = "*"  # desk/hours.py: "*", 08:00-18:00, Mon-Fri 08:00-18:00; Sat 09:00-13:00
     agent_concurrency: int = Field(2, ge=1, le=2)
     agent_time_zone: str = "UTC"  # the IANA zone AGENT_WORKING_HOURS is read in (e.g. Europe/Berlin)
 
@@ -120,8 +116,10 @@ class Settings(BaseSettings):
     @field_validator("agent_working_hours")
     @classmethod
     def _hours(cls, value: str) -> str:
-        if not re.match(WORKING_HOURS, value):  # Python's re: pydantic's own patterns take no lookahead
-            raise ValueError(SHAPES["AGENT_WORKING_HOURS"])
+        try:
+            hours.parse(value)
+        except ValueError:
+            raise ValueError(SHAPES["AGENT_WORKING_HOURS"]) from None
         return value
 
     @field_validator("agent_time_zone")
@@ -180,7 +178,10 @@ def check_base_url(url: str, *, allow_private: bool) -> None:
 # What a value must look like, in words with an example, where pydantic would quote a regular expression.
 SHAPES = {
     "MONGODB_DB": "must be 1 to 63 letters, digits, '_' or '-', for example desk or desk_staging",
-    "AGENT_WORKING_HOURS": "must be * (any time) or a 24-hour range such as 08:00-18:00 (ending at another time)",
+    "AGENT_WORKING_HOURS": (
+        "must be * (any time) or a 24-hour range such as 08:00-18:00 (ending at another time),"
+        " after weekdays if need be: Mon-Fri 08:00-18:00"
+    ),
 }
 
 

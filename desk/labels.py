@@ -60,4 +60,10 @@ POLICY_FIELDS = {  # the triage policy's fields (the API's names)
     "flagThreshold": "Flag threshold",
     "enabled": "Switch",
     "allowedFields": "Fields it may change",
+    "daysOff": "Days off",
+    "applyWhen": "Apply when",
+}
+APPLY_WHEN = {  # auto-apply's direction (desk.agent.triage.models.ApplyWhen)
+    "any": "Any change of priority",
+    "raise_only": "Only a raise (never lower a priority)",
 }

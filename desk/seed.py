@@ -96,7 +96,7 @@ async def seed_demo(db: AsyncDatabase, *, count: int = 200, only_if_empty: bool 
 
     async def write(order: dict, history: list[dict]) -> None:
         async with at_once:
-            stored = await orders_repo.insert(db, order)
+            stored = await orders_repo.insert(db, order, untriaged="seeded")  # history: no model call, no bill
             for entry in history:
                 await orders_repo.append_activity(db, {**entry, "workOrderId": stored["_id"]})
 

@@ -1,4 +1,4 @@
-"""The triage policy as a form: mode, flag threshold, working hours, time zone, daily cap.
+"""The triage policy as a form: mode, when to apply, flag threshold, working hours, days off, time zone, daily cap.
 
 It is saved at the version the admin read (`loaded`), so a second admin who saved first is never
 overwritten: the form says what they changed and offers to load their version instead.
@@ -18,7 +18,7 @@ from desk.agent.triage.models import AgentConfigRead, AgentConfigUpdate
 from desk.config import get_settings
 from desk.db.client import get_db
 from desk.errors import Conflict, DeskError, NothingToChange
-from desk.labels import POLICY_FIELDS, PRIORITY_LABELS, TRIAGE_MODES
+from desk.labels import APPLY_WHEN, POLICY_FIELDS, PRIORITY_LABELS, TRIAGE_MODES
 
 
 class PolicyForm:
@@ -42,13 +42,19 @@ class PolicyForm:
             ui.label("Policy").classes("text-lg font-semibold")
             with ui.row().classes("w-full gap-3 items-start"):
                 self.inputs["mode"] = ui.select(TRIAGE_MODES, label="Mode", value=config.mode).classes("w-72")
+                self.inputs["applyWhen"] = ui.select(
+                    APPLY_WHEN, label="Apply automatically", value=config.apply_when
+                ).classes("w-72")
                 self.inputs["flagThreshold"] = ui.select(
                     PRIORITY_LABELS, label="Flag for the dispatcher from", value=config.flag_threshold
                 ).classes("w-56")
             with ui.row().classes("w-full gap-3 items-start"):
-                hours = ui.input("Working hours", value=config.working_hours).classes("w-48")
-                hours.props('hint="* for always, or 08:00-18:00"')
+                hours = ui.input("Working hours", value=config.working_hours).classes("w-64")
+                hours.props('hint="* for always, 08:00-18:00, or Mon-Fri 08:00-18:00"')
                 self.inputs["workingHours"] = hours
+                off = ui.input("Days off", value=days_text(config.days_off)).classes("w-64")
+                off.props('hint="dates such as 2026-12-24, 2026-12-25"')
+                self.inputs["daysOff"] = off
                 zone = ui.select(zones, label="Time zone", value=config.time_zone, with_input=True).classes("w-64")
                 self.inputs["timeZone"] = zone
                 # no min/max: the field would clamp what was typed without a word; the policy's check says why
@@ -70,6 +76,7 @@ class PolicyForm:
     def edits(self) -> dict[str, object]:
         """The fields the admin changed, by their API names."""
         now = {name: self.inputs[name].value for name in self.inputs}
+        now["daysOff"] = days_list(now["daysOff"])
         if isinstance(now["dailyActionCap"], float) and now["dailyActionCap"].is_integer():
             now["dailyActionCap"] = int(now["dailyActionCap"])
         before = self.loaded.model_dump(by_alias=True)
@@ -111,7 +118,7 @@ class PolicyForm:
             def load_theirs() -> None:
                 self.loaded = current
                 for name, element in self.inputs.items():
-                    element.value = theirs[name]
+                    element.value = days_text(theirs[name]) if name == "daysOff" else theirs[name]
                 clear_problems(self.inputs, self.problem)
                 self.conflict.clear()
                 self._show_version()
@@ -122,11 +129,20 @@ class PolicyForm:
             )
 
 
+def days_text(days: list[str]) -> str:
+    return ", ".join(days)
+
+
+def days_list(text: str | None) -> list[str]:
+    """The days off as typed, commas or spaces between them, in the order the policy keeps them (sorted, once each)."""
+    return sorted({part for part in (text or "").replace(",", " ").split() if part})
+
+
 def shown(value: object) -> str:
     """A policy value in words: a switch on or off, a list, a mode or a priority by its label."""
     if isinstance(value, bool):
         return "on" if value else "off"
     if isinstance(value, list):
         return ", ".join(map(str, value)) or "none"
-    labels = {**TRIAGE_MODES, **PRIORITY_LABELS}
+    labels = {**TRIAGE_MODES, **PRIORITY_LABELS, **APPLY_WHEN}
     return labels.get(str(value), str(value)) if value is not None else "—"

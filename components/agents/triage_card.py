@@ -13,6 +13,7 @@ from nicegui import ui
 
 from components.chips import priority_chip
 from components.formats import ago, when
+from components.once import one_at_a_time
 from components.runtime import live, session
 from desk.agent.triage import service as triage
 from desk.agent.triage.models import TriageSuggestionRead, overtaken
@@ -21,12 +22,15 @@ from desk.db.client import get_db
 from desk.errors import Conflict, DeskError, NotFound
 from desk.labels import PRIORITY_LABELS
 from desk.work_orders import permissions
-from desk.work_orders.models import WorkOrderRead
+from desk.work_orders.models import CLOSED, WorkOrderRead
 
 NOTES = {
     "daily_action_cap": "Not applied automatically: today's limit of automatic changes was reached.",
     "ai_disabled_for_owner": "Not applied automatically: the owner has AI assistance turned off.",
     "dropped": "Not applied automatically: the work order changed at the same moment.",
+    "overtaken": "Not applied automatically: someone set the priority while the agent was looking at it.",
+    "raise_only": "Not applied automatically: this desk lets the agent raise a priority, never lower it.",
+    "order_closed": "Not applied automatically: the work order was closed meanwhile.",
 }
 Conflicted = Callable[[WorkOrderRead, dict[str, object]], Awaitable[None]]
 
@@ -54,6 +58,7 @@ class TriageCard:
         # The person as of the page's build or their last decision; live redraws use it (the frame's check
         # closes the page of someone who lost access).
         self.me = me
+        self.decide = one_at_a_time(self.decide)  # a double click decides once, and says nothing of the second
 
     async def show(self) -> None:
         """Read the newest suggestion and draw it (nothing at all when there is none to show)."""
@@ -98,14 +103,19 @@ class TriageCard:
             return
         same = suggestion.suggested_priority == order.priority
         overtaken_since = overtaken(suggestion, order)  # Accept would be refused: not offered
-        if same:
+        closed = order.status in CLOSED  # so would it on a done or cancelled order
+        if closed:
+            ui.label("The work order is closed: reopen it to change its priority.").classes("text-sm text-grey-8").mark(
+                "triage-closed"
+            )
+        elif same:
             ui.label("The work order already has this priority.").classes("text-sm text-grey-8")
         elif overtaken_since:
             ui.label(f"Since this suggestion, the priority was set to {PRIORITY_LABELS[order.priority]}.").classes(
                 "text-sm text-grey-8"
             ).mark("triage-overtaken")
         with ui.row().classes("gap-2"):
-            if not (same or overtaken_since):
+            if not (same or overtaken_since or closed):
                 label = f"Accept: make it {PRIORITY_LABELS[suggestion.suggested_priority]}"
                 ui.button(label, icon="check", on_click=lambda: self.decide(suggestion, accept=True)).mark(
                     "triage-accept"

@@ -52,6 +52,7 @@ class WorkerHealth:
         self.looks += 1
         mine, actor = self.looks, self.actor
         state = await triage.health(db=get_db(), settings=get_settings(), actor=actor)
+        waiting = await triage.waiting_line(db=get_db(), settings=get_settings(), actor=actor)
         refs = [ObjectId(event.payload_ref) for event in state.failed if ObjectId.is_valid(event.payload_ref)]
         found = await work_orders.by_ids(db=get_db(), actor=actor, order_ids=refs)
         failed_orders = {str(order_id): order for order_id, order in found.items()}
@@ -61,6 +62,8 @@ class WorkerHealth:
             return
         self.health.clear()
         with self.health:
+            if waiting:  # why nothing is triaged now, before the figures that would show only that
+                ui.label(waiting).classes("text-amber-10 font-medium").mark("waiting-line")
             self._draw_health(state, failed_orders)
         self.audit.clear()
         with self.audit:

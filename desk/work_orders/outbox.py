@@ -15,8 +15,9 @@ CREATED = "work_order.created"
 Doc = dict[str, Any]
 
 
-async def emit_created(db: AsyncDatabase, order: Doc) -> bool:
-    """The new order's job, `skipped` at once when its people do not allow AI (`access.order_allows_ai`, SEC-8);
-    False when the order has its job already."""
-    allowed = await access.order_allows_ai(db, order)
-    return await queue.enqueue(db, CREATED, order["_id"], skip=None if allowed else "ai_disabled_for_owner")
+async def emit_created(db: AsyncDatabase, order: Doc, *, skip: str | None = None) -> bool:
+    """The new order's job, `skipped` at once when its people do not allow AI (`access.order_allows_ai`, SEC-8) or
+    the caller says why not (`skip`); False when the order has its job already."""
+    if skip is None and not await access.order_allows_ai(db, order):
+        skip = "ai_disabled_for_owner"
+    return await queue.enqueue(db, CREATED, order["_id"], skip=skip)

@@ -16,7 +16,7 @@ from desk.errors import Forbidden, ValidationFailed
 from desk.schema import parse_object_id
 from desk.work_orders import counters
 from desk.work_orders import repository as repo
-from desk.work_orders.models import WorkOrderRead
+from desk.work_orders.models import CLOSED, WorkOrderRead
 
 
 def require_person(actor: Actor) -> None:
@@ -59,8 +59,9 @@ def concerns(actor: Actor, change: dict[str, Any]) -> bool:
 
 
 def can_release(actor: Actor, order: WorkOrderRead) -> bool:
-    """Whether the actor may put this order back in the queue: its owner, or an admin."""
-    return actor.can_write and order.owner_id is not None and (actor.is_admin or order.owner_id == actor.id)
+    """Whether the actor may put this order back in the queue: its owner, or an admin, while it is open."""
+    mine = actor.is_admin or order.owner_id == actor.id
+    return actor.can_write and order.owner_id is not None and order.status not in CLOSED and mine
 
 
 def list_scope(actor: Actor) -> str:

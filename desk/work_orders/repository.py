@@ -139,15 +139,16 @@ NO_TITLE_KEY = {"titleKey": {"$exists": False}}
 NO_REQUESTER = {"requesterId": {"$exists": False}}
 
 
-async def insert(db: AsyncDatabase, doc: Doc, *, activity: Doc | None = None) -> Doc:
-    """Store a new work order (and its timeline's first entry, when given)."""
+async def insert(db: AsyncDatabase, doc: Doc, *, activity: Doc | None = None, untriaged: str | None = None) -> Doc:
+    """Store a new work order (and its timeline's first entry, when given); `untriaged`: why its triage job is
+    stored skipped rather than run (the demo seed's history is no new work)."""
     stored = {**doc, **_derived(doc)}
     stored["_id"] = (await _orders(db).insert_one(stored)).inserted_id
     await _timeline(db, stored["_id"], activity)
     await counters.apply(db, None, stored)
     await search.reindex(db, stored["_id"], None, stored)
     await changes.record(db, stored["_id"], "created", parties(stored))
-    await outbox.emit_created(db, stored)  # AGT-1: every creation path comes through here
+    await outbox.emit_created(db, stored, skip=untriaged)  # AGT-1: every creation path comes through here
     return stored
 
 

@@ -25,6 +25,12 @@ TRIAGE_FIELDS = frozenset({"priority"})  # what triage_patch can ever change, wh
 _log = logging.getLogger(__name__)
 
 
+class Overtaken(NamedTuple):
+    """A person changed a field the triage read before it could write: the person's value stays (people first)."""
+
+    order: WorkOrderRead
+
+
 class TriageTarget(NamedTuple):
     order: WorkOrderRead
     ai_allowed: bool  # access.order_allows_ai: its requester and its owner (if any) have AI on (SEC-8)
@@ -59,10 +65,20 @@ async def triage_backlog(
 
 
 async def triage_patch(
-    *, db: AsyncDatabase, actor: Actor, order_id: str, changes: dict[str, Any], allowed: frozenset[str], run_id: str
-) -> WorkOrderRead | None:
+    *,
+    db: AsyncDatabase,
+    actor: Actor,
+    order_id: str,
+    changes: dict[str, Any],
+    allowed: frozenset[str],
+    run_id: str,
+    read: dict[str, Any] | None = None,
+) -> WorkOrderRead | Overtaken | None:
     """The one write the triage agent reaches: only allowed fields, on a fresh read, at its version.
 
+    `read`: the values the triage saw (its model was shown them); while the order no longer holds
+    them, a person changed them since, and nothing is written (Overtaken). The write is at the
+    version of the read that checked them, so an edit landing between that read and the write wins too.
     A lost race (409) reads again and tries once more; after a second one the change is logged and
     dropped (None), as is a change to an order that is gone or closed. Never deletes; never touches
     owner, status, title or description.
@@ -79,8 +95,10 @@ async def triage_patch(
         if before is None or before["status"] in CLOSED:
             return None
         fields = {key: value for key, value in changes.items() if before.get(key) != value}
-        if not fields:
+        if not fields:  # already so (an earlier pass's write, or a person's same choice): nothing to overtake
             return WorkOrderRead.model_validate(before)
+        if read and any(before.get(key) != value for key, value in read.items()):
+            return Overtaken(WorkOrderRead.model_validate(before))
         old = {key: before[key] for key in fields}
         updated = service.timeline_entry(actor, "updated", before=old, after=dict(fields), run_id=run_id)
         after = await repo.update(db, before, fields, at=now(), activity=updated)

@@ -285,3 +285,95 @@ async def test_with_ai_off_on_the_desk_a_manual_run_says_so(make_user, make_orde
     assert response.status_code == 403
     message = response.json()["error"]["message"]
     assert message == "AI is turned off on this desk: neither the assistant nor the triage agent runs."
+
+
+async def test_a_suggestion_on_a_closed_order_cannot_be_accepted_and_says_why(
+    make_user, make_order, client_for, fake_provider, burst
+):
+    owner, order = await triaged_order(make_user, make_order, fake_provider, burst, priority="urgent")
+    client = await client_for(owner)
+    (suggestion,) = (await client.get(f"/api/v1/work-orders/{order.id}/triage")).json()
+    decide = f"/api/v1/work-orders/{order.id}/triage/{suggestion['id']}/decide"
+    assert (await client.patch(f"/api/v1/work-orders/{order.id}", json={"version": 1, "status": "done"})).is_success
+
+    accepted = await client.post(decide, json={"accept": True})
+    dismissed = await client.post(decide, json={"accept": False})
+
+    assert accepted.status_code == 409
+    assert accepted.json()["error"]["message"] == (
+        "This work order is done: reopen it to accept a suggestion, or dismiss it."
+    )
+    current = (await client.get(f"/api/v1/work-orders/{order.id}")).json()
+    assert (current["priority"], current["status"]) == ("medium", "done")
+    assert dismissed.status_code == 200 and dismissed.json()["decision"] == "dismissed"
+
+
+async def test_working_hours_with_weekdays_days_off_and_apply_when_are_validated_and_audited(
+    db, make_user, client_for, triage_settings
+):
+    admin = await client_for(await make_user("admin"))
+    version = (await admin.get(f"{ADMIN}/triage/config")).json()["version"]
+    body = {
+        "version": version,
+        "workingHours": "Mon-Fri 08:00-18:00; Sat 09:00-13:00",
+        "daysOff": ["2026-12-25", "2026-12-24", "2026-12-25"],
+        "applyWhen": "raise_only",
+    }
+
+    changed = await admin.patch(f"{ADMIN}/triage/config", json=body)
+    bad_day = await admin.patch(f"{ADMIN}/triage/config", json={"version": version + 1, "daysOff": ["2026-02-30"]})
+    bad_days = await admin.patch(f"{ADMIN}/triage/config", json={"version": version + 1, "daysOff": ["Christmas"]})
+    bad_hours = await admin.patch(
+        f"{ADMIN}/triage/config", json={"version": version + 1, "workingHours": "Weekdays 08:00-18:00"}
+    )
+    bad_when = await admin.patch(f"{ADMIN}/triage/config", json={"version": version + 1, "applyWhen": "lower_only"})
+
+    assert changed.status_code == 200, changed.text
+    saved = changed.json()
+    assert (saved["workingHours"], saved["daysOff"], saved["applyWhen"]) == (
+        "Mon-Fri 08:00-18:00; Sat 09:00-13:00",
+        ["2026-12-24", "2026-12-25"],  # in order, once each
+        "raise_only",
+    )
+    assert [r.status_code for r in (bad_day, bad_days, bad_hours, bad_when)] == [400] * 4
+    assert "2026-01-31" in bad_day.json()["error"]["message"]
+    assert "Mon-Fri 08:00-18:00" in bad_hours.json()["error"]["message"]
+    (entry,) = await db["agent_config_audit"].find({"action": "config_updated"}).to_list()
+    assert (entry["before"]["applyWhen"], entry["after"]["applyWhen"]) == ("any", "raise_only")
+    assert entry["after"]["daysOff"] == ["2026-12-24", "2026-12-25"]
+
+
+async def test_a_policy_stored_before_days_off_and_apply_when_reads_with_their_defaults(
+    db, make_user, client_for, triage_settings
+):
+    admin = await client_for(await make_user("admin"))
+    await admin.get(f"{ADMIN}/triage/config")
+    await db["agent_config"].update_one({"_id": "triage"}, {"$unset": {"daysOff": "", "applyWhen": ""}})
+
+    body = (await admin.get(f"{ADMIN}/triage/config")).json()
+
+    assert (body["daysOff"], body["applyWhen"]) == ([], "any")
+
+
+async def test_a_manual_run_of_a_closed_order_is_skipped_without_a_model_call(
+    make_user, make_order, client_for, fake_provider, triage_settings, provider
+):
+    admin = await client_for(await make_user("admin"))
+    owner = await make_user()
+    order = await make_order(owner)
+    closed = await (await client_for(owner)).patch(
+        f"/api/v1/work-orders/{order.id}", json={"version": 1, "status": "cancelled"}
+    )
+    assert closed.is_success
+
+    response = await admin.post(f"{ADMIN}/triage/run", json={"workOrderId": order.id})
+
+    assert response.status_code == 200
+    body = response.json()
+    assert (body["outcome"], body["error"], body["runId"], body["suggestion"]) == (
+        "skipped",
+        "order_closed",
+        None,
+        None,
+    )
+    assert fake_provider.requests == []

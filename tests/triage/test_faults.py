@@ -37,7 +37,7 @@ from desk.db.embedded import EmbeddedMongo
 from desk.users import service as users_service
 from desk.users.models import UserCreate
 from desk.work_orders import service as work_orders
-from desk.work_orders.models import WorkOrderCreate
+from desk.work_orders.models import WorkOrderCreate, WorkOrderUpdate
 from tests.conftest import TEST_DB
 from tests.fake_provider import FakeProvider
 from tests.helpers import PASSWORD, actor, until
@@ -258,3 +258,29 @@ async def test_the_database_restarting_mid_pass_loses_and_doubles_nothing(tmp_pa
             await client.close()
     finally:
         database.stop()
+
+
+async def test_a_persons_edit_mid_pass_stands_over_the_agents_answer(db, pool, fake_provider):
+    """Auto-apply; the person sets the priority while the fake holds the model's answer: theirs stays, noted."""
+    person, (order_id,) = await orders_for(db, 1)
+    fake_provider.script(proposal("urgent").with_delay(0.3))  # about 3 s in all: the person acts first
+    pool.start(wait=False, AGENT_CONCURRENCY="1", AGENT_TRIAGE_MODE="auto-apply")
+    await until(lambda: fake_provider.requests, what="the model call", within=SETTLED)
+    order = await work_orders.get_or_raise(db=db, actor=actor(person), order_id=order_id)
+    await work_orders.update(
+        db=db, actor=actor(person), order_id=order_id, data=WorkOrderUpdate(version=order.version, priority="high")
+    )
+
+    await all_settled(db, [order_id])
+
+    assert (await work_orders.get(db=db, actor=actor(person), order_id=order_id)).priority == "high"
+    (suggestion,) = await db["triage_suggestions"].find().to_list()
+    assert (suggestion["suggestedPriority"], suggestion["applied"], suggestion["appliedNote"]) == (
+        "urgent",
+        False,
+        "overtaken",
+    )
+    timeline = await work_orders.activity(db=db, actor=actor(person), order_id=order_id)
+    assert [entry.actor_kind for entry in timeline].count("system") == 0
+    assert len(fake_provider.requests) == 1
+    await no_run_left_running(db)

@@ -41,10 +41,17 @@ async def test_an_order_for_someone_with_ai_turned_off_is_skipped_at_emission(db
     assert (event["status"], event["lastError"]) == ("skipped", "ai_disabled_for_owner")
 
 
-async def test_seeded_orders_emit_events_too(db, settings):
+async def test_the_demo_seeds_history_has_its_events_stored_skipped_so_a_first_start_triages_none_of_it(
+    db, settings, fake_provider, burst
+):
     await seed_demo(db, count=5)
 
-    assert await db["outbox_events"].count_documents({}) == await db["work_orders"].count_documents({})
+    statuses = {(e["status"], e["lastError"]) for e in await db["outbox_events"].find({}).to_list()}
+    assert await db["outbox_events"].count_documents({}) == await db["work_orders"].count_documents({}) == 5
+    assert statuses == {("skipped", "seeded")}
+    assert await burst() == 0  # a first start: nothing to claim, no model call, no bill
+    assert fake_provider.requests == []
+    assert await db["triage_suggestions"].count_documents({}) == 0
 
 
 async def test_two_workers_claiming_at_once_get_one_event_between_them(db, make_user, make_order):

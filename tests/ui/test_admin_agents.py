@@ -1,6 +1,7 @@
 """/app/admin/agents: the kill switch, the policy saved at the version read, the audit, the worker, attention."""
 
-from datetime import timedelta
+from datetime import datetime, timedelta
+from zoneinfo import ZoneInfo
 
 import pytest
 from bson import ObjectId
@@ -85,7 +86,7 @@ async def test_the_policy_is_validated_saved_and_audited(user: User, make_user, 
 
     user.find(marker="policy-workingHours").clear().type("9 to 5")
     user.find(marker="policy-save").click()
-    await user.should_see('Must be "*" or "HH:MM-HH:MM".')
+    await user.should_see('Must be "*" or "HH:MM-HH:MM", after weekdays if need be (Mon-Fri 08:00-18:00).')
     user.find(marker="policy-workingHours").clear().type("25:00-99:99")
     user.find(marker="policy-save").click()
     await user.should_see("Must use times of day, from 00:00 to 23:59.")
@@ -260,3 +261,53 @@ async def test_the_metrics_page_charts_triage_volume_acceptance_and_spend(
     spent = {series["name"]: series["data"][-1] for series in spend.options["series"]}
     assert spent["Triage agent"] >= 0.5 and spent["Whole desk"] >= 0.5
     assert set(spent) == {"Triage agent", "Whole desk"}  # copilot turns are billed to people and the desk
+
+
+async def test_outside_its_working_hours_the_page_says_until_when_triage_waits(
+    user: User, make_user, log_in, db, ai_settings
+):
+    ada = await make_user("admin")
+    berlin = ZoneInfo("Europe/Berlin")
+    opening = datetime.now(berlin).date() + timedelta(days=2)  # only that weekday: not today, within a week
+    await policy.current(db, ai_settings)
+    weekday = f"{opening:%a}"
+    await db["agent_config"].update_one(
+        {"_id": "triage"}, {"$set": {"workingHours": f"{weekday} 08:00-09:00", "timeZone": "Europe/Berlin"}}
+    )
+
+    await log_in(user, ada, landing=PAGE)
+
+    await user.should_see(marker="waiting-line", retries=WAIT)
+    assert label_text(user, "waiting-line") == f"Outside working hours: waiting until {weekday} 08:00 Europe/Berlin"
+
+    await db["agent_config"].update_one({"_id": "triage"}, {"$set": {"workingHours": "*"}})
+    await user.should_not_see(marker="waiting-line", retries=WAIT)  # the page's next look finds it in hours
+
+
+async def test_days_off_and_apply_when_are_saved_from_the_form_and_audited(
+    user: User, make_user, log_in, db, ai_settings
+):
+    ada = await make_user("admin", name="Ada Lovelace")
+    await log_in(user, ada, landing=PAGE)
+    await user.should_see(marker="policy")
+
+    user.find(marker="policy-daysOff").clear().type("2026-12-25, 2026-02-30")
+    user.find(marker="policy-save").click()
+    await user.should_see("Must be a day such as 2026-01-31.")
+    assert (await config(db))["version"] == 1
+
+    user.find(marker="policy-daysOff").clear().type("2026-12-25, 2026-12-24")
+    user.find(marker="policy-workingHours").clear().type("Mon-Fri 08:00-18:00")
+    user.find(marker="policy-applyWhen").click()
+    user.find("Only a raise (never lower a priority)").click()
+    user.find(marker="policy-save").click()
+
+    await user.should_see("Policy saved.")
+    stored = await config(db)
+    assert (stored["daysOff"], stored["workingHours"], stored["applyWhen"]) == (
+        ["2026-12-24", "2026-12-25"],
+        "Mon-Fri 08:00-18:00",
+        "raise_only",
+    )
+    await user.should_see("Days off: none → 2026-12-24, 2026-12-25", retries=WAIT)
+    await user.should_see("Apply when: Any change of priority → Only a raise (never lower a priority)")

@@ -1,11 +1,13 @@
 """The triage suggestion on the work-order page: who sees it, who decides, live arrival, and the off states."""
 
+import asyncio
 import time
 
 import pytest
 from bson import ObjectId
 from nicegui import ui
 from nicegui.testing import User
+from nicegui.testing.user_notify import UserNotify
 
 from desk.agent.triage import policy
 from desk.agent.triage import task as triage_task
@@ -15,6 +17,8 @@ from desk.work_orders.models import WorkOrderRead, WorkOrderUpdate
 from tests.helpers import actor, reconfigure
 from tests.triage.conftest import proposal
 from tests.ui.conftest import WAIT
+
+SETTLE = 1.0  # seconds: a handler that the guard did not stop would have saved by then
 
 
 async def triage_now(db, settings, provider) -> int:
@@ -216,3 +220,37 @@ async def test_with_ai_off_at_boot_the_page_offers_no_suggestion(user: User, mak
     await user.should_see("Flickering light")
     await user.should_not_see(marker="triage-card")
     await user.should_not_see("Replace the tube.")
+
+
+async def test_a_double_click_on_accept_decides_once_without_a_false_warning(
+    user: User, make_user, log_in, db, triaged
+):
+    sam = await make_user("user")
+    order = await triaged(sam, "Water on the floor", "urgent", summary="Burst pipe under the sink.")
+    await log_in(user, sam)
+    await open_order(user, order.id)
+
+    accept = user.find(marker="triage-accept")
+    accept.click()
+    accept.click()  # the second click of a double-click, before the first has saved
+
+    await user.should_see("Priority set to Urgent.", kind=UserNotify, retries=WAIT)
+    await asyncio.sleep(SETTLE)  # time for a second decision to be refused, had the second click been taken
+    assert user.notify.messages == ["Priority set to Urgent."]  # no "already decided" for their own click
+    assert (await db["work_orders"].find_one({}))["version"] == 2
+
+
+async def test_a_closed_order_offers_no_accept_and_no_way_back_to_the_queue(user: User, make_user, log_in, db, triaged):
+    sam = await make_user("user")
+    order = await triaged(sam, "Squeaky door", "high", summary="A door hinge needs oil.")
+    await work_orders.update(db=db, actor=actor(sam), order_id=order.id, data=WorkOrderUpdate(version=1, status="done"))
+
+    await log_in(user, sam)
+    await open_order(user, order.id)
+
+    await user.should_see("A door hinge needs oil.")
+    await user.should_see(marker="triage-closed")
+    await user.should_not_see(marker="triage-accept")
+    await user.should_not_see(marker="release")
+    user.find(marker="triage-dismiss").click()  # it can still be put aside
+    await user.should_see(marker="triage-decided", content="Dismissed")

@@ -23,7 +23,7 @@ from tests.helpers import actor
 def racing(monkeypatch, db):
     """`racing(owner, titles)`: each of triage_patch's reads is followed by the owner saving the next title."""
 
-    def arm(owner: dict, titles: list[str]) -> list[int]:
+    def arm(owner: dict, titles: list[str], field: str = "title") -> list[int]:
         real_get = repo.get
         versions: list[int] = []  # the version each raced read saw
 
@@ -31,7 +31,7 @@ def racing(monkeypatch, db):
             doc = await real_get(database, order_id)
             if titles and doc is not None:
                 title = titles.pop(0)
-                change = WorkOrderUpdate(version=doc["version"], title=title)
+                change = WorkOrderUpdate.model_validate({"version": doc["version"], field: title})
                 monkeypatch.setattr(repo, "get", real_get)  # the person's own update reads unhindered
                 try:
                     await work_orders.update(db=database, actor=actor(owner), order_id=str(order_id), data=change)
@@ -46,7 +46,7 @@ def racing(monkeypatch, db):
     return arm
 
 
-async def patch(db, order_id: str, run_id: str):
+async def patch(db, order_id: str, run_id: str, read: dict | None = None):
     return await triage_door.triage_patch(
         db=db,
         actor=SYSTEM_TRIAGE,
@@ -54,6 +54,7 @@ async def patch(db, order_id: str, run_id: str):
         changes={"priority": "urgent"},
         allowed=frozenset({"priority"}),
         run_id=run_id,
+        read=read,
     )
 
 
@@ -93,3 +94,28 @@ async def test_a_second_lost_race_logs_and_drops_the_change_without_an_error(db,
     assert [entry.actor_kind for entry in timeline].count("system") == 0
     assert "triage change dropped" in caplog.text and run_id in caplog.text
     assert "Leak" not in caplog.text  # the order's text never reaches a log
+
+
+async def test_a_persons_priority_saved_between_its_read_and_its_write_wins(db, make_user, make_order, racing):
+    owner = await make_user()
+    order = await make_order(owner, "Leak", priority="low")
+    raced = racing(owner, ["high"], field="priority")  # set by the person right after the triage's read
+
+    changed = await patch(db, order.id, str(ObjectId()), read={"priority": "low"})
+
+    assert isinstance(changed, triage_door.Overtaken) and changed.order.priority == "high"
+    assert raced == [1]  # its write at version 1 missed; its second read found the person's priority
+    stored = await work_orders.get(db=db, actor=actor(owner), order_id=order.id)
+    assert (stored.priority, stored.version) == ("high", 2)
+    timeline = await work_orders.activity(db=db, actor=actor(owner), order_id=order.id)
+    assert [entry.actor_kind for entry in timeline].count("system") == 0
+
+
+async def test_a_change_beside_the_read_field_does_not_overtake_it(db, make_user, make_order, racing):
+    owner = await make_user()
+    order = await make_order(owner, "Leak", priority="low")
+    racing(owner, ["Leak under the sink"])  # the title, not the priority the triage read
+
+    changed = await patch(db, order.id, str(ObjectId()), read={"priority": "low"})
+
+    assert (changed.priority, changed.title) == ("urgent", "Leak under the sink")

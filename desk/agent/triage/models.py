@@ -1,6 +1,5 @@
 """Triage shapes: the model's one tool call, suggestions, the policy, and the admin API's bodies."""
 
-import re
 from datetime import UTC, date, datetime
 from typing import Annotated, Literal
 from zoneinfo import available_timezones
@@ -17,7 +16,7 @@ from pydantic import (
 )
 from pydantic_core import PydanticCustomError
 
-from desk.config import WORKING_HOURS
+from desk import hours
 from desk.jobs.models import OutboxEventRead
 from desk.schema import (
     DAY,
@@ -38,8 +37,8 @@ from desk.schema import (
 from desk.work_orders.models import Priority, Version, WorkOrderRead
 
 Mode = Literal["suggest", "auto_apply"]
+ApplyWhen = Literal["any", "raise_only"]  # raise_only: auto-apply never lowers what a person chose
 AllowedField = Literal["priority"]  # v1: the triage may change priority and nothing else
-HOURS = re.compile(WORKING_HOURS)
 
 
 DATA_MARKER = "WORK_ORDER_DATA"  # the prompt's delimiters of the order's text (prompt.BEGIN, prompt.END)
@@ -67,20 +66,29 @@ class TriageProposal(BaseModel):
     flagForDispatcher: bool
 
 
-SHAPED_AS_HOURS = re.compile(r"^[0-9]{2}:[0-9]{2}-[0-9]{2}:[0-9]{2}$")
-
-
 def _hours(value: str) -> str:
-    if HOURS.match(value):
-        return value
-    if SHAPED_AS_HOURS.match(value) and value[:5] == value[6:]:
-        raise ValueError('must end at another time than it starts ("*" for all day)')
-    if SHAPED_AS_HOURS.match(value):  # the form is right, a time is not (25:00, 08:60): say that, not the form again
-        raise ValueError("must use times of day, from 00:00 to 23:59")
-    raise ValueError('must be "*" or "HH:MM-HH:MM"')
+    hours.parse(value)  # its ValueError says what is wrong
+    return value
 
 
-WorkingHours = Annotated[str, AfterValidator(_hours), Field(json_schema_extra={"pattern": HOURS.pattern})]
+WorkingHours = Annotated[
+    str, AfterValidator(_hours), Field(max_length=200, json_schema_extra={"pattern": hours.SCHEMA_PATTERN})
+]
+
+
+def _day_off(value: str) -> str:
+    if not FULL_DATE.match(value):
+        raise ValueError(DAY)
+    try:
+        date.fromisoformat(value)
+    except ValueError:  # 2026-02-30
+        raise ValueError(DAY) from None
+    return value
+
+
+DayOff = Annotated[str, AfterValidator(_day_off), Field(json_schema_extra={"format": "date"})]
+# Stored as ISO text (BSON has no date without a time), sorted and once each.
+DaysOff = Annotated[list[DayOff], AfterValidator(lambda days: sorted(set(days))), Field(max_length=1000)]
 
 
 def _zone(value: str) -> str:
@@ -116,6 +124,8 @@ class AgentConfigRead(ReadModel):
     flag_threshold: Priority
     working_hours: str
     time_zone: str
+    days_off: list[str] = Field(default_factory=list)  # ISO dates in the time zone, on which no working hours start
+    apply_when: ApplyWhen = "any"  # a policy stored before the option applies whatever the direction
     version: int
     updated_by: str | None = None
     updated_at: datetime
@@ -133,6 +143,8 @@ class AgentConfigUpdate(ApiModel):
     flag_threshold: Keep[Priority] = None
     working_hours: Keep[WorkingHours] = None
     time_zone: Keep[TimeZone] = None
+    days_off: Keep[DaysOff] = None
+    apply_when: Keep[ApplyWhen] = None
 
 
 class AgentConfigAuditRead(ReadModel):

@@ -6,7 +6,7 @@ AgentConfigAudit entry; nothing updates or deletes an audit entry (SEC-13).
 """
 
 import contextlib
-from datetime import datetime, time
+from datetime import datetime
 from typing import Any
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
@@ -14,6 +14,7 @@ from pymongo import ASCENDING, DESCENDING, ReturnDocument
 from pymongo.asynchronous.database import AsyncDatabase
 from pymongo.errors import DuplicateKeyError
 
+from desk import hours
 from desk.access import require_admin
 from desk.actors import Actor
 from desk.agent.triage.models import AgentConfigAuditRead, AgentConfigRead, AgentConfigUpdate
@@ -24,7 +25,17 @@ from desk.schema import OffsetPage, now
 Doc = dict[str, Any]
 AGENT = "triage"
 DEFAULT_DAILY_ACTION_CAP = 200
-POLICY_FIELDS = ("enabled", "mode", "allowedFields", "dailyActionCap", "flagThreshold", "workingHours", "timeZone")
+POLICY_FIELDS = (
+    "enabled",
+    "mode",
+    "allowedFields",
+    "dailyActionCap",
+    "flagThreshold",
+    "workingHours",
+    "timeZone",
+    "daysOff",
+    "applyWhen",
+)
 
 
 async def ensure_indexes(db: AsyncDatabase) -> None:
@@ -42,6 +53,8 @@ def seed(settings: Settings) -> Doc:
         "flagThreshold": "urgent",
         "workingHours": settings.agent_working_hours,
         "timeZone": settings.agent_time_zone,
+        "daysOff": [],
+        "applyWhen": "any",
         "version": 1,
         "updatedBy": None,
         "updatedAt": now(),
@@ -105,15 +118,25 @@ async def record(db: AsyncDatabase, *, agent: str, actor_id: str, action: str, b
 
 
 def in_working_hours(config: Doc, moment: datetime) -> bool:
-    """Whether `moment` falls in the config's working hours, read in its time zone ("*": always)."""
-    hours = config.get("workingHours", "*")
-    if hours == "*":
-        return True
-    start, end = (time.fromisoformat(part) for part in hours.split("-"))
-    local = moment.astimezone(ZoneInfo(config.get("timeZone") or "UTC")).time()
-    if start <= end:
-        return start <= local < end
-    return local >= start or local < end  # a night shift, e.g. 22:00-06:00
+    """Whether `moment` falls in the config's working hours and not on a day off, read in its time zone."""
+    return hours.is_open(*_hours_of(config), moment)
+
+
+def opens_at(config: Doc, moment: datetime) -> datetime | None:
+    """When the config's working hours next begin from `moment` (`moment` itself inside them; None: not within
+    a year)."""
+    return hours.next_opening(*_hours_of(config), moment)
+
+
+def _hours_of(config: Doc) -> tuple[str, str, list[str]]:
+    return config.get("workingHours", "*"), config.get("timeZone") or "UTC", config.get("daysOff") or []
+
+
+def overruled(config: Doc, settings: Settings) -> list[str]:
+    """The environment keys whose value differs from the stored policy's (which wins: it is the admins')."""
+    wanted = seed(settings)
+    keys = (("AGENT_TRIAGE_MODE", "mode"), ("AGENT_WORKING_HOURS", "workingHours"), ("AGENT_TIME_ZONE", "timeZone"))
+    return [key for key, field in keys if config.get(field) != wanted[field]]
 
 
 async def _change(

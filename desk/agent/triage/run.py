@@ -43,7 +43,7 @@ from desk.agent.triage.tool import REGISTRY
 from desk.config import Settings
 from desk.logs import tag
 from desk.work_orders import triage_door as work_orders
-from desk.work_orders.models import PRIORITIES
+from desk.work_orders.models import CLOSED, PRIORITIES
 
 log = logging.getLogger(__name__)
 AGENT = policy.AGENT
@@ -91,6 +91,8 @@ async def triage(
         return Outcome("skipped", error="order_deleted")
     if not target.ai_allowed:
         return Outcome("skipped", error="ai_disabled_for_owner")
+    if target.order.status in CLOSED:  # done or cancelled: nothing left to triage, no call, no bill
+        return Outcome("skipped", error="order_closed")
     order = target.order.model_dump()
     messages = prompt.messages(order)
     lease = timedelta(milliseconds=settings.agent_lease_ms)
@@ -260,8 +262,12 @@ class _Pass:
                 changes={"priority": suggestion["suggestedPriority"]},
                 allowed=frozenset(self.config["allowedFields"]),
                 run_id=str(self.run_id),
+                read={"priority": order["priority"]},  # people first: a person's edit since the read wins
             )
-            note = None if changed is not None else "dropped"
+            if isinstance(changed, work_orders.Overtaken):
+                note = "overtaken"  # a person's edit landed after the check above
+            elif changed is None:
+                note = "dropped"
         if note == "not_auto":
             return suggestion
         if note == "lease_lost":  # left as it is for the pass that holds the event now, which applies it
@@ -280,8 +286,8 @@ class _Pass:
         )
         if note := _policy_says(self.config, order, suggestion):
             return note
-        if target is None or not target.ai_allowed:
-            return "ai_disabled_for_owner" if target else "order_deleted"
+        if note := _order_says(target, order, suggestion):
+            return note
         if not ours:
             return "lease_lost"
         if not await repo.take_action(self.db, agent=AGENT, cap=self.config["dailyActionCap"]):
@@ -313,6 +319,20 @@ def _policy_says(config: dict, order: dict, suggestion: dict) -> str | None:
         return "not_auto"  # nothing to change
     if not config["enabled"]:
         return "disabled"
+    lowers = PRIORITIES.index(suggestion["suggestedPriority"]) < PRIORITIES.index(order["priority"])
+    if lowers and config.get("applyWhen", "any") == "raise_only":
+        return "raise_only"  # this desk lets the agent raise urgency, never lower what a person chose
+    return None
+
+
+def _order_says(target: work_orders.TriageTarget | None, order: dict, suggestion: dict) -> str | None:
+    """Why the order as it is now keeps this suggestion a suggestion (None: it may be applied)."""
+    if target is None or not target.ai_allowed:
+        return "ai_disabled_for_owner" if target else "order_deleted"
+    if target.order.priority not in (order["priority"], suggestion["suggestedPriority"]):
+        return "overtaken"  # a person set it since the model read it: theirs stands, as on a person's accept
+    if target.order.status in CLOSED:
+        return "order_closed"
     return None
 
 

@@ -4,6 +4,7 @@ from dataclasses import dataclass
 from datetime import date, datetime, timedelta
 from functools import partial
 from typing import Any
+from zoneinfo import ZoneInfo
 
 from bson import ObjectId
 from pymongo.asynchronous.database import AsyncDatabase
@@ -150,6 +151,8 @@ async def decide(
     suggestion = await repo.get(db, oid) if oid else None
     if suggestion is None or str(suggestion["workOrderId"]) != order.id:
         raise NotFound("No such suggestion.")
+    if accept and order.status in CLOSED:
+        raise Conflict(f"This work order is {order.status}: reopen it to accept a suggestion, or dismiss it.")
     if accept and overtaken(TriageSuggestionRead.model_validate(suggestion), order):
         raise Conflict(
             f"Since this suggestion, the priority was set to {order.priority}: dismiss it, or change the priority"
@@ -301,3 +304,28 @@ async def _acceptance(db: AsyncDatabase, days: int = 14) -> list[AcceptanceDay]:
         day = counted.setdefault(doc["decidedDay"], [0, 0])
         day[0 if doc["decision"] == "accepted" else 1] += 1
     return [AcceptanceDay(day=day, accepted=a, dismissed=d) for day, (a, d) in sorted(counted.items())]
+
+
+async def waiting_line(*, db: AsyncDatabase, settings: Settings, actor: Actor) -> str | None:
+    """Why triage waits, if the policy is outside its working hours now ("Outside working hours: waiting until
+    08:00 Europe/Berlin"); None inside them."""
+    require_admin(actor, "see or run the agents")
+    return hours_line(await policy.current(db, settings), now())
+
+
+def hours_line(config: dict, moment: datetime) -> str | None:
+    """The line for `config` at `moment`: when its hours next begin, in its own time zone, as a person reads it."""
+    if policy.in_working_hours(config, moment):
+        return None
+    zone = config.get("timeZone") or "UTC"
+    opens = policy.opens_at(config, moment)
+    if opens is None:
+        return "Outside working hours: none in the coming year."
+    local, today = opens.astimezone(ZoneInfo(zone)), moment.astimezone(ZoneInfo(zone)).date()
+    if local.date() == today:
+        day = ""
+    elif local.date() - today < timedelta(days=7):
+        day = f"{local:%a} "  # the coming week's day by its name
+    else:
+        day = f"{local:%a} {local.date().isoformat()} "
+    return f"Outside working hours: waiting until {day}{local:%H:%M} {zone}"

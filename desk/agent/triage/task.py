@@ -42,8 +42,13 @@ def task(settings: Settings, *, provider: Provider | None = None) -> Function:
             providers.append(Provider.from_settings(ctx.settings))
         return await triage_pass(ctx, job, providers[0])
 
+    told: list[bool] = []  # the policy's word over the environment, said at this worker's first look
+
+    async def ready(ctx: Context) -> bool:
+        return await may_claim(ctx, told=told)
+
     lease = timedelta(milliseconds=settings.agent_lease_ms)
-    return Function(order_jobs.CREATED, run, max_tries=settings.agent_max_attempts, lease=lease, ready=may_claim)
+    return Function(order_jobs.CREATED, run, max_tries=settings.agent_max_attempts, lease=lease, ready=ready)
 
 
 async def process_due(
@@ -60,9 +65,12 @@ def limits(settings: Settings) -> dict[str, float]:
     return {"concurrency": settings.agent_concurrency, "poll_delay": settings.agent_poll_interval_ms / 1000}
 
 
-async def may_claim(ctx: Context) -> bool:
+async def may_claim(ctx: Context, *, told: list[bool] | None = None) -> bool:
     """Whether a pass may start now: AI on, the policy enabled and in its working hours, the spend caps not reached
-    (read side by side). The pass's one spend check: `triage` does not check again (a manual run checks first)."""
+    (read side by side). The pass's one spend check: `triage` does not check again (a manual run checks first).
+
+    `told` empty: this worker's first look, which also says which environment keys the stored policy overrules
+    (from the policy read here, so the notice costs no command of its own)."""
     if not ctx.settings.ai_enabled:
         return False  # the hard kill (AGT-9): no claim, no model call
     config, spend = await asyncio.gather(
@@ -72,6 +80,9 @@ async def may_claim(ctx: Context) -> bool:
     )
     if isinstance(config, BaseException):
         raise config
+    if told is not None and not told:
+        told.append(True)
+        say_policy_wins(config, ctx.settings)
     if not config["enabled"] or not policy.in_working_hours(config, now()):
         return False  # jobs wait, pending
     if isinstance(spend, budget.BudgetExceeded):
@@ -79,6 +90,19 @@ async def may_claim(ctx: Context) -> bool:
     if isinstance(spend, BaseException):
         raise spend
     return True
+
+
+def say_policy_wins(config: dict, settings: Settings) -> None:
+    """The environment keys the stored policy overrules, by name, in the log (values are the admins' business).
+
+    The environment seeds the policy once, at first start; from then on it is the admins', and a changed
+    AGENT_TRIAGE_MODE (say) would otherwise seem to be ignored without a word.
+    """
+    if differ := policy.overruled(config, settings):
+        log.info(
+            "triage policy: the stored policy wins over the environment for %s (change it on the agents page)",
+            ", ".join(differ),
+        )
 
 
 async def triage_pass(ctx: Context, job: Job, provider: Provider) -> Result:
