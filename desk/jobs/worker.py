@@ -15,7 +15,7 @@ import signal
 import socket
 import uuid
 from collections.abc import Iterable
-from datetime import timedelta
+from datetime import datetime, timedelta
 from typing import Any, assert_never
 
 from apscheduler.schedulers.asyncio import AsyncIOScheduler
@@ -51,6 +51,7 @@ class Worker:
         self.concurrency, self.poll_delay, self.burst = concurrency, poll_delay, burst
         self.clock, self.owner = clock, owner
         self._busy = 0  # slots taken: jobs in flight, and claims on their way to becoming one
+        self._revived_at: datetime | None = None  # when lapsed leases were last put back (see `_claim`)
 
     async def run(self, settings: Settings, *, stop: asyncio.Event | None = None) -> None:
         """Serve until stopped; in burst mode, do what is due once and return."""
@@ -136,9 +137,15 @@ class Worker:
         self._busy -= 1
 
     async def _claim(self, ctx: Context, resting: set[str]) -> Doc | None:
-        """The oldest due job of a task that is ready now; a job whose leases kept lapsing becomes a dead letter."""
+        """The newest due job of a task that is ready now; a job whose leases kept lapsing becomes a dead letter."""
         awake = [task for task in self.functions.values() if task.name not in resting]
         ready = [task for task in awake if task.ready is None or await task.ready(ctx)]
+        at = self.clock.now()
+        if ready and (self._revived_at is None or at - self._revived_at >= timedelta(seconds=self.poll_delay)):
+            # A claim puts lapsed jobs back only when nothing else is due: under a backlog that never ends, a dead
+            # worker's jobs would wait for ever. Once a poll delay, they rejoin the line (newest first, as all).
+            self._revived_at = at
+            await queue.revive(ctx.db, at=at)
         while ready:
             # one claim across the ready tasks, leased as long as the longest asks; a shorter one is renewed to its own
             longest = max(function.lease for function in ready)

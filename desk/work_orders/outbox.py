@@ -19,4 +19,6 @@ async def emit_created(db: AsyncDatabase, order: Doc) -> bool:
     """The new order's job, `skipped` at once when its people do not allow AI (`access.order_allows_ai`, SEC-8);
     False when the order has its job already."""
     allowed = await access.order_allows_ai(db, order)
-    return await queue.enqueue(db, CREATED, order["_id"], skip=None if allowed else "ai_disabled_for_owner")
+    skip = None if allowed else "ai_disabled_for_owner"
+    # born with the order: a job the reconcile pass makes for an old order waits behind a new order's
+    return await queue.enqueue(db, CREATED, order["_id"], skip=skip, born=order["createdAt"])

@@ -189,6 +189,22 @@ async def test_no_more_jobs_run_at_once_than_the_worker_allows(db, ctx, make_wor
     assert (await working, processing, most) == (5, 2, 2)
 
 
+async def test_a_fresh_job_runs_next_while_a_backlog_drains(db, ctx, clock, make_worker, enqueue):
+    backlog = [await enqueue(born=clock.now() - timedelta(minutes=minutes)) for minutes in range(1, 101)]
+    ran: list = []
+    fresh: list = []
+
+    async def run(ctx: Context, job: Job):
+        ran.append(job.key)
+        if len(ran) == 1:  # a new order arrives while the worker is busy with the backlog
+            fresh.append(await enqueue())
+
+    claimed = await make_worker(Function(TASK, run)).work(ctx)
+
+    assert claimed == 101
+    assert ran[:3] == [backlog[0], fresh[0], backlog[1]]
+
+
 async def test_burst_mode_runs_the_cron_jobs_once_and_what_is_due_then_returns(db, mongo_uri, clock, enqueue):
     due = [await enqueue() for _ in range(3)]
     later = await enqueue(not_before=clock.now() + timedelta(hours=1))
