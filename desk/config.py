@@ -5,6 +5,7 @@ import logging
 import re
 import socket
 import sys
+from datetime import timedelta
 from pathlib import Path
 from typing import Annotated, Literal
 from urllib.parse import unquote, urlsplit
@@ -74,6 +75,7 @@ class Settings(BaseSettings):
     agent_sweep_interval_ms: PositiveInt = 30_000
     agent_max_attempts: PositiveInt = 3
     agent_reconcile_after_ms: PositiveInt = 60_000
+    agent_reconcile_max_age: timedelta = timedelta(days=7)  # AGENT_RECONCILE_MAX_AGE: 7d, 36h; older orders are history
     agent_triage_mode: Literal["suggest", "auto-apply"] = "suggest"
     agent_working_hours: str = "*"
     agent_concurrency: int = Field(2, ge=1, le=2)
@@ -123,6 +125,17 @@ class Settings(BaseSettings):
         if not re.match(WORKING_HOURS, value):  # Python's re: pydantic's own patterns take no lookahead
             raise ValueError(SHAPES["AGENT_WORKING_HOURS"])
         return value
+
+    @field_validator("agent_reconcile_max_age", mode="before")
+    @classmethod
+    def _age(cls, value: object) -> object:
+        if isinstance(value, timedelta):
+            return value
+        found = re.fullmatch(r"([1-9][0-9]{0,4})(d|h)", str(value).strip())
+        if found is None:
+            raise ValueError(SHAPES["AGENT_RECONCILE_MAX_AGE"])
+        number, unit = int(found[1]), found[2]
+        return timedelta(days=number) if unit == "d" else timedelta(hours=number)
 
     @field_validator("agent_time_zone")
     @classmethod
@@ -181,6 +194,7 @@ def check_base_url(url: str, *, allow_private: bool) -> None:
 SHAPES = {
     "MONGODB_DB": "must be 1 to 63 letters, digits, '_' or '-', for example desk or desk_staging",
     "AGENT_WORKING_HOURS": "must be * (any time) or a 24-hour range such as 08:00-18:00 (ending at another time)",
+    "AGENT_RECONCILE_MAX_AGE": "must be a number of days or hours such as 7d or 36h",
 }
 
 

@@ -1,5 +1,7 @@
 """Config errors in plain words: lengths in characters, an example instead of a regular expression, no value echoed."""
 
+from datetime import timedelta
+
 import pytest
 from pydantic import ValidationError
 
@@ -26,3 +28,13 @@ def test_shapes_are_told_with_an_example_not_a_regex():
     assert _lines(AGENT_WORKING_HOURS="09:00-09:00") == [hours]  # no time at all, which "*" is not
     assert "DESK_PORT: must be a whole number" in lines
     assert not any("^" in line or "\\d" in line for line in lines)
+
+
+def test_the_reconcile_max_age_is_days_or_hours():
+    assert Settings().agent_reconcile_max_age == timedelta(days=7)
+    assert Settings(AGENT_RECONCILE_MAX_AGE="36h").agent_reconcile_max_age == timedelta(hours=36)
+    assert Settings(AGENT_RECONCILE_MAX_AGE="30d").agent_reconcile_max_age == timedelta(days=30)
+    for wrong in ("7", "0d", "one week", "P7D"):
+        assert _lines(AGENT_RECONCILE_MAX_AGE=wrong) == [
+            "AGENT_RECONCILE_MAX_AGE: must be a number of days or hours such as 7d or 36h"
+        ]

@@ -28,6 +28,7 @@ from desk.jobs.worker import Worker
 from desk.schema import now
 from desk.work_orders import outbox as order_jobs
 from desk.work_orders import triage_door as work_orders
+from desk.work_orders.models import CLOSED
 
 log = logging.getLogger("desk.triage")
 RECONCILE_BATCH = 500
@@ -115,16 +116,20 @@ async def reconcile_job(ctx: Context) -> None:
 
 
 async def reconcile(db: AsyncDatabase, settings: Settings) -> int:
-    """Enqueue jobs for orders older than AGENT_RECONCILE_AFTER_MS with neither a job nor a suggestion.
+    """Enqueue jobs for open orders older than AGENT_RECONCILE_AFTER_MS and younger than AGENT_RECONCILE_MAX_AGE
+    with neither a job nor a suggestion.
 
     Walks the orders in creation order from where the last pass stopped (a watermark), a batch at a
-    time, so a pass costs the same on a desk of any size; returns how many jobs it enqueued.
+    time, so a pass costs the same on a desk of any size; returns how many jobs it enqueued. Orders
+    older than the max age are history: never reconciled (nor paid for), however far behind the mark is.
     """
-    cutoff = now() - timedelta(milliseconds=settings.agent_reconcile_after_ms)
+    moment = now()
+    cutoff = moment - timedelta(milliseconds=settings.agent_reconcile_after_ms)
+    oldest = (moment - settings.agent_reconcile_max_age, ObjectId("0" * 24))
     emitted = 0
     while True:
         mark = await triage_repo.reconciled_until(db)
-        after = (mark["createdAt"], mark["orderId"]) if mark is not None else None
+        after = max((mark["createdAt"], mark["orderId"]), oldest) if mark is not None else oldest
         orders = await work_orders.triage_backlog(
             db=db, actor=SYSTEM_TRIAGE, created_by=cutoff, after=after, limit=RECONCILE_BATCH
         )
@@ -133,7 +138,9 @@ async def reconcile(db: AsyncDatabase, settings: Settings) -> int:
         ids: list[ObjectId] = [order["_id"] for order in orders]
         known = await queue.enqueued(db, order_jobs.CREATED, ids) | await triage_repo.triaged(db, ids)
         for order in orders:
-            if order["_id"] not in known and await order_jobs.emit_created(db, order):
+            if order["_id"] in known or order["status"] in CLOSED:  # a closed order is never triaged
+                continue
+            if await order_jobs.emit_created(db, order):
                 emitted += 1
         await triage_repo.mark_reconciled(db, orders[-1]["createdAt"], orders[-1]["_id"])
         if len(orders) < RECONCILE_BATCH:
