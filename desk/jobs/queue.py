@@ -163,6 +163,48 @@ async def put_back(db: AsyncDatabase, job: Doc, *, at: datetime | None = None) -
     return result.modified_count == 1
 
 
+async def take(
+    db: AsyncDatabase,
+    task: str,
+    key: ObjectId,
+    *,
+    owner: str,
+    lease: timedelta,
+    born: datetime | None = None,
+    at: datetime | None = None,
+) -> tuple[Doc, Doc] | None:
+    """The job of `task` about `key` claimed outside the worker's order (an admin's manual run), whatever its status,
+    made first if there is none: the job as it was and as claimed; None while another holds a live lease on it.
+
+    The caller settles it (`settle`) or gives it back as it was (`hand_back`), like any claim, fenced.
+    """
+    moment = at or now()
+    before = await find(db, task, key)
+    if before is None:
+        await enqueue(db, task, key, born=born, at=moment)
+        before = await find(db, task, key)
+    if before is None or (before["status"] == "processing" and before["leasedUntil"] >= moment):
+        return None
+    claimed = await _jobs(db).find_one_and_update(
+        {"_id": before["_id"], "status": before["status"], "fence": before["fence"]},  # no one claimed it meanwhile
+        {
+            "$set": {"status": "processing", "leasedUntil": moment + lease, "leaseOwner": owner, "updatedAt": moment},
+            "$inc": {"attempts": 1, "fence": 1},
+        },
+        return_document=ReturnDocument.AFTER,
+    )
+    return (before, claimed) if claimed is not None else None
+
+
+async def hand_back(db: AsyncDatabase, job: Doc, before: Doc, *, at: datetime | None = None) -> bool:
+    """A job `take`n back to how it was (its status and error), the attempt not counted, only while we hold it."""
+    fields = {"status": before["status"], "lastError": before.get("lastError"), "leasedUntil": None, "leaseOwner": None}
+    result = await _jobs(db).update_one(
+        _fenced(job), {"$set": {**fields, "updatedAt": at or now()}, "$inc": {"attempts": -1}}
+    )
+    return result.modified_count == 1
+
+
 async def requeue(db: AsyncDatabase, job_id: ObjectId) -> Doc | None:
     """A failed job back to pending with its attempts reset (an admin's retry); None when it is not failed."""
     moment = now()

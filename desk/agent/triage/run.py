@@ -115,6 +115,8 @@ def _new_run(settings: Settings, *, order_id: str, event_id: ObjectId | None, tr
         "workOrderId": ObjectId(order_id),
         "eventId": event_id,
         "triggeredBy": triggered_by,  # an admin's id for a manual run, None for the outbox
+        "actorId": SYSTEM_TRIAGE.id,  # whom every triage run runs as, a manual one too (SEC-6)
+        "actorKind": SYSTEM_TRIAGE.kind,
     }
 
 
