@@ -78,7 +78,7 @@ class Settings(BaseSettings):
     agent_reconcile_max_age: timedelta = timedelta(days=7)  # AGENT_RECONCILE_MAX_AGE: 7d, 36h; older orders are history
     agent_triage_mode: Literal["suggest", "auto-apply"] = "suggest"
     agent_working_hours: str = "*"
-    agent_concurrency: int = Field(2, ge=1, le=2)
+    agent_concurrency: int = Field(2, ge=1, le=32)  # triage passes at once across the whole desk (every worker)
     agent_time_zone: str = "UTC"  # the IANA zone AGENT_WORKING_HOURS is read in (e.g. Europe/Berlin)
 
     def secrets(self) -> list[str]:

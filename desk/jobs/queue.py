@@ -93,27 +93,9 @@ async def claim(
     tasks: Iterable[str] | None = None,
     at: datetime | None = None,
 ) -> Doc | None:
-    """Take the newest due job (of `tasks`, or any; by `bornAt`) in one atomic step that counts the attempt and
-    moves the fence: a pending one that is available, else one whose lease lapsed (put back first, `revive`)."""
-    moment = at or now()
-    if (doc := await _claim_pending(db, owner=owner, lease=lease, tasks=tasks, at=moment)) is not None:
-        return doc
-    if not await revive(db, at=moment):
-        return None
-    return await _claim_pending(db, owner=owner, lease=lease, tasks=tasks, at=moment)
-
-
-async def revive(db: AsyncDatabase, *, at: datetime | None = None) -> int:
-    """Every job whose lease lapsed (its worker died or stalled) back to pending, its attempt still counted;
-    how many. Its fence stays: the worker that lost it can settle nothing (it matches `processing`)."""
-    lapsed = {"status": "processing", "leasedUntil": {"$lt": at or now()}}
-    fields = {"status": "pending", "leasedUntil": None, "leaseOwner": None}
-    return (await _jobs(db).update_many(lapsed, {"$set": fields})).modified_count
-
-
-async def _claim_pending(
-    db: AsyncDatabase, *, owner: str, lease: timedelta, tasks: Iterable[str] | None, at: datetime
-) -> Doc | None:
+    """Take the newest due job (of `tasks`, or any; by `bornAt`), pending and available, in one atomic step that
+    counts the attempt and moves the fence. A job whose lease lapsed is claimed once `revive` put it back."""
+    at = at or now()
     # One status and one task (the common case), named by equality, with the sort on the index's last key: the
     # embedded engine walks `claim_order` from the newest and stops at the first due job. An `$or` (pending, or
     # processing and lapsed) or an `$in` made it read and sort every job for every claim.
@@ -128,6 +110,14 @@ async def _claim_pending(
         sort=[("bornAt", DESCENDING), ("_id", DESCENDING)],
         return_document=ReturnDocument.AFTER,
     )
+
+
+async def revive(db: AsyncDatabase, *, at: datetime | None = None) -> int:
+    """Every job whose lease lapsed (its worker died or stalled) back to pending, its attempt still counted;
+    how many. Its fence stays: the worker that lost it can settle nothing (it matches `processing`)."""
+    lapsed = {"status": "processing", "leasedUntil": {"$lt": at or now()}}
+    fields = {"status": "pending", "leasedUntil": None, "leaseOwner": None}
+    return (await _jobs(db).update_many(lapsed, {"$set": fields})).modified_count
 
 
 def _fenced(job: Doc) -> Doc:

@@ -65,11 +65,17 @@ async def test_a_fresh_job_is_claimed_before_a_backlog_of_older_ones(db, clock, 
     assert (await queue.find(db, TASK, late))["status"] == "pending"
 
 
-async def test_a_job_whose_lease_lapsed_is_claimed_again_once_nothing_else_is_due(db, clock, enqueue):
+async def test_a_job_whose_lease_lapsed_is_claimed_again_once_revived(db, clock, enqueue):
     key = await enqueue()
-    await queue.claim(db, owner="dead", lease=LEASE, at=clock.now())
+    held = await enqueue()
+    await queue.claim(db, owner="dead", lease=LEASE, at=clock.now())  # the newest, `held`
+    await queue.claim(db, owner="alive", lease=LEASE * 2, at=clock.now())
     clock.move(LEASE + timedelta(milliseconds=1))
 
+    missed = await queue.claim(db, owner="w2", lease=LEASE, at=clock.now())
+    revived = await queue.revive(db, at=clock.now())
     again = await queue.claim(db, owner="w2", lease=LEASE, at=clock.now())
 
-    assert (again["payloadRef"], again["leaseOwner"], again["attempts"], again["fence"]) == (key, "w2", 2, 2)
+    assert (missed, revived) == (None, 1)  # the live lease stays
+    assert (again["payloadRef"], again["leaseOwner"], again["attempts"], again["fence"]) == (held, "w2", 2, 2)
+    assert (await queue.find(db, TASK, key))["leaseOwner"] == "alive"

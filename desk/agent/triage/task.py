@@ -44,7 +44,14 @@ def task(settings: Settings, *, provider: Provider | None = None) -> Function:
         return await triage_pass(ctx, job, providers[0])
 
     lease = timedelta(milliseconds=settings.agent_lease_ms)
-    return Function(order_jobs.CREATED, run, max_tries=settings.agent_max_attempts, lease=lease, ready=may_claim)
+    return Function(
+        order_jobs.CREATED,
+        run,
+        max_tries=settings.agent_max_attempts,
+        lease=lease,
+        ready=may_claim,
+        desk_concurrency=settings.agent_concurrency,  # passes at once across every worker process
+    )
 
 
 async def process_due(
