@@ -1,8 +1,11 @@
 """Spend and pace: the daily ledger (one atomic $inc per LLM call), the caps, and the per-minute message limit.
 
 Ledger keys are `user:<id>:<day>`, `agent:<name>:<day>` and `global:<day>` (UTC days). Checking then
-calling can overshoot a cap by at most the one call in flight, as the spec allows; the next start
-is refused.
+calling can overshoot a cap by the calls in flight, one per worker slot and per process; so an agent
+working on its own reserves first (`reserve`): the most its call can cost (its prompt and the most
+output tokens allowed, at the configured prices), counted against every scope by a conditional $inc
+that refuses once the scope reached its cap; the call's real cost settles it afterwards (`settle`).
+The desk then overshoots a cap by at most one call in total, however many workers run.
 
 The person's day document also counts their message starts per minute and address (spec §4.7:
 the AI limiter keys on user + IP), so letting a message in is one atomic $inc-and-read of that
@@ -22,6 +25,7 @@ from datetime import UTC, datetime, time, timedelta
 from bson import ObjectId
 from pymongo import ASCENDING, ReturnDocument, UpdateOne
 from pymongo.asynchronous.database import AsyncDatabase
+from pymongo.errors import BulkWriteError
 
 from desk.agent.core.provider import Usage
 from desk.agent.core.state import together
@@ -31,6 +35,7 @@ from desk.config import Settings
 from desk.errors import DeskError, ErrorCode, RateLimited
 from desk.schema import now
 
+DUPLICATE_KEY = 11000
 CAP_OWNERS = {"user": "your", "agent": "the assistant's", "global": "the desk's"}
 TOO_MANY_MESSAGES = "That was a lot of messages in a short time. Wait a minute, then ask again."
 
@@ -45,6 +50,14 @@ class BudgetExceeded(DeskError):
         midnight = datetime.combine(moment.date() + timedelta(days=1), time(), tzinfo=UTC)
         retry_after = max(1, int((midnight - moment).total_seconds()))
         super().__init__(message, headers={"Retry-After": str(retry_after)}, details={"retryAfter": retry_after})
+
+
+@dataclass(frozen=True)
+class Reservation:
+    """What a call may cost at most, already counted against `keys` (its day's scopes)."""
+
+    keys: tuple[str, ...]
+    usd: float
 
 
 @dataclass(frozen=True)
@@ -117,6 +130,47 @@ async def charge(db: AsyncDatabase, *, user_id: str | None, agent: str, usd: flo
     await db["agent_spend"].bulk_write(ops, ordered=False)
 
 
+async def reserve(db: AsyncDatabase, settings: Settings, *, user_id: str | None, agent: str, usd: float) -> Reservation:
+    """Count `usd` (the most a call can cost) against every scope before the call; BudgetExceeded, with nothing
+    counted, when a scope's spend has reached its cap. Each scope is one conditional $inc, all in one round trip:
+    of the calls that race for a scope's last cents, all but the one that crosses the cap are refused."""
+    scopes = keys(user_id=user_id, agent=agent)
+    day = now().date().isoformat()
+    caps = _caps(settings)
+    ops = []
+    for key in scopes:
+        under = {
+            "_id": key,
+            "$or": [{"spentUsd": {"$lt": caps[key.split(":", 1)[0]]}}, {"spentUsd": {"$exists": False}}],
+        }
+        ops.append(UpdateOne(under, {"$inc": {"spentUsd": usd}, "$setOnInsert": {"day": day}}, upsert=True))
+    try:  # at or over a cap the filter matches nothing, and the upsert's insert meets the existing key
+        await asyncio.shield(db["agent_spend"].bulk_write(ops, ordered=False))
+    except BulkWriteError as error:
+        refused = {failure["index"] for failure in error.details["writeErrors"] if failure["code"] == DUPLICATE_KEY}
+        if len(refused) != len(error.details["writeErrors"]):
+            raise
+        if counted := [key for n, key in enumerate(scopes) if n not in refused]:
+            await asyncio.shield(_add(db, counted, -usd))
+        raise BudgetExceeded(_exceeded(scopes[min(refused)].split(":", 1)[0])) from None
+    return Reservation(tuple(scopes), usd)
+
+
+async def settle(db: AsyncDatabase, reservation: Reservation, usd: float, *, tidy: Iterable[str] = ()) -> None:
+    """The call's real cost in place of its reservation (0: the call was never made), on the reservation's day."""
+    await _add(db, list(reservation.keys), usd - reservation.usd, tidy=tidy)
+
+
+async def _add(db: AsyncDatabase, scopes: list[str], usd: float, *, tidy: Iterable[str] = ()) -> None:
+    ops = []
+    for key in scopes:
+        update: dict = {"$inc": {"spentUsd": usd}}
+        if tidy and key.startswith("user:"):
+            update["$unset"] = _fields(tidy)
+        ops.append(UpdateOne({"_id": key}, update))
+    await db["agent_spend"].bulk_write(ops, ordered=False)
+
+
 async def spent(db: AsyncDatabase, key: str) -> float:
     doc = await db["agent_spend"].find_one({"_id": key})
     return float(doc.get("spentUsd", 0.0)) if doc else 0.0
@@ -158,11 +212,27 @@ class Meter:
         self.db, self.cost, self.user_id, self.agent = db, cost, user_id, agent
         self.tidy = tuple(tidy)  # the person's stale start counters, dropped with the first charge
         self.unrecorded: Usage | None = None  # the last call, charged to the ledger but not yet to its run
+        self.reservation: Reservation | None = None  # the next call's, counted before it is made
+
+    async def reserve(self, settings: Settings, most: Usage) -> None:
+        """Count the next call at the most it can cost (`most`) before making it; BudgetExceeded past a cap."""
+        self.reservation = await reserve(self.db, settings, user_id=self.user_id, agent=self.agent, usd=self.cost(most))
+
+    async def release(self) -> None:
+        """The reserved call was never made: its reservation is given back."""
+        held, self.reservation = self.reservation, None
+        if held is not None:
+            await asyncio.shield(settle(self.db, held, 0.0))
 
     async def charge(self, usage: Usage) -> None:
-        """The spend ledger, for one model call (the first also drops the person's stale rate counters)."""
+        """The spend ledger, for one model call (the first also drops the person's stale rate counters); a reserved
+        call settles its reservation to what it cost."""
         tidy, self.tidy = self.tidy, ()
         usd = self.cost(usage)
+        held, self.reservation = self.reservation, None
+        if held is not None:
+            await asyncio.shield(settle(self.db, held, usd, tidy=tidy))
+            return
         await asyncio.shield(charge(self.db, user_id=self.user_id, agent=self.agent, usd=usd, tidy=tidy))
 
     def charge_for_later(self, usage: Usage) -> Awaitable[None]:
@@ -192,19 +262,27 @@ class Meter:
         return {"inputTokens": usage.input_tokens, "outputTokens": usage.output_tokens, "costUsd": self.cost(usage)}
 
 
-def _within_caps(settings: Settings, spent: dict[str, float], scopes: list[str]) -> None:
-    caps = {
+def _caps(settings: Settings) -> dict[str, float]:
+    return {
         "user": settings.ai_daily_spend_usd,
         "agent": settings.agent_daily_spend_usd,
         "global": settings.ai_global_daily_spend_usd,
     }
+
+
+def _within_caps(settings: Settings, spent: dict[str, float], scopes: list[str]) -> None:
+    caps = _caps(settings)
     for key in scopes:
         scope = key.split(":", 1)[0]
         if spent.get(key, 0.0) >= caps[scope]:
-            raise BudgetExceeded(
-                f"Today's AI budget ({CAP_OWNERS[scope]} daily limit) is used up. It resets at midnight UTC; "
-                "the desk works as usual."
-            )
+            raise BudgetExceeded(_exceeded(scope))
+
+
+def _exceeded(scope: str) -> str:
+    return (
+        f"Today's AI budget ({CAP_OWNERS[scope]} daily limit) is used up. It resets at midnight UTC; "
+        "the desk works as usual."
+    )
 
 
 def _window(moment: datetime, ip: str) -> str:

@@ -135,6 +135,13 @@ class _Pass:
         return self.record.run["_id"]
 
     async def go(self, order: dict, messages: list[dict], event_id: ObjectId | None) -> Outcome:
+        # the most this call can cost, counted against the caps before it is made (settled by its bill below);
+        # a call cut off otherwise (a cancel) keeps the reservation: charged at its most, never under
+        most = Usage(len(json.dumps([messages, prompt.TOOL])) // CHARS_PER_TOKEN, self.provider.max_output_tokens)
+        try:
+            await self.meter.reserve(self.settings, most)
+        except budget.BudgetExceeded:  # another worker's call took the cap's last cents: the job waits
+            return await self._end("budget_exceeded", Outcome("over_budget", self.run_id), code="budget_exceeded")
         started = time.monotonic()
         try:
             completed = await self._call(messages)
