@@ -13,6 +13,11 @@ a new order is the one a person just made and may be looking at. Newest first pu
 no second queue to balance, and `bornAt` keeps a job enqueued late for an old thing (reconcile) behind it.
 The price: under an overload that never ends, the oldest jobs wait until arrivals slow down; they are
 never lost, and the queue's overview shows the oldest waiting job.
+
+Retention: a finished job carries `expiresAt` under a TTL index: done and skipped jobs go 30 days after they
+ended, dead letters (failed) 90 (the record of orders never triaged, which an admin may still retry); pending
+and processing jobs have none and never expire. A date set only on finished jobs, not a TTL index with a
+partial filter: the embedded engine's TTL purge ignores partial filters and would delete waiting jobs too.
 """
 
 from collections.abc import Iterable
@@ -29,6 +34,13 @@ from desk.schema import now
 
 Doc = dict[str, Any]
 STATUSES: tuple[EventStatus, ...] = ("pending", "processing", "done", "failed", "skipped")
+KEEP: dict[str, timedelta] = {"done": timedelta(days=30), "skipped": timedelta(days=30), "failed": timedelta(days=90)}
+
+
+def _expires(status: str, at: datetime) -> datetime | None:
+    """When a job in `status` since `at` is deleted (None: it waits or runs, and is kept)."""
+    keep = KEEP.get(status)
+    return at + keep if keep is not None else None
 
 
 def _jobs(db: AsyncDatabase):
@@ -44,6 +56,7 @@ async def ensure_indexes(db: AsyncDatabase) -> None:
     await jobs.create_index([("status", ASCENDING), ("type", ASCENDING), ("bornAt", DESCENDING)], name="claim_order")
     await jobs.create_index([("status", ASCENDING), ("leasedUntil", ASCENDING)], name="status_lease")
     await jobs.create_index([("status", ASCENDING), ("updatedAt", DESCENDING)], name="status_updated")
+    await jobs.create_index([("expiresAt", ASCENDING)], expireAfterSeconds=0, name="ttl")
 
 
 async def enqueue(
@@ -77,6 +90,7 @@ async def enqueue(
         "lastError": skip,
         "createdAt": moment,
         "updatedAt": moment,
+        "expiresAt": _expires("skipped", moment) if skip else None,
     }
     try:
         await _jobs(db).insert_one(job)
@@ -134,7 +148,9 @@ async def settle(
     db: AsyncDatabase, job: Doc, status: EventStatus, *, error: str | None = None, at: datetime | None = None
 ) -> bool:
     """End the job as `status` (done, skipped, failed), only while we still hold it."""
-    fields = {"status": status, "leasedUntil": None, "leaseOwner": None, "lastError": error, "updatedAt": at or now()}
+    moment = at or now()
+    fields = {"status": status, "leasedUntil": None, "leaseOwner": None, "lastError": error, "updatedAt": moment}
+    fields["expiresAt"] = _expires(status, moment)
     result = await _jobs(db).update_one(_fenced(job), {"$set": fields})
     return result.modified_count == 1
 
@@ -178,7 +194,13 @@ async def take(
     claimed = await _jobs(db).find_one_and_update(
         {"_id": before["_id"], "status": before["status"], "fence": before["fence"]},  # no one claimed it meanwhile
         {
-            "$set": {"status": "processing", "leasedUntil": moment + lease, "leaseOwner": owner, "updatedAt": moment},
+            "$set": {
+                "status": "processing",
+                "leasedUntil": moment + lease,
+                "leaseOwner": owner,
+                "updatedAt": moment,
+                "expiresAt": None,  # held again: kept until it ends again
+            },
             "$inc": {"attempts": 1, "fence": 1},
         },
         return_document=ReturnDocument.AFTER,
@@ -189,6 +211,7 @@ async def take(
 async def hand_back(db: AsyncDatabase, job: Doc, before: Doc, *, at: datetime | None = None) -> bool:
     """A job `take`n back to how it was (its status and error), the attempt not counted, only while we hold it."""
     fields = {"status": before["status"], "lastError": before.get("lastError"), "leasedUntil": None, "leaseOwner": None}
+    fields["expiresAt"] = before.get("expiresAt")
     result = await _jobs(db).update_one(
         _fenced(job), {"$set": {**fields, "updatedAt": at or now()}, "$inc": {"attempts": -1}}
     )
@@ -200,7 +223,7 @@ async def requeue(db: AsyncDatabase, job_id: ObjectId) -> Doc | None:
     moment = now()
     return await _jobs(db).find_one_and_update(
         {"_id": job_id, "status": "failed"},
-        {"$set": {"status": "pending", "attempts": 0, "availableAt": moment, "updatedAt": moment}},
+        {"$set": {"status": "pending", "attempts": 0, "availableAt": moment, "updatedAt": moment, "expiresAt": None}},
         return_document=ReturnDocument.AFTER,
     )
 

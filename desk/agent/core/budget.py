@@ -20,7 +20,7 @@ import asyncio
 import hashlib
 from collections.abc import Awaitable, Callable, Iterable
 from dataclasses import dataclass
-from datetime import UTC, datetime, time, timedelta
+from datetime import UTC, date, datetime, time, timedelta
 
 from bson import ObjectId
 from pymongo import ASCENDING, ReturnDocument, UpdateOne
@@ -36,6 +36,7 @@ from desk.errors import DeskError, ErrorCode, RateLimited
 from desk.schema import now
 
 DUPLICATE_KEY = 11000
+KEEP_SPEND = timedelta(days=400)  # a year of days and a month over, for a year-on-year look
 CAP_OWNERS = {"user": "your", "agent": "the assistant's", "global": "the desk's"}
 TOO_MANY_MESSAGES = "That was a lot of messages in a short time. Wait a minute, then ask again."
 
@@ -69,6 +70,13 @@ class Admission:
 
 async def ensure_indexes(db: AsyncDatabase) -> None:
     await db["agent_spend"].create_index([("day", ASCENDING)], name="day")
+    await db["agent_spend"].create_index([("expiresAt", ASCENDING)], expireAfterSeconds=0, name="ttl")
+
+
+def _dated(day: str) -> dict:
+    """A ledger document's day (ISO) and when it is deleted: KEEP_SPEND after that day began (the TTL's date)."""
+    began = datetime.combine(date.fromisoformat(day), time(), tzinfo=UTC)
+    return {"day": day, "expiresAt": began + KEEP_SPEND}
 
 
 def keys(*, user_id: str | None, agent: str, moment: datetime | None = None) -> list[str]:
@@ -93,7 +101,7 @@ async def admit(db: AsyncDatabase, settings: Settings, *, user_id: str, agent: s
         db["agent_spend"].find_one_and_update(
             {"_id": person_key},
             # $set, not $setOnInsert: the embedded engine drops $setOnInsert on a find-and-modify upsert
-            {"$inc": {f"starts.{window}": 1}, "$set": {"day": moment.date().isoformat()}},
+            {"$inc": {f"starts.{window}": 1}, "$set": _dated(moment.date().isoformat())},
             upsert=True,
             return_document=ReturnDocument.AFTER,
         ),
@@ -123,7 +131,7 @@ async def charge(db: AsyncDatabase, *, user_id: str | None, agent: str, usd: flo
     day = now().date().isoformat()
     ops = []
     for key in keys(user_id=user_id, agent=agent):
-        update = {"$inc": {"spentUsd": usd}, "$setOnInsert": {"day": day}}
+        update = {"$inc": {"spentUsd": usd}, "$setOnInsert": _dated(day)}
         if tidy and key.startswith("user:"):
             update["$unset"] = _fields(tidy)
         ops.append(UpdateOne({"_id": key}, update, upsert=True))
@@ -143,7 +151,7 @@ async def reserve(db: AsyncDatabase, settings: Settings, *, user_id: str | None,
             "_id": key,
             "$or": [{"spentUsd": {"$lt": caps[key.split(":", 1)[0]]}}, {"spentUsd": {"$exists": False}}],
         }
-        ops.append(UpdateOne(under, {"$inc": {"spentUsd": usd}, "$setOnInsert": {"day": day}}, upsert=True))
+        ops.append(UpdateOne(under, {"$inc": {"spentUsd": usd}, "$setOnInsert": _dated(day)}, upsert=True))
     try:  # at or over a cap the filter matches nothing, and the upsert's insert meets the existing key
         await asyncio.shield(db["agent_spend"].bulk_write(ops, ordered=False))
     except BulkWriteError as error:

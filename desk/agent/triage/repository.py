@@ -17,6 +17,7 @@ from desk.work_orders import changes
 
 Doc = dict[str, Any]
 KEEP_COUNTERS = timedelta(days=3)
+KEEP_SUGGESTIONS = timedelta(days=365)  # then deleted by a TTL index on createdAt (docs/triage.md, Retention)
 # The change-feed kind of a suggestion stored or decided: no owner's list changes, the order's page and the
 # attention list do (owners left empty, so people's own lists do not reload for it).
 TRIAGED = "triaged"
@@ -35,6 +36,9 @@ async def ensure_indexes(db: AsyncDatabase) -> None:
     )
     await found.create_index([("flagged", ASCENDING), ("createdAt", DESCENDING)], name="flagged")
     await found.create_index([("decidedDay", ASCENDING)], name="decided_day")
+    await found.create_index(
+        [("createdAt", ASCENDING)], expireAfterSeconds=int(KEEP_SUGGESTIONS.total_seconds()), name="ttl"
+    )
     await db["agent_actions"].create_index([("expiresAt", ASCENDING)], expireAfterSeconds=0, name="ttl")
 
 
