@@ -4,6 +4,7 @@ import asyncio
 import json
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
+from zoneinfo import ZoneInfo
 
 import pytest
 from bson import ObjectId
@@ -13,7 +14,9 @@ from desk.agent.core import budget
 from desk.agent.triage import policy, prompt
 from desk.agent.triage import run as triage_run
 from desk.agent.triage import task as triage_task
+from desk.agent.triage.models import AgentConfigUpdate
 from desk.errors import Forbidden
+from desk.schema import now
 from desk.work_orders import service as work_orders
 from desk.work_orders import triage_door
 from desk.work_orders.models import WorkOrderUpdate
@@ -220,6 +223,53 @@ async def test_a_reservation_past_one_scopes_cap_counts_against_none(db, setting
 
     assert await budget.spent(db, agent_key) == agent_before
     assert await budget.spent(db, global_key) == settings.ai_global_daily_spend_usd
+
+
+def _a_zone_on_another_day() -> str:
+    """A time zone whose date is not UTC's right now: UTC+14 from 10:00 UTC on, UTC-12 before 12:00 UTC."""
+    return "Pacific/Kiritimati" if now().hour >= 10 else "Etc/GMT+12"
+
+
+async def _the_policy_in(db, settings, admin: dict, zone: str, **fields) -> None:
+    version = (await policy.current(db, settings))["version"]
+    change = AgentConfigUpdate(version=version, timeZone=zone, **fields)
+    await policy.update_config(db=db, settings=settings, actor=actor(admin), data=change)
+
+
+async def test_the_spend_and_action_days_are_the_policys_time_zone(
+    db, make_user, make_order, fake_provider, burst, triage_settings
+):
+    zone = _a_zone_on_another_day()
+    local, utc = now().astimezone(ZoneInfo(zone)).date().isoformat(), now().date().isoformat()
+    await _the_policy_in(db, triage_settings, await make_user("admin"), zone, mode="auto_apply")
+    await make_order(await make_user(), priority="low")
+    fake_provider.script(proposal("urgent"))
+
+    await burst()
+
+    ledger = {doc["_id"] for doc in await db["agent_spend"].find({"day": {"$exists": True}}).to_list()}
+    assert ledger == {f"agent:triage:{local}", f"global:{local}"} and local != utc
+    assert [doc["_id"] for doc in await db["agent_actions"].find().to_list()] == [f"triage:{local}"]
+
+
+async def test_over_the_cap_the_refusal_says_when_the_policys_day_ends(
+    db, make_user, make_order, client_for, triage_settings, provider
+):
+    zone = _a_zone_on_another_day()
+    admin_user = await make_user("admin")
+    await _the_policy_in(db, triage_settings, admin_user, zone)
+    await budget.charge(db, user_id=None, agent="triage", usd=triage_settings.agent_daily_spend_usd, zone=zone)
+    order = await make_order(await make_user())
+
+    response = await (await client_for(admin_user)).post(
+        "/api/v1/admin/agents/triage/run", json={"workOrderId": order.id}
+    )
+
+    local = now().astimezone(ZoneInfo(zone))
+    midnight = datetime.combine(local.date() + timedelta(days=1), datetime.min.time(), tzinfo=ZoneInfo(zone))
+    assert response.json()["error"]["code"] == "AI_BUDGET_EXCEEDED"
+    assert f"resets at midnight {zone}" in response.json()["error"]["message"]
+    assert abs(int(response.headers["Retry-After"]) - (midnight - now()).total_seconds()) < 5
 
 
 async def test_disabling_stops_two_workers_within_one_poll_interval_and_queued_events_stay_pending(

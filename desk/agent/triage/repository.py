@@ -6,6 +6,7 @@ storing one for the same event (one of them paused past its lease) cannot both s
 
 from datetime import datetime, timedelta
 from typing import Any
+from zoneinfo import ZoneInfo
 
 from bson import ObjectId
 from pymongo import ASCENDING, DESCENDING, ReturnDocument
@@ -106,10 +107,11 @@ async def decisions_since(db: AsyncDatabase, day: str) -> list[Doc]:
     return await cursor.to_list(5000)
 
 
-async def take_action(db: AsyncDatabase, *, agent: str, cap: int) -> bool:
-    """Count one automatic change against today's cap; False (and nothing counted) once the cap is reached."""
+async def take_action(db: AsyncDatabase, *, agent: str, cap: int, zone: str = "UTC") -> bool:
+    """Count one automatic change against today's cap, today in `zone` (the policy's); False (and nothing counted)
+    once the cap is reached."""
     moment = now()
-    key = f"{agent}:{moment.date().isoformat()}"
+    key = f"{agent}:{moment.astimezone(ZoneInfo(zone)).date().isoformat()}"
     counted = await db["agent_actions"].find_one_and_update(
         {"_id": key},
         {"$inc": {"n": 1}, "$set": {"expiresAt": moment + KEEP_COUNTERS}},

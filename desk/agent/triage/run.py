@@ -99,7 +99,7 @@ async def triage(
     )
     await record.open(messages)
     tag(runId=str(record.run["_id"]))  # each pass runs in its own task: its log lines name its run
-    meter = budget.Meter(db, cost=provider.cost, user_id=None, agent=AGENT)
+    meter = budget.Meter(db, cost=provider.cost, user_id=None, agent=AGENT, zone=policy.zone(config))
     pass_ = _Pass(
         db=db, settings=settings, provider=provider, record=record, meter=meter, still_ours=still_ours, config=config
     )
@@ -293,7 +293,8 @@ class _Pass:
             return "ai_disabled_for_owner" if target else "order_deleted"
         if not ours:
             return "lease_lost"
-        if not await repo.take_action(self.db, agent=AGENT, cap=self.config["dailyActionCap"]):
+        cap, zone = self.config["dailyActionCap"], policy.zone(self.config)
+        if not await repo.take_action(self.db, agent=AGENT, cap=cap, zone=zone):
             return "daily_action_cap"  # falls back to suggest; the suggestion and the run say why
         return None
 

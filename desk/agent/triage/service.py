@@ -76,9 +76,10 @@ async def manual_run(
     """
     require_admin(actor, "see or run the agents")
     require_ai_on_desk(settings)
-    if not (await policy.current(db, settings))["enabled"]:
+    config = await policy.current(db, settings)
+    if not config["enabled"]:
         raise Conflict("The triage agent is turned off. Turn it on to run it.")
-    await budget.check(db, settings, user_id=None, agent=policy.AGENT)
+    await budget.check(db, settings, user_id=None, agent=policy.AGENT, zone=policy.zone(config))
     async with _event_held(db, settings, actor=actor, order_id=order_id) as (job, still_ours, settled):
         outcome = await triage(
             db=db, settings=settings, provider=provider, order_id=order_id, still_ours=still_ours, triggered_by=actor.id
@@ -273,7 +274,7 @@ async def health(*, db: AsyncDatabase, settings: Settings, actor: Actor) -> Heal
     failed, _ = await outbox.page(db, status="failed", offset=0, limit=20)
     oldest = await outbox.oldest_pending(db)
     last = await agent_runs.last_of(db, policy.AGENT)
-    day = now().date().isoformat()
+    day = budget.day_of(now(), policy.zone(await policy.current(db, settings)))  # the ledger's day: the policy's zone
     scopes = (
         ("Triage agent", f"agent:{policy.AGENT}:{day}", settings.agent_daily_spend_usd),
         ("Whole desk", f"global:{day}", settings.ai_global_daily_spend_usd),

@@ -70,22 +70,16 @@ def limits(settings: Settings) -> dict[str, float]:
 
 async def may_claim(ctx: Context) -> bool:
     """Whether a pass may start now: AI on, the policy enabled and in its working hours, the spend caps not reached
-    (read side by side). The pass's one spend check: `triage` does not check again (a manual run checks first)."""
+    (today in the policy's time zone). The pass's spend check before its claim; the pass reserves its call's."""
     if not ctx.settings.ai_enabled:
         return False  # the hard kill (AGT-9): no claim, no model call
-    config, spend = await asyncio.gather(
-        policy.current(ctx.db, ctx.settings),
-        budget.check(ctx.db, ctx.settings, user_id=None, agent=policy.AGENT),
-        return_exceptions=True,
-    )
-    if isinstance(config, BaseException):
-        raise config
+    config = await policy.current(ctx.db, ctx.settings)
     if not config["enabled"] or not policy.in_working_hours(config, now()):
         return False  # jobs wait, pending
-    if isinstance(spend, budget.BudgetExceeded):
+    try:
+        await budget.check(ctx.db, ctx.settings, user_id=None, agent=policy.AGENT, zone=policy.zone(config))
+    except budget.BudgetExceeded:
         return False  # over a spend cap: jobs wait for the next day
-    if isinstance(spend, BaseException):
-        raise spend
     return True
 
 
