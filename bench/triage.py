@@ -13,9 +13,10 @@ seconds). Four parts:
   model call;
 - floor with the run record: the same loop also writing what the spec requires of every pass
   (§9, SEC-11): the AgentRun, its prompt's messages, the answer and its tool call, the run's end
-  with its usage (11 commands). The desk sends 17 (tests/triage/test_commands.py): those, plus the
+  with its usage (11 commands). The desk sends 20 (tests/triage/test_commands.py): those, plus the
   policy read before the claim and again before the model call (AGT-9), the spend check, the lease
-  check before the suggestion, and the suggestion's change-feed entry (2) that open pages follow;
+  check before the suggestion, the suggestion's change-feed entry (2) that open pages follow, and
+  the desk-wide concurrency slot taken and released (2), and the spend reserved before the call (1);
 - slow provider: L = 0.5 s a call, one worker at C = 2: events/s (target >= 0.9 x C / L);
 - steady: one order a second for S seconds, one worker, the slow provider: p95 create -> suggestion
   (target <= AGENT_POLL_INTERVAL_MS + L + 1 s).
@@ -140,7 +141,9 @@ async def burst(uri: str, pool: Workers, name: str, n: int, processes: int) -> t
     db = await new_db(uri, name)
     await switch(db, False)
     await create(db, await owner_of(db), n)
-    started = [pool.start(wait=False, MONGODB_DB=name) for _ in range(processes)]
+    # AGENT_CONCURRENCY is the desk's: C a worker, as the floor's processes run C each
+    desk_wide = str(CONCURRENCY * processes)
+    started = [pool.start(wait=False, MONGODB_DB=name, AGENT_CONCURRENCY=desk_wide) for _ in range(processes)]
     for worker in started:
         worker.wait_started()
     t0 = await switch(db, True)

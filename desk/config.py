@@ -2,8 +2,10 @@
 
 import ipaddress
 import logging
+import re
 import socket
 import sys
+from datetime import timedelta
 from pathlib import Path
 from typing import Annotated, Literal
 from urllib.parse import unquote, urlsplit
@@ -70,9 +72,10 @@ class Settings(BaseSettings):
     agent_sweep_interval_ms: PositiveInt = 30_000
     agent_max_attempts: PositiveInt = 3
     agent_reconcile_after_ms: PositiveInt = 60_000
+    agent_reconcile_max_age: timedelta = timedelta(days=7)  # AGENT_RECONCILE_MAX_AGE: 7d, 36h; older orders are history
     agent_triage_mode: Literal["suggest", "auto-apply"] = "suggest"
     agent_working_hours: str = "*"  # desk/hours.py: "*", 08:00-18:00, Mon-Fri 08:00-18:00; Sat 09:00-13:00
-    agent_concurrency: int = Field(2, ge=1, le=2)
+    agent_concurrency: int = Field(2, ge=1, le=32)  # triage passes at once across the whole desk (every worker)
     agent_time_zone: str = "UTC"  # the IANA zone AGENT_WORKING_HOURS is read in (e.g. Europe/Berlin)
 
     def secrets(self) -> list[str]:
@@ -121,6 +124,17 @@ class Settings(BaseSettings):
         except ValueError:
             raise ValueError(SHAPES["AGENT_WORKING_HOURS"]) from None
         return value
+
+    @field_validator("agent_reconcile_max_age", mode="before")
+    @classmethod
+    def _age(cls, value: object) -> object:
+        if isinstance(value, timedelta):
+            return value
+        found = re.fullmatch(r"([1-9][0-9]{0,4})(d|h)", str(value).strip())
+        if found is None:
+            raise ValueError(SHAPES["AGENT_RECONCILE_MAX_AGE"])
+        number, unit = int(found[1]), found[2]
+        return timedelta(days=number) if unit == "d" else timedelta(hours=number)
 
     @field_validator("agent_time_zone")
     @classmethod
@@ -182,6 +196,7 @@ SHAPES = {
         "must be * (any time) or a 24-hour range such as 08:00-18:00 (ending at another time),"
         " after weekdays if need be: Mon-Fri 08:00-18:00"
     ),
+    "AGENT_RECONCILE_MAX_AGE": "must be a number of days or hours such as 7d or 36h",
 }
 
 

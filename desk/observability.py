@@ -77,7 +77,7 @@ OLDEST = Gauge("desk_outbox_oldest_pending_seconds", "Age of the oldest pending 
 DECISIONS = Gauge(
     "desk_triage_decisions_today", "Triage suggestions decided today (UTC)", ["decision"], registry=REGISTRY
 )
-SPEND = Gauge("desk_ai_spend_usd", "AI spend today (UTC) by scope", ["scope"], registry=REGISTRY)
+SPEND = Gauge("desk_ai_spend_usd", "AI spend today (the desk's time zone) by scope", ["scope"], registry=REGISTRY)
 CAP = Gauge("desk_ai_spend_cap_usd", "The daily cap of each spend scope", ["scope"], registry=REGISTRY)
 
 
@@ -124,8 +124,9 @@ async def _read_shared_state(db: AsyncDatabase, settings: Settings) -> None:
         f"agent:{agent_policy.AGENT}": settings.agent_daily_spend_usd,
         "global": settings.ai_global_daily_spend_usd,
     }
+    ledger_day = budget.day_of(now(), await budget.desk_zone(db))  # the ledger counts the desk's days
     for scope, cap in scopes.items():
-        SPEND.labels(scope).set(await budget.spent(db, f"{scope}:{day}"))
+        SPEND.labels(scope).set(await budget.spent(db, f"{scope}:{ledger_day}"))
         CAP.labels(scope).set(cap)
 
 

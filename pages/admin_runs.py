@@ -157,7 +157,7 @@ class RunsScreen:
             ui.link(when(run.started_at), f"{PATH}/{run.id}").classes("w-44 shrink-0").mark("run-open")
             ui.label(AGENT_NAMES.get(run.agent_name or "copilot", run.agent_name or "")).classes("w-28")
             run_status_chip(run.status)
-            if run.actor_id:
+            if run.actor_id and run.actor_kind == "human":
                 ui.label(self.people.get(run.actor_id, "someone")).classes("w-40 truncate")
             elif extra and extra.work_order_id:  # a triage run: the order it was about, by its title
                 about = extra.work_order_title or "a deleted order"

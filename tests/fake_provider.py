@@ -167,6 +167,7 @@ class FakeProvider:
         self.peers: list[tuple[str, int]] = []  # the client's address and port: one port, one connection
         self.unscripted = 0  # calls that found no turn queued
         self.client_disconnects = 0  # streams the client closed before the turn finished
+        self.in_flight = self.most_in_flight = 0  # calls being answered now, and the most there were at once
         self._turns: deque[Turn] = deque()
         self._generation = 0  # a stream still winding down from an earlier test records nothing
 
@@ -181,6 +182,7 @@ class FakeProvider:
         self.headers.clear()
         self.peers.clear()
         self.unscripted = self.client_disconnects = 0
+        self.in_flight = self.most_in_flight = 0
 
     async def wait_for_request(self, within: float = 2.0) -> bool:
         """True once a request has arrived (waits up to `within` seconds)."""
@@ -207,8 +209,13 @@ class FakeProvider:
         else:
             self.unscripted += 1
             turn = Turn(status=500, body=b'{"error": {"message": "the fake provider has no turn scripted"}}')
-        if not await _play(turn, receive, send) and generation == self._generation:
-            self.client_disconnects += 1
+        self.in_flight += 1
+        self.most_in_flight = max(self.most_in_flight, self.in_flight)
+        try:
+            if not await _play(turn, receive, send) and generation == self._generation:
+                self.client_disconnects += 1
+        finally:
+            self.in_flight -= 1
 
 
 async def _within(seen: Callable[[], bool], within: float) -> bool:

@@ -1,5 +1,7 @@
 """Config errors in plain words: lengths in characters, an example instead of a regular expression, no value echoed."""
 
+from datetime import timedelta
+
 import pytest
 from pydantic import ValidationError
 
@@ -38,3 +40,13 @@ def test_working_hours_with_weekdays_boot_and_a_misspelled_weekday_is_told_in_wo
     (line,) = _lines(AGENT_WORKING_HOURS="Weekdays 08:00-18:00")
 
     assert line.startswith("AGENT_WORKING_HOURS: must be * (any time)") and "Mon-Fri 08:00-18:00" in line
+
+
+def test_the_reconcile_max_age_is_days_or_hours():
+    assert Settings().agent_reconcile_max_age == timedelta(days=7)
+    assert Settings(AGENT_RECONCILE_MAX_AGE="36h").agent_reconcile_max_age == timedelta(hours=36)
+    assert Settings(AGENT_RECONCILE_MAX_AGE="30d").agent_reconcile_max_age == timedelta(days=30)
+    for wrong in ("7", "0d", "one week", "P7D"):
+        assert _lines(AGENT_RECONCILE_MAX_AGE=wrong) == [
+            "AGENT_RECONCILE_MAX_AGE: must be a number of days or hours such as 7d or 36h"
+        ]

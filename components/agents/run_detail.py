@@ -27,7 +27,8 @@ def run_detail(detail: AgentRunDetail, extra: triage.RunExtra | None, names: dic
         with ui.row().classes("items-center gap-3"):
             ui.label(f"{agent} run").classes("text-2xl font-semibold")
             run_status_chip(run.status)
-        who = names.get(run.actor_id, "someone") if run.actor_id else "no person (the triage agent works alone)"
+        person = run.actor_id if run.actor_kind == "human" else None
+        who = names.get(person, "someone") if person else "no person (the triage agent works alone)"
         ui.label(f"For {who} · {run.mode} · model {run.model}").classes("text-sm text-grey-8")
         ui.label(f"Started {when(run.started_at)} · finished {when(run.finished_at) or '—'}").classes("text-sm")
         cost = f" · ${extra.cost_usd:.4f}" if extra else ""

@@ -5,6 +5,19 @@ about, and the two are its key, unique. It moves pending -> processing (claimed,
 skipped | failed, or back to pending for a retry. Every claim bumps `fence`; every write that settles
 a job names the fence it claimed with, so a worker that lost its lease (paused, partitioned) can no
 longer settle it. Writes take the moment as `at` (the worker's clock), the current time by default.
+
+Claims take the newest due job first, by `bornAt`: when the thing the job is about came to be (an order's
+creation), not when the job was enqueued. Decision: newest first rather than a lane for fresh jobs. A
+backlog (a kill switch, an outage, AI turned off, a reconcile after a crash) is work nobody is watching;
+a new order is the one a person just made and may be looking at. Newest first puts it next in line with
+no second queue to balance, and `bornAt` keeps a job enqueued late for an old thing (reconcile) behind it.
+The price: under an overload that never ends, the oldest jobs wait until arrivals slow down; they are
+never lost, and the queue's overview shows the oldest waiting job.
+
+Retention: a finished job carries `expiresAt` under a TTL index: done and skipped jobs go 30 days after they
+ended, dead letters (failed) 90 (the record of orders never triaged, which an admin may still retry); pending
+and processing jobs have none and never expire. A date set only on finished jobs, not a TTL index with a
+partial filter: the embedded engine's TTL purge ignores partial filters and would delete waiting jobs too.
 """
 
 from collections.abc import Iterable
@@ -21,6 +34,13 @@ from desk.schema import now
 
 Doc = dict[str, Any]
 STATUSES: tuple[EventStatus, ...] = ("pending", "processing", "done", "failed", "skipped")
+KEEP: dict[str, timedelta] = {"done": timedelta(days=30), "skipped": timedelta(days=30), "failed": timedelta(days=90)}
+
+
+def _expires(status: str, at: datetime) -> datetime | None:
+    """When a job in `status` since `at` is deleted (None: it waits or runs, and is kept)."""
+    keep = KEEP.get(status)
+    return at + keep if keep is not None else None
 
 
 def _jobs(db: AsyncDatabase):
@@ -32,8 +52,11 @@ async def ensure_indexes(db: AsyncDatabase) -> None:
     # the idempotency key (AGT-1): a retried enqueue or a reconcile never makes a second job
     await jobs.create_index([("type", ASCENDING), ("payloadRef", ASCENDING)], unique=True, name="type_ref")
     await jobs.create_index([("status", ASCENDING), ("availableAt", ASCENDING)], name="status_available")
+    # the claim's sort (newest first) served by the index, within a status and a task: no sort of the backlog
+    await jobs.create_index([("status", ASCENDING), ("type", ASCENDING), ("bornAt", DESCENDING)], name="claim_order")
     await jobs.create_index([("status", ASCENDING), ("leasedUntil", ASCENDING)], name="status_lease")
     await jobs.create_index([("status", ASCENDING), ("updatedAt", DESCENDING)], name="status_updated")
+    await jobs.create_index([("expiresAt", ASCENDING)], expireAfterSeconds=0, name="ttl")
 
 
 async def enqueue(
@@ -43,9 +66,12 @@ async def enqueue(
     *,
     not_before: datetime | None = None,
     skip: str | None = None,
+    born: datetime | None = None,
     at: datetime | None = None,
 ) -> bool:
     """A job for `task` about `key`, due from `not_before` (now by default); False when it exists already.
+
+    `born`: when the key's thing came to be (now by default); claims take the newest first.
 
     `skip` stores the job as `skipped` with that reason (an owner who turned AI off, SEC-8): it is
     kept, so a pass that enqueues what has no job does not enqueue it again.
@@ -58,11 +84,13 @@ async def enqueue(
         "attempts": 0,
         "fence": 0,
         "availableAt": not_before or moment,
+        "bornAt": born or moment,
         "leasedUntil": None,
         "leaseOwner": None,
         "lastError": skip,
         "createdAt": moment,
         "updatedAt": moment,
+        "expiresAt": _expires("skipped", moment) if skip else None,
     }
     try:
         await _jobs(db).insert_one(job)
@@ -79,28 +107,31 @@ async def claim(
     tasks: Iterable[str] | None = None,
     at: datetime | None = None,
 ) -> Doc | None:
-    """Take the oldest due job (of `tasks`, or any): pending and available, or processing with a lapsed lease,
-    in one atomic step that counts the attempt and moves the fence."""
-    moment = at or now()
-    # One task (the common case) is named by equality: the embedded engine answers `$in` here by reading
-    # every job for every claim (bench/triage.py: 2-4 times fewer passes a second).
+    """Take the newest due job (of `tasks`, or any; by `bornAt`), pending and available, in one atomic step that
+    counts the attempt and moves the fence. A job whose lease lapsed is claimed once `revive` put it back."""
+    at = at or now()
+    # One status and one task (the common case), named by equality, with the sort on the index's last key: the
+    # embedded engine walks `claim_order` from the newest and stops at the first due job. An `$or` (pending, or
+    # processing and lapsed) or an `$in` made it read and sort every job for every claim.
     names = list(tasks) if tasks is not None else None
     of_tasks: Doc = {} if names is None else {"type": names[0] if len(names) == 1 else {"$in": names}}
-    due: Doc = {
-        "$or": [
-            {"status": "pending", "availableAt": {"$lte": moment}, **of_tasks},
-            {"status": "processing", "leasedUntil": {"$lt": moment}, **of_tasks},
-        ]
-    }
     return await _jobs(db).find_one_and_update(
-        due,
+        {"status": "pending", **of_tasks, "availableAt": {"$lte": at}},
         {
-            "$set": {"status": "processing", "leasedUntil": moment + lease, "leaseOwner": owner, "updatedAt": moment},
+            "$set": {"status": "processing", "leasedUntil": at + lease, "leaseOwner": owner, "updatedAt": at},
             "$inc": {"attempts": 1, "fence": 1},
         },
-        sort=[("availableAt", ASCENDING), ("_id", ASCENDING)],
+        sort=[("bornAt", DESCENDING), ("_id", DESCENDING)],
         return_document=ReturnDocument.AFTER,
     )
+
+
+async def revive(db: AsyncDatabase, *, at: datetime | None = None) -> int:
+    """Every job whose lease lapsed (its worker died or stalled) back to pending, its attempt still counted;
+    how many. Its fence stays: the worker that lost it can settle nothing (it matches `processing`)."""
+    lapsed = {"status": "processing", "leasedUntil": {"$lt": at or now()}}
+    fields = {"status": "pending", "leasedUntil": None, "leaseOwner": None}
+    return (await _jobs(db).update_many(lapsed, {"$set": fields})).modified_count
 
 
 def _fenced(job: Doc) -> Doc:
@@ -117,7 +148,9 @@ async def settle(
     db: AsyncDatabase, job: Doc, status: EventStatus, *, error: str | None = None, at: datetime | None = None
 ) -> bool:
     """End the job as `status` (done, skipped, failed), only while we still hold it."""
-    fields = {"status": status, "leasedUntil": None, "leaseOwner": None, "lastError": error, "updatedAt": at or now()}
+    moment = at or now()
+    fields = {"status": status, "leasedUntil": None, "leaseOwner": None, "lastError": error, "updatedAt": moment}
+    fields["expiresAt"] = _expires(status, moment)
     result = await _jobs(db).update_one(_fenced(job), {"$set": fields})
     return result.modified_count == 1
 
@@ -136,12 +169,61 @@ async def put_back(db: AsyncDatabase, job: Doc, *, at: datetime | None = None) -
     return result.modified_count == 1
 
 
+async def take(
+    db: AsyncDatabase,
+    task: str,
+    key: ObjectId,
+    *,
+    owner: str,
+    lease: timedelta,
+    born: datetime | None = None,
+    at: datetime | None = None,
+) -> tuple[Doc, Doc] | None:
+    """The job of `task` about `key` claimed outside the worker's order (an admin's manual run), whatever its status,
+    made first if there is none: the job as it was and as claimed; None while another holds a live lease on it.
+
+    The caller settles it (`settle`) or gives it back as it was (`hand_back`), like any claim, fenced.
+    """
+    moment = at or now()
+    before = await find(db, task, key)
+    if before is None:
+        await enqueue(db, task, key, born=born, at=moment)
+        before = await find(db, task, key)
+    if before is None or (before["status"] == "processing" and before["leasedUntil"] >= moment):
+        return None
+    claimed = await _jobs(db).find_one_and_update(
+        {"_id": before["_id"], "status": before["status"], "fence": before["fence"]},  # no one claimed it meanwhile
+        {
+            "$set": {
+                "status": "processing",
+                "leasedUntil": moment + lease,
+                "leaseOwner": owner,
+                "updatedAt": moment,
+                "expiresAt": None,  # held again: kept until it ends again
+            },
+            "$inc": {"attempts": 1, "fence": 1},
+        },
+        return_document=ReturnDocument.AFTER,
+    )
+    return (before, claimed) if claimed is not None else None
+
+
+async def hand_back(db: AsyncDatabase, job: Doc, before: Doc, *, at: datetime | None = None) -> bool:
+    """A job `take`n back to how it was (its status and error), the attempt not counted, only while we hold it."""
+    fields = {"status": before["status"], "lastError": before.get("lastError"), "leasedUntil": None, "leaseOwner": None}
+    fields["expiresAt"] = before.get("expiresAt")
+    result = await _jobs(db).update_one(
+        _fenced(job), {"$set": {**fields, "updatedAt": at or now()}, "$inc": {"attempts": -1}}
+    )
+    return result.modified_count == 1
+
+
 async def requeue(db: AsyncDatabase, job_id: ObjectId) -> Doc | None:
     """A failed job back to pending with its attempts reset (an admin's retry); None when it is not failed."""
     moment = now()
     return await _jobs(db).find_one_and_update(
         {"_id": job_id, "status": "failed"},
-        {"$set": {"status": "pending", "attempts": 0, "availableAt": moment, "updatedAt": moment}},
+        {"$set": {"status": "pending", "attempts": 0, "availableAt": moment, "updatedAt": moment, "expiresAt": None}},
         return_document=ReturnDocument.AFTER,
     )
 

@@ -64,6 +64,8 @@ class Function:
 
     `ready(ctx)`, read before every claim: False leaves the task's jobs pending (a kill switch, working
     hours, a spend cap). `lease`: how long a claim holds the job before another worker may take it over.
+    `desk_concurrency`: at most this many of its jobs run at once across every worker process (slots leased
+    in the database, desk/jobs/slots.py); None: only each worker's own `concurrency` limits it.
     """
 
     name: str
@@ -71,6 +73,7 @@ class Function:
     max_tries: int = 3
     lease: timedelta = timedelta(seconds=15)
     ready: Callable[[Context], Awaitable[bool]] | None = None
+    desk_concurrency: int | None = None
 
 
 @dataclass(frozen=True)

@@ -15,7 +15,7 @@ import signal
 import socket
 import uuid
 from collections.abc import Iterable
-from datetime import timedelta
+from datetime import datetime, timedelta
 from typing import Any, assert_never
 
 from apscheduler.schedulers.asyncio import AsyncIOScheduler
@@ -23,7 +23,7 @@ from apscheduler.schedulers.asyncio import AsyncIOScheduler
 from desk.clock import SYSTEM_CLOCK, Clock
 from desk.config import Settings
 from desk.db.lifecycle import open_database
-from desk.jobs import backoff, queue
+from desk.jobs import backoff, queue, slots
 from desk.jobs.table import Context, CronJob, Done, Function, Job, Later, Result, Retry, Skipped
 from desk.logs import failure
 
@@ -51,6 +51,7 @@ class Worker:
         self.concurrency, self.poll_delay, self.burst = concurrency, poll_delay, burst
         self.clock, self.owner = clock, owner
         self._busy = 0  # slots taken: jobs in flight, and claims on their way to becoming one
+        self._revived_at: datetime | None = None  # when lapsed leases were last put back (see `_claim`)
 
     async def run(self, settings: Settings, *, stop: asyncio.Event | None = None) -> None:
         """Serve until stopped; in burst mode, do what is due once and return."""
@@ -77,16 +78,17 @@ class Worker:
         claimed = 0
         try:
             while True:
-                doc = None
+                held = None
                 if not ctx.stopping.is_set() and self._take_slot():
                     try:
-                        doc = await self._claim(ctx, resting)
+                        held = await self._claim(ctx, resting)
                     finally:
-                        if doc is None:
+                        if held is None:
                             self._free_slot()
-                if doc is not None:
+                if held is not None:
                     claimed += 1
-                    in_flight.add(asyncio.create_task(self.perform(ctx, doc, resting=resting)))
+                    doc, desk_slot = held
+                    in_flight.add(asyncio.create_task(self.perform(ctx, doc, resting=resting, desk_slot=desk_slot)))
                     continue
                 if not in_flight:
                     return claimed
@@ -105,15 +107,35 @@ class Worker:
                 for _ in in_flight:
                     self._free_slot()
 
-    async def perform(self, ctx: Context, doc: Doc, *, resting: set[str] | None = None) -> None:
+    async def perform(
+        self, ctx: Context, doc: Doc, *, resting: set[str] | None = None, desk_slot: Doc | None = None
+    ) -> None:
         """Run one claimed job and settle it, fenced: a worker that lost the job writes nothing.
 
         A task that answers Later joins `resting`: the poll claims none of its jobs again (it would at once).
+        `desk_slot`: the task's desk-wide slot the job holds, renewed with the job and released after it.
         """
         function = self.functions[doc["type"]]
+        try:
+            await self._perform(ctx, function, doc, resting, desk_slot)
+        finally:
+            if desk_slot is not None:
+                await asyncio.shield(slots.release(ctx.db, desk_slot))
+
+    async def _perform(
+        self, ctx: Context, function: Function, doc: Doc, resting: set[str] | None, desk_slot: Doc | None
+    ) -> None:
+        slot_renewed = [self.clock.now()]
 
         async def still_ours() -> bool:
-            return await queue.renew(ctx.db, doc, function.lease, at=self.clock.now())
+            at = self.clock.now()
+            if desk_slot is None or at - slot_renewed[0] < function.lease / 3:
+                return await queue.renew(ctx.db, doc, function.lease, at=at)  # the slot's lease is young: not yet
+            slot_renewed[0] = at
+            job, slot = await asyncio.gather(
+                queue.renew(ctx.db, doc, function.lease, at=at), slots.renew(ctx.db, desk_slot, function.lease, at=at)
+            )
+            return job and slot  # a lapsed slot is another worker's now: the job must stop like a lost lease
 
         job = Job(id=doc["_id"], key=doc["payloadRef"], attempts=doc["attempts"], still_ours=still_ours)
         try:
@@ -135,10 +157,37 @@ class Worker:
     def _free_slot(self) -> None:
         self._busy -= 1
 
-    async def _claim(self, ctx: Context, resting: set[str]) -> Doc | None:
-        """The oldest due job of a task that is ready now; a job whose leases kept lapsing becomes a dead letter."""
+    async def _claim(self, ctx: Context, resting: set[str]) -> tuple[Doc, Doc | None] | None:
+        """The newest due job of a task that is ready now, with one of the task's desk-wide slots if it declares a
+        limit (`desk_concurrency`); a job whose leases kept lapsing becomes a dead letter.
+
+        The job is claimed first, then its slot: an idle poll costs no slot round trips. With every slot held
+        elsewhere, the job goes straight back (its attempt not counted) and the task waits for this worker's
+        next job to end, or its next poll.
+        """
         awake = [task for task in self.functions.values() if task.name not in resting]
         ready = [task for task in awake if task.ready is None or await task.ready(ctx)]
+        while (doc := await self._claim_ready(ctx, ready)) is not None:
+            function = self.functions[doc["type"]]
+            if function.desk_concurrency is None:
+                return doc, None
+            at = self.clock.now()
+            limit = function.desk_concurrency
+            slot = await slots.take(ctx.db, function.name, limit, owner=self.owner, lease=function.lease, at=at)
+            if slot is not None:
+                return doc, slot
+            await queue.put_back(ctx.db, doc, at=at)  # the desk runs as many of its jobs as it may
+            ready = [task for task in ready if task is not function]
+        return None
+
+    async def _claim_ready(self, ctx: Context, ready: list[Function]) -> Doc | None:
+        at = self.clock.now()
+        if ready and (self._revived_at is None or at - self._revived_at >= timedelta(seconds=self.poll_delay)):
+            # A dead or stalled worker's jobs (their lease lapsed) back in line, newest first as all: at the first
+            # claim and then once a poll delay, not at every claim (one more round trip each), nor only when nothing
+            # is due (under a backlog that never ends they would wait for ever).
+            self._revived_at = at
+            await queue.revive(ctx.db, at=at)
         while ready:
             # one claim across the ready tasks, leased as long as the longest asks; a shorter one is renewed to its own
             longest = max(function.lease for function in ready)

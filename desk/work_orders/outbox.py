@@ -20,4 +20,5 @@ async def emit_created(db: AsyncDatabase, order: Doc, *, skip: str | None = None
     the caller says why not (`skip`); False when the order has its job already."""
     if skip is None and not await access.order_allows_ai(db, order):
         skip = "ai_disabled_for_owner"
-    return await queue.enqueue(db, CREATED, order["_id"], skip=skip)
+    # born with the order: a job the reconcile pass makes for an old order waits behind a new order's
+    return await queue.enqueue(db, CREATED, order["_id"], skip=skip, born=order["createdAt"])

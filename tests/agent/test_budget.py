@@ -4,7 +4,7 @@ import asyncio
 import contextlib
 import json
 import socket
-from datetime import timedelta
+from datetime import UTC, datetime, timedelta
 
 import httpx
 import pytest
@@ -16,6 +16,7 @@ from desk.agent.core.client import use_provider
 from desk.agent.core.provider import Provider, Usage
 from desk.errors import ErrorCode, RateLimited
 from desk.schema import now
+from tests.clock import ManualClock
 from tests.fake_provider import Turn
 from tests.helpers import actor, reconfigure, tuned
 
@@ -410,3 +411,19 @@ async def test_a_message_refused_in_the_last_moment_of_a_minute_is_told_to_wait_
     assert refused.status_code == 429 and refused.json()["error"]["code"] == ErrorCode.RATE_LIMITED
     assert refused.headers["retry-after"] == "1"  # never 0: a client would retry at once, into the same minute
     assert refused.json()["error"]["details"]["retryAfter"] == 1
+
+
+async def test_a_persons_day_is_the_desks_day_in_its_time_zone(db, settings, make_user):
+    # 23:30 UTC is already tomorrow in Berlin, where the desk's policy says it works: one midnight for every scope
+    late = ManualClock(datetime(2026, 3, 9, 23, 30, tzinfo=UTC))
+    await budget.set_desk_zone(db, "Europe/Berlin")
+    sam = await make_user("user")
+
+    admitted = await budget.admit(db, settings, user_id=sam["id"], agent="copilot", ip="10.0.0.7", clock=late)
+
+    assert admitted.zone == "Europe/Berlin"
+    assert await db["agent_spend"].find_one({"_id": f"user:{sam['id']}:2026-03-10"}) is not None
+    assert budget.keys(user_id=sam["id"], agent="copilot", moment=late.now(), zone=admitted.zone) == [
+        f"user:{sam['id']}:2026-03-10",
+        "global:2026-03-10",
+    ]

@@ -1,6 +1,7 @@
 """The queue's store (desk/jobs/queue.py): one job per task and key, and a claim only one worker wins."""
 
 import asyncio
+from datetime import timedelta
 
 from bson import ObjectId
 
@@ -49,3 +50,32 @@ async def test_a_claim_takes_only_the_tasks_it_names(db, clock, enqueue):
     assert (await queue.claim(db, owner="w1", lease=LEASE, tasks=["test.other"], at=clock.now()))[
         "type"
     ] == "test.other"
+
+
+async def test_a_fresh_job_is_claimed_before_a_backlog_of_older_ones(db, clock, enqueue):
+    backlog = [await enqueue(born=clock.now() - timedelta(hours=hours)) for hours in range(1, 201)]
+    # the reconcile pass's job for an old order, enqueued just now: it stays in the backlog
+    late = await enqueue(born=clock.now() - timedelta(days=3))
+    fresh = await enqueue()
+
+    first, second = [await queue.claim(db, owner="w1", lease=LEASE, tasks=[TASK], at=clock.now()) for _ in range(2)]
+
+    assert first["payloadRef"] == fresh
+    assert second["payloadRef"] == backlog[0]  # then the newest of the backlog
+    assert (await queue.find(db, TASK, late))["status"] == "pending"
+
+
+async def test_a_job_whose_lease_lapsed_is_claimed_again_once_revived(db, clock, enqueue):
+    key = await enqueue()
+    held = await enqueue()
+    await queue.claim(db, owner="dead", lease=LEASE, at=clock.now())  # the newest, `held`
+    await queue.claim(db, owner="alive", lease=LEASE * 2, at=clock.now())
+    clock.move(LEASE + timedelta(milliseconds=1))
+
+    missed = await queue.claim(db, owner="w2", lease=LEASE, at=clock.now())
+    revived = await queue.revive(db, at=clock.now())
+    again = await queue.claim(db, owner="w2", lease=LEASE, at=clock.now())
+
+    assert (missed, revived) == (None, 1)  # the live lease stays
+    assert (again["payloadRef"], again["leaseOwner"], again["attempts"], again["fence"]) == (held, "w2", 2, 2)
+    assert (await queue.find(db, TASK, key))["leaseOwner"] == "alive"

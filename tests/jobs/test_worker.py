@@ -6,7 +6,7 @@ import logging
 from datetime import timedelta
 
 from desk.config import Settings
-from desk.jobs import queue
+from desk.jobs import queue, slots
 from desk.jobs.table import Context, CronJob, Done, Function, Job, Later, Retry, Skipped
 from desk.jobs.worker import Worker
 from tests.helpers import until
@@ -103,6 +103,7 @@ async def test_a_job_whose_leases_keep_lapsing_becomes_a_dead_letter_without_ano
 ):
     key = await enqueue()
     for n in range(3):  # three workers, each dying while it held the job
+        await queue.revive(db, at=clock.now())  # as each worker's poll does
         await queue.claim(db, owner=f"dead{n}", lease=LEASE, at=clock.now())
         clock.move(LEASE + timedelta(milliseconds=1))
     seen: list[Job] = []
@@ -187,6 +188,57 @@ async def test_no_more_jobs_run_at_once_than_the_worker_allows(db, ctx, make_wor
     go_on.set()
 
     assert (await working, processing, most) == (5, 2, 2)
+
+
+async def test_a_fresh_job_runs_next_while_a_backlog_drains(db, ctx, clock, make_worker, enqueue):
+    backlog = [await enqueue(born=clock.now() - timedelta(minutes=minutes)) for minutes in range(1, 101)]
+    ran: list = []
+    fresh: list = []
+
+    async def run(ctx: Context, job: Job):
+        ran.append(job.key)
+        if len(ran) == 1:  # a new order arrives while the worker is busy with the backlog
+            fresh.append(await enqueue())
+
+    claimed = await make_worker(Function(TASK, run)).work(ctx)
+
+    assert claimed == 101
+    assert ran[:3] == [backlog[0], fresh[0], backlog[1]]
+
+
+async def test_a_desk_wide_limit_holds_across_workers(db, ctx, make_worker, enqueue):
+    for _ in range(4):
+        await enqueue()
+    running, most, go_on = 0, 0, asyncio.Event()
+
+    async def run(ctx: Context, job: Job):
+        nonlocal running, most
+        running += 1
+        most = max(most, running)
+        await go_on.wait()
+        running -= 1
+
+    one_at_a_time = Function(TASK, run, lease=LEASE, desk_concurrency=1)
+    first = asyncio.create_task(make_worker(one_at_a_time, owner="w1", concurrency=2).work(ctx))
+    await until(lambda: running == 1, what="the first job running")
+    second = await make_worker(one_at_a_time, owner="w2", concurrency=2).work(ctx)  # finds the desk's slot taken
+    go_on.set()
+
+    assert (second, await first, most) == (0, 4, 1)
+    assert await db["job_slots"].count_documents({"owner": {"$ne": None}}) == 0  # every slot released
+
+
+async def test_a_desk_wide_slot_held_by_a_dead_worker_lapses_with_its_lease(db, ctx, clock, make_worker, enqueue):
+    key = await enqueue()
+    await slots.take(db, TASK, 1, owner="dead", lease=LEASE, at=clock.now())  # it died holding the slot
+    one_at_a_time = Function(TASK, echo(Done()).run, lease=LEASE, desk_concurrency=1)
+
+    before = await make_worker(one_at_a_time).work(ctx)
+    clock.move(LEASE + timedelta(milliseconds=1))
+    after = await make_worker(one_at_a_time).work(ctx)
+
+    assert (before, after) == (0, 1)
+    assert (await job_of(db, key))["status"] == "done"
 
 
 async def test_burst_mode_runs_the_cron_jobs_once_and_what_is_due_then_returns(db, mongo_uri, clock, enqueue):

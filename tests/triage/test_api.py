@@ -1,11 +1,14 @@
 """The triage agent's HTTP surface (AGT-8, DESIGN §3a): admins steer it; owners see and decide on suggestions."""
 
+import asyncio
 from datetime import timedelta
 
 from bson import ObjectId
 
+from desk.actors import SYSTEM_TRIAGE
 from desk.agent.core.store import agent_runs
 from desk.jobs import backoff
+from tests.fake_provider import Turn
 from tests.triage.conftest import proposal
 
 ADMIN = "/api/v1/admin/agents"
@@ -110,6 +113,75 @@ async def test_a_manual_run_triages_now_under_the_admins_name(
     assert (run["agentName"], run["mode"], run["triggeredBy"]) == ("triage", "autonomous", admin_user["id"])
     audit = await db["agent_config_audit"].find_one({"action": "manual_run"})
     assert audit["actorId"] == admin_user["id"] and audit["after"]["runId"] == body["runId"]
+
+
+async def test_a_manual_run_holds_the_orders_event_so_the_worker_does_not_triage_it_again(
+    db, make_user, make_order, client_for, fake_provider, triage_settings, provider, burst
+):
+    admin = await client_for(await make_user("admin"))
+    order = await make_order(await make_user())
+    fake_provider.script(proposal("urgent").with_delay(0.3))  # the model takes its time
+
+    manual = asyncio.create_task(admin.post(f"{ADMIN}/triage/run", json={"workOrderId": order.id}))
+    assert await fake_provider.wait_for_request()
+    claimed_meanwhile = await burst()
+    response = await manual
+    claimed_after = await burst()
+
+    assert response.status_code == 200 and response.json()["outcome"] == "suggested"
+    assert (claimed_meanwhile, claimed_after, len(fake_provider.requests)) == (0, 0, 1)  # one call, one bill
+    assert await db["triage_suggestions"].count_documents({"workOrderId": ObjectId(order.id)}) == 1
+    event = await db["outbox_events"].find_one({"payloadRef": ObjectId(order.id)})
+    assert (event["status"], event["leaseOwner"]) == ("done", None)
+
+
+async def test_a_manual_run_while_a_worker_triages_the_order_is_refused(
+    db, make_user, make_order, client_for, fake_provider, triage_settings, provider, burst
+):
+    admin = await client_for(await make_user("admin"))
+    order = await make_order(await make_user())
+    fake_provider.script(proposal("urgent").with_delay(0.3))
+
+    working = asyncio.create_task(burst())
+    assert await fake_provider.wait_for_request()
+    response = await admin.post(f"{ADMIN}/triage/run", json={"workOrderId": order.id})
+    await working
+
+    assert response.status_code == 409 and response.json()["error"]["code"] == "CONFLICT"
+    assert "working on this work order right now" in response.json()["error"]["message"]
+    assert len(fake_provider.requests) == 1
+    assert await db["triage_suggestions"].count_documents({"workOrderId": ObjectId(order.id)}) == 1
+
+
+async def test_a_failed_manual_run_gives_the_event_back_as_it_was(
+    db, make_user, make_order, client_for, fake_provider, triage_settings, provider, burst
+):
+    admin = await client_for(await make_user("admin"))
+    order = await make_order(await make_user())
+    fake_provider.script(Turn.malformed())
+
+    response = await admin.post(f"{ADMIN}/triage/run", json={"workOrderId": order.id})
+
+    assert response.json()["outcome"] == "failed"
+    event = await db["outbox_events"].find_one({"payloadRef": ObjectId(order.id)})
+    assert (event["status"], event["attempts"], event["leaseOwner"]) == ("pending", 0, None)  # the worker's to take
+    fake_provider.script(proposal())
+    assert await burst() == 1
+
+
+async def test_triage_runs_run_as_the_system_actor(
+    make_user, make_order, client_for, fake_provider, triage_settings, provider, burst
+):
+    admin = await client_for(await make_user("admin"))
+    await triaged_order(make_user, make_order, fake_provider, burst)
+    fake_provider.script(proposal())
+    manual = await admin.post(f"{ADMIN}/triage/run", json={"workOrderId": (await make_order(await make_user())).id})
+
+    runs = (await admin.get(f"{ADMIN}/runs", params={"agent": "triage"})).json()["items"]
+    detail = (await admin.get(f"{ADMIN}/runs/{manual.json()['runId']}")).json()
+
+    assert [(run["actorId"], run["actorKind"]) for run in runs] == [(SYSTEM_TRIAGE.id, "system")] * 2
+    assert (detail["run"]["actorId"], detail["run"]["actorKind"]) == (SYSTEM_TRIAGE.id, "system")
 
 
 async def test_a_manual_run_of_a_missing_order_is_not_found(make_user, client_for, triage_settings, provider):

@@ -13,7 +13,11 @@ from tests.triage.conftest import proposal
 # the owner; the run and its prompt; the lease and the ledger; the suggestion and its change-feed entry (2); the
 # answer and its tool call; the run's end (with its usage); the ack. 23 before the pass used the shared run
 # record, read the policy only where AGT-9 asks, checked the spend once and wrote the usage with the run's end.
-PASS_COMMANDS = 17
+# Then 2 for the desk-wide concurrency (AGENT_CONCURRENCY across workers): the slot taken after the claim, released
+# after the ack (its lease is renewed only in a pass longer than a third of it); and 1 for the spend reserved before
+# the model call (both scopes in one command), which the ledger's write after it settles.
+PASS_COMMANDS = 20
+FIRST = 3  # the worker's first claim puts lapsed jobs back (1); the desk's first slot taken makes its slots (2)
 LOOK = 3  # the poll looking for more (policy, spend, a claim that finds nothing): its second slot's, and the last
 
 
@@ -32,7 +36,7 @@ class Commands(monitoring.CommandListener):
         pass
 
 
-async def test_a_pass_in_suggest_mode_sends_seventeen_commands(
+async def test_a_pass_in_suggest_mode_sends_twenty_commands(
     mongo_uri, db, make_user, make_order, fake_provider, triage_settings, provider
 ):
     await make_order(await make_user())
@@ -50,4 +54,4 @@ async def test_a_pass_in_suggest_mode_sends_seventeen_commands(
         await client.close()
 
     sent = [c for c in commands.sent if c[0] != "endSessions"]
-    assert len(sent) == PASS_COMMANDS + 2 * LOOK, Counter(sent)
+    assert len(sent) == FIRST + PASS_COMMANDS + 2 * LOOK, Counter(sent)

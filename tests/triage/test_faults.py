@@ -284,3 +284,17 @@ async def test_a_persons_edit_mid_pass_stands_over_the_agents_answer(db, pool, f
     assert [entry.actor_kind for entry in timeline].count("system") == 0
     assert len(fake_provider.requests) == 1
     await no_run_left_running(db)
+
+
+async def test_two_workers_with_a_desk_wide_cap_of_one_never_call_the_provider_at_once(db, pool, fake_provider):
+    """AGENT_CONCURRENCY is the desk's: two worker processes share its one slot (leased in the database)."""
+    person, ids = await orders_for(db, 6)
+    fake_provider.script(*[proposal("urgent").with_delay(0.1) for _ in ids])
+
+    started = [pool.start(wait=False, AGENT_CONCURRENCY="1") for _ in range(2)]
+    for worker in started:
+        worker.wait_started()
+    await all_settled(db, ids)
+
+    assert (fake_provider.most_in_flight, len(fake_provider.requests)) == (1, len(ids))
+    await assert_triaged_once(db, person, ids)

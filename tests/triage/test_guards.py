@@ -4,6 +4,7 @@ import asyncio
 import json
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
+from zoneinfo import ZoneInfo
 
 import pytest
 from bson import ObjectId
@@ -11,8 +12,11 @@ from bson import ObjectId
 from desk.actors import SYSTEM_TRIAGE
 from desk.agent.core import budget
 from desk.agent.triage import policy, prompt
+from desk.agent.triage import run as triage_run
 from desk.agent.triage import task as triage_task
+from desk.agent.triage.models import AgentConfigUpdate
 from desk.errors import Forbidden
+from desk.schema import now
 from desk.work_orders import service as work_orders
 from desk.work_orders import triage_door
 from desk.work_orders.models import WorkOrderUpdate
@@ -169,6 +173,103 @@ async def test_over_the_agents_daily_spend_events_wait_for_the_next_day(
 
     assert fake_provider.requests == []
     assert (await db["outbox_events"].find_one({"payloadRef": ObjectId(order.id)}))["status"] == "pending"
+
+
+async def test_passes_racing_for_the_last_cents_of_a_cap_make_one_call_between_them(
+    db, make_user, make_order, fake_provider, triage_settings, provider
+):
+    owner = await make_user()
+    orders = [await make_order(owner, f"Leak {n}") for n in range(6)]
+    capped = tuned(triage_settings, agent_daily_spend_usd=0.00001)  # less than any one call costs
+    fake_provider.script(*[proposal().with_delay(0.05) for _ in orders])
+
+    outcomes = await asyncio.gather(
+        *(triage_run.triage(db=db, settings=capped, provider=provider, order_id=order.id) for order in orders)
+    )
+
+    assert sorted(outcome.kind for outcome in outcomes) == ["over_budget"] * 5 + ["suggested"]
+    assert len(fake_provider.requests) == 1
+    (made,) = await db["agent_runs"].find({"agentName": "triage", "status": "complete"}).to_list()
+    spent = await budget.spent(db, budget.keys(user_id=None, agent="triage")[0])
+    # the one call crossed the cap; its reservation (its most) was settled to what it cost, and nothing else counts
+    assert spent == pytest.approx(made["costUsd"]) and spent > capped.agent_daily_spend_usd
+    assert await budget.spent(db, budget.keys(user_id=None, agent="triage")[1]) == pytest.approx(made["costUsd"])
+    refused = await db["agent_runs"].find({"agentName": "triage", "status": "budget_exceeded"}).to_list()
+    assert len(refused) == 5 and all(run["costUsd"] == 0 for run in refused)
+
+
+async def test_a_reservation_is_the_most_a_call_can_cost_and_gives_way_to_its_real_cost(db, settings):
+    scopes = budget.keys(user_id=None, agent="triage")
+
+    held = await budget.reserve(db, settings, user_id=None, agent="triage", usd=0.5)
+    during = [await budget.spent(db, key) for key in scopes]
+    await budget.settle(db, held, 0.125)
+    after = [await budget.spent(db, key) for key in scopes]
+    never_made = await budget.reserve(db, settings, user_id=None, agent="triage", usd=0.5)
+    await budget.settle(db, never_made, 0.0)
+
+    assert (during, after) == ([0.5, 0.5], [0.125, 0.125])
+    assert [await budget.spent(db, key) for key in scopes] == [0.125, 0.125]
+
+
+async def test_a_reservation_past_one_scopes_cap_counts_against_none(db, settings):
+    # people's copilot turns used up the desk's budget; the agent's own has room
+    await budget.charge(db, user_id=str(ObjectId()), agent="copilot", usd=settings.ai_global_daily_spend_usd)
+    agent_key, global_key = budget.keys(user_id=None, agent="triage")
+    agent_before = await budget.spent(db, agent_key)
+
+    with pytest.raises(budget.BudgetExceeded, match="the desk's daily limit"):
+        await budget.reserve(db, settings, user_id=None, agent="triage", usd=0.5)
+
+    assert await budget.spent(db, agent_key) == agent_before
+    assert await budget.spent(db, global_key) == settings.ai_global_daily_spend_usd
+
+
+def _a_zone_on_another_day() -> str:
+    """A time zone whose date is not UTC's right now: UTC+14 from 10:00 UTC on, UTC-12 before 12:00 UTC."""
+    return "Pacific/Kiritimati" if now().hour >= 10 else "Etc/GMT+12"
+
+
+async def _the_policy_in(db, settings, admin: dict, zone: str, **fields) -> None:
+    version = (await policy.current(db, settings))["version"]
+    change = AgentConfigUpdate(version=version, timeZone=zone, **fields)
+    await policy.update_config(db=db, settings=settings, actor=actor(admin), data=change)
+
+
+async def test_the_spend_and_action_days_are_the_policys_time_zone(
+    db, make_user, make_order, fake_provider, burst, triage_settings
+):
+    zone = _a_zone_on_another_day()
+    local, utc = now().astimezone(ZoneInfo(zone)).date().isoformat(), now().date().isoformat()
+    await _the_policy_in(db, triage_settings, await make_user("admin"), zone, mode="auto_apply")
+    await make_order(await make_user(), priority="low")
+    fake_provider.script(proposal("urgent"))
+
+    await burst()
+
+    ledger = {doc["_id"] for doc in await db["agent_spend"].find({"day": {"$exists": True}}).to_list()}
+    assert ledger == {f"agent:triage:{local}", f"global:{local}"} and local != utc
+    assert [doc["_id"] for doc in await db["agent_actions"].find().to_list()] == [f"triage:{local}"]
+
+
+async def test_over_the_cap_the_refusal_says_when_the_policys_day_ends(
+    db, make_user, make_order, client_for, triage_settings, provider
+):
+    zone = _a_zone_on_another_day()
+    admin_user = await make_user("admin")
+    await _the_policy_in(db, triage_settings, admin_user, zone)
+    await budget.charge(db, user_id=None, agent="triage", usd=triage_settings.agent_daily_spend_usd, zone=zone)
+    order = await make_order(await make_user())
+
+    response = await (await client_for(admin_user)).post(
+        "/api/v1/admin/agents/triage/run", json={"workOrderId": order.id}
+    )
+
+    local = now().astimezone(ZoneInfo(zone))
+    midnight = datetime.combine(local.date() + timedelta(days=1), datetime.min.time(), tzinfo=ZoneInfo(zone))
+    assert response.json()["error"]["code"] == "AI_BUDGET_EXCEEDED"
+    assert f"resets at midnight {zone}" in response.json()["error"]["message"]
+    assert abs(int(response.headers["Retry-After"]) - (midnight - now()).total_seconds()) < 5
 
 
 async def test_disabling_stops_two_workers_within_one_poll_interval_and_queued_events_stay_pending(

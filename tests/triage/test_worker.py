@@ -18,8 +18,9 @@ from desk.jobs import backoff
 from desk.jobs import queue as outbox
 from desk.jobs.table import Context, CronJob
 from desk.jobs.worker import Worker
+from desk.schema import now
 from desk.work_orders import service as work_orders
-from desk.work_orders.models import WorkOrderRead
+from desk.work_orders.models import WorkOrderRead, WorkOrderUpdate
 from desk.work_orders.outbox import CREATED
 from tests.fake_provider import Turn
 from tests.helpers import actor, tuned, until
@@ -426,6 +427,29 @@ async def test_reconcile_leaves_recent_and_triaged_orders_alone(
     await asyncio.sleep(0.01)
     assert await triage_task.reconcile(db, tuned(triage_settings, agent_reconcile_after_ms=1)) == 1
     assert await event_of(db, triaged) is None
+
+
+async def test_reconcile_takes_only_open_orders_younger_than_the_max_age(db, make_user, make_order, triage_settings):
+    owner = await make_user()
+    recent = await make_order(owner, "Last week's leak")
+    history = await make_order(owner, "Last month's leak")
+    done = await make_order(owner, "Fixed leak")
+    cancelled = await make_order(owner, "Cancelled leak")
+    for order, status in ((done, "done"), (cancelled, "cancelled")):
+        change = WorkOrderUpdate(version=order.version, status=status)
+        await work_orders.update(db=db, actor=actor(owner), order_id=order.id, data=change)
+    # the desk's history: orders made before the worker ran, with no event (a desk upgraded to triage)
+    for order, days in ((recent, 6), (history, 8)):
+        made = {"$set": {"createdAt": now() - timedelta(days=days)}}
+        await db["work_orders"].update_one({"_id": ObjectId(order.id)}, made)
+    await db["outbox_events"].delete_many({})
+    await asyncio.sleep(0.01)
+
+    emitted = await triage_task.reconcile(db, tuned(triage_settings, agent_reconcile_after_ms=1))
+
+    assert emitted == 1
+    assert (await event_of(db, recent))["status"] == "pending"
+    assert [await event_of(db, order) for order in (history, done, cancelled)] == [None, None, None]
 
 
 def _args(priority: str = "high") -> dict:

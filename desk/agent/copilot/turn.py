@@ -80,7 +80,8 @@ class CopilotTurn:
         self.record.take(content, prompt.message if prompt is not None else None)
         self.prompt = prompt
         tidy = admission.stale if admission else ()
-        self.meter = budget.Meter(db, cost=provider.cost, user_id=actor.id, agent=AGENT, tidy=tidy)
+        zone = admission.zone if admission else "UTC"  # the desk's days, as the admission read them
+        self.meter = budget.Meter(db, cost=provider.cost, user_id=actor.id, agent=AGENT, tidy=tidy, zone=zone)
         self.state = RunState()
         ttl = timedelta(milliseconds=settings.ai_approval_ttl_ms)
         self.staging = Staging(self.record, self.state, ttl, self._person_now, lambda: self.interrupted)
@@ -345,7 +346,7 @@ class CopilotTurn:
         leased, person, within_budget = await asyncio.gather(
             self.record.renew(),
             self._person_now(),
-            budget.check(self.record.db, self.settings, user_id=self.actor.id, agent=AGENT),
+            budget.check(self.record.db, self.settings, user_id=self.actor.id, agent=AGENT, zone=self.meter.zone),
             return_exceptions=True,
         )
         for outcome in (leased, person):

@@ -1,9 +1,9 @@
 """The AI surface's HTTP shapes (spec §8.3)."""
 
 from datetime import datetime
-from typing import Any
+from typing import Any, Literal
 
-from pydantic import Field
+from pydantic import AliasChoices, Field, model_validator
 
 from desk.agent.core.events import ApprovalStatus, RunStatus, ToolOutcome
 from desk.schema import ApiModel, IdStr, ReadModel, multi_line, stripped
@@ -61,9 +61,12 @@ class AgentToolCallRead(ReadModel):
 
 
 class AgentRunRead(ReadModel):
+    """A run; `actorId` is whom it ran as: the person (`actorKind` human), or the System Actor for the triage agent."""
+
     id: IdStr = Field(validation_alias="_id")
     mode: str
-    actor_id: IdStr | None = Field(None, validation_alias="userId")
+    actor_id: IdStr | None = Field(None, validation_alias=AliasChoices("actorId", "userId"))
+    actor_kind: Literal["human", "system"] | None = Field(None, validation_alias="actorKind")
     agent_name: str | None = None
     status: RunStatus
     model: str
@@ -72,6 +75,14 @@ class AgentRunRead(ReadModel):
     started_at: datetime
     finished_at: datetime | None = None
     error_code: str | None = None
+
+    @model_validator(mode="before")
+    @classmethod
+    def _a_person_runs_as_themselves(cls, data: Any) -> Any:
+        # a copilot run names its person as userId alone; a triage run stores actorId and actorKind
+        if isinstance(data, dict) and data.get("userId") and "actorKind" not in data:
+            return {**data, "actorKind": "human"}
+        return data
 
 
 class RunMessage(SessionMessage):

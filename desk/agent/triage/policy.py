@@ -17,6 +17,7 @@ from pymongo.errors import DuplicateKeyError
 from desk import hours
 from desk.access import require_admin
 from desk.actors import Actor
+from desk.agent.core import budget
 from desk.agent.triage.models import AgentConfigAuditRead, AgentConfigRead, AgentConfigUpdate
 from desk.config import Settings
 from desk.errors import Conflict, NothingToChange, ValidationFailed
@@ -40,6 +41,13 @@ POLICY_FIELDS = (
 
 async def ensure_indexes(db: AsyncDatabase) -> None:
     await db["agent_config_audit"].create_index([("agentName", ASCENDING), ("createdAt", DESCENDING)], name="agent")
+    if (stored := await db["agent_config"].find_one({"_id": AGENT})) is not None:  # a desk from before the mirror
+        await budget.set_desk_zone(db, zone(stored))
+
+
+def zone(config: Doc) -> str:
+    """The policy's time zone: its working hours, its daily action cap's day and the spend ledger's days."""
+    return config.get("timeZone") or "UTC"
 
 
 def seed(settings: Settings) -> Doc:
@@ -69,7 +77,9 @@ async def current(db: AsyncDatabase, settings: Settings) -> Doc:
     """
     while (found := await db["agent_config"].find_one({"_id": AGENT})) is None:
         with contextlib.suppress(DuplicateKeyError):
-            await db["agent_config"].insert_one(seed(settings))
+            seeded = seed(settings)
+            await db["agent_config"].insert_one(seeded)
+            await budget.set_desk_zone(db, zone(seeded))  # the copilot's bills count the same days
     return found
 
 
@@ -156,6 +166,8 @@ async def _change(
             return await _change(db, settings, actor, fields, version=None, action=action)
         current_doc = AgentConfigRead.model_validate(await current(db, settings)).model_dump(mode="json", by_alias=True)
         raise Conflict("Someone else changed the triage settings first. Reload them.", details={"current": current_doc})
+    if zone(after) != zone(before):
+        await budget.set_desk_zone(db, zone(after))  # the ledger's days follow the policy's (the copilot's too)
     await record(db, agent=AGENT, actor_id=actor.id, action=action, before=_policy(before), after=_policy(after))
     return AgentConfigRead.model_validate(after)
 

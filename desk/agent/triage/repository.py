@@ -6,6 +6,7 @@ storing one for the same event (one of them paused past its lease) cannot both s
 
 from datetime import datetime, timedelta
 from typing import Any
+from zoneinfo import ZoneInfo
 
 from bson import ObjectId
 from pymongo import ASCENDING, DESCENDING, ReturnDocument
@@ -17,6 +18,7 @@ from desk.work_orders import changes
 
 Doc = dict[str, Any]
 KEEP_COUNTERS = timedelta(days=3)
+KEEP_SUGGESTIONS = timedelta(days=365)  # then deleted by a TTL index on createdAt (docs/triage.md, Retention)
 # The change-feed kind of a suggestion stored or decided: no owner's list changes, the order's page and the
 # attention list do (owners left empty, so people's own lists do not reload for it).
 TRIAGED = "triaged"
@@ -35,6 +37,9 @@ async def ensure_indexes(db: AsyncDatabase) -> None:
     )
     await found.create_index([("flagged", ASCENDING), ("createdAt", DESCENDING)], name="flagged")
     await found.create_index([("decidedDay", ASCENDING)], name="decided_day")
+    await found.create_index(
+        [("createdAt", ASCENDING)], expireAfterSeconds=int(KEEP_SUGGESTIONS.total_seconds()), name="ttl"
+    )
     await db["agent_actions"].create_index([("expiresAt", ASCENDING)], expireAfterSeconds=0, name="ttl")
 
 
@@ -102,10 +107,11 @@ async def decisions_since(db: AsyncDatabase, day: str) -> list[Doc]:
     return await cursor.to_list(5000)
 
 
-async def take_action(db: AsyncDatabase, *, agent: str, cap: int) -> bool:
-    """Count one automatic change against today's cap; False (and nothing counted) once the cap is reached."""
+async def take_action(db: AsyncDatabase, *, agent: str, cap: int, zone: str = "UTC") -> bool:
+    """Count one automatic change against today's cap, today in `zone` (the policy's); False (and nothing counted)
+    once the cap is reached."""
     moment = now()
-    key = f"{agent}:{moment.date().isoformat()}"
+    key = f"{agent}:{moment.astimezone(ZoneInfo(zone)).date().isoformat()}"
     counted = await db["agent_actions"].find_one_and_update(
         {"_id": key},
         {"$inc": {"n": 1}, "$set": {"expiresAt": moment + KEEP_COUNTERS}},

@@ -101,7 +101,7 @@ async def triage(
     )
     await record.open(messages)
     tag(runId=str(record.run["_id"]))  # each pass runs in its own task: its log lines name its run
-    meter = budget.Meter(db, cost=provider.cost, user_id=None, agent=AGENT)
+    meter = budget.Meter(db, cost=provider.cost, user_id=None, agent=AGENT, zone=policy.zone(config))
     pass_ = _Pass(
         db=db, settings=settings, provider=provider, record=record, meter=meter, still_ours=still_ours, config=config
     )
@@ -117,6 +117,8 @@ def _new_run(settings: Settings, *, order_id: str, event_id: ObjectId | None, tr
         "workOrderId": ObjectId(order_id),
         "eventId": event_id,
         "triggeredBy": triggered_by,  # an admin's id for a manual run, None for the outbox
+        "actorId": SYSTEM_TRIAGE.id,  # whom every triage run runs as, a manual one too (SEC-6)
+        "actorKind": SYSTEM_TRIAGE.kind,
     }
 
 
@@ -135,6 +137,13 @@ class _Pass:
         return self.record.run["_id"]
 
     async def go(self, order: dict, messages: list[dict], event_id: ObjectId | None) -> Outcome:
+        # the most this call can cost, counted against the caps before it is made (settled by its bill below);
+        # a call cut off otherwise (a cancel) keeps the reservation: charged at its most, never under
+        most = Usage(len(json.dumps([messages, prompt.TOOL])) // CHARS_PER_TOKEN, self.provider.max_output_tokens)
+        try:
+            await self.meter.reserve(self.settings, most)
+        except budget.BudgetExceeded:  # another worker's call took the cap's last cents: the job waits
+            return await self._end("budget_exceeded", Outcome("over_budget", self.run_id), code="budget_exceeded")
         started = time.monotonic()
         try:
             completed = await self._call(messages)
@@ -290,7 +299,8 @@ class _Pass:
             return note
         if not ours:
             return "lease_lost"
-        if not await repo.take_action(self.db, agent=AGENT, cap=self.config["dailyActionCap"]):
+        cap, zone = self.config["dailyActionCap"], policy.zone(self.config)
+        if not await repo.take_action(self.db, agent=AGENT, cap=cap, zone=zone):
             return "daily_action_cap"  # falls back to suggest; the suggestion and the run say why
         return None
 

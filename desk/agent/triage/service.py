@@ -1,5 +1,7 @@
 """The triage agent's admin and owner surface (AGT-8): policy, manual runs, transcripts, suggestions, attention."""
 
+import asyncio
+from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from datetime import date, datetime, timedelta
 from functools import partial
@@ -36,6 +38,7 @@ from desk.users import service as users_service
 from desk.work_orders import permissions
 from desk.work_orders import service as work_orders
 from desk.work_orders.models import CLOSED, WorkOrderUpdate
+from desk.work_orders.outbox import CREATED
 
 ATTENTION_SCAN = 1000  # flagged, undecided suggestions looked at for one attention page
 COUNT_CAP = 10_000
@@ -67,21 +70,53 @@ async def retry_event(*, db: AsyncDatabase, actor: Actor, event_id: str) -> Outb
 async def manual_run(
     *, db: AsyncDatabase, settings: Settings, provider: Provider, actor: Actor, order_id: str
 ) -> ManualRunOut:
-    """Triage one order now, as the System Actor under the policy, billed like any pass; audited as the admin's."""
+    """Triage one order now, as the System Actor under the policy, billed like any pass; audited as the admin's.
+
+    It takes the order's event like a worker claims it: while a worker holds it, Conflict; meanwhile no worker can
+    claim it, so one order gets one pass, one bill, one suggestion.
+    """
     require_admin(actor, "see or run the agents")
     require_ai_on_desk(settings)
-    if not (await policy.current(db, settings))["enabled"]:
+    config = await policy.current(db, settings)
+    if not config["enabled"]:
         raise Conflict("The triage agent is turned off. Turn it on to run it.")
-    await budget.check(db, settings, user_id=None, agent=policy.AGENT)
-    outcome = await triage(db=db, settings=settings, provider=provider, order_id=order_id, triggered_by=actor.id)
+    await budget.check(db, settings, user_id=None, agent=policy.AGENT, zone=policy.zone(config))
+    async with _event_held(db, settings, actor=actor, order_id=order_id) as (job, still_ours, settled):
+        outcome = await triage(
+            db=db, settings=settings, provider=provider, order_id=order_id, still_ours=still_ours, triggered_by=actor.id
+        )
+        settled.append(outcome.kind in ("suggested", "applied", "lost"))  # lost: someone else holds the event now
     if outcome.kind == "skipped" and outcome.error == "order_deleted":
         raise NotFound("No such work order.")
     kind = {"retry": "failed", "disabled": "disabled", "over_budget": "over_budget"}.get(outcome.kind, outcome.kind)
     run_id = str(outcome.run_id) if outcome.run_id else None
-    after = {"workOrderId": order_id, "runId": run_id, "outcome": kind, "error": outcome.error}
+    after = {"workOrderId": order_id, "runId": run_id, "outcome": kind, "error": outcome.error, "eventId": str(job)}
     await policy.record(db, agent=policy.AGENT, actor_id=actor.id, action="manual_run", after=after)
     suggestion = TriageSuggestionRead.model_validate(outcome.suggestion) if outcome.suggestion else None
     return ManualRunOut(outcome=kind, run_id=run_id, error=outcome.error, suggestion=suggestion)
+
+
+@asynccontextmanager
+async def _event_held(db: AsyncDatabase, settings: Settings, *, actor: Actor, order_id: str):
+    """The order's event, taken for a manual pass (made if it has none) and renewed through `still_ours`; afterwards
+    done if the pass stored its suggestion (the block appends True to `settled`), else given back as it was."""
+    order = await work_orders.get_or_raise(db=db, actor=actor, order_id=order_id)
+    lease = timedelta(milliseconds=settings.agent_lease_ms)
+    key = ObjectId(order.id)
+    held = await outbox.take(db, CREATED, key, owner=f"manual:{actor.id}", lease=lease, born=order.created_at)
+    if held is None:
+        raise Conflict("The triage agent is working on this work order right now; its suggestion will show shortly.")
+    before, job = held
+
+    async def still_ours() -> bool:
+        return await outbox.renew(db, job, lease)
+
+    settled: list[bool] = []
+    try:
+        yield job["_id"], still_ours, settled
+    finally:
+        done = outbox.settle(db, job, "done") if settled and settled[0] else outbox.hand_back(db, job, before)
+        await asyncio.shield(done)  # a request that went away still lets go of the event
 
 
 async def list_runs(
@@ -242,7 +277,7 @@ async def health(*, db: AsyncDatabase, settings: Settings, actor: Actor) -> Heal
     failed, _ = await outbox.page(db, status="failed", offset=0, limit=20)
     oldest = await outbox.oldest_pending(db)
     last = await agent_runs.last_of(db, policy.AGENT)
-    day = now().date().isoformat()
+    day = budget.day_of(now(), policy.zone(await policy.current(db, settings)))  # the ledger's day: the policy's zone
     scopes = (
         ("Triage agent", f"agent:{policy.AGENT}:{day}", settings.agent_daily_spend_usd),
         ("Whole desk", f"global:{day}", settings.ai_global_daily_spend_usd),

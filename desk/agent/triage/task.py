@@ -28,6 +28,7 @@ from desk.jobs.worker import Worker
 from desk.schema import now
 from desk.work_orders import outbox as order_jobs
 from desk.work_orders import triage_door as work_orders
+from desk.work_orders.models import CLOSED
 
 log = logging.getLogger("desk.triage")
 RECONCILE_BATCH = 500
@@ -48,7 +49,14 @@ def task(settings: Settings, *, provider: Provider | None = None) -> Function:
         return await may_claim(ctx, told=told)
 
     lease = timedelta(milliseconds=settings.agent_lease_ms)
-    return Function(order_jobs.CREATED, run, max_tries=settings.agent_max_attempts, lease=lease, ready=ready)
+    return Function(
+        order_jobs.CREATED,
+        run,
+        max_tries=settings.agent_max_attempts,
+        lease=lease,
+        ready=ready,
+        desk_concurrency=settings.agent_concurrency,  # passes at once across every worker process
+    )
 
 
 async def process_due(
@@ -67,28 +75,22 @@ def limits(settings: Settings) -> dict[str, float]:
 
 async def may_claim(ctx: Context, *, told: list[bool] | None = None) -> bool:
     """Whether a pass may start now: AI on, the policy enabled and in its working hours, the spend caps not reached
-    (read side by side). The pass's one spend check: `triage` does not check again (a manual run checks first).
+    (today in the policy's time zone). The pass's spend check before its claim; the pass reserves its call's.
 
     `told` empty: this worker's first look, which also says which environment keys the stored policy overrules
     (from the policy read here, so the notice costs no command of its own)."""
     if not ctx.settings.ai_enabled:
         return False  # the hard kill (AGT-9): no claim, no model call
-    config, spend = await asyncio.gather(
-        policy.current(ctx.db, ctx.settings),
-        budget.check(ctx.db, ctx.settings, user_id=None, agent=policy.AGENT),
-        return_exceptions=True,
-    )
-    if isinstance(config, BaseException):
-        raise config
+    config = await policy.current(ctx.db, ctx.settings)
     if told is not None and not told:
         told.append(True)
         say_policy_wins(config, ctx.settings)
     if not config["enabled"] or not policy.in_working_hours(config, now()):
         return False  # jobs wait, pending
-    if isinstance(spend, budget.BudgetExceeded):
+    try:
+        await budget.check(ctx.db, ctx.settings, user_id=None, agent=policy.AGENT, zone=policy.zone(config))
+    except budget.BudgetExceeded:
         return False  # over a spend cap: jobs wait for the next day
-    if isinstance(spend, BaseException):
-        raise spend
     return True
 
 
@@ -139,16 +141,20 @@ async def reconcile_job(ctx: Context) -> None:
 
 
 async def reconcile(db: AsyncDatabase, settings: Settings) -> int:
-    """Enqueue jobs for orders older than AGENT_RECONCILE_AFTER_MS with neither a job nor a suggestion.
+    """Enqueue jobs for open orders older than AGENT_RECONCILE_AFTER_MS and younger than AGENT_RECONCILE_MAX_AGE
+    with neither a job nor a suggestion.
 
     Walks the orders in creation order from where the last pass stopped (a watermark), a batch at a
-    time, so a pass costs the same on a desk of any size; returns how many jobs it enqueued.
+    time, so a pass costs the same on a desk of any size; returns how many jobs it enqueued. Orders
+    older than the max age are history: never reconciled (nor paid for), however far behind the mark is.
     """
-    cutoff = now() - timedelta(milliseconds=settings.agent_reconcile_after_ms)
+    moment = now()
+    cutoff = moment - timedelta(milliseconds=settings.agent_reconcile_after_ms)
+    oldest = (moment - settings.agent_reconcile_max_age, ObjectId("0" * 24))
     emitted = 0
     while True:
         mark = await triage_repo.reconciled_until(db)
-        after = (mark["createdAt"], mark["orderId"]) if mark is not None else None
+        after = max((mark["createdAt"], mark["orderId"]), oldest) if mark is not None else oldest
         orders = await work_orders.triage_backlog(
             db=db, actor=SYSTEM_TRIAGE, created_by=cutoff, after=after, limit=RECONCILE_BATCH
         )
@@ -157,7 +163,9 @@ async def reconcile(db: AsyncDatabase, settings: Settings) -> int:
         ids: list[ObjectId] = [order["_id"] for order in orders]
         known = await queue.enqueued(db, order_jobs.CREATED, ids) | await triage_repo.triaged(db, ids)
         for order in orders:
-            if order["_id"] not in known and await order_jobs.emit_created(db, order):
+            if order["_id"] in known or order["status"] in CLOSED:  # a closed order is never triaged
+                continue
+            if await order_jobs.emit_created(db, order):
                 emitted += 1
         await triage_repo.mark_reconciled(db, orders[-1]["createdAt"], orders[-1]["_id"])
         if len(orders) < RECONCILE_BATCH:
