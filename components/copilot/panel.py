@@ -24,6 +24,7 @@ from components.runtime.copilot_turn import STOPPED, LiveTurn, drive, ending, ru
 from components.runtime.session import SessionUser, Visit
 from desk import access, state
 from desk.agent.copilot import approvals, sessions, start
+from desk.agent.core import switch
 from desk.agent.core.client import get_provider
 from desk.agent.core.events import (
     Error,
@@ -44,7 +45,9 @@ WATCH_SECONDS = 1.0  # a panel showing a turn or a change of another process loo
 
 def ai_off_reason(me: SessionUser) -> str | None:
     """Why the assistant is not available to this person (in desk/access.py's words), or None when it is."""
-    decision = access.can_use_ai(me, settings=get_settings())
+    # the switch as this process last read it (no read: the page's frame is drawn without waiting); a message sent
+    # while it is off is refused with its reason all the same
+    decision = access.can_use_ai(me, settings=get_settings(), switch=switch.known())
     return decision.reason if isinstance(decision, access.Denied) else None
 
 

@@ -9,12 +9,14 @@ from desk.agent.triage import task as triage_task
 from tests.conftest import TEST_DB
 from tests.triage.conftest import proposal
 
-# Suggest mode, 17: the policy, the spend and the claim; the order, the policy again (before the model call) and
-# the owner; the run and its prompt; the lease and the ledger; the suggestion and its change-feed entry (2); the
-# answer and its tool call; the run's end (with its usage); the ack. 23 before the pass used the shared run
-# record, read the policy only where AGT-9 asks, checked the spend once and wrote the usage with the run's end.
-PASS_COMMANDS = 17
-LOOK = 3  # the poll looking for more (policy, spend, a claim that finds nothing): its second slot's, and the last
+# Suggest mode, 18: the policy, the spend, the desk-wide kill switch and the claim; the order, the policy again
+# (before the model call) and the owner; the run and its prompt; the lease and the ledger; the suggestion and its
+# change-feed entry (2); the answer and its tool call; the run's end (with its usage); the ack. 23 before the pass
+# used the shared run record, read the policy only where AGT-9 asks, checked the spend once and wrote the usage
+# with the run's end; 17 before the kill switch left the policy (issue 41). The switch's watcher reads nothing in
+# a pass shorter than `switch.WATCH_SECONDS`.
+PASS_COMMANDS = 18
+LOOK = 4  # the poll looking for more (policy, spend, switch, a claim finding nothing): its second slot's, the last
 
 
 class Commands(monitoring.CommandListener):
@@ -32,7 +34,7 @@ class Commands(monitoring.CommandListener):
         pass
 
 
-async def test_a_pass_in_suggest_mode_sends_seventeen_commands(
+async def test_a_pass_in_suggest_mode_sends_eighteen_commands(
     mongo_uri, db, make_user, make_order, fake_provider, triage_settings, provider
 ):
     await make_order(await make_user())

@@ -14,7 +14,7 @@ from desk.actors import Actor
 from desk.agent.copilot import live
 from desk.agent.copilot.prompt import Prompt, first_prompt
 from desk.agent.copilot.turn import AGENT, CopilotTurn
-from desk.agent.core import budget, history
+from desk.agent.core import budget, history, switch
 from desk.agent.core.provider import Provider
 from desk.agent.core.record import LEASE
 from desk.agent.core.store import agent_idempotency, agent_runs, copilot_sessions
@@ -152,11 +152,14 @@ def _rank(refusal: BaseException) -> int:
 
 
 async def require_ai_user(db: AsyncDatabase, settings: Settings, actor: Actor, user: dict | None = None) -> dict:
-    """The person's stored id if they may use AI now (`access.can_use_ai`); `user`: their record, just read."""
+    """The person's stored id if they may use AI now (`access.can_use_ai`); `user`: their record, just read.
+
+    The desk-wide switch is read as kept for up to a second (`switch.current`): this is the first token's path.
+    """
     person: UserRead | dict | None = user
     if person is None and actor.is_human:
         person = await users_service.get_user(db=db, actor=actor, user_id=actor.id)
     if person is not None and str(person.id if isinstance(person, UserRead) else person["_id"]) != actor.id:
         person = None  # a record that is not the actor's lets no one in
-    require_ai(person, settings=settings)
+    require_ai(person, settings=settings, switch=await switch.current(db))
     return {"_id": ObjectId(actor.id), "aiEnabled": True}

@@ -2,9 +2,10 @@
 
 `task(settings)` is the queue's `Function` for `work_order.created` jobs: desk/tasks.py hands it to the
 worker, which claims, leases, fences, retries and gives up (desk/jobs/). Before every claim it re-reads
-the kill switch, the working hours and the spend caps: while any says no, jobs wait, pending. With
-AI_ENABLED=false nothing is claimed and no model is called. What a pass came to is the triage's
-business (desk/agent/triage/run.py); here it becomes what the queue does with the job.
+the desk-wide kill switch, the triage agent's own switch, the working hours and the spend caps: while
+any says no, jobs wait, pending. With AI_ENABLED=false nothing is claimed and no model is called.
+What a pass came to is the triage's business (desk/agent/triage/run.py); here it becomes what the
+queue does with the job.
 """
 
 import asyncio
@@ -16,7 +17,7 @@ from bson import ObjectId
 from pymongo.asynchronous.database import AsyncDatabase
 
 from desk.actors import SYSTEM_TRIAGE
-from desk.agent.core import budget
+from desk.agent.core import budget, switch
 from desk.agent.core.provider import Provider
 from desk.agent.triage import policy
 from desk.agent.triage import repository as triage_repo
@@ -61,18 +62,21 @@ def limits(settings: Settings) -> dict[str, float]:
 
 
 async def may_claim(ctx: Context) -> bool:
-    """Whether a pass may start now: AI on, the policy enabled and in its working hours, the spend caps not reached
-    (read side by side). The pass's one spend check: `triage` does not check again (a manual run checks first)."""
+    """Whether a pass may start now: AI on (the environment, then the admins' switch), the policy enabled and in its
+    working hours, the spend caps not reached (read side by side). The pass's one spend check: `triage` does not
+    check again (a manual run checks first)."""
     if not ctx.settings.ai_enabled:
         return False  # the hard kill (AGT-9): no claim, no model call
-    config, spend = await asyncio.gather(
+    config, spend, desk = await asyncio.gather(
         policy.current(ctx.db, ctx.settings),
         budget.check(ctx.db, ctx.settings, user_id=None, agent=policy.AGENT),
+        switch.read(ctx.db),  # fresh: a worker is another process than the admin who flips it
         return_exceptions=True,
     )
-    if isinstance(config, BaseException):
-        raise config
-    if not config["enabled"] or not policy.in_working_hours(config, now()):
+    for failed in (config, desk):
+        if isinstance(failed, BaseException):
+            raise failed
+    if not desk.on or not config["enabled"] or not policy.in_working_hours(config, now()):
         return False  # jobs wait, pending
     if isinstance(spend, budget.BudgetExceeded):
         return False  # over a spend cap: jobs wait for the next day
