@@ -37,7 +37,7 @@ from desk.agent.core.events import (
 )
 from desk.config import get_settings
 from desk.db.client import get_db
-from desk.errors import DeskError
+from desk.errors import AiTurnedOff, DeskError
 
 WAITING_FOR_YOU = "The assistant is waiting for you to approve or reject its change first."
 WATCH_SECONDS = 1.0  # a panel showing a turn or a change of another process looks this often
@@ -111,7 +111,14 @@ class Copilot:
     async def load(self) -> None:
         """Show the conversation as the server has it now (on building, on opening the drawer, after a turn)."""
         actor = await self.visit.actor(touch=False)
-        found = await sessions.conversation(db=get_db(), settings=get_settings(), actor=actor)
+        try:
+            found = await sessions.conversation(db=get_db(), settings=get_settings(), actor=actor)
+        except AiTurnedOff as off:  # turned off in another process since this one last read the switch
+            if not self.visit.gone:
+                with self.root:
+                    self.log.clear(hint_for_writer=None)
+                    self.log.note(off.message, error=True)
+            return
         if self.visit.gone:
             return
         with self.root:
