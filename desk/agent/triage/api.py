@@ -53,7 +53,7 @@ async def config(db: Db, actor: CurrentActor) -> AgentConfigRead:
 @router.post(
     f"{ADMIN}/triage/run",
     response_model=ManualRunOut,
-    responses=errors(*MISSING, ErrorCode.CONFLICT, ErrorCode.AI_BUDGET_EXCEEDED),
+    responses=errors(*MISSING, ErrorCode.CONFLICT, ErrorCode.AI_BUDGET_EXCEEDED, ErrorCode.AI_TURNED_OFF),
 )
 async def run_now(body: ManualRunIn, db: Db, actor: CurrentActor, provider: AgentProvider) -> ManualRunOut:
     """Triage one work order now (as the triage agent, under the policy, billed like any pass); audited."""
