@@ -103,3 +103,20 @@ async def test_a_turn_stopped_for_another_reason_does_not_blame_the_switch(
 
     assert events[-1].notice != switch.STOPPED
     assert (await the_run(db))["errorCode"] is None
+
+
+async def test_a_change_waiting_for_approval_is_not_left_to_approve(start, fake_provider, make_user, make_order, db):
+    sam, admin = await make_user(), await make_user("admin")
+    tap = await make_order(sam, "Leaking tap")
+    fake_provider.script(*Turn.read_then_update(tap.id, priority="urgent"), Turn.text("Done."))
+
+    async def turn_ai_off_at_the_proposal(event) -> None:
+        if event.kind == "tool_approval_required":
+            await agents.set_ai(db=db, actor=actor(admin), on=False)
+
+    events = await drain(await start(sam), turn_ai_off_at_the_proposal)
+
+    assert (events[-1].kind, events[-1].status, events[-1].notice) == ("message_done", "aborted", switch.STOPPED)
+    (call,) = await db["agent_tool_calls"].find({"tool": "update_work_order"}).to_list()
+    assert call["approval"]["status"] == "expired"  # nothing left for Sam to approve once AI is back
+    assert (await the_run(db))["errorCode"] == "turned_off"

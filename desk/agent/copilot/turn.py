@@ -1,10 +1,10 @@
 """The copilot's turn (spec §4.4 to §4.7): one run = one turn of the person, a bounded loop of model calls.
 
-`start.begin` does every check that can refuse the turn before anything streams (so refusals are
-the JSON envelope) and hands over a `CopilotTurn`; its `events()` runs the loop and yields typed
-events, which the SSE route and the copilot drawer both consume. The loop is all that is here:
-the run's records are `record.CopilotRecord`'s, its bills `budget.Meter`'s, the guards on each tool
-call `pipeline`'s, a proposed change `staging`'s, and stopping it from elsewhere `live`'s.
+`start.begin` does every check that can refuse the turn before anything streams (so refusals are the JSON
+envelope) and hands over a `CopilotTurn`; its `events()` runs the loop and yields typed events, which the
+SSE route and the copilot drawer both consume. The loop is all that is here: the run's records are
+`record.CopilotRecord`'s, its bills `budget.Meter`'s, the guards on each tool call `pipeline`'s, a proposed
+change `staging`'s, and stopping it from elsewhere `live`'s (an admin's kill switch too: `turned_off`).
 """
 
 import asyncio
@@ -118,7 +118,7 @@ class CopilotTurn:
                 if not self._take_back_interrupt():
                     raise
                 ending = None
-                status = await self._finish("aborted", "turned_off" if self.notice is TURNED_OFF else None)
+                status = await self._finish("aborted")
                 yield MessageDone(run_id=self.run_id, status=status, notice=self.notice)
             else:
                 ending = None
@@ -139,11 +139,10 @@ class CopilotTurn:
         """Stop: the run was ended elsewhere (a logout, a deactivation, the sweeper; see `live.interrupt`).
 
         `by`: who pressed Stop on this run (`live.stop`), or `live.TURNED_OFF`; anyone else's Stop changes nothing.
-
-        While the reader waits inside us for the model's next chunk, its task is cancelled there, so the
-        call is cut short at once, and `events` takes that cancel back. Anywhere else the run stops at
-        its next look at `interrupted` (the next chunk, step, or poll of an approval): a cancel must never
-        land in the reader's own code. Either way the stream ends with `message_done` (`aborted`).
+        While the reader waits inside us for the model's next chunk, its task is cancelled there, so the call is cut
+        short at once, and `events` takes that cancel back. Anywhere else the run stops at its next look at
+        `interrupted` (the next chunk, step, or poll of an approval): a cancel must never land in the reader's own
+        code. Either way the stream ends with `message_done` (`aborted`).
         """
         if self.interrupted or by not in (None, TURNED_OFF, self.actor.id):
             return
@@ -166,6 +165,7 @@ class CopilotTurn:
 
     async def _finish(self, status: RunStatus, code: str | None = None) -> RunStatus:
         """End the run (with the call charged but not yet on it); returns how it ended (someone may have been first)."""
+        code = code or ("turned_off" if status == "aborted" and self.notice is TURNED_OFF else None)
         await self.record.recorded()
         return await self.record.finish(status, code, usage=self.meter.take_pending())
 
@@ -338,7 +338,7 @@ class CopilotTurn:
     async def _before_call(self, messages: list[dict]) -> Error | None:
         """Checks between steps: still running (not aborted), still allowed, budget left, context fits."""
         if self.interrupted:
-            raise RunEnded("aborted", code="turned_off" if self.notice is TURNED_OFF else None)
+            raise RunEnded("aborted")
         if self.fresh:
             self.fresh = False
             assert self.prompt is not None
