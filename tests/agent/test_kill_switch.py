@@ -45,6 +45,28 @@ async def test_new_conversations_and_messages_are_refused_while_ai_is_off(
     assert response.status_code == 200 and events[-1].status == "complete"
 
 
+async def test_a_message_is_refused_when_another_process_turned_ai_off_and_gives_its_claim_back(
+    provider, client_for, make_user, fake_provider, db, monkeypatch
+):
+    """This process kept the switch on; it reads it again beside the claim and refuses, leaving the session free."""
+    monkeypatch.setattr(switch, "FRESH_SECONDS", 0.0)  # what this process kept is always too old to go by
+    sam, client, session_id = await sam_in_a_session(client_for, make_user)
+    assert switch.known().on  # read when the conversation was opened
+    off = {"_id": switch.SWITCH_ID, "on": False, "changedBy": sam["id"], "changedAt": now()}
+    await db["ai_switch"].insert_one(off)  # what `switch.turn` stores, in a process of its own
+
+    response, _ = await send(client, session_id, "Which of my orders are urgent?")
+
+    refused(response, 503, ErrorCode.AI_TURNED_OFF)
+    assert fake_provider.requests == []
+    assert (await db["copilot_sessions"].find_one({"_id": ObjectId(session_id)}))["runningRunId"] is None
+
+    await db["ai_switch"].update_one({"_id": switch.SWITCH_ID}, {"$set": {"on": True}})
+    fake_provider.script(Turn.text("None of them."))
+    response, events = await send(client, session_id, "Which of my orders are urgent?")
+    assert response.status_code == 200 and events[-1].status == "complete"
+
+
 async def test_a_turn_in_the_middle_of_a_model_call_ends_aborted_and_says_why(start, fake_provider, make_user, db):
     sam, admin = await make_user(), await make_user("admin")
     fake_provider.script(Turn.text("A long answer that never comes").with_delay(5.0))

@@ -394,6 +394,20 @@ async def test_ai_turned_off_in_another_process_reads_as_such_in_the_assistant(
     await user.should_see(AiTurnedOff.default_message, retries=WAIT)
 
 
+async def test_ai_turned_on_again_in_another_process_brings_the_assistant_back_here(
+    user: User, ai_on, make_user, log_in, db, monkeypatch
+):
+    monkeypatch.setattr(switch, "FRESH_SECONDS", 0.0)  # what this process kept is always too old to go by
+    sam, dana = await make_user("user"), await make_user("admin")
+    await agents.set_ai(db=db, actor=actor(dana), on=False)  # this process keeps it: off
+    await db["ai_switch"].update_one({"_id": switch.SWITCH_ID}, {"$set": {"on": True}})  # on again, elsewhere
+
+    await log_in(user, sam)
+
+    await user.should_see(marker="copilot-toggle")
+    await user.should_not_see(marker="copilot-off")
+
+
 async def test_the_assistant_page_says_what_would_bring_the_assistant(
     user: User, make_user, log_in, create_user, ai_settings, db
 ):

@@ -64,7 +64,8 @@ async def current(db: AsyncDatabase) -> Switch:
 
 
 def known() -> Switch:
-    """The switch as this process last read it, without a read (never read here: on); for what cannot wait."""
+    """The switch as this process last read it, without a read (never read here: on), for what cannot wait; its
+    callers read it first (`current`: a page's guard, a turn's checks before each step)."""
     kept = state.current().ai_switch
     return kept[1] if kept is not None else NEVER_FLIPPED
 
