@@ -74,7 +74,7 @@ class AiSwitch:
 
 
 async def _turned_off(state: AiSwitchRead) -> str:
-    """ "Turned off by Dana at 10:02 UTC" (today), or with the day; the person's name as data, never markup."""
+    """Who turned it off and when: "Turned off by Dana at 10:02 UTC" today, with the day before; a label's text."""
     if state.changed_by is None or state.changed_at is None:
         return "Turned off."
     names = await users_service.display_names(db=get_db(), user_ids={state.changed_by})
