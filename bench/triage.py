@@ -103,7 +103,8 @@ async def create(db: AsyncDatabase, owner: Actor, n: int) -> None:
 
 
 async def switch(db: AsyncDatabase, enabled: bool) -> datetime:
-    """The kill switch, as admins flip it (the config seeded first, as a worker would)."""
+    """The triage agent's own switch in its policy (the config seeded first, as a worker would); the desk-wide kill
+    switch holds events the same way, and is tested, not timed (tests/triage/test_kill_switch.py)."""
     await policy.current(db, Settings())
     await db["agent_config"].update_one({"_id": "triage"}, {"$set": {"enabled": enabled}})
     return datetime.now(UTC)

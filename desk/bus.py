@@ -26,8 +26,9 @@ log = logging.getLogger(__name__)
 # "access": a person lost some access (key: their id; message: the reason, desk.users.access.Reason);
 # "person": this process's copilot turns of a person must stop (key: their id), after their runs were ended;
 # "run": one run must stop (key: the run's id: Stop pressed on any page or tab);
-# "conversation": a person's copilot panels in this process follow a new turn or conversation (key: their id).
-Topic = Literal["order", "tool_call", "access", "person", "run", "conversation"]
+# "conversation": a person's copilot panels in this process follow a new turn or conversation (key: their id);
+# "switch": an admin turned AI off for the whole desk (key None): every copilot turn of this process stops.
+Topic = Literal["order", "tool_call", "access", "person", "run", "conversation", "switch"]
 Handler = Callable[[Any], Awaitable[None] | None]
 
 

@@ -27,6 +27,7 @@ class ErrorCode(StrEnum):
     AI_APPROVAL_EXPIRED = "AI_APPROVAL_EXPIRED"
     AI_MESSAGE_DUPLICATE = "AI_MESSAGE_DUPLICATE"
     AI_INJECTION_BLOCKED = "AI_INJECTION_BLOCKED"
+    AI_TURNED_OFF = "AI_TURNED_OFF"
     TOKEN_SCOPE_REQUIRED = "TOKEN_SCOPE_REQUIRED"  # noqa: S105 - a code, not a secret
     RECENT_LOGIN_REQUIRED = "RECENT_LOGIN_REQUIRED"
 
@@ -48,6 +49,7 @@ STATUS = {
     ErrorCode.AI_APPROVAL_EXPIRED: 410,
     ErrorCode.AI_MESSAGE_DUPLICATE: 409,
     ErrorCode.AI_INJECTION_BLOCKED: 400,
+    ErrorCode.AI_TURNED_OFF: 503,  # for now: an admin turns it on again, and nothing about the request was wrong
     ErrorCode.TOKEN_SCOPE_REQUIRED: 403,
     ErrorCode.RECENT_LOGIN_REQUIRED: 403,
 }
@@ -169,6 +171,13 @@ class NotFound(DeskError):
 class Conflict(DeskError):
     code = ErrorCode.CONFLICT
     default_message = "Someone else changed this first."
+
+
+class AiTurnedOff(DeskError):
+    """An admin turned AI off for the whole desk (the agents page's switch, `POST /admin/agents/disable`)."""
+
+    code = ErrorCode.AI_TURNED_OFF
+    default_message = "An admin turned AI assistance off for the whole desk. It is back once they turn it on again."
 
 
 class RateLimited(DeskError):

@@ -58,7 +58,7 @@ POLICY_FIELDS = {  # the triage policy's fields (the API's names)
     "timeZone": "Time zone",
     "dailyActionCap": "Daily action cap",
     "flagThreshold": "Flag threshold",
-    "enabled": "Switch",
+    "enabled": "Triage agent on",
     "allowedFields": "Fields it may change",
     "daysOff": "Days off",
     "applyWhen": "Apply when",

@@ -1,4 +1,4 @@
-"""The process's one `Desk`: its settings, database, provider, clock, message bus and unawaited tasks.
+"""The process's one `Desk`: its settings, database, provider, clock, message bus, unawaited tasks, AI switch.
 
 The `desk` command installs it with the settings it parsed (desk/cli.py `setup`, through
 `use_settings`); the web process then gives it its database and wires the listeners that cross
@@ -20,6 +20,7 @@ if TYPE_CHECKING:  # imported for their types only: the modules that read the De
     from pymongo.asynchronous.database import AsyncDatabase
 
     from desk.agent.core.provider import Provider
+    from desk.agent.core.switch import Switch
     from desk.config import Settings
 
 
@@ -34,6 +35,7 @@ class Desk:
     clock: Clock = SYSTEM_CLOCK  # what limits and waits count time in (a test's stands still until moved)
     bus: Bus = field(default_factory=Bus)
     tasks: set[asyncio.Task] = field(default_factory=set)  # held until done: the event loop keeps only weak refs
+    ai_switch: "tuple[float, Switch] | None" = None  # the desk-wide AI switch as last read, and when (monotonic)
 
     def keep(self, task: asyncio.Task, *, failure: str, expected: tuple[type[BaseException], ...] = ()) -> asyncio.Task:
         """Hold a task nobody awaits (a run's first writes, a turn's wind-down) until it ends, and log its failure.

@@ -1,9 +1,11 @@
-"""/app/admin/agents: the triage agent for admins: its switch, its policy, the attention list, the worker, the audit.
+"""/app/admin/agents: the agents for admins: the desk-wide AI switch, the triage policy, the attention list, the
+worker, the audit.
 
 Everything here goes through the triage services in process (desk/agent/triage/policy.py, desk/agent/triage/
 service.py), as the API does. The policy is saved at the version the admin read, so a second admin who
-saved first is never overwritten. The switch, the worker's health and the audit are re-read every few
-seconds; the attention list follows the change feed, which every stored or decided suggestion enters.
+saved first is never overwritten; the desk-wide switch is apart from it, so flipping it trips no open form.
+The switch, the worker's health and the audit are re-read every few seconds; the attention list follows
+the change feed, which every stored or decided suggestion enters.
 """
 
 from nicegui import APIRouter, ui
@@ -11,13 +13,14 @@ from nicegui import APIRouter, ui
 from components.agents.attention import AttentionList
 from components.agents.heading import SETTINGS_PATH, agents_tabs, ai_off_notice
 from components.agents.policy_form import PolicyForm
-from components.agents.switch import TriageSwitch
+from components.agents.switch import AiSwitch
 from components.agents.worker_health import WorkerHealth
 from components.runtime import live, session
 from components.runtime.page import desk_page
 from desk.actors import Actor
 from desk.agent.triage import policy
-from desk.agent.triage.models import AgentConfigRead
+from desk.agent.triage import service as triage
+from desk.agent.triage.models import AgentConfigRead, AiSwitchRead
 from desk.config import get_settings
 from desk.db.client import get_db
 from desk.errors import DeskError
@@ -34,19 +37,20 @@ async def admin_agents_page(visit: session.Visit, me: session.SessionUser) -> No
         ai_off_notice()
         return
     config = await policy.get_config(db=get_db(), settings=get_settings(), actor=me.actor)
-    screen = AgentsScreen(visit, me.actor, config)
+    state = await triage.ai_switch(db=get_db(), actor=me.actor)
+    screen = AgentsScreen(visit, me.actor, config, state)
     await screen.build()
     ui.timer(REFRESH_SECONDS, screen.refresh)
     live.on_change(screen.on_changes)
 
 
 class AgentsScreen:
-    """The agent's sections, kept in step: the switch and the policy share the stored config."""
+    """The agent's sections, kept in step: the worker's figures say when the switch or the policy holds it off."""
 
-    def __init__(self, visit: session.Visit, actor: Actor, config: AgentConfigRead) -> None:
+    def __init__(self, visit: session.Visit, actor: Actor, config: AgentConfigRead, state: AiSwitchRead) -> None:
         # `actor` serves the background re-reads: the frame's own check closes the page of someone no longer admin
         self.visit, self.actor = visit, actor
-        self.switch = TriageSwitch(visit, on=config.enabled, switched=self._switched)
+        self.switch = AiSwitch(visit, state=state, switched=self._switched)
         self.policy = PolicyForm(visit, config, saved=self._saved, reloaded=self._reloaded)
         self.refreshing = False
 
@@ -55,21 +59,27 @@ class AgentsScreen:
         with ui.row().classes("w-full gap-4 items-stretch no-wrap max-md:flex-wrap"):  # a phone: one above the other
             self.switch.card()
             self.policy.build()
+        await self.switch.show(self.switch.state)
         self.attention = AttentionList(self.actor)
         self.health = WorkerHealth(self.visit, self.actor)
+        self.health.off = self._off()
         await self.attention.show()
         await self.health.show()
 
+    def _off(self) -> bool:
+        """Whether the triage agent is held off: the desk-wide switch, or its own in the policy as saved."""
+        return not (self.switch.on and self.policy.loaded.enabled)
+
     async def _switched(self, on: bool) -> None:
-        self.policy.loaded = self.policy.loaded.model_copy(update={"enabled": on})
+        self.health.off = self._off()
         await self.health.show()
 
     async def _saved(self, saved: AgentConfigRead) -> None:
-        self.switch.show(saved.enabled)
+        self.health.off = self._off()
         await self.health.show()
 
     def _reloaded(self, current: AgentConfigRead) -> None:
-        self.switch.show(current.enabled)
+        self.health.off = self._off()
 
     async def refresh(self) -> None:
         """The switch (another admin, another tab), the worker and the audit, every few seconds."""
@@ -77,10 +87,10 @@ class AgentsScreen:
             return
         self.refreshing = True
         try:
-            current = await policy.get_config(db=get_db(), settings=get_settings(), actor=self.actor)
-            if current.enabled != self.policy.loaded.enabled:  # the switch lands whatever the version: show it
-                self.policy.loaded = self.policy.loaded.model_copy(update={"enabled": current.enabled})
-                self.switch.show(current.enabled)
+            state = await triage.ai_switch(db=get_db(), actor=self.actor)
+            if state != self.switch.state:
+                await self.switch.show(state)
+            self.health.off = self._off()
             await self.health.show()
         except DeskError:
             return  # no longer an admin: the frame's check closes the page

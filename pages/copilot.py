@@ -6,6 +6,7 @@ from components.copilot.panel import Copilot, ai_off_reason, show_current_conver
 from components.formats import ago, when
 from components.runtime import session
 from components.runtime.page import desk_page
+from desk import access
 from desk.agent.copilot import sessions as agent_sessions
 from desk.agent.copilot.turn import UNREACHED  # the run's call never reached the model: nothing was billed
 from desk.config import get_settings
@@ -46,8 +47,10 @@ def _unavailable(off: str) -> None:
     """Why there is no assistant here, and what would bring it."""
     with ui.card().classes("w-full max-w-xl gap-2 bg-grey-2").mark("copilot-page-off"):
         ui.label(off).classes("text-lg font-semibold")
-        if get_settings().ai_enabled:  # off for this person alone: theirs to turn on
+        if off == access.AI_OFF_FOR_YOU:  # off for this person alone: theirs to turn on
             ui.link("Turn AI assistance on in your profile", "/app/profile").mark("copilot-page-profile")
+        elif get_settings().ai_enabled:  # an admin's kill switch: their sentence says who turns it on
+            return
         else:
             ui.label(
                 "The assistant answers questions about your work orders and drafts changes for you to approve. "

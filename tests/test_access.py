@@ -44,7 +44,7 @@ ADMIN_ONLY: dict[str, Call] = {
     "change the triage policy": lambda db, s, who, target: policy.update_config(
         db=db, settings=s, actor=who, data=AgentConfigUpdate(version=1, mode="auto_apply")
     ),
-    "pull the kill switch": lambda db, s, who, target: policy.set_enabled(db=db, settings=s, actor=who, enabled=False),
+    "pull the kill switch": lambda db, s, who, target: triage_service.set_ai(db=db, actor=who, on=False),
     "read the agents' audit": lambda db, s, who, target: policy.audit(db=db, actor=who),
     "requeue a dead letter": lambda db, s, who, target: triage_service.retry_event(db=db, actor=who, event_id=ANY_ID),
     "run triage by hand": lambda db, s, who, target: triage_service.manual_run(

@@ -4,6 +4,7 @@ from nicegui import ui
 
 from desk.actors import Actor
 from desk.agent.triage import policy
+from desk.agent.triage import service as triage
 from desk.config import get_settings
 from desk.db.client import get_db
 
@@ -31,13 +32,19 @@ def ai_off_notice() -> None:
 
 
 async def switch_banner(actor: Actor) -> None:
-    """The off states an admin must not miss: AI off on this desk, or the triage agent switched off."""
+    """The off states an admin must not miss: AI off on this desk (the environment, or the admins' switch), or the
+    triage agent switched off in its policy."""
     settings = get_settings()
     if not settings.ai_enabled:
         ai_off_notice()
         return
-    if not (await policy.get_config(db=get_db(), settings=settings, actor=actor)).enabled:
-        with ui.card().classes("w-full bg-red-1").mark("agents-off-banner"), ui.row().classes("items-center gap-2"):
-            ui.icon("power_off", size="md").classes("text-red-8")
-            ui.label("The triage agent is turned off. New work orders wait untriaged.").classes("font-medium")
-            ui.link("Turn it on in the triage settings", SETTINGS_PATH)
+    if not (await triage.ai_switch(db=get_db(), actor=actor)).enabled:
+        said = "AI is turned off on this desk: the triage agent and the assistant do not run."
+    elif not (await policy.get_config(db=get_db(), settings=settings, actor=actor)).enabled:
+        said = "The triage agent is turned off. New work orders wait untriaged."
+    else:
+        return
+    with ui.card().classes("w-full bg-red-1").mark("agents-off-banner"), ui.row().classes("items-center gap-2"):
+        ui.icon("power_off", size="md").classes("text-red-8")
+        ui.label(said).classes("font-medium")
+        ui.link("Turn it on in the triage settings", SETTINGS_PATH)

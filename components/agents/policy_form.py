@@ -1,4 +1,5 @@
-"""The triage policy as a form: mode, when to apply, flag threshold, working hours, days off, time zone, daily cap.
+"""The triage policy as a form: the agent's own on/off, mode, when to apply, flag threshold, working hours,
+days off, time zone, daily cap.
 
 It is saved at the version the admin read (`loaded`), so a second admin who saved first is never
 overwritten: the form says what they changed and offers to load their version instead.
@@ -39,7 +40,10 @@ class PolicyForm:
         config = self.loaded
         zones = sorted(available_timezones())
         with ui.card().classes("grow min-w-0 gap-2").mark("policy"):
-            ui.label("Policy").classes("text-lg font-semibold")
+            with ui.row().classes("w-full items-center justify-between"):
+                ui.label("Policy").classes("text-lg font-semibold")
+                # the triage agent alone, saved with the policy; the desk-wide switch beside the form stops every agent
+                self.inputs["enabled"] = ui.switch("Triage agent on", value=config.enabled)
             with ui.row().classes("w-full gap-3 items-start"):
                 self.inputs["mode"] = ui.select(TRIAGE_MODES, label="Mode", value=config.mode).classes("w-72")
                 self.inputs["applyWhen"] = ui.select(

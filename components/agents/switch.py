@@ -1,49 +1,57 @@
-"""The triage agent's kill switch: a card with its state and one button, and a banner at the top of the page
-while it is off. Turning it off asks first; turning it on does not."""
+"""The desk-wide AI switch (the kill switch): a card with its state, who flipped it and when, and one button, and
+a banner at the top of the page while it is off. Turning it off asks first; turning it on does not.
+
+It stops every agent (the triage agent and the assistant) and is kept apart from the triage policy, so
+flipping it never trips an admin's open policy form; the triage agent's own on/off is in that form.
+"""
 
 from collections.abc import Awaitable, Callable
+from datetime import UTC, datetime
 
 from nicegui import ui
 
 from components.confirm import confirm
+from components.formats import when
 from components.runtime import session
-from desk.agent.triage import policy
-from desk.config import get_settings
+from desk.agent.triage import service as triage
+from desk.agent.triage.models import AiSwitchRead
 from desk.db.client import get_db
+from desk.users import service as users_service
 
-ON_NOTE = "New work orders are triaged as they arrive."
-OFF_NOTE = "Nothing is triaged; new orders wait."
+ON_NOTE = "The triage agent and the assistant run."
+OFF_BANNER = "AI is turned off on this desk: the triage agent and the assistant do not run. New work orders wait."
 
 
-class TriageSwitch:
+class AiSwitch:
     """`banner` and `card` draw it (in that order on the page); `show` follows a state read elsewhere."""
 
-    def __init__(self, visit: session.Visit, *, on: bool, switched: Callable[[bool], Awaitable[None]]) -> None:
-        self.visit, self.on, self.switched = visit, on, switched
+    def __init__(self, visit: session.Visit, *, state: AiSwitchRead, switched: Callable[[bool], Awaitable[None]]):
+        self.visit, self.state, self.switched = visit, state, switched
+
+    @property
+    def on(self) -> bool:
+        return self.state.enabled
 
     def banner(self) -> None:
         self.off_banner = ui.card().classes("w-full bg-red-1").mark("agents-off-banner")
         with self.off_banner, ui.row().classes("items-center gap-2"):
             ui.icon("power_off", size="md").classes("text-red-8")
-            ui.label(
-                "The triage agent is turned off. New work orders wait untriaged until it is turned on again."
-            ).classes("font-medium")
+            ui.label(OFF_BANNER).classes("font-medium")
 
     def card(self) -> None:
         with ui.card().classes("w-80 max-md:w-full gap-3 items-center justify-center").mark("switch-card"):
-            ui.label("Triage agent").classes("text-sm text-grey-7")
-            self.state = ui.label().classes("text-5xl font-bold").mark("switch-state")
-            self.note = ui.label().classes("text-sm text-grey-8 text-center")
+            ui.label("AI on this desk").classes("text-sm text-grey-7")
+            self.label = ui.label().classes("text-5xl font-bold").mark("switch-state")
+            self.note = ui.label().classes("text-sm text-grey-8 text-center").mark("switch-note")
             self.button = ui.button(on_click=self._toggle).props("size=lg").mark("switch-button")
-        self.show(self.on)
 
-    def show(self, on: bool) -> None:
-        self.on = on
-        self.state.set_text("ON" if on else "OFF")
-        self.state.classes(replace="text-5xl font-bold text-green-8" if on else "text-5xl font-bold text-red-8")
-        self.note.set_text(
-            "New work orders are triaged as they arrive." if on else "Nothing is triaged; new orders wait."
-        )
+    async def show(self, state: AiSwitchRead) -> None:
+        """Draw `state`: ON or OFF, and who turned it off and when ("Turned off by Dana at 10:02 UTC")."""
+        self.state = state
+        on = state.enabled
+        self.label.set_text("ON" if on else "OFF")
+        self.label.classes(replace="text-5xl font-bold text-green-8" if on else "text-5xl font-bold text-red-8")
+        self.note.set_text(ON_NOTE if on else await _turned_off(state))
         self.button.set_text("Turn off" if on else "Turn on")
         self.button.props.update(color="negative" if on else "positive", icon="power_off" if on else "power")
         self.off_banner.set_visibility(not on)
@@ -51,14 +59,26 @@ class TriageSwitch:
     async def _toggle(self) -> None:
         turning_on = not self.on
         if not turning_on and not await confirm(
-            "Turn the triage agent off?",
-            "Workers stop within one poll interval; new work orders wait, untriaged, until it is turned on again.",
+            "Turn AI off for the whole desk?",
+            "The triage agent stops within a second, its passes in flight are dropped and their orders wait; the"
+            " assistant stops every conversation and answers no one until AI is turned on again.",
             action="Turn off",
             marker="confirm-switch-off",
         ):
             return
         actor = await self.visit.actor()
-        config = await policy.set_enabled(db=get_db(), settings=get_settings(), actor=actor, enabled=turning_on)
-        self.show(config.enabled)
-        ui.notify(f"The triage agent is {'on' if config.enabled else 'off'}.", type="positive")
-        await self.switched(config.enabled)
+        state = await triage.set_ai(db=get_db(), actor=actor, on=turning_on)
+        await self.show(state)
+        ui.notify(f"AI is {'on' if state.enabled else 'off'} on this desk.", type="positive")
+        await self.switched(state.enabled)
+
+
+async def _turned_off(state: AiSwitchRead) -> str:
+    """Who turned it off and when: "Turned off by Dana at 10:02 UTC" today, with the day before; a label's text."""
+    if state.changed_by is None or state.changed_at is None:
+        return "Turned off."
+    names = await users_service.display_names(db=get_db(), user_ids={state.changed_by})
+    who = names.get(state.changed_by, "someone")
+    at = state.changed_at.astimezone(UTC)
+    moment = f"at {at:%H:%M} UTC" if at.date() == datetime.now(UTC).date() else f"on {when(at)}"
+    return f"Turned off by {who} {moment}. Nothing runs; new work orders wait."

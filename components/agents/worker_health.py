@@ -27,8 +27,10 @@ FAILURES = {  # why the worker gave up on an event, in words (the queue keeps a 
 }
 ACTIONS = {
     "config_updated": "changed the policy",
-    "enabled": "turned the triage agent on",
+    "enabled": "turned the triage agent on",  # before issue 41, the switch was the policy's
     "disabled": "turned the triage agent off",
+    "ai_turned_off": "turned AI off for the whole desk",
+    "ai_turned_on": "turned AI on again for the desk",
     "manual_run": "ran the triage by hand",
     "event_retried": "retried a failed event",
     "run_viewed": "opened a run's transcript",
@@ -42,6 +44,7 @@ class WorkerHealth:
         # `actor` serves the re-reads: the frame's own check closes the page of someone no longer admin
         self.visit, self.actor = visit, actor
         self.looks = 0  # each `show` numbered: only the latest one draws
+        self.off = False  # the triage agent is held off (the page says by what): "Last pass" stands still
         ui.label("Worker").classes("text-lg font-semibold mt-2")
         self.health = ui.column().classes("w-full gap-2").mark("health")
         ui.label("Settings audit").classes("text-lg font-semibold mt-2")
@@ -86,12 +89,11 @@ class WorkerHealth:
             oldest = ago(state.oldest_pending_at).replace(" ago", "") if state.oldest_pending_at else "—"
             _figure("Oldest waiting", oldest, when(state.oldest_pending_at) or "nothing waits", "oldest-pending")
             last = state.last_pass
-            _figure(
-                "Last pass",
-                ago(last.started_at) if last else "never",
-                f"{last.status}{f' ({last.error_code})' if last and last.error_code else ''}" if last else "",
-                "last-pass",
-            )
+            ended = f"{last.status}{f' ({last.error_code})' if last.error_code else ''}" if last else ""
+            if self.off:  # nothing runs: a time that grows older every refresh would read as a worker at work
+                _figure("Last pass", "off", f"{when(last.started_at)}, {ended}" if last else "never", "last-pass")
+            else:
+                _figure("Last pass", ago(last.started_at) if last else "never", ended, "last-pass")
             _figure("Failed", f"{state.events.get('failed', 0):,}", "gave up after every retry", "failed-count")
         with ui.card().classes("w-full gap-1").mark("spend"):
             ui.label(f"Spend today (UTC {datetime.now(UTC):%d %b})").classes("text-sm text-grey-7")

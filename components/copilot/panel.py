@@ -24,6 +24,7 @@ from components.runtime.copilot_turn import STOPPED, LiveTurn, drive, ending, ru
 from components.runtime.session import SessionUser, Visit
 from desk import access, state
 from desk.agent.copilot import approvals, sessions, start
+from desk.agent.core import switch
 from desk.agent.core.client import get_provider
 from desk.agent.core.events import (
     Error,
@@ -36,7 +37,7 @@ from desk.agent.core.events import (
 )
 from desk.config import get_settings
 from desk.db.client import get_db
-from desk.errors import DeskError
+from desk.errors import AiTurnedOff, DeskError
 
 WAITING_FOR_YOU = "The assistant is waiting for you to approve or reject its change first."
 WATCH_SECONDS = 1.0  # a panel showing a turn or a change of another process looks this often
@@ -44,7 +45,9 @@ WATCH_SECONDS = 1.0  # a panel showing a turn or a change of another process loo
 
 def ai_off_reason(me: SessionUser) -> str | None:
     """Why the assistant is not available to this person (in desk/access.py's words), or None when it is."""
-    decision = access.can_use_ai(me, settings=get_settings())
+    # the switch as this process last read it (no read: the page's frame is drawn without waiting); a message sent
+    # while it is off is refused with its reason all the same
+    decision = access.can_use_ai(me, settings=get_settings(), switch=switch.known())
     return decision.reason if isinstance(decision, access.Denied) else None
 
 
@@ -108,7 +111,14 @@ class Copilot:
     async def load(self) -> None:
         """Show the conversation as the server has it now (on building, on opening the drawer, after a turn)."""
         actor = await self.visit.actor(touch=False)
-        found = await sessions.conversation(db=get_db(), settings=get_settings(), actor=actor)
+        try:
+            found = await sessions.conversation(db=get_db(), settings=get_settings(), actor=actor)
+        except AiTurnedOff as off:  # turned off in another process since this one last read the switch
+            if not self.visit.gone:
+                with self.root:
+                    self.log.clear(hint_for_writer=None)
+                    self.log.note(off.message, error=True)
+            return
         if self.visit.gone:
             return
         with self.root:

@@ -19,6 +19,9 @@ from nicegui import APIRouter
 from components.forbidden import forbidden
 from components.frame import frame
 from components.runtime import session
+from desk.agent.core import switch
+from desk.config import get_settings
+from desk.db.client import get_db
 
 Body = Callable[..., Awaitable[None]]  # (visit, me, [found], **the route's parameters and `request`, as it names them)
 Read = Callable[..., Awaitable[object]]  # (me, **the route's parameters): what the body gets as `found`
@@ -57,6 +60,8 @@ def guarded(
             given = {"request": request} if wants_request else {}
             if read is not None and (not admin or me.is_admin):
                 given["found"] = await read(me, **route)
+            if get_settings().ai_enabled:  # the frame's assistant goes by the AI switch as kept: at most a second old
+                await switch.current(get_db())
             with frame(title, me, path=request.url.path) as visit:
                 if admin and not me.is_admin:
                     forbidden()

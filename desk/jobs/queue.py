@@ -218,6 +218,16 @@ async def hand_back(db: AsyncDatabase, job: Doc, before: Doc, *, at: datetime | 
     return result.modified_count == 1
 
 
+async def put_back_all(db: AsyncDatabase, task: str, *, at: datetime | None = None) -> int:
+    """Every claimed job of `task` back to pending at once, attempts not counted, fences moved: whoever held one
+    can no longer renew or settle it (a kill switch takes its jobs back from every worker); returns how many."""
+    fields = {"status": "pending", "leasedUntil": None, "leaseOwner": None, "updatedAt": at or now()}
+    result = await _jobs(db).update_many(
+        {"type": task, "status": "processing"}, {"$set": fields, "$inc": {"attempts": -1, "fence": 1}}
+    )
+    return result.modified_count
+
+
 async def requeue(db: AsyncDatabase, job_id: ObjectId) -> Doc | None:
     """A failed job back to pending with its attempts reset (an admin's retry); None when it is not failed."""
     moment = now()

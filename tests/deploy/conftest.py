@@ -58,9 +58,12 @@ def stack(tmp_path_factory: pytest.TempPathFactory, fake_provider_url: str) -> I
         nginx = stack.enter_context(nginx_running(tmp / "nginx", [web.port, other.port]))
         running = Stack(nginx=nginx, desks=(web, other))
         # The worker's triage agent would call the scripted provider for each order made here: these
-        # tests are about the proxy, so the admin turns it off (the kill switch) first.
+        # tests are about the proxy, so the admin turns it off first (its own switch, in the policy: the
+        # desk-wide kill switch would stop the copilot these tests stream from too).
         with logged_in(running, next(iter(running.routes.values()))) as admin:
-            assert admin.post("/api/v1/admin/agents/disable", headers=CSRF).json() == {"enabled": False}
+            version = admin.get("/api/v1/admin/agents/triage/config").json()["version"]
+            off = {"version": version, "enabled": False}
+            assert admin.patch("/api/v1/admin/agents/triage/config", json=off, headers=CSRF).json()["enabled"] is False
         yield running
 
 

@@ -79,3 +79,22 @@ async def test_a_job_whose_lease_lapsed_is_claimed_again_once_revived(db, clock,
     assert (missed, revived) == (None, 1)  # the live lease stays
     assert (again["payloadRef"], again["leaseOwner"], again["attempts"], again["fence"]) == (held, "w2", 2, 2)
     assert (await queue.find(db, TASK, key))["leaseOwner"] == "alive"
+
+
+async def test_putting_back_every_claimed_job_of_a_task_leaves_its_holders_nothing_to_settle(db, clock, enqueue):
+    """What a kill switch does: the claimed jobs wait again at once, their attempts not counted, and the workers
+    that held them can neither renew nor settle them; other tasks' jobs, and jobs not claimed, are left alone."""
+    waiting_key, held_key, other_key = await enqueue(), await enqueue(), await enqueue("test.other")  # newest claimed
+    held = await queue.claim(db, owner="w1", lease=LEASE, tasks=[TASK], at=clock.now())
+    other = await queue.claim(db, owner="w2", lease=LEASE, tasks=["test.other"], at=clock.now())
+    assert held["payloadRef"] == held_key
+
+    assert await queue.put_back_all(db, TASK, at=clock.now()) == 1
+
+    job = await queue.find(db, TASK, held_key)
+    assert (job["status"], job["attempts"], job["fence"], job["leaseOwner"]) == ("pending", 0, 2, None)
+    assert await queue.renew(db, held, LEASE, at=clock.now()) is False
+    assert await queue.settle(db, held, "done", at=clock.now()) is False
+    assert (await queue.find(db, TASK, waiting_key))["status"] == "pending"
+    assert (await queue.find(db, "test.other", other_key))["status"] == "processing"
+    assert await queue.settle(db, other, "done", at=clock.now()) is True

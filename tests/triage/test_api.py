@@ -75,27 +75,6 @@ async def test_a_policy_change_is_versioned_validated_and_audited(db, make_user,
     assert (entry["before"]["mode"], entry["after"]["mode"]) == ("suggest", "auto_apply")
 
 
-async def test_the_kill_switch_holds_queued_events_and_enabling_releases_them(
-    db, make_user, make_order, client_for, fake_provider, burst
-):
-    admin = await client_for(await make_user("admin"))
-    order = await make_order(await make_user())
-
-    assert (await admin.post(f"{ADMIN}/disable")).json() == {"enabled": False}
-    version = (await admin.get(f"{ADMIN}/triage/config")).json()["version"]
-    assert (await admin.post(f"{ADMIN}/disable")).json() == {"enabled": False}  # pressed again: already off
-    assert (await admin.get(f"{ADMIN}/triage/config")).json()["version"] == version  # no version to trip over
-    assert await burst() == 0
-    assert fake_provider.requests == []
-    assert (await db["outbox_events"].find_one({"payloadRef": ObjectId(order.id)}))["status"] == "pending"
-
-    assert (await admin.post(f"{ADMIN}/enable")).json() == {"enabled": True}
-    fake_provider.script(proposal())
-    assert await burst() == 1
-    actions = [entry["action"] async for entry in db["agent_config_audit"].find({}).sort("createdAt", 1)]
-    assert actions == ["disabled", "enabled"]
-
-
 async def test_a_manual_run_triages_now_under_the_admins_name(
     db, make_user, make_order, client_for, fake_provider, triage_settings, provider
 ):

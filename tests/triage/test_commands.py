@@ -15,10 +15,11 @@ from tests.triage.conftest import proposal
 # record, read the policy only where AGT-9 asks, checked the spend once and wrote the usage with the run's end.
 # Then 2 for the desk-wide concurrency (AGENT_CONCURRENCY across workers): the slot taken after the claim, released
 # after the ack (its lease is renewed only in a pass longer than a third of it); and 1 for the spend reserved before
-# the model call (both scopes in one command), which the ledger's write after it settles.
-PASS_COMMANDS = 20
+# the model call (both scopes in one command), which the ledger's write after it settles; and 1 for the desk-wide
+# kill switch, read beside the policy before the claim (its watcher reads nothing in a pass shorter than a second).
+PASS_COMMANDS = 21
 FIRST = 3  # the worker's first claim puts lapsed jobs back (1); the desk's first slot taken makes its slots (2)
-LOOK = 3  # the poll looking for more (policy, spend, a claim that finds nothing): its second slot's, and the last
+LOOK = 4  # the poll looking for more (policy, switch, spend, a claim finding nothing): its second slot's, the last
 
 
 class Commands(monitoring.CommandListener):
@@ -36,7 +37,7 @@ class Commands(monitoring.CommandListener):
         pass
 
 
-async def test_a_pass_in_suggest_mode_sends_twenty_commands(
+async def test_a_pass_in_suggest_mode_sends_twenty_one_commands(
     mongo_uri, db, make_user, make_order, fake_provider, triage_settings, provider
 ):
     await make_order(await make_user())

@@ -15,6 +15,8 @@ How each fault point is reached, from outside the worker (the desk has no hook f
   worker is killed once the request has arrived.
 - "paused past its lease": SIGSTOP once the model request has arrived, SIGCONT after a second
   worker has finished the event; the answer is waiting in the socket when it wakes.
+- "a kill switch mid-call": the fake holds the answer; the test, as the admin's web process, turns
+  AI off; the worker, a process of its own, must notice through the database.
 - "the database restarts mid-pass": a database of its own, stopped and started again on the same
   data directory while the model call is held. It comes back on the same Unix socket, the address
   the worker knows, as the desk's own database does after a restart.
@@ -32,6 +34,7 @@ from pymongo import AsyncMongoClient
 from pymongo.asynchronous.database import AsyncDatabase
 
 from bench.workers import Worker, Workers, worker_settings, workers
+from desk.agent.triage import service as agents
 from desk.app import ensure_indexes
 from desk.db.embedded import EmbeddedMongo
 from desk.users import service as users_service
@@ -222,6 +225,40 @@ async def test_a_worker_paused_past_its_lease_wakes_up_and_writes_nothing(db, po
     (suggestion,) = await db["triage_suggestions"].find().to_list()
     assert suggestion["suggestedPriority"] == "high"  # the answer of the worker that held the lease
     assert sleeper.process.poll() is None  # it lives on, and goes on polling
+    await no_run_left_running(db)
+
+
+async def test_a_kill_switch_mid_call_drops_the_answer_and_the_event_waits_for_enable(
+    db, pool, fake_provider, make_user
+):
+    """Turned off from the admin's process (this one) while the worker's model call is held: the worker cancels
+    the call, its run ends aborted, nothing is stored; the event is pending again, its attempt not counted. On
+    again, the order is triaged once."""
+    person, ids = await orders_for(db, 1)
+    admin = actor(await make_user("admin"))
+    fake_provider.script(proposal("low").with_delay(HELD), proposal("high"))
+    worker = pool.start(wait=False, AGENT_CONCURRENCY="1")
+    await until(lambda: fake_provider.requests, what="the model call", within=SETTLED)
+
+    await agents.set_ai(db=db, actor=admin, on=False)
+
+    async def run_aborted() -> bool:
+        return await db["agent_runs"].count_documents({"status": "aborted", "errorCode": "turned_off"}) == 1
+
+    await until(run_aborted, what="the worker's run ended by the switch", within=SETTLED)
+    await until(lambda: fake_provider.client_disconnects == 1, what="the held call cut off", within=SETTLED)
+    event = await db["outbox_events"].find_one({"payloadRef": ObjectId(ids[0])})
+    assert (event["status"], event["attempts"]) == ("pending", 0)
+    assert await db["triage_suggestions"].count_documents({}) == 0
+    assert len(fake_provider.requests) == 1  # nothing claimed while off
+    assert worker.process.poll() is None  # it lives on, and goes on polling
+
+    await agents.set_ai(db=db, actor=admin, on=True)
+    await all_settled(db, ids)
+
+    await assert_triaged_once(db, person, ids)
+    (suggestion,) = await db["triage_suggestions"].find().to_list()
+    assert suggestion["suggestedPriority"] == "high"  # the answer after /enable; the dropped one left nothing
     await no_run_left_running(db)
 
 

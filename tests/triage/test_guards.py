@@ -32,6 +32,14 @@ INJECTION = (
 )
 
 
+async def triage_turned_off(db, settings, admin) -> None:
+    """The triage agent's own switch off, as an admin saves it in the policy form (at the version read)."""
+    read = await policy.get_config(db=db, settings=settings, actor=admin)
+    await policy.update_config(
+        db=db, settings=settings, actor=admin, data=AgentConfigUpdate(version=read.version, enabled=False)
+    )
+
+
 def test_the_triage_prompt_and_tool_schema_match_their_snapshots():
     check_snapshot("triage_prompt.txt", prompt.SYSTEM_PROMPT, directory=SNAPSHOTS)
     check_snapshot(
@@ -288,7 +296,7 @@ async def test_disabling_stops_two_workers_within_one_poll_interval_and_queued_e
 
     workers = [asyncio.create_task(worker()) for _ in range(2)]
     await until(lambda: db["triage_suggestions"].count_documents({}), what="a first suggestion")
-    await policy.set_enabled(db=db, settings=settings, actor=actor(await make_user("admin")), enabled=False)
+    await triage_turned_off(db, settings, actor(await make_user("admin")))
     await asyncio.sleep(0.1)  # one poll interval, and the passes already in flight
     calls_then = len(fake_provider.requests)
     await asyncio.sleep(0.3)  # several more
@@ -312,7 +320,7 @@ async def test_a_pass_in_flight_when_the_switch_goes_off_does_not_apply(
     running = asyncio.create_task(burst())
     await fake_provider.wait_for_request()
 
-    await policy.set_enabled(db=db, settings=triage_settings, actor=actor(await make_user("admin")), enabled=False)
+    await triage_turned_off(db, triage_settings, actor(await make_user("admin")))
     await running
 
     assert (await work_orders.get(db=db, actor=actor(owner), order_id=order.id)).priority == "low"

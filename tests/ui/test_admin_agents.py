@@ -1,6 +1,6 @@
 """/app/admin/agents: the kill switch, the policy saved at the version read, the audit, the worker, attention."""
 
-from datetime import datetime, timedelta
+from datetime import UTC, datetime, timedelta
 from zoneinfo import ZoneInfo
 
 import pytest
@@ -42,41 +42,71 @@ async def test_only_admins_reach_the_page_and_the_nav_leads_there(user: User, ma
     await user.should_not_see("Agents")
 
 
-async def test_the_kill_switch_asks_before_turning_off_and_says_so(user: User, make_user, log_in, db, ai_settings):
-    ada = await make_user("admin", name="Ada Lovelace")
-    await log_in(user, ada, landing=PAGE)
+async def test_the_kill_switch_asks_before_turning_off_and_says_who_and_when(
+    user: User, make_user, log_in, db, ai_settings
+):
+    dana = await make_user("admin", name="Dana Scully")
+    await log_in(user, dana, landing=PAGE)
     await user.should_see(marker="switch-state", content="ON")
     await user.should_not_see(marker="agents-off-banner")
 
     user.find(marker="switch-button").click()
-    await user.should_see("Turn the triage agent off?")
+    await user.should_see("Turn AI off for the whole desk?")
     user.find("Cancel").click()
-    await user.should_not_see("Turn the triage agent off?")
-    assert (await config(db))["enabled"] is True
+    await user.should_not_see("Turn AI off for the whole desk?")
+    assert await db["ai_switch"].count_documents({}) == 0
 
     user.find(marker="switch-button").click()
     await user.should_see(marker="confirm-switch-off")
     user.find(marker="confirm-switch-off").click()
-    await user.should_see("The triage agent is off.")
+    await user.should_see("AI is off on this desk.")
     await user.should_see(marker="switch-state", content="OFF")
     await user.should_see(marker="agents-off-banner")
-    assert (await config(db))["enabled"] is False
-    await user.should_see("Ada Lovelace turned the triage agent off", retries=WAIT)
+    stored = await db["ai_switch"].find_one({})
+    assert (stored["on"], stored["changedBy"]) == (False, dana["id"])
+    at = stored["changedAt"].astimezone(UTC)
+    assert label_text(user, "switch-note").startswith(f"Turned off by Dana Scully at {at:%H:%M} UTC.")
+    await user.should_see("Dana Scully turned AI off for the whole desk", retries=WAIT)
+    assert label_text(user, "last-pass-value") == "off"  # nothing runs: the figure stands still
+    assert (await config(db))["version"] == 1  # the policy was not touched
 
     user.find(marker="switch-button").click()  # turning it on needs no confirmation
     await user.should_see(marker="switch-state", content="ON")
-    assert (await config(db))["enabled"] is True
+    assert (await db["ai_switch"].find_one({}))["on"] is True
+    await user.should_see("Dana Scully turned AI on again for the desk", retries=WAIT)
 
 
 async def test_the_switch_turned_off_elsewhere_shows_here_live(user: User, make_user, log_in, db, ai_settings):
-    ada, bob = await make_user("admin"), await make_user("admin")
+    ada, bob = await make_user("admin"), await make_user("admin", name="Bob Builder")
     await log_in(user, ada, landing=PAGE)
     await user.should_see(marker="switch-state", content="ON")
 
-    await policy.set_enabled(db=db, settings=ai_settings, actor=actor(bob), enabled=False)
+    await triage.set_ai(db=db, actor=actor(bob), on=False)
 
     await user.should_see(marker="switch-state", content="OFF", retries=WAIT)
     await user.should_see(marker="agents-off-banner")
+    assert label_text(user, "switch-note").startswith("Turned off by Bob Builder at ")
+
+
+async def test_an_open_policy_form_saves_after_the_switch_was_flipped(user: User, make_user, log_in, db, ai_settings):
+    await log_in(user, await make_user("admin"), landing=PAGE)
+    await user.should_see(marker="policy")
+
+    user.find(marker="switch-button").click()
+    await user.should_see(marker="confirm-switch-off")
+    user.find(marker="confirm-switch-off").click()
+    await user.should_see(marker="switch-state", content="OFF")
+    user.find(marker="switch-button").click()
+    await user.should_see(marker="switch-state", content="ON")
+    user.find(marker="policy-dailyActionCap").clear().type("50")
+    user.find(marker="policy-enabled").click()  # the triage agent's own switch, saved with the policy
+    user.find(marker="policy-save").click()
+
+    await user.should_see("Policy saved.")
+    await user.should_not_see(marker="policy-conflict")
+    stored = await config(db)
+    assert (stored["dailyActionCap"], stored["enabled"], stored["version"]) == (50, False, 2)
+    assert label_text(user, "last-pass-value") == "off"  # held off by its own switch now
 
 
 async def test_the_policy_is_validated_saved_and_audited(user: User, make_user, log_in, db, ai_settings):

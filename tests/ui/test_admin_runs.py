@@ -8,10 +8,12 @@ from nicegui.testing import User
 
 from components.forbidden import MESSAGE as NO_ACCESS
 from desk.agent.triage import policy
+from desk.agent.triage import service as triage_service
 from desk.agent.triage import task as triage_task
 from desk.schema import now
 from pages import admin_runs
 from tests.fake_provider import Turn
+from tests.helpers import actor
 from tests.triage.conftest import proposal
 from tests.ui.conftest import WAIT
 
@@ -193,6 +195,17 @@ async def test_the_switch_off_puts_a_banner_on_the_runs_page(user: User, make_us
     await db["agent_config"].update_one({"_id": "triage"}, {"$set": {"enabled": False}})
     await log_in(user, ada, landing=PAGE)
     await user.should_see(marker="agents-off-banner")
+    await user.should_see("The triage agent is turned off. New work orders wait untriaged.")
+
+
+async def test_the_desk_wide_switch_off_puts_its_own_banner_on_the_runs_page(
+    user: User, make_user, log_in, db, ai_settings
+):
+    ada = await make_user("admin")
+    await triage_service.set_ai(db=db, actor=actor(ada), on=False)
+    await log_in(user, ada, landing=PAGE)
+    await user.should_see(marker="agents-off-banner")
+    await user.should_see("AI is turned off on this desk: the triage agent and the assistant do not run.")
 
 
 async def test_with_ai_off_at_boot_the_runs_page_says_so(user: User, make_user, log_in):

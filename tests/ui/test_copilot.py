@@ -10,8 +10,12 @@ from nicegui.events import GenericEventArguments
 from nicegui.testing import User
 from nicegui.testing.user_notify import UserNotify
 
+from desk.agent.core import switch
 from desk.agent.core.store import agent_runs, copilot_sessions
+from desk.agent.triage import service as agents
 from desk.config import Settings, use_settings
+from desk.errors import AiTurnedOff
+from desk.schema import now
 from desk.work_orders import service
 from desk.work_orders.models import WorkOrderRead, WorkOrderUpdate
 from tests.fake_provider import Turn
@@ -355,6 +359,53 @@ async def test_ai_off_for_the_desk_or_the_person(user: User, make_user, log_in, 
     other.find(marker="copilot-off").click()
     await other.should_see("AI assistance is off for you. You can turn it on in your profile.", retries=WAIT)
     await other.should_not_see(marker="copilot-toggle")
+
+
+async def test_ai_turned_off_by_an_admin_says_so_and_on_again_brings_the_assistant_back(
+    user: User, ai_on, make_user, log_in, db
+):
+    sam, dana = await make_user("user"), await make_user("admin")
+    await agents.set_ai(db=db, actor=actor(dana), on=False)
+
+    await log_in(user, sam, landing="/login?redirect_to=/app/copilot")
+    await user.should_see(marker="copilot-page-off", retries=WAIT)
+    await user.should_see(AiTurnedOff.default_message)
+    await user.should_not_see(marker="copilot-page-profile")  # nothing of Sam's to turn on
+    await user.should_see(marker="copilot-off")  # the header's dimmed icon says the same
+
+    await agents.set_ai(db=db, actor=actor(dana), on=True)
+    await user.open("/app/copilot")
+    await user.should_see(marker="copilot-input")
+
+
+async def test_ai_turned_off_in_another_process_reads_as_such_in_the_assistant(
+    user: User, ai_on, make_user, log_in, db, monkeypatch
+):
+    """This process has not read the switch since another one turned it off: the panel is drawn, and says why."""
+    monkeypatch.setattr(switch, "FRESH_SECONDS", 0.0)  # every check reads the switch: nothing kept here is fresh
+    sam, dana = await make_user("user"), await make_user("admin")
+    await log_in(user, sam, landing="/login?redirect_to=/app/copilot")
+    await user.should_see(marker="copilot-input", retries=WAIT)
+
+    off = {"_id": switch.SWITCH_ID, "on": False, "changedBy": dana["id"], "changedAt": now()}
+    await db["ai_switch"].insert_one(off)  # what `switch.turn` stores, in a process of its own
+    await user.open("/app/copilot")
+
+    await user.should_see(AiTurnedOff.default_message, retries=WAIT)
+
+
+async def test_ai_turned_on_again_in_another_process_brings_the_assistant_back_here(
+    user: User, ai_on, make_user, log_in, db, monkeypatch
+):
+    monkeypatch.setattr(switch, "FRESH_SECONDS", 0.0)  # what this process kept is always too old to go by
+    sam, dana = await make_user("user"), await make_user("admin")
+    await agents.set_ai(db=db, actor=actor(dana), on=False)  # this process keeps it: off
+    await db["ai_switch"].update_one({"_id": switch.SWITCH_ID}, {"$set": {"on": True}})  # on again, elsewhere
+
+    await log_in(user, sam)
+
+    await user.should_see(marker="copilot-toggle")
+    await user.should_not_see(marker="copilot-off")
 
 
 async def test_the_assistant_page_says_what_would_bring_the_assistant(

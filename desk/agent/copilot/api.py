@@ -36,6 +36,7 @@ from desk.logs import failure
 log = logging.getLogger(__name__)
 router = APIRouter(prefix="/api/v1/ai", tags=["ai"])
 AI_ERRORS = (*AUTHED, ErrorCode.NOT_FOUND, ErrorCode.AI_APPROVAL_PENDING, ErrorCode.AI_BUDGET_EXCEEDED)
+AI_ERRORS += (ErrorCode.AI_TURNED_OFF,)  # 503 while an admin has AI turned off for the whole desk
 KEY_MAX = 200  # characters of an Idempotency-Key
 
 

@@ -3,6 +3,10 @@
 A turn registers itself here while it may still run; `sessions.abort_runs` ends the person's runs
 in the database and then calls `interrupt`, which reaches the turns of this web process. A turn on
 its way to its first event is an `Opening` here too: other turns' bookkeeping gives way to it.
+
+The desk-wide AI switch stops every turn: turned off in this process, `switch.turn` publishes
+"switch" on the bus and they stop at once; turned off in another, this process's watcher, which runs
+while any turn does, reads the switch every `switch.WATCH_SECONDS` and publishes it here.
 """
 
 import asyncio
@@ -13,10 +17,16 @@ from collections.abc import Callable
 from contextlib import AbstractContextManager
 from typing import Protocol
 
+from pymongo.asynchronous.database import AsyncDatabase
+
 from desk import state
+from desk.agent.core import switch
+from desk.logs import failure
 
 log = logging.getLogger(__name__)
 INTERRUPTED = "Stopped: this conversation was ended elsewhere (you signed out, or your access changed)."
+TURNED_OFF = switch.STOPPED  # the message of "switch" on the bus: a turn tells it from a person's Stop by it
+WATCHER = "ai-switch-watcher"
 
 
 class Interruptible(Protocol):
@@ -25,20 +35,39 @@ class Interruptible(Protocol):
     def interrupt(self, by: str | None = None) -> None: ...
 
 
-def register(user_id: str, turn: Interruptible) -> Callable[[], None]:
-    """Stop `turn` when its person's turns must stop, or its run must; until the returned call forgets it.
-
-    Weakly: a turn never read is simply forgotten.
+def register(user_id: str, turn: Interruptible, db: AsyncDatabase) -> Callable[[], None]:
+    """Stop `turn` when its person's turns must stop, or its run must, or AI is turned off for the desk; until
+    the returned call forgets it. Weakly: a turn never read is simply forgotten.
     """
-    bus = state.current().bus
-    off_person = bus.subscribe("person", user_id, turn.interrupt, weak=True)
-    off_run = bus.subscribe("run", turn.run_id, turn.interrupt, weak=True)
+    desk = state.current()
+    off_person = desk.bus.subscribe("person", user_id, turn.interrupt, weak=True)
+    off_run = desk.bus.subscribe("run", turn.run_id, turn.interrupt, weak=True)
+    off_switch = desk.bus.subscribe("switch", None, turn.interrupt, weak=True)  # told TURNED_OFF
+    if not any(task.get_name() == WATCHER for task in desk.tasks):
+        desk.keep(asyncio.create_task(_watch_switch(db), name=WATCHER), failure="the AI switch's watcher failed")
 
     def forget() -> None:
         off_person()
         off_run()
+        off_switch()
 
     return forget
+
+
+async def _watch_switch(db: AsyncDatabase) -> None:
+    """While turns run here, read the switch every `WATCH_SECONDS`; off, stop them (a flip made in another process)."""
+    bus = state.current().bus
+    while True:
+        await asyncio.sleep(switch.WATCH_SECONDS)
+        if not bus.subscribers("switch", None):
+            return  # no turn left: the next one starts a watcher again
+        try:
+            now_on = (await switch.read(db)).on
+        except Exception as error:  # the database away for a moment: the turns' own checks still stand
+            log.warning("could not read the AI switch (%s)", failure(error))
+            continue
+        if not now_on:
+            await bus.publish("switch", None, TURNED_OFF)
 
 
 async def interrupt(user_id: str) -> None:

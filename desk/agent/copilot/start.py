@@ -9,12 +9,12 @@ from bson import ObjectId
 from pymongo.asynchronous.database import AsyncDatabase
 
 from desk import state
-from desk.access import require_ai
+from desk.access import DeskSwitch, require_ai, require_ai_on_desk
 from desk.actors import Actor
 from desk.agent.copilot import live
 from desk.agent.copilot.prompt import Prompt, first_prompt
 from desk.agent.copilot.turn import AGENT, CopilotTurn
-from desk.agent.core import budget, history
+from desk.agent.core import budget, history, switch
 from desk.agent.core.provider import Provider
 from desk.agent.core.record import LEASE
 from desk.agent.core.store import agent_idempotency, agent_runs, copilot_sessions
@@ -52,26 +52,28 @@ async def begin(
     Everything here stands between the person and the first token, so it is two or three round trips
     side by side: claiming the session (after recording the idempotency key, when there is one) and
     letting the message in (rate and spend, budget.admit). While the database answers them, the
-    first model call is made ready (`_prepare`). When several checks fail, the first in that order
-    is reported, and whatever a refused turn took (the claim, the key) is given back. The run and the
-    person's message are stored once the first token is out (`RunRecord.take`).
+    first model call is made ready (`_prepare`), and the desk-wide AI switch is read if this process's
+    read of it is over a second old (`switch.current`). When several checks fail, the first in that order
+    is reported (the switch before them all), and whatever a refused turn took (the claim, the key) is
+    given back. The run and the person's message are stored once the first token is out (`RunRecord.take`).
     `user` is the person's stored record when the caller has just read it (the HTTP route has).
     The rate limiter's minute is the Desk's clock's.
     """
-    user = await require_ai_user(db, settings, actor, user)
+    user = await require_ai_user(db, settings, actor, user, desk=switch.NEVER_FLIPPED)  # `_ai_on`, beside the claim
     oid = parse_object_id(session_id)
     if oid is None:
         raise NotFound("No such copilot session.")
     run = agent_runs.new_run(session_id=oid, user_id=user["_id"], mode="copilot", model=settings.ai_model, lease=LEASE)
     key = idempotency_key[:200] if idempotency_key else None
     opening = live.Opening()  # from here to its first event, other turns' bookkeeping gives way to this one
-    session, admission, ready = await asyncio.gather(
+    session, admission, ready, _ = await asyncio.gather(
         _claim(db, session_id=oid, run=run, key=key),
         budget.admit(db, settings, user_id=actor.id, agent=AGENT, ip=ip, clock=state.current().clock),
         _prepare(oid, content, actor, settings, provider),
+        _ai_on(db, settings),
         return_exceptions=True,
     )
-    refusals = [outcome for outcome in (session, admission, ready) if isinstance(outcome, BaseException)]
+    refusals = [outcome for outcome in (session, admission, ready, _) if isinstance(outcome, BaseException)]
     if refusals:
         opening.done()
         if not isinstance(session, BaseException):
@@ -145,18 +147,28 @@ async def _unclaim(db: AsyncDatabase, session: dict, run: dict, key: str | None)
         await agent_idempotency.forget_key(db, run["userId"], key)
 
 
+async def _ai_on(db: AsyncDatabase, settings: Settings) -> None:
+    """AiTurnedOff while an admin has AI turned off for the desk (as read at most a second ago)."""
+    require_ai_on_desk(settings, await switch.current(db))
+
+
 def _rank(refusal: BaseException) -> int:
     """Which refusal a person sees when several checks failed at once (a failure of our own comes first)."""
     order = (SessionClosed, NotFound, budget.BudgetExceeded, RateLimited, MessageDuplicate, ApprovalPending)
     return next((rank for rank, kind in enumerate(order, 1) if isinstance(refusal, kind)), 0)
 
 
-async def require_ai_user(db: AsyncDatabase, settings: Settings, actor: Actor, user: dict | None = None) -> dict:
-    """The person's stored id if they may use AI now (`access.can_use_ai`); `user`: their record, just read."""
+async def require_ai_user(
+    db: AsyncDatabase, settings: Settings, actor: Actor, user: dict | None = None, *, desk: DeskSwitch | None = None
+) -> dict:
+    """The person's stored id if they may use AI now (`access.can_use_ai`); `user`: their record, just read.
+
+    `desk`: the desk-wide switch as the caller has it; else it is read as kept for up to a second (`switch.current`).
+    """
     person: UserRead | dict | None = user
     if person is None and actor.is_human:
         person = await users_service.get_user(db=db, actor=actor, user_id=actor.id)
     if person is not None and str(person.id if isinstance(person, UserRead) else person["_id"]) != actor.id:
         person = None  # a record that is not the actor's lets no one in
-    require_ai(person, settings=settings)
+    require_ai(person, settings=settings, switch=desk if desk is not None else await switch.current(db))
     return {"_id": ObjectId(actor.id), "aiEnabled": True}

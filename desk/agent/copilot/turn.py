@@ -1,10 +1,10 @@
 """The copilot's turn (spec §4.4 to §4.7): one run = one turn of the person, a bounded loop of model calls.
 
-`start.begin` does every check that can refuse the turn before anything streams (so refusals are
-the JSON envelope) and hands over a `CopilotTurn`; its `events()` runs the loop and yields typed
-events, which the SSE route and the copilot drawer both consume. The loop is all that is here:
-the run's records are `record.CopilotRecord`'s, its bills `budget.Meter`'s, the guards on each tool
-call `pipeline`'s, a proposed change `staging`'s, and stopping it from elsewhere `live`'s.
+`start.begin` does every check that can refuse the turn before anything streams (so refusals are the JSON
+envelope) and hands over a `CopilotTurn`; its `events()` runs the loop and yields typed events, which the
+SSE route and the copilot drawer both consume. The loop is all that is here: the run's records are
+`record.CopilotRecord`'s, its bills `budget.Meter`'s, the guards on each tool call `pipeline`'s, a proposed
+change `staging`'s, and stopping it from elsewhere `live`'s (an admin's kill switch too: `turned_off`).
 """
 
 import asyncio
@@ -19,15 +19,15 @@ from typing import Any, NoReturn
 from bson import ObjectId
 
 from desk import state
-from desk.access import AI_OFF_FOR_YOU, Denied, can_use_ai
+from desk.access import AI_OFF_FOR_YOU, AI_TURNED_OFF, Denied, can_use_ai
 from desk.actors import Actor, Role
 from desk.agent.copilot import live
-from desk.agent.copilot.live import INTERRUPTED
+from desk.agent.copilot.live import INTERRUPTED, TURNED_OFF
 from desk.agent.copilot.prompt import Prompt, first_prompt
 from desk.agent.copilot.record import CopilotRecord
 from desk.agent.copilot.staging import Staging
 from desk.agent.copilot.toolset import TOOLSET
-from desk.agent.core import budget, pipeline
+from desk.agent.core import budget, pipeline, switch
 from desk.agent.core.events import (
     Error,
     MessageDone,
@@ -70,10 +70,8 @@ class CopilotTurn:
         opening: live.Opening | None = None,
         prompt: Prompt | None = None,
     ):
-        """The person's message `content` is stored with the run once the first token is out (`RunRecord.take`).
-
-        `prompt`: the first call's, made from `window` ending with this very message (see `start.begin`).
-        """
+        """The person's message `content` is stored with the run once the first token is out (`RunRecord.take`);
+        `prompt`: the first call's, made from `window` ending with this very message (see `start.begin`)."""
         self.settings, self.provider, self.actor = settings, provider, actor
         self.run_id = str(run["_id"])
         self.record = CopilotRecord(db=db, run=run, session=session, window=window)
@@ -90,8 +88,9 @@ class CopilotTurn:
         self.driver: asyncio.Task | None = None  # the task reading our events (`interrupt` may cancel it)
         self.calling = False  # the reader is waiting inside us for the model's next chunk
         self.interrupted = False
+        self.notice = INTERRUPTED  # what the person reads when it is stopped from elsewhere (or TURNED_OFF)
         self.opening = opening or live.Opening()  # `begin` opened it before its checks
-        self._forget = live.register(actor.id, self)
+        self._forget = live.register(actor.id, self, db)
 
     async def recorded(self) -> bool:
         """Wait until the run and the person's message are stored; False if that failed."""
@@ -119,7 +118,7 @@ class CopilotTurn:
                     raise
                 ending = None
                 status = await self._finish("aborted")
-                yield MessageDone(run_id=self.run_id, status=status, notice=INTERRUPTED)
+                yield MessageDone(run_id=self.run_id, status=status, notice=self.notice)
             else:
                 ending = None
         except Exception:
@@ -138,16 +137,15 @@ class CopilotTurn:
     def interrupt(self, by: str | None = None) -> None:
         """Stop: the run was ended elsewhere (a logout, a deactivation, the sweeper; see `live.interrupt`).
 
-        `by`: the person who pressed Stop on this run (`live.stop`); anyone else's Stop changes nothing.
-
-        While the reader waits inside us for the model's next chunk, its task is cancelled there, so the
-        call is cut short at once, and `events` takes that cancel back. Anywhere else the run stops at
-        its next look at `interrupted` (the next chunk, step, or poll of an approval): a cancel must never
-        land in the reader's own code. Either way the stream ends with `message_done` (`aborted`).
+        `by`: who pressed Stop on this run (`live.stop`), or `live.TURNED_OFF`; anyone else's Stop changes nothing.
+        While the reader waits inside us for the model's next chunk, its task is cancelled there, so the call is cut
+        short at once, and `events` takes that cancel back. Anywhere else the run stops at its next look at
+        `interrupted` (the next chunk, step, or poll of an approval): a cancel must never land in the reader's own
+        code. Either way the stream ends with `message_done` (`aborted`).
         """
-        if self.interrupted or (by is not None and by != self.actor.id):
+        if self.interrupted or by not in (None, TURNED_OFF, self.actor.id):
             return
-        self.interrupted = True
+        self.interrupted, self.notice = True, TURNED_OFF if by is TURNED_OFF else self.notice  # the desk's switch
         self.staging.wake()  # a wait for a decision ends now, not at its next tick
         if self.calling and self.driver is not None and not self.driver.done():
             self.driver.cancel()
@@ -166,6 +164,7 @@ class CopilotTurn:
 
     async def _finish(self, status: RunStatus, code: str | None = None) -> RunStatus:
         """End the run (with the call charged but not yet on it); returns how it ended (someone may have been first)."""
+        code = code or ("turned_off" if status == "aborted" and self.notice is TURNED_OFF else None)
         await self.record.recorded()
         return await self.record.finish(status, code, usage=self.meter.take_pending())
 
@@ -185,7 +184,7 @@ class CopilotTurn:
             status = await self._finish(ended.status, ended.code)
             if ended.event is not None:
                 yield ended.event
-            yield MessageDone(run_id=self.run_id, status=status, notice=INTERRUPTED if self.interrupted else None)
+            yield MessageDone(run_id=self.run_id, status=status, notice=self.notice if self.interrupted else None)
             return
         status = await self._finish("budget_exceeded", "step_cap")
         yield Error(code=ErrorCode.AI_BUDGET_EXCEEDED, message=STEPS_USED)
@@ -331,7 +330,7 @@ class CopilotTurn:
         off, deactivated or demoted while the run went on must not keep what they had when it began.
         """
         user = await users_service.get_user(db=self.record.db, actor=self.actor, user_id=self.actor.id)
-        if isinstance(can_use_ai(user, settings=self.settings), Denied):
+        if isinstance(can_use_ai(user, settings=self.settings, switch=switch.known()), Denied):  # see _before_call
             return None
         return Actor(id=self.actor.id, role=Role(user.role))
 
@@ -343,17 +342,20 @@ class CopilotTurn:
             self.fresh = False
             assert self.prompt is not None
             return self._too_long(self.prompt.tokens)  # sized when the prompt was made, a moment ago
-        leased, person, within_budget = await asyncio.gather(
+        leased, person, within_budget, desk = await asyncio.gather(
             self.record.renew(),
             self._person_now(),
             budget.check(self.record.db, self.settings, user_id=self.actor.id, agent=AGENT, zone=self.meter.zone),
+            switch.current(self.record.db),  # kept up to a second: what `_person_now` and its tool calls go by
             return_exceptions=True,
         )
-        for outcome in (leased, person):
+        for outcome in (leased, person, desk):
             if isinstance(outcome, BaseException):
                 raise outcome
         if not leased:
             raise RunEnded("aborted")  # ended elsewhere (logout, the sweeper): stop
+        if not desk.on:  # an admin turned AI off for the whole desk: stopped, as a Stop would
+            raise RunEnded("aborted", Error(code=ErrorCode.AI_TURNED_OFF, message=AI_TURNED_OFF), "turned_off")
         if person is None:
             return Error(code=ErrorCode.FORBIDDEN, message=AI_OFF_FOR_YOU)
         if isinstance(within_budget, budget.BudgetExceeded):

@@ -11,9 +11,9 @@ from desk.agent.triage import service
 from desk.agent.triage.models import (
     AgentConfigRead,
     AgentConfigUpdate,
+    AiSwitchRead,
     AttentionItem,
     DecideSuggestionIn,
-    Enabled,
     ManualRunIn,
     ManualRunOut,
     RunQuery,
@@ -53,7 +53,7 @@ async def config(db: Db, actor: CurrentActor) -> AgentConfigRead:
 @router.post(
     f"{ADMIN}/triage/run",
     response_model=ManualRunOut,
-    responses=errors(*MISSING, ErrorCode.CONFLICT, ErrorCode.AI_BUDGET_EXCEEDED),
+    responses=errors(*MISSING, ErrorCode.CONFLICT, ErrorCode.AI_BUDGET_EXCEEDED, ErrorCode.AI_TURNED_OFF),
 )
 async def run_now(body: ManualRunIn, db: Db, actor: CurrentActor, provider: AgentProvider) -> ManualRunOut:
     """Triage one work order now (as the triage agent, under the policy, billed like any pass); audited."""
@@ -87,15 +87,18 @@ async def run_detail(run_id: str, db: Db, actor: CurrentActor) -> AgentRunDetail
     return await service.run_detail(db=db, actor=actor, run_id=run_id)
 
 
-@router.post(f"{ADMIN}/disable", response_model=Enabled, responses=errors(*AUTHED))
-async def disable(db: Db, actor: CurrentActor) -> Enabled:
-    """The kill switch: triage stops within one poll interval in every worker; queued events wait."""
-    return Enabled(**await service.set_enabled(db=db, settings=get_settings(), actor=actor, enabled=False))
+@router.post(f"{ADMIN}/disable", response_model=AiSwitchRead, responses=errors(*AUTHED))
+async def disable(db: Db, actor: CurrentActor) -> AiSwitchRead:
+    """The desk-wide kill switch: every agent stops. Triage passes in flight are cancelled within about a second
+    and their events wait, pending; copilot turns end `aborted`, and new ones are refused (503 AI_TURNED_OFF).
+    It moves no policy version; the triage agent's own switch is the policy's `enabled`."""
+    return await service.set_ai(db=db, actor=actor, on=False)
 
 
-@router.post(f"{ADMIN}/enable", response_model=Enabled, responses=errors(*AUTHED))
-async def enable(db: Db, actor: CurrentActor) -> Enabled:
-    return Enabled(**await service.set_enabled(db=db, settings=get_settings(), actor=actor, enabled=True))
+@router.post(f"{ADMIN}/enable", response_model=AiSwitchRead, responses=errors(*AUTHED))
+async def enable(db: Db, actor: CurrentActor) -> AiSwitchRead:
+    """Turn AI on again for the desk (AI_ENABLED=false in the environment still holds it off)."""
+    return await service.set_ai(db=db, actor=actor, on=True)
 
 
 @router.get(

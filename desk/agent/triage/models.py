@@ -137,6 +137,7 @@ class AgentConfigUpdate(ApiModel):
     model_config = ConfigDict(json_schema_extra={"minProperties": 2})  # the version and something to change
 
     version: Version
+    enabled: Keep[bool] = None  # the triage agent's own switch; the desk-wide one is POST …/disable, unversioned
     mode: Keep[Mode] = None
     allowed_fields: Keep[AllowedFields] = None
     daily_action_cap: Keep[Annotated[int, Field(ge=0, le=100_000), WholeNumber]] = None
@@ -199,10 +200,24 @@ class ManualRunOut(ReadModel):
     suggestion: TriageSuggestionRead | None = None
 
 
+class AiSwitchRead(ReadModel):
+    """The desk-wide AI switch (`POST /admin/agents/disable`, `/enable`): off, no agent runs; who flipped it, when."""
+
+    enabled: bool
+    changed_by: str | None = None  # None: never flipped
+    changed_at: datetime | None = None
+
+
 class TriageOverview(AgentConfigRead):
-    """GET /admin/agents/triage: the AgentConfig, plus whether AI is on at all, the queue and its dead letters."""
+    """GET /admin/agents/triage: the AgentConfig, plus whether AI is on at all, the queue and its dead letters.
+
+    Three switches, each its own field: `enabled` (the policy's: the triage agent alone), `aiSwitch` (the
+    admins' desk-wide switch: every agent), `aiEnabled` (AI_ENABLED, the environment's hard off). The
+    triage agent runs while all three are on.
+    """
 
     ai_enabled: bool
+    ai_switch: AiSwitchRead
     events: dict[str, int]
     failed: list[OutboxEventRead]
     acceptance: list["AcceptanceDay"]
@@ -219,10 +234,6 @@ class AttentionItem(ReadModel):
 
     suggestion: TriageSuggestionRead
     order: WorkOrderRead
-
-
-class Enabled(ReadModel):
-    enabled: bool
 
 
 # The schema says both forms (the moment's format alone would call a day invalid).

@@ -1,8 +1,9 @@
 """The triage policy (spec AGT-3): a singleton AgentConfig, its append-only audit, and the rules read from it.
 
 The config is seeded from AGENT_TRIAGE_MODE / AGENT_WORKING_HOURS / AGENT_TIME_ZONE at first start and
-is the admins' from then on. Every change is conditional on the version read, and appends an
-AgentConfigAudit entry; nothing updates or deletes an audit entry (SEC-13).
+is the admins' from then on. Every change (the triage agent's own `enabled` too) is conditional on the
+version read, and appends an AgentConfigAudit entry; nothing updates or deletes an audit entry (SEC-13).
+The desk-wide kill switch is not in it (desk/agent/core/switch.py): flipping that moves no version.
 """
 
 import contextlib
@@ -102,14 +103,6 @@ async def update_config(
     return await _change(db, settings, actor, fields, version=data.version, action="config_updated")
 
 
-async def set_enabled(*, db: AsyncDatabase, settings: Settings, actor: Actor, enabled: bool) -> AgentConfigRead:
-    """The kill switch (AGT-9): whatever the version, it always lands; already so, it changes nothing (no version)."""
-    require_admin(actor, "see or change the agents' settings")
-    return await _change(
-        db, settings, actor, {"enabled": enabled}, version=None, action="enabled" if enabled else "disabled"
-    )
-
-
 async def audit(
     *, db: AsyncDatabase, actor: Actor, offset: int = 0, limit: int = 25
 ) -> OffsetPage[AgentConfigAuditRead]:
@@ -149,21 +142,15 @@ def overruled(config: Doc, settings: Settings) -> list[str]:
     return [key for key, field in keys if config.get(field) != wanted[field]]
 
 
-async def _change(
-    db: AsyncDatabase, settings: Settings, actor: Actor, fields: Doc, *, version: int | None, action: str
-):
+async def _change(db: AsyncDatabase, settings: Settings, actor: Actor, fields: Doc, *, version: int, action: str):
     before = await current(db, settings)
-    if version is None and all(before.get(key) == value for key, value in fields.items()):
-        return AgentConfigRead.model_validate(before)  # the switch pressed again: no version for others to trip over
-    match = {"_id": AGENT, "version": before["version"] if version is None else version}
+    match = {"_id": AGENT, "version": version}
     after = await db["agent_config"].find_one_and_update(
         match,
         {"$set": {**fields, "updatedBy": actor.id, "updatedAt": now()}, "$inc": {"version": 1}},
         return_document=ReturnDocument.AFTER,
     )
     if after is None:
-        if version is None:  # the kill switch lost a race with another change: once more on what is there now
-            return await _change(db, settings, actor, fields, version=None, action=action)
         current_doc = AgentConfigRead.model_validate(await current(db, settings)).model_dump(mode="json", by_alias=True)
         raise Conflict("Someone else changed the triage settings first. Reload them.", details={"current": current_doc})
     if zone(after) != zone(before):

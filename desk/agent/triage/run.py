@@ -3,7 +3,9 @@
 The pass checks, in order, what could make it stop (the kill switch, the order, the person's AI
 switch) before anything costs money (the caller checked the spend caps: the worker before its
 claim, a manual run before the pass), and again before anything it does lands: the lease before
-the suggestion, the switch, the lease and the person's switch before applying (SEC-8). It uses
+the suggestion, the switch, the lease and the person's switch before applying (SEC-8). While the model
+answers, the desk-wide kill switch is read every `switch.WATCH_SECONDS`: turned off, the call is
+cancelled and the run ends `aborted` (`turned_off`); the switch has put the event back in the queue. It uses
 the agents' shared parts: its run is a `RunRecord` (SEC-11: the run, its messages, its tool call,
 its tokens and how it ended), its bill a `budget.Meter` (`agent:triage` and `global`), and its one
 tool passes the registry's gate as the System Actor.
@@ -28,7 +30,7 @@ from pydantic import ValidationError
 from pymongo.asynchronous.database import AsyncDatabase
 
 from desk.actors import SYSTEM_TRIAGE
-from desk.agent.core import budget
+from desk.agent.core import budget, switch
 from desk.agent.core.events import RunStatus, ToolOutcome
 from desk.agent.core.pipeline import ToolAnswer
 from desk.agent.core.provider import CHARS_PER_TOKEN, AIUnavailable, Completed, Provider, ToolCallRequest, Usage
@@ -41,7 +43,7 @@ from desk.agent.triage import repository as repo
 from desk.agent.triage.models import TriageProposal
 from desk.agent.triage.tool import REGISTRY
 from desk.config import Settings
-from desk.logs import tag
+from desk.logs import failure, tag
 from desk.work_orders import triage_door as work_orders
 from desk.work_orders.models import CLOSED, PRIORITIES
 
@@ -150,9 +152,9 @@ class _Pass:
         except AIUnavailable as failure:
             await self.meter.charge_for_later(failure.usage)  # a call made is a call paid (spec §4.7)
             return await self._end("error", Outcome("retry", self.run_id, error=f"provider_{failure.kind}"))
-        except _LeaseLost:  # the call was cut off, not unmade: billed as estimated from what was sent (spec §4.7)
+        except (_LeaseLost, _TurnedOff):  # cut off, not unmade: billed as estimated from what was sent (spec §4.7)
             await self.meter.charge_for_later(Usage(len(json.dumps(messages)) // CHARS_PER_TOKEN, 0))
-            return await self._end("aborted", Outcome("lost", self.run_id), code="lease_lost")
+            return await self._let_go()
         latency = time.monotonic() - started
         # the ledger now (`agent:triage` and `global`), the run with its end
         billed = self.meter.charge_for_later(completed.usage)
@@ -169,7 +171,7 @@ class _Pass:
         ours = await _beside(billed, self.still_ours())
         if not ours:
             await self._record_call(call, "aborted", latency)
-            return await self._end("aborted", Outcome("lost", self.run_id), code="lease_lost")
+            return await self._let_go()
         suggestion = await self._suggest(order, proposal, event_id)
         if suggestion is None:  # an earlier pass stored this event's suggestion: it died, or slept, before the ack
             earlier = await repo.unsettled(self.db, event_id) if event_id is not None else None
@@ -184,20 +186,29 @@ class _Pass:
         kind = "applied" if suggestion["applied"] else "suggested"
         return await self._end("complete", Outcome(kind, self.run_id, suggestion))
 
+    async def _let_go(self) -> Outcome:
+        """The event is no longer ours: the kill switch took it back (it waits, pending), or another worker has it."""
+        if not (await switch.read(self.db)).on:
+            return await self._end("aborted", Outcome("disabled", self.run_id, error="turned_off"), code="turned_off")
+        return await self._end("aborted", Outcome("lost", self.run_id), code="lease_lost")
+
     async def _call(self, messages: list[dict]) -> Completed:
-        """The one model call, the lease renewed meanwhile; losing the lease cancels the call."""
+        """The one model call, the lease renewed and the kill switch watched meanwhile; either cancels the call."""
         call = asyncio.create_task(self._stream(messages))
         keeper = asyncio.create_task(self._keep_lease(call))
+        watcher = asyncio.create_task(self._watch_switch(call))
         try:
             return await call
         except asyncio.CancelledError:
-            if keeper.done() and not keeper.cancelled() and keeper.result() is False:
-                raise _LeaseLost from None
+            for stopper, stopped in ((keeper, _LeaseLost), (watcher, _TurnedOff)):
+                if stopper.done() and not stopper.cancelled() and stopper.result() is False:
+                    raise stopped from None
             raise
         finally:
-            keeper.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await keeper
+            for stopper in (keeper, watcher):
+                stopper.cancel()
+                with contextlib.suppress(asyncio.CancelledError):
+                    await stopper
 
     async def _stream(self, messages: list[dict]) -> Completed:
         async with contextlib.aclosing(
@@ -216,6 +227,20 @@ class _Pass:
                 call.cancel()
                 return False
             await self.record.renew()
+
+    async def _watch_switch(self, call: asyncio.Task) -> bool:
+        """The desk-wide switch, read every `WATCH_SECONDS` while the call runs (the worker is not the admin's
+        process); off: the call is cancelled. A read that fails is tried again at the next look."""
+        while True:
+            await asyncio.sleep(switch.WATCH_SECONDS)
+            try:
+                on = (await switch.read(self.db)).on
+            except Exception as error:  # the lease check before each write still stands
+                log.warning("could not read the AI switch (%s)", failure(error))
+                continue
+            if not on:
+                call.cancel()
+                return False
 
     def _proposal(self, completed: Completed) -> tuple[TriageProposal | None, "_Call"]:
         """The one call's arguments, past the registry's gate (as the System Actor) and its strict model; or None."""
@@ -352,6 +377,10 @@ def _about(suggestion: dict | None) -> dict | None:
 
 class _LeaseLost(Exception):
     """Someone else holds the event now: this pass must not finish it."""
+
+
+class _TurnedOff(Exception):
+    """An admin turned AI off for the desk while the model answered: the call is dropped, the event waits."""
 
 
 @dataclass(frozen=True)

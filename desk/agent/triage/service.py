@@ -13,7 +13,7 @@ from pymongo.asynchronous.database import AsyncDatabase
 
 from desk.access import allows_ai, require_admin, require_ai_on_desk
 from desk.actors import Actor
-from desk.agent.core import budget
+from desk.agent.core import budget, switch
 from desk.agent.core.models import AgentRunDetail, AgentRunRead, AgentToolCallRead, RunMessage
 from desk.agent.core.provider import Provider
 from desk.agent.core.store import agent_messages, agent_runs, agent_tool_calls
@@ -21,6 +21,7 @@ from desk.agent.triage import policy
 from desk.agent.triage import repository as repo
 from desk.agent.triage.models import (
     AcceptanceDay,
+    AiSwitchRead,
     AttentionItem,
     ManualRunOut,
     RunQuery,
@@ -35,6 +36,7 @@ from desk.jobs import queue as outbox
 from desk.jobs.models import OutboxEventRead
 from desk.schema import OffsetPage, by_id, now, parse_object_id
 from desk.users import service as users_service
+from desk.work_orders import outbox as order_jobs
 from desk.work_orders import permissions
 from desk.work_orders import service as work_orders
 from desk.work_orders.models import CLOSED, WorkOrderUpdate
@@ -45,12 +47,14 @@ COUNT_CAP = 10_000
 
 
 async def overview(*, db: AsyncDatabase, settings: Settings, actor: Actor) -> TriageOverview:
-    """The policy, whether AI is on at all, the queue by status, the dead letters and the acceptance rate."""
+    """The policy, whether AI is on at all (the environment, the admins' switch), the queue by status, the dead
+    letters and the acceptance rate."""
     config = await policy.get_config(db=db, settings=settings, actor=actor)
     failed, _ = await outbox.page(db, status="failed", offset=0, limit=20)
     return TriageOverview(
         **config.model_dump(),
         ai_enabled=settings.ai_enabled,
+        ai_switch=_read(await switch.read(db)),
         events=await outbox.counts(db),
         failed=[OutboxEventRead.model_validate(doc) for doc in failed],
         acceptance=await _acceptance(db),
@@ -76,7 +80,7 @@ async def manual_run(
     claim it, so one order gets one pass, one bill, one suggestion.
     """
     require_admin(actor, "see or run the agents")
-    require_ai_on_desk(settings)
+    require_ai_on_desk(settings, await switch.read(db))
     config = await policy.current(db, settings)
     if not config["enabled"]:
         raise Conflict("The triage agent is turned off. Turn it on to run it.")
@@ -157,10 +161,32 @@ async def run_detail(*, db: AsyncDatabase, actor: Actor, run_id: str) -> AgentRu
     return AgentRunDetail(run=AgentRunRead.model_validate(run), messages=messages, tool_calls=calls)
 
 
-async def set_enabled(*, db: AsyncDatabase, settings: Settings, actor: Actor, enabled: bool) -> dict[str, bool]:
-    """The kill switch (AGT-9): every worker reads it before claiming, before the model call and before applying."""
-    config = await policy.set_enabled(db=db, settings=settings, actor=actor, enabled=enabled)
-    return {"enabled": config.enabled}
+async def ai_switch(*, db: AsyncDatabase, actor: Actor) -> AiSwitchRead:
+    """The desk-wide AI switch as stored now: on or off, who flipped it last and when."""
+    require_admin(actor, "see or change the agents' settings")
+    return _read(await switch.read(db))
+
+
+async def set_ai(*, db: AsyncDatabase, actor: Actor, on: bool) -> AiSwitchRead:
+    """The desk-wide kill switch (AGT-9, issue 41): off stops every agent; pressed again, it changes nothing.
+
+    Off takes every claimed triage event back to the queue at once (its attempt not counted, its fence moved),
+    so a pass in flight can store and apply nothing (its lease check before each write fails); its worker
+    cancels the model call within `switch.WATCH_SECONDS`. The copilot's turns in this process stop at once
+    (the switch tells the bus), those of other processes within their watcher's second. Audited when it flips.
+    """
+    require_admin(actor, "see or change the agents' settings")
+    after, flipped = await switch.turn(db, on=on, actor_id=actor.id)
+    if flipped:
+        if not on:
+            await outbox.put_back_all(db, order_jobs.CREATED)
+        action = "ai_turned_on" if on else "ai_turned_off"
+        await policy.record(db, agent="all", actor_id=actor.id, action=action, before={"on": not on}, after={"on": on})
+    return _read(after)
+
+
+def _read(state: switch.Switch) -> AiSwitchRead:
+    return AiSwitchRead(enabled=state.on, changed_by=state.changed_by, changed_at=state.changed_at)
 
 
 async def suggestions(*, db: AsyncDatabase, actor: Actor, order_id: str) -> list[TriageSuggestionRead]:

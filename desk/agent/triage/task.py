@@ -2,9 +2,10 @@
 
 `task(settings)` is the queue's `Function` for `work_order.created` jobs: desk/tasks.py hands it to the
 worker, which claims, leases, fences, retries and gives up (desk/jobs/). Before every claim it re-reads
-the kill switch, the working hours and the spend caps: while any says no, jobs wait, pending. With
-AI_ENABLED=false nothing is claimed and no model is called. What a pass came to is the triage's
-business (desk/agent/triage/run.py); here it becomes what the queue does with the job.
+the desk-wide kill switch, the triage agent's own switch, the working hours and the spend caps: while
+any says no, jobs wait, pending. With AI_ENABLED=false nothing is claimed and no model is called.
+What a pass came to is the triage's business (desk/agent/triage/run.py); here it becomes what the
+queue does with the job.
 """
 
 import asyncio
@@ -16,7 +17,7 @@ from bson import ObjectId
 from pymongo.asynchronous.database import AsyncDatabase
 
 from desk.actors import SYSTEM_TRIAGE
-from desk.agent.core import budget
+from desk.agent.core import budget, switch
 from desk.agent.core.provider import Provider
 from desk.agent.triage import policy
 from desk.agent.triage import repository as triage_repo
@@ -74,18 +75,22 @@ def limits(settings: Settings) -> dict[str, float]:
 
 
 async def may_claim(ctx: Context, *, told: list[bool] | None = None) -> bool:
-    """Whether a pass may start now: AI on, the policy enabled and in its working hours, the spend caps not reached
-    (today in the policy's time zone). The pass's spend check before its claim; the pass reserves its call's.
+    """Whether a pass may start now: AI on (the environment, then the admins' switch), the policy enabled and in its
+    working hours, the spend caps not reached (today in the policy's time zone). The pass's spend check before its
+    claim; the pass reserves its call's.
 
     `told` empty: this worker's first look, which also says which environment keys the stored policy overrules
     (from the policy read here, so the notice costs no command of its own)."""
     if not ctx.settings.ai_enabled:
         return False  # the hard kill (AGT-9): no claim, no model call
-    config = await policy.current(ctx.db, ctx.settings)
+    config, desk = await asyncio.gather(
+        policy.current(ctx.db, ctx.settings),
+        switch.read(ctx.db),  # fresh: a worker is another process than the admin who flips it
+    )
     if told is not None and not told:
         told.append(True)
         say_policy_wins(config, ctx.settings)
-    if not config["enabled"] or not policy.in_working_hours(config, now()):
+    if not desk.on or not config["enabled"] or not policy.in_working_hours(config, now()):
         return False  # jobs wait, pending
     try:
         await budget.check(ctx.db, ctx.settings, user_id=None, agent=policy.AGENT, zone=policy.zone(config))
