@@ -62,6 +62,9 @@ class Settings(BaseSettings):
     ai_timeout_connect_s: Seconds = 5.0
     ai_timeout_read_s: Seconds = 30.0
     ai_timeout_total_s: Seconds = 120.0
+    # While the provider is unreachable, the agents probe it this often at first, doubling up to the longest.
+    ai_probe_interval_ms: PositiveInt = 5_000
+    ai_probe_max_interval_ms: PositiveInt = 60_000
     # An https AI_BASE_URL is called through it (desk/agent/core/egress.py); hidden from repr: it may hold a password.
     https_proxy: str | None = Field(None, repr=False)
     ai_model: str = "gpt-4o-mini"
@@ -171,6 +174,8 @@ class Settings(BaseSettings):
     def _timeouts(self) -> "Settings":
         if self.ai_timeout_total_s < self.ai_timeout_connect_s:
             raise ValueError("AI_TIMEOUT_TOTAL_S must be at least AI_TIMEOUT_CONNECT_S (the whole call includes it)")
+        if self.ai_probe_max_interval_ms < self.ai_probe_interval_ms:
+            raise ValueError("AI_PROBE_MAX_INTERVAL_MS must be at least AI_PROBE_INTERVAL_MS")
         return self
 
 

@@ -15,6 +15,7 @@ from tests.triage.conftest import proposal
 # record, read the policy only where AGT-9 asks, checked the spend once and wrote the usage with the run's end.
 PASS_COMMANDS = 17
 LOOK = 3  # the poll looking for more (policy, spend, a claim that finds nothing): its second slot's, and the last
+BREAKER = 1  # the provider's breaker, read at most once a second by a process (desk/agent/core/breaker.py): its first
 
 
 class Commands(monitoring.CommandListener):
@@ -50,4 +51,4 @@ async def test_a_pass_in_suggest_mode_sends_seventeen_commands(
         await client.close()
 
     sent = [c for c in commands.sent if c[0] != "endSessions"]
-    assert len(sent) == PASS_COMMANDS + 2 * LOOK, Counter(sent)
+    assert len(sent) == PASS_COMMANDS + 2 * LOOK + BREAKER, Counter(sent)
