@@ -158,6 +158,14 @@ async def requeue(db: AsyncDatabase, job_id: ObjectId) -> Doc | None:
     )
 
 
+async def requeue_failed(db: AsyncDatabase, task: str) -> int:
+    """Every failed job of `task` back to pending with its attempts reset (an admin's "retry all"); how many."""
+    moment = now()
+    fields = {"status": "pending", "attempts": 0, "availableAt": moment, "updatedAt": moment}
+    result = await _jobs(db).update_many({"type": task, "status": "failed"}, {"$set": fields})
+    return result.modified_count
+
+
 async def get(db: AsyncDatabase, job_id: ObjectId) -> Doc | None:
     return await _jobs(db).find_one({"_id": job_id})
 

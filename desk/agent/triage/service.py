@@ -10,7 +10,7 @@ from pymongo.asynchronous.database import AsyncDatabase
 
 from desk.access import allows_ai, require_admin, require_ai_on_desk
 from desk.actors import Actor
-from desk.agent.core import budget
+from desk.agent.core import breaker, budget
 from desk.agent.core.models import AgentRunDetail, AgentRunRead, AgentToolCallRead, RunMessage
 from desk.agent.core.provider import Provider
 from desk.agent.core.store import agent_messages, agent_runs, agent_tool_calls
@@ -20,6 +20,8 @@ from desk.agent.triage.models import (
     AcceptanceDay,
     AttentionItem,
     ManualRunOut,
+    ProviderStatus,
+    Requeued,
     RunQuery,
     TriageOverview,
     TriageSuggestionRead,
@@ -32,6 +34,7 @@ from desk.jobs import queue as outbox
 from desk.jobs.models import OutboxEventRead
 from desk.schema import OffsetPage, by_id, now, parse_object_id
 from desk.users import service as users_service
+from desk.work_orders import outbox as order_jobs
 from desk.work_orders import permissions
 from desk.work_orders import service as work_orders
 from desk.work_orders.models import CLOSED, WorkOrderUpdate
@@ -50,7 +53,15 @@ async def overview(*, db: AsyncDatabase, settings: Settings, actor: Actor) -> Tr
         events=await outbox.counts(db),
         failed=[OutboxEventRead.model_validate(doc) for doc in failed],
         acceptance=await _acceptance(db),
+        provider=await provider_status(db),
     )
+
+
+async def provider_status(db: AsyncDatabase) -> ProviderStatus:
+    """The provider's breaker as every worker shares it: ok, or unreachable since when and why."""
+    found = await breaker.state(db)
+    state = "unreachable" if found.unreachable else "ok"
+    return ProviderStatus(state=state, since=found.since, last_error=found.last_error)
 
 
 async def retry_event(*, db: AsyncDatabase, actor: Actor, event_id: str) -> OutboxEventRead:
@@ -61,6 +72,14 @@ async def retry_event(*, db: AsyncDatabase, actor: Actor, event_id: str) -> Outb
         raise NotFound("No such failed event.")
     await policy.record(db, agent=policy.AGENT, actor_id=actor.id, action="event_retried", after={"eventId": event_id})
     return OutboxEventRead.model_validate(event)
+
+
+async def retry_failed(*, db: AsyncDatabase, actor: Actor) -> Requeued:
+    """Every dead-lettered triage event back in the queue with fresh attempts (audited, with how many)."""
+    require_admin(actor, "see or run the agents")
+    count = await outbox.requeue_failed(db, order_jobs.CREATED)
+    await policy.record(db, agent=policy.AGENT, actor_id=actor.id, action="events_retried", after={"requeued": count})
+    return Requeued(requeued=count)
 
 
 async def manual_run(
