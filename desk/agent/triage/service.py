@@ -225,13 +225,16 @@ class Spend:
 
 @dataclass(frozen=True)
 class Health:
-    """The worker as an admin sees it: the queue, its oldest waiting event, dead letters, the last pass, spend."""
+    """The worker as an admin sees it: the queue, its oldest waiting event, a page of dead letters (of
+    `failed_total`), the last pass, spend, and whether the provider is reachable."""
 
     events: dict[str, int]
     oldest_pending_at: datetime | None
     failed: list[OutboxEventRead]
     last_pass: AgentRunRead | None
     spend: list[Spend]
+    failed_total: int
+    provider: ProviderStatus
 
 
 @dataclass(frozen=True)
@@ -252,10 +255,13 @@ class TriageDay:
     spend: dict[str, float]
 
 
-async def health(*, db: AsyncDatabase, settings: Settings, actor: Actor) -> Health:
-    """Queue depth by status, the age of what waits longest, dead letters, the last triage run, today's spend."""
+async def health(
+    *, db: AsyncDatabase, settings: Settings, actor: Actor, failed_offset: int = 0, failed_limit: int = 20
+) -> Health:
+    """Queue depth by status, the age of what waits longest, a page of dead letters, the last triage run, today's
+    spend, the provider's state."""
     require_admin(actor, "see or run the agents")
-    failed, _ = await outbox.page(db, status="failed", offset=0, limit=20)
+    failed, failed_total = await outbox.page(db, status="failed", offset=failed_offset, limit=failed_limit)
     oldest = await outbox.oldest_pending(db)
     last = await agent_runs.last_of(db, policy.AGENT)
     day = now().date().isoformat()
@@ -269,6 +275,8 @@ async def health(*, db: AsyncDatabase, settings: Settings, actor: Actor) -> Heal
         failed=[OutboxEventRead.model_validate(doc) for doc in failed],
         last_pass=AgentRunRead.model_validate(last) if last else None,
         spend=[Spend(scope=name, spent_usd=await budget.spent(db, key), cap_usd=cap) for name, key, cap in scopes],
+        failed_total=failed_total,
+        provider=await provider_status(db),
     )
 
 
