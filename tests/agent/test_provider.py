@@ -676,6 +676,31 @@ async def test_from_settings_uses_the_ai_keys(fake_provider: FakeProvider):
     assert provider.cost(Usage(1_000_000, 0)) == pytest.approx(2)
 
 
+async def test_from_settings_takes_the_provider_timeouts(fake_provider: FakeProvider):
+    settings = Settings(
+        ai_enabled=False,
+        ai_base_url=fake_provider.url,
+        ai_allow_private_base_url=True,
+        ai_api_key=KEY,
+        ai_timeout_connect_s=0.5,
+        ai_timeout_read_s=0.2,  # a silence longer than this fails the call
+        ai_timeout_total_s=0.6,
+    )
+    provider = Provider.from_settings(settings)
+    fake_provider.script(Turn.slow(delay=0.5, chunks=2), Turn.slow(delay=0.1, chunks=20))
+
+    try:
+        with pytest.raises(AIUnavailable) as silent:
+            await run(provider)
+        with pytest.raises(AIUnavailable) as dripping:
+            await run(provider)
+    finally:
+        await provider.aclose()
+
+    assert (silent.value.kind, silent.value.transient) == ("ReadTimeout", True)
+    assert (dripping.value.kind, dripping.value.transient) == ("deadline", True)
+
+
 @pytest.mark.parametrize("base_url", [None, "https://llm.example/v1"], ids=["nothing", "a-url-but-no-key"])
 def test_from_settings_without_ai_config_is_unavailable(base_url: str | None):
     with pytest.raises(AIUnavailable) as caught:

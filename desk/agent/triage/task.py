@@ -2,7 +2,8 @@
 
 `task(settings)` is the queue's `Function` for `work_order.created` jobs: desk/tasks.py hands it to the
 worker, which claims, leases, fences, retries and gives up (desk/jobs/). Before every claim it re-reads
-the kill switch, the working hours and the spend caps: while any says no, jobs wait, pending. With
+the kill switch, the working hours and the spend caps, and asks the provider's breaker (an outage: only
+its probe is claimed): while any says no, jobs wait, pending. With
 AI_ENABLED=false nothing is claimed and no model is called. What a pass came to is the triage's
 business (desk/agent/triage/run.py); here it becomes what the queue does with the job.
 """
