@@ -19,7 +19,9 @@ seconds). Four parts:
   the desk-wide concurrency slot taken and released (2), and the spend reserved before the call (1);
 - slow provider: L = 0.5 s a call, one worker at C = 2: events/s (target >= 0.9 x C / L);
 - steady: one order a second for S seconds, one worker, the slow provider: p95 create -> suggestion
-  (target <= AGENT_POLL_INTERVAL_MS + L + 1 s).
+  (target <= AGENT_POLL_INTERVAL_MS + L + 1 s);
+- outage (`--outage`, on its own, bench/triage_outage.py): a 10-minute provider outage with 300 orders
+  arriving: no dead letters, and everything triaged within 2 minutes of recovery.
 
 Run by hand, never in CI (the machine is shared: load averages are printed):
 
@@ -333,7 +335,15 @@ def main() -> None:
     parser.add_argument("--slow-orders", type=int, default=60, help="orders for the slow provider's throughput")
     parser.add_argument("--steady", type=int, default=60, help="seconds (= orders) of one order a second")
     parser.add_argument("--poll-ms", type=int, default=1000, help="AGENT_POLL_INTERVAL_MS of the workers")
+    parser.add_argument("--outage", action="store_true", help="run only the outage (bench/triage_outage.py)")
+    parser.add_argument("--outage-seconds", type=float, default=600, help="how long the provider is down")
+    parser.add_argument("--outage-orders", type=int, default=300, help="orders arriving during the outage")
     args = parser.parse_args()
+    if args.outage:
+        from bench import triage_outage  # noqa: PLC0415 - it imports this module
+
+        triage_outage.main(seconds=args.outage_seconds, orders=args.outage_orders, poll_ms=args.poll_ms)
+        return
     instant_port, slow_port = free_port(), free_port()
     with (
         tempfile.TemporaryDirectory(prefix="desk-triage-bench-") as tmp,

@@ -20,6 +20,7 @@ log = logging.getLogger(__name__)
 
 PositiveInt = Annotated[int, Field(gt=0)]
 Usd = Annotated[float, Field(ge=0)]
+Seconds = Annotated[float, Field(gt=0, le=3600)]
 
 
 class Settings(BaseSettings):
@@ -55,6 +56,15 @@ class Settings(BaseSettings):
     ai_base_url: str | None = None
     ai_api_key: SecretStr | None = None
     ai_allow_private_base_url: bool = False
+    # Seconds the provider gets to take the connection, to break each silence, and to finish its whole answer.
+    ai_timeout_connect_s: Seconds = 5.0
+    ai_timeout_read_s: Seconds = 30.0
+    ai_timeout_total_s: Seconds = 120.0
+    # While the provider is unreachable, the agents probe it this often at first, doubling up to the longest.
+    ai_probe_interval_ms: PositiveInt = 5_000
+    ai_probe_max_interval_ms: PositiveInt = 60_000
+    # An https AI_BASE_URL is called through it (desk/agent/core/egress.py); hidden from repr: it may hold a password.
+    https_proxy: str | None = Field(None, repr=False)
     ai_model: str = "gpt-4o-mini"
     ai_max_steps_per_run: PositiveInt = 8
     ai_max_output_tokens: PositiveInt = 2048
@@ -87,6 +97,8 @@ class Settings(BaseSettings):
         ]
         if self.mongodb_uri is not None and (password := urlsplit(self.mongodb_uri.get_secret_value()).password):
             found += [password, unquote(password)]  # as written in the URI, and as the driver sends it
+        if self.https_proxy and (password := urlsplit(self.https_proxy).password):
+            found += [password, unquote(password)]  # a proxy's credentials ride in its URL
         return found
 
     @field_validator("desk_admin_email")
@@ -114,6 +126,20 @@ class Settings(BaseSettings):
             [ipaddress.ip_network(part.strip()) for part in value.split(",")]  # an address is a network of one
         except ValueError:
             raise ValueError("must be the proxies' addresses or CIDR networks, comma-separated (10.0.0.5)") from None
+        return value
+
+    @field_validator("https_proxy")
+    @classmethod
+    def _proxy_url(cls, value: str | None) -> str | None:
+        if not value:
+            return None  # set but empty, as shells often leave it: no proxy
+        parts = urlsplit(value)
+        try:
+            parts.port  # noqa: B018 - raises on a port that is not a number
+        except ValueError:
+            raise ValueError("must be a proxy URL such as http://proxy.internal:3128") from None
+        if parts.scheme not in ("http", "https") or not parts.hostname or parts.path not in ("", "/") or parts.query:
+            raise ValueError("must be a proxy URL such as http://proxy.internal:3128")
         return value
 
     @field_validator("agent_working_hours")
@@ -154,6 +180,14 @@ class Settings(BaseSettings):
         if self.ai_api_key is None or not self.ai_api_key.get_secret_value():
             raise ValueError("AI_API_KEY is required when AI_ENABLED=true")
         check_base_url(self.ai_base_url, allow_private=self.ai_allow_private_base_url)
+        return self
+
+    @model_validator(mode="after")
+    def _timeouts(self) -> "Settings":
+        if self.ai_timeout_total_s < self.ai_timeout_connect_s:
+            raise ValueError("AI_TIMEOUT_TOTAL_S must be at least AI_TIMEOUT_CONNECT_S (the whole call includes it)")
+        if self.ai_probe_max_interval_ms < self.ai_probe_interval_ms:
+            raise ValueError("AI_PROBE_MAX_INTERVAL_MS must be at least AI_PROBE_INTERVAL_MS")
         return self
 
 

@@ -4,7 +4,8 @@ Two kinds of figures. What this process sees at its HTTP edge (`Measured`, aroun
 requests, latency and errors per route, and the copilot's turns, time to first token and the errors
 its streams end with, read from the event frames as they leave. And the desk's shared state, read
 from the database when Prometheus scrapes: the outbox's depth and oldest pending age, triage
-decisions today, AI spend per scope against its cap. Each web process is its own scrape target.
+decisions today, AI spend per scope against its cap, whether the AI provider is unreachable (its breaker
+is open). Each web process is its own scrape target.
 """
 
 import ipaddress
@@ -28,7 +29,7 @@ from prometheus_client import (
 from pymongo.asynchronous.database import AsyncDatabase
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from desk.agent.core import budget
+from desk.agent.core import breaker, budget
 from desk.agent.triage import policy as agent_policy
 from desk.agent.triage import repository as triage_repo
 from desk.config import Settings, get_settings
@@ -79,6 +80,11 @@ DECISIONS = Gauge(
 )
 SPEND = Gauge("desk_ai_spend_usd", "AI spend today (the desk's time zone) by scope", ["scope"], registry=REGISTRY)
 CAP = Gauge("desk_ai_spend_cap_usd", "The daily cap of each spend scope", ["scope"], registry=REGISTRY)
+UNREACHABLE = Gauge(
+    "desk_ai_provider_unreachable",
+    "1 while the AI provider's breaker is open (the agents wait for it), else 0",
+    registry=REGISTRY,
+)
 
 
 def count_open_screens(count: Callable[[], int]) -> None:
@@ -128,6 +134,7 @@ async def _read_shared_state(db: AsyncDatabase, settings: Settings) -> None:
     for scope, cap in scopes.items():
         SPEND.labels(scope).set(await budget.spent(db, f"{scope}:{ledger_day}"))
         CAP.labels(scope).set(cap)
+    UNREACHABLE.set(1 if (await breaker.state(db)).unreachable else 0)
 
 
 def _aware(moment: datetime) -> datetime:

@@ -97,3 +97,43 @@ def test_forwarded_allow_ips_names_proxies_by_address_never_anyone(proxies):
 def test_forwarded_allow_ips_is_unset_by_default_and_takes_addresses_and_networks():
     assert Settings().forwarded_allow_ips is None
     assert Settings(forwarded_allow_ips="172.30.80.10, 10.0.0.0/8,::1").forwarded_allow_ips is not None
+
+
+def test_the_provider_timeouts_default_to_5_30_and_120_seconds():
+    settings = Settings()
+    assert (settings.ai_timeout_connect_s, settings.ai_timeout_read_s, settings.ai_timeout_total_s) == (5, 30, 120)
+    assert Settings(ai_timeout_read_s="300", ai_timeout_total_s="900").ai_timeout_read_s == 300
+
+
+def test_bad_provider_timeouts_exit_2_naming_each_key():
+    result = _boot({"AI_TIMEOUT_CONNECT_S": "soon", "AI_TIMEOUT_READ_S": "0", "AI_TIMEOUT_TOTAL_S": "7200"})
+
+    assert result.returncode == 2
+    lines = result.stderr.strip().splitlines()
+    assert [line.split(":")[1].strip() for line in lines] == [
+        "AI_TIMEOUT_CONNECT_S",
+        "AI_TIMEOUT_READ_S",
+        "AI_TIMEOUT_TOTAL_S",
+    ]
+    assert "Traceback" not in result.stderr
+
+
+def test_a_whole_call_shorter_than_its_connect_timeout_is_refused():
+    result = _boot({"AI_TIMEOUT_CONNECT_S": "10", "AI_TIMEOUT_TOTAL_S": "5"})
+    assert result.returncode == 2
+    assert "AI_TIMEOUT_TOTAL_S must be at least AI_TIMEOUT_CONNECT_S" in result.stderr
+
+
+@pytest.mark.parametrize("proxy", ["proxy.internal:3128", "ftp://proxy.internal", "http://proxy:port", "http://p/x?y"])
+def test_https_proxy_must_be_a_proxy_url(proxy):
+    result = _boot({"HTTPS_PROXY": proxy})
+    assert result.returncode == 2
+    assert result.stderr == "config error: HTTPS_PROXY: must be a proxy URL such as http://proxy.internal:3128\n"
+
+
+def test_https_proxy_is_read_in_either_case_and_its_password_is_kept_out_of_sight():
+    assert _boot({"https_proxy": "http://proxy.internal:3128"}).returncode == 0
+    settings = Settings(https_proxy="http://desk:proxy-pass-77@proxy.internal:3128")
+    assert "proxy-pass-77" not in repr(settings)
+    assert "proxy-pass-77" in settings.secrets()  # the logs redact it
+    assert Settings(https_proxy="").https_proxy is None

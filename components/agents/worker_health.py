@@ -1,5 +1,6 @@
-"""How the triage worker is doing (its queue, last pass, spend, failed events with Retry) and the audit of the
-agent's settings: both re-read every few seconds by the agents page."""
+"""How the triage worker is doing (whether the provider is reachable, its queue, last pass, spend, the failed
+events a page at a time with Retry and Retry all) and the audit of the agent's settings: both re-read every few
+seconds by the agents page."""
 
 from datetime import UTC, datetime
 
@@ -8,10 +9,13 @@ from nicegui import ui
 
 from components.agents.policy_form import shown
 from components.formats import ago, when
+from components.once import one_at_a_time
+from components.paging import last_page, pager
 from components.runtime import session
 from desk.actors import Actor
 from desk.agent.triage import policy
 from desk.agent.triage import service as triage
+from desk.agent.triage.models import ProviderStatus
 from desk.config import get_settings
 from desk.db.client import get_db
 from desk.errors import DeskError
@@ -33,8 +37,12 @@ ACTIONS = {
     "ai_turned_on": "turned AI on again for the desk",
     "manual_run": "ran the triage by hand",
     "event_retried": "retried a failed event",
+    "events_retried": "retried every failed event",
     "run_viewed": "opened a run's transcript",
 }
+
+
+FAILED_PAGE = 20  # failed events a page
 
 
 class WorkerHealth:
@@ -45,6 +53,7 @@ class WorkerHealth:
         self.visit, self.actor = visit, actor
         self.looks = 0  # each `show` numbered: only the latest one draws
         self.off = False  # the triage agent is held off (the page says by what): "Last pass" stands still
+        self.failed_page = 1  # which page of the failed events is shown (kept across the re-reads)
         ui.label("Worker").classes("text-lg font-semibold mt-2")
         self.health = ui.column().classes("w-full gap-2").mark("health")
         ui.label("Settings audit").classes("text-lg font-semibold mt-2")
@@ -54,7 +63,16 @@ class WorkerHealth:
         """Read the worker's state and draw it, unless a later look began meanwhile (a Retry during the timer's)."""
         self.looks += 1
         mine, actor = self.looks, self.actor
-        state = await triage.health(db=get_db(), settings=get_settings(), actor=actor)
+        offset = (self.failed_page - 1) * FAILED_PAGE
+        state = await triage.health(
+            db=get_db(), settings=get_settings(), actor=actor, failed_offset=offset, failed_limit=FAILED_PAGE
+        )
+        if not state.failed and self.failed_page > 1:  # retried meanwhile: the pages behind are gone
+            self.failed_page = last_page(state.failed_total, FAILED_PAGE)
+            offset = (self.failed_page - 1) * FAILED_PAGE
+            state = await triage.health(
+                db=get_db(), settings=get_settings(), actor=actor, failed_offset=offset, failed_limit=FAILED_PAGE
+            )
         waiting = await triage.waiting_line(db=get_db(), settings=get_settings(), actor=actor)
         refs = [ObjectId(event.payload_ref) for event in state.failed if ObjectId.is_valid(event.payload_ref)]
         found = await work_orders.by_ids(db=get_db(), actor=actor, order_ids=refs)
@@ -83,6 +101,8 @@ class WorkerHealth:
 
     def _draw_health(self, state: triage.Health, failed_orders: dict[str, WorkOrderRead]) -> None:
         """The worker's figures, the spend, and the failed events (`failed_orders`: their orders, by id)."""
+        if state.provider.state == "unreachable":
+            _unreachable(state.provider)
         waiting = state.events.get("pending", 0) + state.events.get("processing", 0)
         with ui.row().classes("w-full gap-4 items-stretch"):
             _figure("Queue", f"{waiting:,}", f"{state.events.get('processing', 0)} being triaged", "queue-depth")
@@ -111,9 +131,13 @@ class WorkerHealth:
                     ui.label(f"${spend.spent_usd:.4f} of ${spend.cap_usd:.2f}").classes("w-40 text-right text-sm")
         if state.failed:
             with ui.card().classes("w-full gap-0").mark("failed-events"):
-                total = state.events.get("failed", len(state.failed))
-                shown = f"the newest {len(state.failed)} of {total:,}" if total > len(state.failed) else f"{total}"
-                ui.label(f"Failed events ({shown})").classes("text-sm text-grey-7")
+                total, first = state.failed_total, (self.failed_page - 1) * FAILED_PAGE + 1
+                last = first + len(state.failed) - 1
+                shown = f"{first}–{last} of {total:,}, the latest first" if total > len(state.failed) else f"{total}"
+                with ui.row().classes("w-full items-center gap-3 no-wrap"):
+                    ui.label(f"Failed events ({shown})").classes("text-sm text-grey-7 grow")
+                    retry_all = ui.button("Retry all", on_click=self._retry_all).props("outline dense")
+                    retry_all.mark("retry-all")
                 for event in state.failed:
                     order = failed_orders.get(event.payload_ref)
                     with ui.row().classes("w-full items-center gap-3 py-1 border-b no-wrap").mark("failed-event"):
@@ -129,6 +153,26 @@ class WorkerHealth:
                             retry = ui.button("Retry", on_click=lambda e=event: self._retry(e.id))
                             retry.props("outline dense").mark("retry")
                             retry.props["aria-label"] = f"Retry triage of {order.title}"  # data: never parsed
+                pages = last_page(total, FAILED_PAGE)
+                if pages > 1:
+                    numbers = pager(pages, self.failed_page).mark("failed-pages")
+                    numbers.on_value_change(lambda e: self._go(e.value))
+
+    async def _go(self, page: int) -> None:
+        self.failed_page = page
+        await self.show()
+
+    @one_at_a_time
+    async def _retry_all(self) -> None:
+        try:
+            done = await triage.retry_failed(db=get_db(), actor=await self.visit.actor())
+        except DeskError as error:
+            self.visit.tell(error.message, type="negative")
+        else:
+            events = "event" if done.requeued == 1 else "events"
+            self.visit.tell(f"{done.requeued:,} failed {events} back in the queue.", type="positive")
+        self.failed_page = 1
+        await self.show()
 
     async def _retry(self, event_id: str) -> None:
         try:
@@ -138,6 +182,18 @@ class WorkerHealth:
         else:
             self.visit.tell("Back in the queue.", type="positive")
         await self.show()
+
+
+def _unreachable(provider: ProviderStatus) -> None:
+    """The banner while the provider's breaker is open: since when, why, and what the agent does meanwhile."""
+    with ui.card().classes("w-full gap-1 bg-orange-1").mark("provider-unreachable"):
+        since = when(provider.since) if provider.since else "a moment ago"
+        ui.label(f"Provider unreachable since {since}").classes("font-medium").mark("provider-unreachable-since")
+        why = f" The last failure: {provider.last_error}." if provider.last_error else ""
+        ui.label(
+            "Triage waits for it: new orders queue up and nothing is given up; the provider is tried again, less"
+            f" often the longer it stays down, and triage resumes by itself once it answers.{why}"
+        ).classes("text-sm")
 
 
 def _why(code: str | None) -> str:

@@ -162,9 +162,21 @@ async def retry_at(db: AsyncDatabase, job: Doc, when: datetime, *, error: str, a
     return result.modified_count == 1
 
 
-async def put_back(db: AsyncDatabase, job: Doc, *, at: datetime | None = None) -> bool:
-    """Back to pending at once, the attempt not counted: the job was not the problem (its task said not now)."""
-    fields = {"status": "pending", "leasedUntil": None, "leaseOwner": None, "updatedAt": at or now()}
+async def put_back(
+    db: AsyncDatabase,
+    job: Doc,
+    *,
+    error: str | None = None,
+    not_before: datetime | None = None,
+    at: datetime | None = None,
+) -> bool:
+    """Back to pending, the attempt not counted: the job was not the problem (its task said not now). Due at once,
+    or from `not_before`; `error` (why it waits) is kept as its `lastError`."""
+    fields: Doc = {"status": "pending", "leasedUntil": None, "leaseOwner": None, "updatedAt": at or now()}
+    if error is not None:
+        fields["lastError"] = error
+    if not_before is not None:
+        fields["availableAt"] = not_before
     result = await _jobs(db).update_one(_fenced(job), {"$set": fields, "$inc": {"attempts": -1}})
     return result.modified_count == 1
 
@@ -236,6 +248,14 @@ async def requeue(db: AsyncDatabase, job_id: ObjectId) -> Doc | None:
         {"$set": {"status": "pending", "attempts": 0, "availableAt": moment, "updatedAt": moment, "expiresAt": None}},
         return_document=ReturnDocument.AFTER,
     )
+
+
+async def requeue_failed(db: AsyncDatabase, task: str) -> int:
+    """Every failed job of `task` back to pending with its attempts reset (an admin's "retry all"); how many."""
+    moment = now()
+    fields = {"status": "pending", "attempts": 0, "availableAt": moment, "updatedAt": moment, "expiresAt": None}
+    result = await _jobs(db).update_many({"type": task, "status": "failed"}, {"$set": fields})
+    return result.modified_count
 
 
 async def get(db: AsyncDatabase, job_id: ObjectId) -> Doc | None:

@@ -1,5 +1,5 @@
 """What a worker's table is made of, in arq's shape: queued `Function`s, `CronJob`s on a clock, the `Job` a
-function is handed, and what its run came to (`Done`, `Skipped`, `Later`, `Retry`), as data."""
+function is handed, and what its run came to (`Done`, `Skipped`, `Later`, `Retry`, `Failed`), as data."""
 
 import asyncio
 from collections.abc import Awaitable, Callable
@@ -45,17 +45,31 @@ class Skipped:
 
 @dataclass(frozen=True)
 class Later:
-    """Not now, and not the job's fault (a switch is off, a cap is reached): it waits, its attempt not counted."""
+    """Not now, and not the job's fault (a switch is off, a cap is reached, a service it needs is down): it waits,
+    its attempt not counted; due again at once, or `after` this long (a service that said when to come back).
+    `error`, if any, is kept as the job's `lastError` meanwhile: why it waits."""
+
+    error: str | None = None
+    after: timedelta | None = None
 
 
 @dataclass(frozen=True)
 class Retry:
-    """A failed attempt: tried again after a backoff, or a dead letter once `max_tries` are spent."""
+    """A failed attempt: tried again after a backoff (or `after`, when the failure said how long to wait), or a
+    dead letter once `max_tries` are spent."""
+
+    error: str
+    after: timedelta | None = None
+
+
+@dataclass(frozen=True)
+class Failed:
+    """A failure no retry can mend (a request refused as it stands): a dead letter at once, with its reason."""
 
     error: str
 
 
-Result = Done | Skipped | Later | Retry
+Result = Done | Skipped | Later | Retry | Failed
 
 
 @dataclass(frozen=True)

@@ -24,7 +24,7 @@ from desk.clock import SYSTEM_CLOCK, Clock
 from desk.config import Settings
 from desk.db.lifecycle import open_database
 from desk.jobs import backoff, queue, slots
-from desk.jobs.table import Context, CronJob, Done, Function, Job, Later, Result, Retry, Skipped
+from desk.jobs.table import Context, CronJob, Done, Failed, Function, Job, Later, Result, Retry, Skipped
 from desk.logs import failure
 
 log = logging.getLogger("desk.worker")
@@ -212,13 +212,16 @@ class Worker:
                 await queue.settle(ctx.db, doc, "done", at=at)
             case Skipped(reason=reason):
                 await queue.settle(ctx.db, doc, "skipped", error=reason, at=at)
-            case Later():
-                await queue.put_back(ctx.db, doc, at=at)
+            case Later(error=error, after=after):
+                await queue.put_back(ctx.db, doc, error=error, not_before=at + after if after else None, at=at)
+            case Failed(error=error):
+                await queue.settle(ctx.db, doc, "failed", error=error, at=at)
+                log.warning("worker gave up on a %s job at once (%s)", function.name, error)
             case Retry(error=error) if doc["attempts"] >= function.max_tries:
                 await queue.settle(ctx.db, doc, "failed", error=error, at=at)
                 log.warning("worker gave up on a %s job after %d attempts (%s)", function.name, doc["attempts"], error)
-            case Retry(error=error):
-                when = at + timedelta(seconds=backoff.delay(doc["attempts"]))
+            case Retry(error=error, after=after):
+                when = at + (after if after is not None else timedelta(seconds=backoff.delay(doc["attempts"])))
                 await queue.retry_at(ctx.db, doc, when, error=error, at=at)
             case _:
                 assert_never(result)

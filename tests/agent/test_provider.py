@@ -1,6 +1,7 @@
 """The provider adapter against the scripted fake on loopback: streaming, tool calls, every failure."""
 
 import asyncio
+import email.utils
 import gzip
 import json
 import logging
@@ -10,11 +11,13 @@ import time
 from collections.abc import AsyncIterator, Callable
 from contextlib import aclosing
 from dataclasses import replace
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import httpx
 import pytest
 
+from desk.agent.core import faults
 from desk.agent.core.provider import (
     AIUnavailable,
     Completed,
@@ -443,6 +446,74 @@ async def test_a_failed_call_raises_ai_unavailable_without_leaking_anything(
         assert leak not in caplog.text
 
 
+# An outage pauses the agents; a refusal is given up at once (issue 41): which failures pass.
+TRANSIENT = {"http-500", "http-429", "read-timeout", "disconnect", "truncated", "error-chunk"}
+
+
+@pytest.mark.parametrize(("turn", "overrides", "kind"), FAILURES.values(), ids=FAILURES.keys())
+async def test_outages_timeouts_and_cut_streams_are_transient_and_refusals_permanent(
+    fake_provider: FakeProvider, provider_with: Callable[..., Provider], request, turn, overrides, kind
+):
+    fake_provider.script(turn, Turn.text("a redirect must not be followed here"))
+
+    with pytest.raises(AIUnavailable) as caught:
+        await run(provider_with(**overrides))
+
+    assert caught.value.transient is (request.node.callspec.id in TRANSIENT)
+    assert caught.value.retry_after is None  # none was sent
+
+
+@pytest.mark.parametrize(
+    ("status", "transient"),
+    [(408, True), (429, True), (502, True), (503, True), (504, True), (400, False), (401, False), (404, False)],
+)
+async def test_408_429_and_5xx_pass_and_other_4xx_do_not(
+    fake_provider: FakeProvider, provider: Provider, status, transient
+):
+    fake_provider.script(Turn.error(status))
+
+    with pytest.raises(AIUnavailable) as caught:
+        await run(provider)
+
+    assert caught.value.kind == f"status {status}"
+    assert caught.value.transient is transient
+
+
+@pytest.mark.parametrize(
+    ("header", "seconds"),
+    [("6", 6.0), ("1.5", 1.5), ("0", 0.0), ("86400", 3600.0), ("soon", None), ("-3", None)],
+)
+async def test_retry_after_in_seconds_is_carried_within_an_hour(
+    fake_provider: FakeProvider, provider: Provider, header, seconds
+):
+    fake_provider.script(
+        replace(Turn.error(429), headers=(("content-type", "application/json"), ("retry-after", header)))
+    )
+
+    with pytest.raises(AIUnavailable) as caught:
+        await run(provider)
+
+    assert caught.value.retry_after == seconds
+
+
+async def test_retry_after_as_an_http_date_is_the_seconds_until_then(fake_provider: FakeProvider, provider: Provider):
+    then = email.utils.format_datetime(datetime.now(UTC) + timedelta(seconds=40), usegmt=True)
+    fake_provider.script(replace(Turn.error(503), headers=(("retry-after", then),)))
+
+    with pytest.raises(AIUnavailable) as caught:
+        await run(provider)
+
+    assert caught.value.transient is True
+    assert 37 <= caught.value.retry_after <= 40  # whole seconds in the header, and the call's own time
+
+
+def test_a_retry_after_date_already_past_asks_for_no_wait():
+    now = datetime(2026, 12, 7, 12, 0, tzinfo=UTC)
+    assert faults.retry_after("Mon, 07 Dec 2026 11:59:00 GMT", now=now) == 0.0
+    assert faults.retry_after("Mon, 07 Dec 2026 12:00:30 GMT", now=now) == 30.0
+    assert faults.retry_after(None, now=now) is None
+
+
 async def test_a_provider_that_keeps_dripping_is_cut_off_at_the_total_timeout(
     fake_provider: FakeProvider, provider_with: Callable[..., Provider]
 ):
@@ -527,6 +598,7 @@ async def test_an_unreachable_provider_is_unavailable(caplog: pytest.LogCaptureF
     await provider.aclose()
 
     assert caught.value.kind == "ConnectError"
+    assert caught.value.transient is True  # nobody answered: it may come back
     assert caught.value.reached is False and caught.value.usage.input_tokens == 0  # never reached: costs nothing
     assert KEY not in caplog.text
 
@@ -602,6 +674,31 @@ async def test_from_settings_uses_the_ai_keys(fake_provider: FakeProvider):
     assert fake_provider.requests[0]["max_tokens"] == 64
     assert fake_provider.headers[0]["authorization"] == f"Bearer {KEY}"
     assert provider.cost(Usage(1_000_000, 0)) == pytest.approx(2)
+
+
+async def test_from_settings_takes_the_provider_timeouts(fake_provider: FakeProvider):
+    settings = Settings(
+        ai_enabled=False,
+        ai_base_url=fake_provider.url,
+        ai_allow_private_base_url=True,
+        ai_api_key=KEY,
+        ai_timeout_connect_s=0.5,
+        ai_timeout_read_s=0.2,  # a silence longer than this fails the call
+        ai_timeout_total_s=0.6,
+    )
+    provider = Provider.from_settings(settings)
+    fake_provider.script(Turn.slow(delay=0.5, chunks=2), Turn.slow(delay=0.1, chunks=20))
+
+    try:
+        with pytest.raises(AIUnavailable) as silent:
+            await run(provider)
+        with pytest.raises(AIUnavailable) as dripping:
+            await run(provider)
+    finally:
+        await provider.aclose()
+
+    assert (silent.value.kind, silent.value.transient) == ("ReadTimeout", True)
+    assert (dripping.value.kind, dripping.value.transient) == ("deadline", True)
 
 
 @pytest.mark.parametrize("base_url", [None, "https://llm.example/v1"], ids=["nothing", "a-url-but-no-key"])

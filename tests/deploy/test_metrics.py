@@ -5,8 +5,10 @@ from fastapi import FastAPI
 from prometheus_client.parser import text_string_to_metric_families
 
 from desk.agent.core import budget
+from desk.agent.core.breaker import THRESHOLD, Breaker
 from desk.config import Settings, use_settings
 from tests.fake_provider import Turn
+from tests.helpers import tuned
 
 
 async def scrape(app: FastAPI) -> dict[tuple[str, tuple], float]:
@@ -81,6 +83,20 @@ async def test_outbox_depth_oldest_age_and_spend_against_its_cap(app, db, settin
     assert value(samples, "desk_ai_spend_usd", scope="global") == 0.25
     assert value(samples, "desk_ai_spend_cap_usd", scope="global") == settings.ai_global_daily_spend_usd
     assert ("desk_open_screens", ()) in samples
+    assert value(samples, "desk_ai_provider_unreachable") == 0
+
+
+async def test_an_unreachable_provider_shows_while_its_breaker_is_open(app, db, settings):
+    breaker = Breaker(tuned(settings, ai_probe_interval_ms=5000))
+    for _ in range(THRESHOLD):
+        await breaker.failed(db, error="status 503")
+
+    open_ = await scrape(app)
+    await breaker.answered(db)
+    closed = await scrape(app)
+
+    assert value(open_, "desk_ai_provider_unreachable") == 1
+    assert value(closed, "desk_ai_provider_unreachable") == 0
 
 
 async def test_copilot_turns_first_token_and_provider_errors(app, make_user, client_for, provider, fake_provider):

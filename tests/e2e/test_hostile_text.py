@@ -67,7 +67,7 @@ document.addEventListener('securitypolicyviolation',
 
 @pytest.fixture
 def dead_letters(fake_provider, monkeypatch) -> Iterator[Settings]:
-    """Settings under which this process's triage pass dead-letters an order at its first provider failure."""
+    """Settings under which this process's triage pass dead-letters an order (a refusal is given up at once)."""
     monkeypatch.setattr(backoff, "BASE_SECONDS", 0.0)
     settings = Settings(
         ai_enabled=True,
@@ -93,8 +93,8 @@ async def test_every_page_shows_hostile_text_as_typed_and_runs_none_of_it(
     # renamed by the admin: the audit log names them as they are now
     rename = UserAdminUpdate(name=NAME)
     await users_service.update_user(db=e2e_db, actor=actor(admin), user_id=requester["id"], data=rename)
-    # the provider fails once: the order's triage is dead-lettered and the agents page offers Retry
-    fake_provider.script(Turn(status=500, body=b'{"error": {"message": "down"}}'))
+    # the provider refuses once: the order's triage is dead-lettered and the agents page offers Retry
+    fake_provider.script(Turn(status=400, body=b'{"error": {"message": "refused"}}'))
     provider = Provider.from_settings(dead_letters)
     try:
         await triage_task.process_due(e2e_db, dead_letters, provider=provider)

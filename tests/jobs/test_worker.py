@@ -7,7 +7,7 @@ from datetime import timedelta
 
 from desk.config import Settings
 from desk.jobs import queue, slots
-from desk.jobs.table import Context, CronJob, Done, Function, Job, Later, Retry, Skipped
+from desk.jobs.table import Context, CronJob, Done, Failed, Function, Job, Later, Retry, Skipped
 from desk.jobs.worker import Worker
 from tests.helpers import until
 from tests.jobs.conftest import LEASE, TASK, job_of
@@ -153,6 +153,51 @@ async def test_later_puts_the_job_back_without_counting_the_attempt(db, ctx, mak
 
     job = await job_of(db, key)
     assert (job["status"], job["attempts"], job["leaseOwner"]) == ("pending", 0, None)
+
+
+async def test_later_after_a_while_keeps_the_job_waiting_that_long_and_says_why(db, ctx, clock, make_worker, enqueue):
+    key = await enqueue()
+    worker = make_worker(echo(Later("upstream_down", after=timedelta(seconds=30)), Done()))
+    start = clock.now()
+
+    await worker.work(ctx)
+    waiting = await job_of(db, key)
+    clock.move(timedelta(seconds=29))
+    too_soon = await worker.work(ctx)
+    clock.move(timedelta(seconds=1))
+    on_time = await worker.work(ctx)
+
+    assert (waiting["status"], waiting["attempts"], waiting["lastError"]) == ("pending", 0, "upstream_down")
+    assert waiting["availableAt"] == start + timedelta(seconds=30)
+    assert (too_soon, on_time) == (0, 1)
+    assert (await job_of(db, key))["status"] == "done"
+
+
+async def test_a_retry_that_says_how_long_to_wait_waits_that_long_not_the_backoff(db, ctx, clock, make_worker, enqueue):
+    key = await enqueue()
+    start = clock.now()
+
+    await make_worker(echo(Retry("slow_down", after=timedelta(seconds=6)))).work(ctx)
+
+    job = await job_of(db, key)
+    assert (job["status"], job["attempts"], job["lastError"]) == ("pending", 1, "slow_down")
+    assert job["availableAt"] == start + timedelta(seconds=6)
+
+
+async def test_a_failure_no_retry_can_mend_is_a_dead_letter_at_once_with_its_reason(
+    db, ctx, clock, make_worker, enqueue, caplog
+):
+    key = await enqueue()
+    worker = make_worker(echo(Failed("refused_as_it_stands"), Done()))
+
+    await worker.work(ctx)
+    clock.move(timedelta(minutes=10))
+    again = await worker.work(ctx)
+
+    job = await job_of(db, key)
+    assert (job["status"], job["attempts"], job["lastError"]) == ("failed", 1, "refused_as_it_stands")
+    assert again == 0
+    assert f"worker gave up on a {TASK} job at once (refused_as_it_stands)" in caplog.text
 
 
 async def test_a_task_that_is_not_ready_leaves_its_jobs_pending_and_the_others_run(db, ctx, make_worker, enqueue):

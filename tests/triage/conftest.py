@@ -5,6 +5,7 @@ from collections.abc import Awaitable, Callable
 import pytest
 
 from desk.agent.triage import task as triage_task
+from desk.clock import SYSTEM_CLOCK, Clock
 from desk.config import Settings
 from desk.jobs import backoff
 from desk.jobs.table import Context
@@ -31,9 +32,10 @@ def triage_settings(ai_settings: Settings) -> Settings:
     return reconfigure(ai_settings, agent_lease_ms=3000, agent_max_attempts=3)
 
 
-def triage_worker(settings: Settings, provider) -> Worker:
-    """A worker with the triage task alone, its limits from `settings`, calling the scripted fake."""
-    return Worker(functions=[triage_task.task(settings, provider=provider)], **triage_task.limits(settings))
+def triage_worker(settings: Settings, provider, *, clock: Clock = SYSTEM_CLOCK) -> Worker:
+    """A worker with the triage task alone, its limits from `settings`, calling the scripted fake, on `clock`."""
+    function = triage_task.task(settings, provider=provider, clock=clock)
+    return Worker(functions=[function], clock=clock, **triage_task.limits(settings))
 
 
 @pytest.fixture

@@ -9,6 +9,7 @@ from desk.actors import SYSTEM_TRIAGE
 from desk.agent.core.store import agent_runs
 from desk.jobs import backoff
 from tests.fake_provider import Turn
+from tests.helpers import tuned
 from tests.triage.conftest import proposal
 
 ADMIN = "/api/v1/admin/agents"
@@ -314,7 +315,7 @@ async def test_a_dead_lettered_event_can_be_retried_by_an_admin(
 ):
     admin = await client_for(await make_user("admin"))
     order = await make_order(await make_user())
-    fake_provider.script(*[proposal("none-such")] * 3)
+    fake_provider.script(*[proposal("none-such")] * 2)  # invalid, and invalid again: given up
     await burst()
     (failed,) = (await admin.get(f"{ADMIN}/triage")).json()["failed"]
 
@@ -428,3 +429,61 @@ async def test_a_manual_run_of_a_closed_order_is_skipped_without_a_model_call(
         None,
     )
     assert fake_provider.requests == []
+
+
+async def test_retry_all_puts_every_dead_letter_back_and_says_how_many(
+    db, make_user, make_order, client_for, fake_provider, burst
+):
+    admin_user = await make_user("admin")
+    admin = await client_for(admin_user)
+    orders = [await make_order(await make_user()) for _ in range(3)]
+    fake_provider.script(*[Turn.error(401)] * 3)  # a bad key: each refused, each a dead letter at once
+    await burst()
+    before = (await admin.get(f"{ADMIN}/triage")).json()
+
+    answer = await admin.post(f"{ADMIN}/triage/events/retry", json={"status": "failed"})
+    fake_provider.script(*[proposal() for _ in orders])
+    await burst()
+
+    assert before["events"]["failed"] == 3
+    assert {event["lastError"] for event in before["failed"]} == {"provider_status 401"}
+    assert (answer.status_code, answer.json()) == (200, {"requeued": 3})
+    assert await db["outbox_events"].count_documents({"status": "done"}) == 3
+    (entry,) = await db["agent_config_audit"].find({"action": "events_retried"}).to_list()
+    assert (entry["actorId"], entry["after"]) == (admin_user["id"], {"requeued": 3})
+    again = await admin.post(f"{ADMIN}/triage/events/retry", json={"status": "failed"})
+    assert again.json() == {"requeued": 0}
+
+
+async def test_retry_all_takes_only_failed_and_only_from_admins(make_user, client_for):
+    admin = await client_for(await make_user("admin"))
+    person = await client_for(await make_user())
+
+    wrong = [
+        await admin.post(f"{ADMIN}/triage/events/retry", json=body)
+        for body in ({"status": "done"}, {}, {"status": "failed", "type": "x"}, [])
+    ]
+    refused = await person.post(f"{ADMIN}/triage/events/retry", json={"status": "failed"})
+
+    assert {(r.status_code, r.json()["error"]["code"]) for r in wrong} == {(400, "VALIDATION_ERROR")}
+    assert (refused.status_code, refused.json()["error"]["code"]) == (403, "FORBIDDEN")
+
+
+async def test_the_overview_says_whether_the_provider_is_reachable(
+    make_user, make_order, client_for, fake_provider, burst, triage_settings
+):
+    admin = await client_for(await make_user("admin"))
+    up = (await admin.get(f"{ADMIN}/triage")).json()["provider"]
+    person = await make_user()
+    for _ in range(3):
+        await make_order(person)
+    fake_provider.script(*[Turn.error(503)] * 3)
+    one_at_a_time = tuned(triage_settings, agent_concurrency=1)
+    for _ in range(3):  # each poll stops at its failure
+        await burst(one_at_a_time)
+
+    down = (await admin.get(f"{ADMIN}/triage")).json()["provider"]
+
+    assert up == {"state": "ok", "since": None, "lastError": None}
+    assert (down["state"], down["lastError"]) == ("unreachable", "status 503")
+    assert down["since"] is not None

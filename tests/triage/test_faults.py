@@ -20,12 +20,14 @@ How each fault point is reached, from outside the worker (the desk has no hook f
 - "the database restarts mid-pass": a database of its own, stopped and started again on the same
   data directory while the model call is held. It comes back on the same Unix socket, the address
   the worker knows, as the desk's own database does after a restart.
+- "an outage": the fake answers 429 and 503 to every call until the test says the provider is back.
 """
 
 import asyncio
 import signal
 import time
 from collections.abc import Iterator
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -34,6 +36,7 @@ from pymongo import AsyncMongoClient
 from pymongo.asynchronous.database import AsyncDatabase
 
 from bench.workers import Worker, Workers, worker_settings, workers
+from desk.agent.core import breaker
 from desk.agent.triage import service as agents
 from desk.app import ensure_indexes
 from desk.db.embedded import EmbeddedMongo
@@ -42,7 +45,7 @@ from desk.users.models import UserCreate
 from desk.work_orders import service as work_orders
 from desk.work_orders.models import WorkOrderCreate, WorkOrderUpdate
 from tests.conftest import TEST_DB
-from tests.fake_provider import FakeProvider
+from tests.fake_provider import FakeProvider, Turn
 from tests.helpers import PASSWORD, actor, until
 from tests.triage.conftest import proposal
 from tests.triage.wire_proxy import WireProxy
@@ -335,3 +338,41 @@ async def test_two_workers_with_a_desk_wide_cap_of_one_never_call_the_provider_a
 
     assert (fake_provider.most_in_flight, len(fake_provider.requests)) == (1, len(ids))
     await assert_triaged_once(db, person, ids)
+
+
+async def test_an_outage_pauses_triage_and_everything_is_triaged_once_the_provider_is_back(db, pool, fake_provider):
+    """The provider answers 429 (with Retry-After) and then 503 for a while: orders that arrive meanwhile wait,
+    none is given up, the probes stay few; once it answers again every order is triaged, once."""
+    fake_provider.script(*[_retry_after(429, "1")] * 2)
+    fake_provider.always = Turn.error(503)
+    try:
+        pool.start(AI_PROBE_INTERVAL_MS="300", AI_PROBE_MAX_INTERVAL_MS="600")
+        pool.start(AI_PROBE_INTERVAL_MS="300", AI_PROBE_MAX_INTERVAL_MS="600")
+        person, ids = await orders_for(db, 4)
+
+        async def unreachable() -> bool:
+            return bool((await breaker.state(db)).unreachable)
+
+        await until(unreachable, what="the breaker open", within=SETTLED)
+        latecomer, later = await orders_for(db, 4)  # arriving during the outage
+        calls_when_open = len(fake_provider.requests)
+        await asyncio.sleep(2.0)  # the outage goes on: the workers only probe
+        probes = len(fake_provider.requests) - calls_when_open
+
+        assert await db["outbox_events"].count_documents({"status": "failed"}) == 0
+        assert await db["outbox_events"].count_documents({"attempts": {"$gt": 0}, "status": "pending"}) == 0
+        assert probes <= 2.0 / 0.3 + 2  # a probe at a time, at most one every 300 ms (then 600), from either worker
+        fake_provider.always = proposal("high")  # back
+        await all_settled(db, ids + later)
+    finally:
+        fake_provider.always = None
+
+    await assert_triaged_once(db, person, ids)
+    await assert_triaged_once(db, latecomer, later)
+    assert await db["outbox_events"].count_documents({"status": "failed"}) == 0
+    assert (await breaker.state(db)).unreachable is False
+
+
+def _retry_after(status: int, seconds: str) -> Turn:
+    turn = Turn.error(status)
+    return replace(turn, headers=(*turn.headers, ("retry-after", seconds)))

@@ -16,6 +16,7 @@ from desk.agent.triage import run as triage_run
 from desk.agent.triage import task as triage_task
 from desk.agent.triage.models import AgentConfigUpdate
 from desk.errors import Forbidden
+from desk.jobs import queue as outbox
 from desk.schema import now
 from desk.work_orders import service as work_orders
 from desk.work_orders import triage_door
@@ -61,8 +62,13 @@ async def test_an_injected_order_can_at_most_move_the_three_output_fields(
         Turn.tool_calls(("triage_propose", obeyed)),  # the most it can do
     )
 
+    await burst()  # two invalid answers: given up, and nothing moved
+    given_up = await work_orders.get(db=db, actor=actor(owner), order_id=order.id)
+    event = await db["outbox_events"].find_one({"payloadRef": ObjectId(order.id)})
+    await outbox.requeue(db, event["_id"])  # an admin's retry
     await burst()
 
+    assert (event["status"], given_up.priority, given_up.status) == ("failed", "low", "pending")
     after = await work_orders.get(db=db, actor=actor(owner), order_id=order.id)
     assert (after.priority, after.status, after.owner_id, after.title) == (
         "urgent",

@@ -168,32 +168,38 @@ async def test_the_event_of_a_deleted_order_ends_skipped(db, make_user, make_ord
     assert (await event_of(db, order))["status"] == "skipped"
 
 
-async def test_a_provider_failure_is_retried_and_then_succeeds(db, make_user, make_order, fake_provider, burst):
+async def test_a_provider_outage_puts_the_event_back_uncounted_and_a_later_poll_triages_it(
+    db, make_user, make_order, fake_provider, burst
+):
     order = await make_order(await make_user())
     fake_provider.script(Turn.error(503), Turn.error(429), proposal())
 
     await burst()
+    waiting = await event_of(db, order)
+    await burst()
+    await burst()
 
+    assert (waiting["status"], waiting["attempts"], waiting["lastError"]) == ("pending", 0, "provider_status 503")
     event = await event_of(db, order)
-    assert (event["status"], event["attempts"]) == ("done", 3)
+    assert (event["status"], event["attempts"]) == ("done", 1)
     assert len(await suggestions_of(db, order)) == 1
     assert await db["agent_runs"].count_documents({"status": "error"}) == 2
 
 
-async def test_invalid_answers_count_as_failed_attempts_until_the_event_is_dead_lettered(
+async def test_an_invalid_answer_is_tried_once_more_then_the_event_is_dead_lettered(
     db, make_user, make_order, fake_provider, burst
 ):
     order = await make_order(await make_user())
     fake_provider.script(
         Turn.text("I think it is urgent."),  # no tool call
-        Turn.tool_calls(("triage_propose", {**_args(), "status": "done"})),  # a field it may not set
         Turn.tool_calls(("triage_propose", {**_args(), "summary": "x" * 281})),  # too long
     )
 
     await burst()
 
     event = await event_of(db, order)
-    assert (event["status"], event["attempts"], event["lastError"]) == ("failed", 3, "invalid_output")
+    assert (event["status"], event["attempts"], event["lastError"]) == ("failed", 2, "invalid_output")
+    assert len(fake_provider.requests) == 2
     assert await suggestions_of(db, order) == []
 
 

@@ -10,6 +10,7 @@ from nicegui.testing import User
 
 from components.forbidden import MESSAGE as NO_ACCESS
 from desk.agent.core import budget
+from desk.agent.core.breaker import THRESHOLD, Breaker
 from desk.agent.triage import policy
 from desk.agent.triage import service as triage
 from desk.agent.triage import task as triage_task
@@ -210,7 +211,7 @@ async def test_the_worker_health_with_a_failed_event_to_retry(
     await db["outbox_events"].update_one(
         {"payloadRef": {"$ne": ObjectId(order.id)}}, {"$set": {"availableAt": now() + timedelta(hours=1)}}
     )
-    fake_provider.script(Turn(status=500, body=b'{"error": {"message": "down"}}'))
+    fake_provider.script(Turn(status=400, body=b'{"error": {"message": "refused"}}'))  # refused: given up at once
     await triage_task.process_due(db, settings, provider=provider)
     await budget.charge(db, user_id=None, agent="triage", usd=0.5)
 
@@ -232,6 +233,43 @@ async def test_the_worker_health_with_a_failed_event_to_retry(
     await user.should_not_see(marker="failed-event")
     assert (await db["outbox_events"].find_one({"payloadRef": ObjectId(order.id)}))["status"] == "pending"
     await user.should_see("retried a failed event", retries=WAIT)
+
+
+async def test_failed_events_come_a_page_at_a_time_and_retry_all_puts_them_all_back(
+    user: User, make_user, make_order, log_in, db, ai_settings
+):
+    ada, sam = await make_user("admin"), await make_user("user")
+    for number in range(23):
+        await make_order(sam, f"Leak {number:02d}")
+    await db["outbox_events"].update_many({}, {"$set": {"status": "failed", "lastError": "provider_status 401"}})
+
+    await log_in(user, ada, landing=PAGE)
+    await user.should_see("Failed events (1–20 of 23, the latest first)")
+    assert len(user.find(marker="failed-event").elements) == 20
+    user.find(marker="failed-pages").elements.pop().set_value(2)
+    await user.should_see("Failed events (21–23 of 23, the latest first)")
+    assert len(user.find(marker="failed-event").elements) == 3
+
+    user.find(marker="retry-all").click()
+    await user.should_see("23 failed events back in the queue.")
+    await user.should_not_see(marker="failed-events")
+    assert await db["outbox_events"].count_documents({"status": "pending", "attempts": 0}) == 23
+    await user.should_see("retried every failed event", retries=WAIT)
+
+
+async def test_an_unreachable_provider_is_said_with_since_when_and_why(user: User, make_user, log_in, db, ai_settings):
+    breaker = Breaker(ai_settings)
+    for _ in range(THRESHOLD):
+        await breaker.failed(db, error="status 503")
+
+    await log_in(user, await make_user("admin"), landing=PAGE)
+    await user.should_see(marker="provider-unreachable")
+    with user.scope(marker="provider-unreachable"):
+        await user.should_see("Provider unreachable since")
+        await user.should_see("The last failure: status 503.")
+
+    await breaker.answered(db)
+    await user.should_not_see(marker="provider-unreachable", retries=WAIT)
 
 
 async def test_the_attention_list_follows_new_flags_and_links_to_the_order(

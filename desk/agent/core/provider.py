@@ -24,9 +24,8 @@ from typing import Any, NamedTuple
 from urllib.parse import urlsplit
 
 import httpx
-from pydantic import BaseModel, ConfigDict, Field, NonNegativeInt, ValidationError
 
-from desk.agent.core import egress
+from desk.agent.core import egress, faults, wire
 from desk.config import Settings
 from desk.errors import DeskError, ErrorCode
 
@@ -70,18 +69,31 @@ NEVER_REACHED = (httpx.ConnectError, httpx.ConnectTimeout)
 
 
 class AIUnavailable(DeskError):
-    """The provider call failed. `usage` is what it must still be billed; `kind` names the failure for logs."""
+    """The provider call failed. `usage` is what it must still be billed; `kind` names the failure for logs.
+
+    `transient`: it may pass (an outage, a rate limit; desk/agent/core/faults.py), else the request itself is
+    refused; `retry_after`: the seconds the provider asked us to wait (its `Retry-After`), if it said.
+    """
 
     code = ErrorCode.AI_UNAVAILABLE
     default_message = "The assistant can't be reached right now. Try again in a minute."
 
     def __init__(
-        self, message: str | None = None, *, usage: Usage = NO_USAGE, kind: str = "unknown", reached: bool = True
+        self,
+        message: str | None = None,
+        *,
+        usage: Usage = NO_USAGE,
+        kind: str = "unknown",
+        reached: bool = True,
+        transient: bool = False,
+        retry_after: float | None = None,
     ) -> None:
         super().__init__(message)
         self.usage = usage
         self.kind = kind
         self.reached = reached  # False: the call never reached the model (refused, DNS): it costs nothing
+        self.transient = transient
+        self.retry_after = retry_after
 
 
 class Provider:
@@ -103,6 +115,7 @@ class Provider:
         read_timeout: float = 30.0,
         max_response_bytes: int = 2_000_000,
         total_timeout: float = 120.0,
+        proxy: str | None = None,
     ) -> None:
         self.model = model
         self.max_output_tokens = max_output_tokens
@@ -114,18 +127,16 @@ class Provider:
         self._url = f"{base_url.rstrip('/')}/chat/completions"
         self._where = _loggable(base_url)
         # The key lives only in the client's default headers: not on self, not in any body (SEC-1).
-        self._client = httpx.AsyncClient(
-            # identity: the byte cap then counts what we hold, and no gzip bomb can expand past it.
-            headers={
-                "Authorization": f"Bearer {api_key}",
-                "Accept": "text/event-stream",
-                "Accept-Encoding": "identity",
-            },
+        # identity: the byte cap then counts what we hold, and no gzip bomb can expand past it.
+        headers = {"Authorization": f"Bearer {api_key}", "Accept": "text/event-stream", "Accept-Encoding": "identity"}
+        self._client = egress.client(
+            base_url=base_url,
+            headers=headers,
             timeout=httpx.Timeout(read_timeout, connect=connect_timeout),
-            follow_redirects=False,  # SEC-2: a redirect could walk the key to another host
-            # SEC-2 again on every connection: the address connected to is checked, not only the boot's answer.
-            transport=transport
-            or egress.CheckedTransport(egress.CheckedBackend(allow_private=allow_private, resolver=resolver)),
+            allow_private=allow_private,
+            resolver=resolver,
+            proxy=proxy,
+            transport=transport,
         )
 
     @classmethod
@@ -141,6 +152,10 @@ class Provider:
             price_in=settings.ai_price_per_1m_input,
             price_out=settings.ai_price_per_1m_output,
             allow_private=settings.ai_allow_private_base_url,
+            connect_timeout=settings.ai_timeout_connect_s,
+            read_timeout=settings.ai_timeout_read_s,
+            total_timeout=settings.ai_timeout_total_s,
+            proxy=settings.https_proxy,
         )
 
     def call(self, messages: list[dict], tools: list[dict], *, tool_choice: dict | None = None) -> "Call":
@@ -177,7 +192,7 @@ class Provider:
             response = await self._client.send(call.request, stream=True)
             try:
                 if not response.is_success:  # the body is never read: it may echo the prompt
-                    raise _Failure("redirect" if response.is_redirect else f"status {response.status_code}")
+                    raise _Failure.of(response)
                 lines = _DataLines(self.max_response_bytes)
                 deadline = time.monotonic() + self.total_timeout
                 body = response.aiter_raw()  # undecoded: a compressed body fails parsing
@@ -199,10 +214,13 @@ class Provider:
                 raise _Failure("truncated")  # clean EOF mid-answer: the reply may be cut anywhere
             completed = turn.completed()
         except _Failure as failure:
-            raise self._unavailable(failure.kind, turn) from None
+            raise self._unavailable(failure.kind, turn, failure.transient, retry_after=failure.retry_after) from None
         except httpx.HTTPError as error:  # connect refused, timeouts, peer closed mid-body, bad encoding
             # `from None`: the chained exception would carry URLs and provider bytes into tracebacks.
-            raise self._unavailable(type(error).__name__, turn, reached=not isinstance(error, NEVER_REACHED)) from None
+            reached = not isinstance(error, NEVER_REACHED)
+            raise self._unavailable(
+                type(error).__name__, turn, faults.transient_error(error), reached=reached
+            ) from None
         log.debug("AI provider call complete (baseUrl=%s, model=%s)", self._where, self.model)
         yield completed
 
@@ -213,9 +231,13 @@ class Provider:
     async def aclose(self) -> None:
         await self._client.aclose()
 
-    def _unavailable(self, kind: str, turn: "_Turn", *, reached: bool = True) -> AIUnavailable:
+    def _unavailable(
+        self, kind: str, turn: "_Turn", transient: bool, *, reached: bool = True, retry_after: float | None = None
+    ) -> AIUnavailable:
+        # SEC-1: the kind alone (a status, an exception's type), never the provider's body or message
         log.warning("AI provider call failed: %s (baseUrl=%s, model=%s)", kind, self._where, self.model)
-        return AIUnavailable(usage=turn.usage() if reached else NO_USAGE, kind=kind, reached=reached)
+        usage = turn.usage() if reached else NO_USAGE
+        return AIUnavailable(usage=usage, kind=kind, reached=reached, transient=transient, retry_after=retry_after)
 
 
 async def _read_to_end(body: AsyncIterator[bytes], lines: "_DataLines") -> None:
@@ -232,9 +254,20 @@ async def _read_to_end(body: AsyncIterator[bytes], lines: "_DataLines") -> None:
 
 
 class _Failure(Exception):
-    def __init__(self, kind: str) -> None:
+    def __init__(self, kind: str, *, retry_after: float | None = None, transient: bool | None = None) -> None:
         super().__init__(kind)
         self.kind = kind
+        self.transient = kind in faults.TRANSIENT_KINDS if transient is None else transient
+        self.retry_after = retry_after
+
+    @classmethod
+    def of(cls, response: httpx.Response) -> "_Failure":
+        """An answer that is not a success: a redirect (never followed, SEC-2), or its status and Retry-After."""
+        if response.is_redirect:
+            return cls("redirect", transient=False)
+        status = response.status_code
+        wait = faults.retry_after(response.headers.get("retry-after"))
+        return cls(f"status {status}", transient=faults.transient_status(status), retry_after=wait)
 
 
 class _DataLines:
@@ -263,47 +296,11 @@ class _DataLines:
         return [line[5:].strip() for line in decoded if line.startswith("data:")]
 
 
-class _Wire(BaseModel):
-    model_config = ConfigDict(strict=True, extra="ignore", frozen=True)
-
-
-class _FunctionDelta(_Wire):
-    name: str | None = None
-    arguments: str | None = None
-
-
-class _ToolCallDelta(_Wire):
-    index: NonNegativeInt  # parallel calls arrive interleaved; the index says which one a piece extends
-    id: str | None = None
-    function: _FunctionDelta | None = None
-
-
-class _Delta(_Wire):
-    content: str | None = None
-    tool_calls: list[_ToolCallDelta] | None = None
-
-
-class _Choice(_Wire):  # we never ask for n > 1, so there is one choice
-    delta: _Delta | None = None
-    finish_reason: str | None = None
-
-
-class _WireUsage(_Wire):
-    prompt_tokens: NonNegativeInt
-    completion_tokens: NonNegativeInt
-
-
-class _Chunk(_Wire):
-    choices: list[_Choice] = Field(default_factory=list)
-    usage: _WireUsage | None = None
-    error: Any = None  # some providers report a mid-stream failure as a chunk
-
-
-def _parse(data: str) -> _Chunk:
-    try:
-        return _Chunk.model_validate_json(data)
-    except ValidationError:  # its text quotes the input, which may echo the prompt: never pass it on
-        raise _Failure("malformed") from None
+def _parse(data: str) -> wire.Chunk:
+    chunk = wire.parse(data)
+    if chunk is None:
+        raise _Failure("malformed")
+    return chunk
 
 
 @dataclass
@@ -345,7 +342,7 @@ class _Turn:
                 return text, failure
         return text, None
 
-    def feed(self, chunk: _Chunk) -> str:
+    def feed(self, chunk: wire.Chunk) -> str:
         """Fold one chunk in and return its text."""
         if chunk.error is not None:
             raise _Failure("provider_error")

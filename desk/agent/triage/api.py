@@ -16,6 +16,8 @@ from desk.agent.triage.models import (
     DecideSuggestionIn,
     ManualRunIn,
     ManualRunOut,
+    Requeued,
+    RetryEventsIn,
     RunQuery,
     TriageOverview,
     TriageSuggestionRead,
@@ -61,6 +63,12 @@ async def run_now(body: ManualRunIn, db: Db, actor: CurrentActor, provider: Agen
     return await service.manual_run(
         db=db, settings=settings, provider=provider, actor=actor, order_id=body.work_order_id
     )
+
+
+@router.post(f"{ADMIN}/triage/events/retry", response_model=Requeued, responses=errors(*AUTHED))
+async def retry_events(body: RetryEventsIn, db: Db, actor: CurrentActor) -> Requeued:
+    """Put every dead-lettered event back in the queue (`{"status": "failed"}`), with fresh attempts; audited."""
+    return await service.retry_failed(db=db, actor=actor)
 
 
 @router.post(f"{ADMIN}/triage/events/{{event_id}}/retry", response_model=OutboxEventRead, responses=errors(*MISSING))

@@ -208,6 +208,15 @@ class AiSwitchRead(ReadModel):
     changed_at: datetime | None = None
 
 
+class ProviderStatus(ReadModel):
+    """The AI provider as the agents last found it: `unreachable` while its breaker is open, since when, and why
+    (the kind of failure: a status such as `status 503`, or a connection error's name)."""
+
+    state: Literal["ok", "unreachable"]
+    since: datetime | None = None
+    last_error: str | None = None
+
+
 class TriageOverview(AgentConfigRead):
     """GET /admin/agents/triage: the AgentConfig, plus whether AI is on at all, the queue and its dead letters.
 
@@ -221,6 +230,17 @@ class TriageOverview(AgentConfigRead):
     events: dict[str, int]
     failed: list[OutboxEventRead]
     acceptance: list["AcceptanceDay"]
+    provider: ProviderStatus
+
+
+class RetryEventsIn(ApiModel):
+    """Which events to put back in the queue: every dead letter (`failed`), the only kind an admin retries."""
+
+    status: Literal["failed"]
+
+
+class Requeued(ReadModel):
+    requeued: int
 
 
 class AcceptanceDay(ReadModel):

@@ -54,12 +54,14 @@ Kind = Literal["suggested", "applied", "skipped", "disabled", "over_budget", "re
 
 @dataclass(frozen=True)
 class Outcome:
-    """How a pass ended. `retry`: a failed attempt (the worker decides when, or whether, to try again)."""
+    """How a pass ended. `retry`: a failed attempt (the worker decides when, or whether, to try again);
+    `failure`: the provider's, when the model call failed (transient or not, and any Retry-After)."""
 
     kind: Kind
     run_id: ObjectId | None = None
     suggestion: dict[str, Any] | None = None
     error: str | None = None
+    failure: AIUnavailable | None = None
 
 
 StillOurs = Callable[[], Awaitable[bool]]
@@ -151,7 +153,8 @@ class _Pass:
             completed = await self._call(messages)
         except AIUnavailable as failure:
             await self.meter.charge_for_later(failure.usage)  # a call made is a call paid (spec §4.7)
-            return await self._end("error", Outcome("retry", self.run_id, error=f"provider_{failure.kind}"))
+            outcome = Outcome("retry", self.run_id, error=f"provider_{failure.kind}", failure=failure)
+            return await self._end("error", outcome)
         except (_LeaseLost, _TurnedOff):  # cut off, not unmade: billed as estimated from what was sent (spec §4.7)
             await self.meter.charge_for_later(Usage(len(json.dumps(messages)) // CHARS_PER_TOKEN, 0))
             return await self._let_go()

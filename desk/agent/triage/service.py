@@ -13,7 +13,7 @@ from pymongo.asynchronous.database import AsyncDatabase
 
 from desk.access import allows_ai, require_admin, require_ai_on_desk
 from desk.actors import Actor
-from desk.agent.core import budget, switch
+from desk.agent.core import breaker, budget, switch
 from desk.agent.core.models import AgentRunDetail, AgentRunRead, AgentToolCallRead, RunMessage
 from desk.agent.core.provider import Provider
 from desk.agent.core.store import agent_messages, agent_runs, agent_tool_calls
@@ -24,6 +24,8 @@ from desk.agent.triage.models import (
     AiSwitchRead,
     AttentionItem,
     ManualRunOut,
+    ProviderStatus,
+    Requeued,
     RunQuery,
     TriageOverview,
     TriageSuggestionRead,
@@ -58,7 +60,15 @@ async def overview(*, db: AsyncDatabase, settings: Settings, actor: Actor) -> Tr
         events=await outbox.counts(db),
         failed=[OutboxEventRead.model_validate(doc) for doc in failed],
         acceptance=await _acceptance(db),
+        provider=await provider_status(db),
     )
+
+
+async def provider_status(db: AsyncDatabase) -> ProviderStatus:
+    """The provider's breaker as every worker shares it: ok, or unreachable since when and why."""
+    found = await breaker.state(db)
+    state = "unreachable" if found.unreachable else "ok"
+    return ProviderStatus(state=state, since=found.since, last_error=found.last_error)
 
 
 async def retry_event(*, db: AsyncDatabase, actor: Actor, event_id: str) -> OutboxEventRead:
@@ -69,6 +79,14 @@ async def retry_event(*, db: AsyncDatabase, actor: Actor, event_id: str) -> Outb
         raise NotFound("No such failed event.")
     await policy.record(db, agent=policy.AGENT, actor_id=actor.id, action="event_retried", after={"eventId": event_id})
     return OutboxEventRead.model_validate(event)
+
+
+async def retry_failed(*, db: AsyncDatabase, actor: Actor) -> Requeued:
+    """Every dead-lettered triage event back in the queue with fresh attempts (audited, with how many)."""
+    require_admin(actor, "see or run the agents")
+    count = await outbox.requeue_failed(db, order_jobs.CREATED)
+    await policy.record(db, agent=policy.AGENT, actor_id=actor.id, action="events_retried", after={"requeued": count})
+    return Requeued(requeued=count)
 
 
 async def manual_run(
@@ -270,13 +288,16 @@ class Spend:
 
 @dataclass(frozen=True)
 class Health:
-    """The worker as an admin sees it: the queue, its oldest waiting event, dead letters, the last pass, spend."""
+    """The worker as an admin sees it: the queue, its oldest waiting event, a page of dead letters (of
+    `failed_total`), the last pass, spend, and whether the provider is reachable."""
 
     events: dict[str, int]
     oldest_pending_at: datetime | None
     failed: list[OutboxEventRead]
     last_pass: AgentRunRead | None
     spend: list[Spend]
+    failed_total: int
+    provider: ProviderStatus
 
 
 @dataclass(frozen=True)
@@ -297,10 +318,13 @@ class TriageDay:
     spend: dict[str, float]
 
 
-async def health(*, db: AsyncDatabase, settings: Settings, actor: Actor) -> Health:
-    """Queue depth by status, the age of what waits longest, dead letters, the last triage run, today's spend."""
+async def health(
+    *, db: AsyncDatabase, settings: Settings, actor: Actor, failed_offset: int = 0, failed_limit: int = 20
+) -> Health:
+    """Queue depth by status, the age of what waits longest, a page of dead letters, the last triage run, today's
+    spend, the provider's state."""
     require_admin(actor, "see or run the agents")
-    failed, _ = await outbox.page(db, status="failed", offset=0, limit=20)
+    failed, failed_total = await outbox.page(db, status="failed", offset=failed_offset, limit=failed_limit)
     oldest = await outbox.oldest_pending(db)
     last = await agent_runs.last_of(db, policy.AGENT)
     day = budget.day_of(now(), policy.zone(await policy.current(db, settings)))  # the ledger's day: the policy's zone
@@ -314,6 +338,8 @@ async def health(*, db: AsyncDatabase, settings: Settings, actor: Actor) -> Heal
         failed=[OutboxEventRead.model_validate(doc) for doc in failed],
         last_pass=AgentRunRead.model_validate(last) if last else None,
         spend=[Spend(scope=name, spent_usd=await budget.spent(db, key), cap_usd=cap) for name, key, cap in scopes],
+        failed_total=failed_total,
+        provider=await provider_status(db),
     )
 
 

@@ -2,10 +2,10 @@
 
 `task(settings)` is the queue's `Function` for `work_order.created` jobs: desk/tasks.py hands it to the
 worker, which claims, leases, fences, retries and gives up (desk/jobs/). Before every claim it re-reads
-the desk-wide kill switch, the triage agent's own switch, the working hours and the spend caps: while
-any says no, jobs wait, pending. With AI_ENABLED=false nothing is claimed and no model is called.
-What a pass came to is the triage's business (desk/agent/triage/run.py); here it becomes what the
-queue does with the job.
+the desk-wide kill switch, the triage agent's own switch, the working hours and the spend caps, and
+asks the provider's breaker (an outage: only its probe is claimed): while any says no, jobs wait,
+pending. With AI_ENABLED=false nothing is claimed and no model is called. What a pass came to is the
+triage's business (desk/agent/triage/run.py); here it becomes what the queue does with the job.
 """
 
 import asyncio
@@ -18,13 +18,15 @@ from pymongo.asynchronous.database import AsyncDatabase
 
 from desk.actors import SYSTEM_TRIAGE
 from desk.agent.core import budget, switch
+from desk.agent.core.breaker import Breaker
 from desk.agent.core.provider import Provider
 from desk.agent.triage import policy
 from desk.agent.triage import repository as triage_repo
 from desk.agent.triage.run import Outcome, triage
+from desk.clock import SYSTEM_CLOCK, Clock
 from desk.config import Settings
 from desk.jobs import queue
-from desk.jobs.table import Context, Done, Function, Job, Later, Result, Retry, Skipped
+from desk.jobs.table import Context, Done, Failed, Function, Job, Later, Result, Retry, Skipped
 from desk.jobs.worker import Worker
 from desk.schema import now
 from desk.work_orders import outbox as order_jobs
@@ -33,21 +35,27 @@ from desk.work_orders.models import CLOSED
 
 log = logging.getLogger("desk.triage")
 RECONCILE_BATCH = 500
+INVALID_ANSWER_TRIES = 2  # an invalid answer is tried once more, then given up (issue 41)
 
 
-def task(settings: Settings, *, provider: Provider | None = None) -> Function:
-    """The triage pass as the queue runs it; `provider` (built on first use by default) is the model's client."""
+def task(settings: Settings, *, provider: Provider | None = None, clock: Clock = SYSTEM_CLOCK) -> Function:
+    """The triage pass as the queue runs it; `provider` (built on first use by default) is the model's client.
+
+    While the desk's provider breaker is open (desk/agent/core/breaker.py) no pass is claimed but its probe.
+    """
     providers = [provider] if provider else []  # one connection pool per worker process, made when first needed
+    breaker = Breaker(settings, clock=clock)
 
     async def run(ctx: Context, job: Job) -> Result:
         if not providers:
             providers.append(Provider.from_settings(ctx.settings))
-        return await triage_pass(ctx, job, providers[0])
+        return await triage_pass(ctx, job, providers[0], breaker)
 
     told: list[bool] = []  # the policy's word over the environment, said at this worker's first look
 
     async def ready(ctx: Context) -> bool:
-        return await may_claim(ctx, told=told)
+        # the breaker last: a probe is taken only to be used
+        return await may_claim(ctx, told=told) and await breaker.allows(ctx.db)
 
     lease = timedelta(milliseconds=settings.agent_lease_ms)
     return Function(
@@ -112,8 +120,9 @@ def say_policy_wins(config: dict, settings: Settings) -> None:
         )
 
 
-async def triage_pass(ctx: Context, job: Job, provider: Provider) -> Result:
-    """One pass over the job's order, and what the queue does with the job after it."""
+async def triage_pass(ctx: Context, job: Job, provider: Provider, breaker: Breaker) -> Result:
+    """One pass over the job's order, and what the queue does with the job after it; the breaker hears how the
+    provider did."""
     outcome = await triage(
         db=ctx.db,
         settings=ctx.settings,
@@ -122,10 +131,15 @@ async def triage_pass(ctx: Context, job: Job, provider: Provider) -> Result:
         still_ours=job.still_ours,
         event_id=job.id,
     )
-    return _as_result(outcome)
+    failure = outcome.failure
+    if failure is not None and failure.transient:
+        await breaker.failed(ctx.db, error=failure.kind, retry_after=failure.retry_after)
+    elif failure is not None or outcome.kind in ("suggested", "applied", "retry"):
+        await breaker.answered(ctx.db)  # it answered, or refused: it is up
+    return _as_result(outcome, job)
 
 
-def _as_result(outcome: Outcome) -> Result:
+def _as_result(outcome: Outcome, job: Job) -> Result:
     match outcome.kind:
         case "suggested" | "applied" | "lost":
             return Done()  # lost: someone else's pass stored it; the fenced write is a no-op if not ours
@@ -134,9 +148,21 @@ def _as_result(outcome: Outcome) -> Result:
         case "disabled" | "over_budget":
             return Later()  # not the job's fault: it waits, its attempt not counted
         case "retry":
-            return Retry(outcome.error or "unknown")
+            return _after_failure(outcome, job)
         case _:
             assert_never(outcome.kind)
+
+
+def _after_failure(outcome: Outcome, job: Job) -> Result:
+    """An outage waits, uncounted; a refusal, or a second invalid answer, is given up at once; else a retry."""
+    error, failure = outcome.error or "unknown", outcome.failure
+    if failure is not None and failure.transient:  # not the order's fault; at least as long as the provider asked
+        return Later(error, after=timedelta(seconds=failure.retry_after) if failure.retry_after else None)
+    if failure is not None:
+        return Failed(error)  # the provider refused the request as it stands: the same request would fail again
+    if error == "invalid_output" and job.attempts >= INVALID_ANSWER_TRIES:
+        return Failed(error)  # a model that answered badly twice will not do better a third time
+    return Retry(error)
 
 
 async def reconcile_job(ctx: Context) -> None:
