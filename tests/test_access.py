@@ -8,7 +8,7 @@ from bson import ObjectId
 
 from desk.access import AI_OFF_FOR_YOU, AI_OFF_ON_DESK
 from desk.actors import SYSTEM_TRIAGE, Actor, Role
-from desk.agent.triage import policy
+from desk.agent.triage import manual, policy
 from desk.agent.triage import service as triage_service
 from desk.agent.triage.models import AgentConfigUpdate, RunQuery
 from desk.audit import service as audit_service
@@ -47,7 +47,7 @@ ADMIN_ONLY: dict[str, Call] = {
     "pull the kill switch": lambda db, s, who, target: triage_service.set_ai(db=db, actor=who, on=False),
     "read the agents' audit": lambda db, s, who, target: policy.audit(db=db, actor=who),
     "requeue a dead letter": lambda db, s, who, target: triage_service.retry_event(db=db, actor=who, event_id=ANY_ID),
-    "run triage by hand": lambda db, s, who, target: triage_service.manual_run(
+    "run triage by hand": lambda db, s, who, target: manual.manual_run(
         db=db, settings=s, provider=None, actor=who, order_id=ANY_ID
     ),
     "list agent runs": lambda db, s, who, target: triage_service.list_runs(db=db, actor=who, query=RunQuery()),

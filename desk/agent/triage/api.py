@@ -7,7 +7,7 @@ from fastapi import APIRouter, Depends, Query
 from desk.agent.core.client import provider_dependency
 from desk.agent.core.models import AgentRunDetail, AgentRunRead
 from desk.agent.core.provider import Provider
-from desk.agent.triage import service
+from desk.agent.triage import manual, service
 from desk.agent.triage.models import (
     AgentConfigRead,
     AgentConfigUpdate,
@@ -60,7 +60,7 @@ async def config(db: Db, actor: CurrentActor) -> AgentConfigRead:
 async def run_now(body: ManualRunIn, db: Db, actor: CurrentActor, provider: AgentProvider) -> ManualRunOut:
     """Triage one work order now (as the triage agent, under the policy, billed like any pass); audited."""
     settings = get_settings()
-    return await service.manual_run(
+    return await manual.manual_run(
         db=db, settings=settings, provider=provider, actor=actor, order_id=body.work_order_id
     )
 

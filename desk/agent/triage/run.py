@@ -38,7 +38,7 @@ from desk.agent.core.record import RunRecord
 from desk.agent.core.state import together
 from desk.agent.core.store import agent_runs
 from desk.agent.core.tools import Refusal
-from desk.agent.triage import policy, prompt
+from desk.agent.triage import apply_rules, policy, prompt
 from desk.agent.triage import repository as repo
 from desk.agent.triage.models import TriageProposal
 from desk.agent.triage.tool import REGISTRY
@@ -313,7 +313,7 @@ class _Pass:
         return await repo.mark(self.db, suggestion["_id"], fields) or {**suggestion, **fields}
 
     async def _why_not_apply(self, order: dict, suggestion: dict) -> str | None:
-        if _policy_says(self.config, order, suggestion) == "not_auto":
+        if apply_rules.policy_says(self.config, order, suggestion) == "not_auto":
             return "not_auto"  # suggest mode when the pass began: it stays a suggestion, with no more reads
         # before applying, side by side: the policy (the switch, AGT-9), the owner's AI switch (SEC-8), the lease
         self.config, target, ours = await asyncio.gather(
@@ -321,9 +321,9 @@ class _Pass:
             work_orders.triage_read(db=self.db, actor=SYSTEM_TRIAGE, order_id=order["id"]),
             self.still_ours(),
         )
-        if note := _policy_says(self.config, order, suggestion):
+        if note := apply_rules.policy_says(self.config, order, suggestion):
             return note
-        if note := _order_says(target, order, suggestion):
+        if note := apply_rules.order_says(target, order, suggestion):
             return note
         if not ours:
             return "lease_lost"
@@ -347,31 +347,6 @@ class _Pass:
         error = code or outcome.error or (note if note not in (None, "dropped") else None)
         await self.record.finish(status, error, usage=self.meter.take_pending())  # the call's usage, in the same write
         return outcome
-
-
-def _policy_says(config: dict, order: dict, suggestion: dict) -> str | None:
-    """Why the policy stored now keeps this suggestion a suggestion (None: it may be applied)."""
-    if config["mode"] != "auto_apply" or "priority" not in config["allowedFields"]:
-        return "not_auto"
-    if suggestion["suggestedPriority"] == order["priority"]:
-        return "not_auto"  # nothing to change
-    if not config["enabled"]:
-        return "disabled"
-    lowers = PRIORITIES.index(suggestion["suggestedPriority"]) < PRIORITIES.index(order["priority"])
-    if lowers and config.get("applyWhen", "any") == "raise_only":
-        return "raise_only"  # this desk lets the agent raise urgency, never lower what a person chose
-    return None
-
-
-def _order_says(target: work_orders.TriageTarget | None, order: dict, suggestion: dict) -> str | None:
-    """Why the order as it is now keeps this suggestion a suggestion (None: it may be applied)."""
-    if target is None or not target.ai_allowed:
-        return "ai_disabled_for_owner" if target else "order_deleted"
-    if target.order.priority not in (order["priority"], suggestion["suggestedPriority"]):
-        return "overtaken"  # a person set it since the model read it: theirs stands, as on a person's accept
-    if target.order.status in CLOSED:
-        return "order_closed"
-    return None
 
 
 def _about(suggestion: dict | None) -> dict | None:

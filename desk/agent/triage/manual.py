@@ -1,0 +1,77 @@
+"""A manual triage run (AGT-8): an admin triages one order now, as the System Actor under the policy.
+
+It takes the order's event as a worker claims it, so a manual run and the worker never triage one order at
+once: one pass, one bill, one suggestion.
+"""
+
+import asyncio
+from contextlib import asynccontextmanager
+from datetime import timedelta
+
+from bson import ObjectId
+from pymongo.asynchronous.database import AsyncDatabase
+
+from desk.access import require_admin, require_ai_on_desk
+from desk.actors import Actor
+from desk.agent.core import budget, switch
+from desk.agent.core.provider import Provider
+from desk.agent.triage import policy
+from desk.agent.triage.models import ManualRunOut, TriageSuggestionRead
+from desk.agent.triage.run import triage
+from desk.config import Settings
+from desk.errors import Conflict, NotFound
+from desk.jobs import queue as outbox
+from desk.work_orders import service as work_orders
+from desk.work_orders.outbox import CREATED
+
+
+async def manual_run(
+    *, db: AsyncDatabase, settings: Settings, provider: Provider, actor: Actor, order_id: str
+) -> ManualRunOut:
+    """Triage one order now, as the System Actor under the policy, billed like any pass; audited as the admin's.
+
+    It takes the order's event like a worker claims it: while a worker holds it, Conflict; meanwhile no worker can
+    claim it, so one order gets one pass, one bill, one suggestion.
+    """
+    require_admin(actor, "see or run the agents")
+    require_ai_on_desk(settings, await switch.read(db))
+    config = await policy.current(db, settings)
+    if not config["enabled"]:
+        raise Conflict("The triage agent is turned off. Turn it on to run it.")
+    await budget.check(db, settings, user_id=None, agent=policy.AGENT, zone=policy.zone(config))
+    async with _event_held(db, settings, actor=actor, order_id=order_id) as (job, still_ours, settled):
+        outcome = await triage(
+            db=db, settings=settings, provider=provider, order_id=order_id, still_ours=still_ours, triggered_by=actor.id
+        )
+        settled.append(outcome.kind in ("suggested", "applied", "lost"))  # lost: someone else holds the event now
+    if outcome.kind == "skipped" and outcome.error == "order_deleted":
+        raise NotFound("No such work order.")
+    kind = {"retry": "failed", "disabled": "disabled", "over_budget": "over_budget"}.get(outcome.kind, outcome.kind)
+    run_id = str(outcome.run_id) if outcome.run_id else None
+    after = {"workOrderId": order_id, "runId": run_id, "outcome": kind, "error": outcome.error, "eventId": str(job)}
+    await policy.record(db, agent=policy.AGENT, actor_id=actor.id, action="manual_run", after=after)
+    suggestion = TriageSuggestionRead.model_validate(outcome.suggestion) if outcome.suggestion else None
+    return ManualRunOut(outcome=kind, run_id=run_id, error=outcome.error, suggestion=suggestion)
+
+
+@asynccontextmanager
+async def _event_held(db: AsyncDatabase, settings: Settings, *, actor: Actor, order_id: str):
+    """The order's event, taken for a manual pass (made if it has none) and renewed through `still_ours`; afterwards
+    done if the pass stored its suggestion (the block appends True to `settled`), else given back as it was."""
+    order = await work_orders.get_or_raise(db=db, actor=actor, order_id=order_id)
+    lease = timedelta(milliseconds=settings.agent_lease_ms)
+    key = ObjectId(order.id)
+    held = await outbox.take(db, CREATED, key, owner=f"manual:{actor.id}", lease=lease, born=order.created_at)
+    if held is None:
+        raise Conflict("The triage agent is working on this work order right now; its suggestion will show shortly.")
+    before, job = held
+
+    async def still_ours() -> bool:
+        return await outbox.renew(db, job, lease)
+
+    settled: list[bool] = []
+    try:
+        yield job["_id"], still_ours, settled
+    finally:
+        done = outbox.settle(db, job, "done") if settled and settled[0] else outbox.hand_back(db, job, before)
+        await asyncio.shield(done)  # a request that went away still lets go of the event
