@@ -201,7 +201,8 @@ async def take(
     if before is None:
         await enqueue(db, task, key, born=born, at=moment)
         before = await find(db, task, key)
-    if before is None or (before["status"] == "processing" and before["leasedUntil"] >= moment):
+    held = before is not None and before["status"] == "processing" and (before.get("leasedUntil") or moment) > moment
+    if before is None or held:
         return None
     claimed = await _jobs(db).find_one_and_update(
         {"_id": before["_id"], "status": before["status"], "fence": before["fence"]},  # no one claimed it meanwhile
@@ -221,8 +222,11 @@ async def take(
 
 
 async def hand_back(db: AsyncDatabase, job: Doc, before: Doc, *, at: datetime | None = None) -> bool:
-    """A job `take`n back to how it was (its status and error), the attempt not counted, only while we hold it."""
-    fields = {"status": before["status"], "lastError": before.get("lastError"), "leasedUntil": None, "leaseOwner": None}
+    """A job `take`n back to how it was (its status and error), the attempt not counted, only while we hold it.
+
+    One taken from a dead worker (processing, its lease lapsed) goes back pending: a worker claims it again."""
+    status = "pending" if before["status"] == "processing" else before["status"]
+    fields = {"status": status, "lastError": before.get("lastError"), "leasedUntil": None, "leaseOwner": None}
     fields["expiresAt"] = before.get("expiresAt")
     result = await _jobs(db).update_one(
         _fenced(job), {"$set": {**fields, "updatedAt": at or now()}, "$inc": {"attempts": -1}}

@@ -98,3 +98,19 @@ async def test_putting_back_every_claimed_job_of_a_task_leaves_its_holders_nothi
     assert (await queue.find(db, TASK, waiting_key))["status"] == "pending"
     assert (await queue.find(db, "test.other", other_key))["status"] == "processing"
     assert await queue.settle(db, other, "done", at=clock.now()) is True
+
+
+async def test_a_job_taken_from_a_dead_worker_and_handed_back_is_claimed_again(db, clock, enqueue):
+    """A manual run takes a job whose worker died mid-pass (processing, its lease lapsed) and hands it back unsettled:
+    it waits, pending, for a worker, instead of staying `processing` with no lease that anyone would revive."""
+    key = await enqueue()
+    await queue.claim(db, owner="dead", lease=LEASE, tasks=[TASK], at=clock.now())
+    clock.move(LEASE + timedelta(seconds=1))
+    before, job = await queue.take(db, TASK, key, owner="manual:admin", lease=LEASE, at=clock.now())
+
+    assert await queue.hand_back(db, job, before, at=clock.now())
+
+    back = await queue.find(db, TASK, key)
+    assert (back["status"], back["leasedUntil"], back["attempts"]) == ("pending", None, 1)
+    again = await queue.claim(db, owner="w2", lease=LEASE, tasks=[TASK], at=clock.now())
+    assert again["payloadRef"] == key
