@@ -9,7 +9,7 @@ whichever web process wrote them.
 
 import asyncio
 from collections.abc import Awaitable, Callable
-from datetime import timedelta
+from datetime import datetime, timedelta
 
 import pytest
 from bson import ObjectId
@@ -335,19 +335,20 @@ async def test_an_answer_stored_just_as_the_person_left_is_shown_to_the_model_ne
     db, send, fake_provider, make_user, monkeypatch
 ):
     sam = await make_user("user")
-    store = agent_messages.add_message
+    store = agent_messages.add_messages
 
-    async def stored_then_left(database, message: dict) -> None:
-        await store(database, message)
-        if message["role"] == "assistant":  # the person leaves before the write's answer is seen
+    async def stored_then_left(database, messages: list[dict]) -> datetime:
+        stored_at = await store(database, messages)
+        if any(message["role"] == "assistant" for message in messages):  # the person leaves before the answer is seen
             asyncio.current_task().cancel()
             await asyncio.sleep(0)  # where the cancel lands: no time passes
+        return stored_at
 
-    monkeypatch.setattr(agent_messages, "add_message", stored_then_left)
+    monkeypatch.setattr(agent_messages, "add_messages", stored_then_left)
     fake_provider.script(Turn.text("a1"))
     first = asyncio.create_task(drain(await send(sam, "q1")))
     await asyncio.wait([first])
-    monkeypatch.setattr(agent_messages, "add_message", store)
+    monkeypatch.setattr(agent_messages, "add_messages", store)
     fake_provider.script(Turn.text("a2"))
 
     await drain(await send(sam, "q2"))

@@ -53,7 +53,7 @@ async def test_a_message_is_refused_when_another_process_turned_ai_off_and_gives
     sam, client, session_id = await sam_in_a_session(client_for, make_user)
     assert switch.known().on  # read when the conversation was opened
     off = {"_id": switch.SWITCH_ID, "on": False, "changedBy": sam["id"], "changedAt": now()}
-    await db["ai_switch"].insert_one(off)  # what `switch.turn` stores, in a process of its own
+    await db["agent_config"].insert_one(off)  # what `switch.turn` stores, in a process of its own
 
     response, _ = await send(client, session_id, "Which of my orders are urgent?")
 
@@ -61,7 +61,7 @@ async def test_a_message_is_refused_when_another_process_turned_ai_off_and_gives
     assert fake_provider.requests == []
     assert (await db["copilot_sessions"].find_one({"_id": ObjectId(session_id)}))["runningRunId"] is None
 
-    await db["ai_switch"].update_one({"_id": switch.SWITCH_ID}, {"$set": {"on": True}})
+    await db["agent_config"].update_one({"_id": switch.SWITCH_ID}, {"$set": {"on": True}})
     fake_provider.script(Turn.text("None of them."))
     response, events = await send(client, session_id, "Which of my orders are urgent?")
     assert response.status_code == 200 and events[-1].status == "complete"
@@ -96,7 +96,7 @@ async def test_a_turn_stops_when_another_process_turns_ai_off(start, fake_provid
     async def elsewhere() -> None:
         assert await fake_provider.wait_for_request()
         off = {"_id": switch.SWITCH_ID, "on": False, "changedBy": admin["id"], "changedAt": now()}
-        await db["ai_switch"].insert_one(off)  # what `switch.turn` stores, in a process of its own
+        await db["agent_config"].insert_one(off)  # what `switch.turn` stores, in a process of its own
 
     switching = asyncio.create_task(elsewhere())
     events = await drain(await start(sam))

@@ -9,17 +9,17 @@ from desk.agent.triage import task as triage_task
 from tests.conftest import TEST_DB
 from tests.triage.conftest import proposal
 
-# Suggest mode, 17: the policy, the spend and the claim; the order, the policy again (before the model call) and
-# the owner; the run and its prompt; the lease and the ledger; the suggestion and its change-feed entry (2); the
-# answer and its tool call; the run's end (with its usage); the ack. 23 before the pass used the shared run
-# record, read the policy only where AGT-9 asks, checked the spend once and wrote the usage with the run's end.
-# Then 2 for the desk-wide concurrency (AGENT_CONCURRENCY across workers): the slot taken after the claim, released
-# after the ack (its lease is renewed only in a pass longer than a third of it); and 1 for the spend reserved before
-# the model call (both scopes in one command), which the ledger's write after it settles; and 1 for the desk-wide
-# kill switch, read beside the policy before the claim (its watcher reads nothing in a pass shorter than a second).
-PASS_COMMANDS = 21
+# Suggest mode, 17: the look before the claim (the policy and the kill switch, one find; it stands for the pass's
+# read before its model call, AGT-9, being a moment old), the claim and a desk-wide slot (AGENT_CONCURRENCY across
+# workers); the order with its requester and owner (one aggregate); the spend reserved (both scopes, one command);
+# the run; before the store, side by side, the lease, the kill switch (unless the watcher read it during the call)
+# and the ledger's settling; the suggestion and its change-feed entry (2); the prompt with the answer (one insert)
+# and its tool call; the run's end (with its usage); the ack; the slot let go. 17 before issue 41 too, which added
+# the slot (2), the reservation and the switch, and took out the spend check before the claim (the reservation
+# refuses past a cap), the second policy read, the owner's own read and the prompt's own insert.
+PASS_COMMANDS = 17
 FIRST = 3  # the worker's first claim puts lapsed jobs back (1); the desk's first slot taken makes its slots (2)
-LOOK = 4  # the poll looking for more (policy, switch, spend, a claim finding nothing): its second slot's, the last
+LOOK = 2  # the poll looking for more (the policy and switch, a claim finding nothing): its second slot's, the last
 BREAKER = 1  # the provider's breaker, read at most once a second by a process (desk/agent/core/breaker.py): its first
 
 
@@ -38,7 +38,7 @@ class Commands(monitoring.CommandListener):
         pass
 
 
-async def test_a_pass_in_suggest_mode_sends_twenty_one_commands(
+async def test_a_pass_in_suggest_mode_sends_seventeen_commands(
     mongo_uri, db, make_user, make_order, fake_provider, triage_settings, provider
 ):
     await make_order(await make_user())

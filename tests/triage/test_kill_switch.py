@@ -38,7 +38,7 @@ async def test_only_admins_flip_the_switch(make_user, client_for, anonymous, db)
         assert response.json()["error"]["code"] == "FORBIDDEN"
         assert response.json()["error"]["message"] == "Only admins can see or change the agents' settings."
         assert (await anonymous.post(path)).json()["error"]["code"] == "UNAUTHORIZED"
-    assert await db["ai_switch"].count_documents({}) == 0
+    assert await db["agent_config"].count_documents({"_id": "ai_switch"}) == 0
     assert await db["agent_config_audit"].count_documents({}) == 0
 
 
@@ -50,7 +50,7 @@ async def test_the_switch_takes_nothing_but_its_address(make_user, client_for, d
     assert response.status_code == 400
     assert response.json()["error"]["code"] == "VALIDATION_ERROR"
     assert response.json()["error"]["details"]["fields"][0]["field"] == "force"
-    assert await db["ai_switch"].count_documents({}) == 0  # refused: nothing turned off
+    assert await db["agent_config"].count_documents({"_id": "ai_switch"}) == 0  # refused: nothing turned off
 
 
 async def test_each_flip_is_audited_with_who_and_when_and_the_overview_reports_both_switches(
@@ -160,6 +160,29 @@ async def test_an_answer_that_comes_after_the_switch_went_off_is_not_stored(
     assert await fake_provider.wait_for_request()
 
     await admin.post(f"{ADMIN}/disable")
+    await running
+
+    assert await db["triage_suggestions"].count_documents({}) == 0
+    (run,) = await db["agent_runs"].find({"agentName": "triage"}).to_list()
+    assert (run["status"], run["errorCode"]) == ("aborted", "turned_off")
+    event = await event_of(db, order)
+    assert (event["status"], event["attempts"]) == ("pending", 0)
+
+
+async def test_a_claim_made_just_as_ai_was_turned_off_stores_nothing(
+    db, make_user, make_order, fake_provider, burst, monkeypatch
+):
+    """The worker looked (on), an admin turned AI off, and only then the worker claimed: `put_back_all` ran before
+    the claim and took nothing back. The answer comes before the watcher looks; the check before the store reads
+    the switch itself (stored here as another process would, without taking anything back)."""
+    monkeypatch.setattr(switch, "WATCH_SECONDS", 3600.0)
+    admin = await make_user("admin")
+    order = await make_order(await make_user())
+    fake_provider.script(proposal("urgent").with_delay(0.3))
+    running = asyncio.create_task(burst())
+    assert await fake_provider.wait_for_request()
+
+    await db["agent_config"].insert_one({"_id": switch.SWITCH_ID, "on": False, "changedBy": admin["id"]})
     await running
 
     assert await db["triage_suggestions"].count_documents({}) == 0

@@ -55,7 +55,7 @@ async def test_the_kill_switch_asks_before_turning_off_and_says_who_and_when(
     await user.should_see("Turn AI off for the whole desk?")
     user.find("Cancel").click()
     await user.should_not_see("Turn AI off for the whole desk?")
-    assert await db["ai_switch"].count_documents({}) == 0
+    assert await db["agent_config"].count_documents({"_id": "ai_switch"}) == 0
 
     user.find(marker="switch-button").click()
     await user.should_see(marker="confirm-switch-off")
@@ -63,7 +63,7 @@ async def test_the_kill_switch_asks_before_turning_off_and_says_who_and_when(
     await user.should_see("AI is off on this desk.")
     await user.should_see(marker="switch-state", content="OFF")
     await user.should_see(marker="agents-off-banner")
-    stored = await db["ai_switch"].find_one({})
+    stored = await db["agent_config"].find_one({"_id": "ai_switch"})
     assert (stored["on"], stored["changedBy"]) == (False, dana["id"])
     at = stored["changedAt"].astimezone(UTC)
     assert label_text(user, "switch-note").startswith(f"Turned off by Dana Scully at {at:%H:%M} UTC.")
@@ -73,7 +73,7 @@ async def test_the_kill_switch_asks_before_turning_off_and_says_who_and_when(
 
     user.find(marker="switch-button").click()  # turning it on needs no confirmation
     await user.should_see(marker="switch-state", content="ON")
-    assert (await db["ai_switch"].find_one({}))["on"] is True
+    assert (await db["agent_config"].find_one({"_id": "ai_switch"}))["on"] is True
     await user.should_see("Dana Scully turned AI on again for the desk", retries=WAIT)
 
 

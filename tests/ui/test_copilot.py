@@ -388,7 +388,7 @@ async def test_ai_turned_off_in_another_process_reads_as_such_in_the_assistant(
     await user.should_see(marker="copilot-input", retries=WAIT)
 
     off = {"_id": switch.SWITCH_ID, "on": False, "changedBy": dana["id"], "changedAt": now()}
-    await db["ai_switch"].insert_one(off)  # what `switch.turn` stores, in a process of its own
+    await db["agent_config"].insert_one(off)  # what `switch.turn` stores, in a process of its own
     await user.open("/app/copilot")
 
     await user.should_see(AiTurnedOff.default_message, retries=WAIT)
@@ -400,7 +400,7 @@ async def test_ai_turned_on_again_in_another_process_brings_the_assistant_back_h
     monkeypatch.setattr(switch, "FRESH_SECONDS", 0.0)  # what this process kept is always too old to go by
     sam, dana = await make_user("user"), await make_user("admin")
     await agents.set_ai(db=db, actor=actor(dana), on=False)  # this process keeps it: off
-    await db["ai_switch"].update_one({"_id": switch.SWITCH_ID}, {"$set": {"on": True}})  # on again, elsewhere
+    await db["agent_config"].update_one({"_id": switch.SWITCH_ID}, {"$set": {"on": True}})  # on again, elsewhere
 
     await log_in(user, sam)
 

@@ -50,6 +50,7 @@ class RunRecord:
         self.unsure = False  # a message write failed or was cut short: the window may not match the database
         self.content = ""  # the first message (the person's; never empty once `take` took it)
         self.stored = False  # the run document is in the database
+        self.unwritten: list[dict[str, Any]] = []  # an agent's prompt, stored with its next message or its end
         self._writes: asyncio.Task | None = None
 
     @property
@@ -80,13 +81,13 @@ class RunRecord:
         )
 
     async def open(self, messages: list[dict[str, Any]]) -> None:
-        """An agent working on its own: store the run, then its prompt (`{role, content}` each, in order) at once."""
+        """An agent working on its own: store the run; its prompt (`{role, content}` each, in order) is stored with
+        the run's next message (the model's answer) or its end, in the same write: one round trip less a pass."""
         await agent_runs.insert_run(self.db, self.run)
         self.stored = True
         session_id = self.session["_id"] if self.session is not None else None
-        await agent_messages.add_messages(
-            self.db, [{"sessionId": session_id, "runId": self.run["_id"], **m} for m in messages]
-        )
+        # ids now: the prompt sorts before its answer (run_messages breaks createdAt ties by _id)
+        self.unwritten = [{"_id": ObjectId(), "sessionId": session_id, "runId": self.run["_id"], **m} for m in messages]
 
     async def recorded(self) -> bool:
         """Wait until the run and its first message are stored; False if that failed."""
@@ -127,8 +128,9 @@ class RunRecord:
         self.unsure = True
         session_id = self.session["_id"] if self.session is not None else None
         message = {"_id": message_id, "sessionId": session_id, "runId": self.run["_id"], "role": role}
+        earlier, self.unwritten = self.unwritten, []
         try:
-            stored_at = await agent_messages.add_message(self.db, {**message, "content": content, **extra})
+            stored_at = await agent_messages.add_messages(self.db, [*earlier, {**message, "content": content, **extra}])
         except (PyMongoError, InvalidDocument) as error:
             # the type only: a driver's message may quote the document, and with it the person's words (SEC-1)
             log.error("could not store a %s message (%s)", self.run["agentName"], failure(error))
@@ -162,7 +164,12 @@ class RunRecord:
         """
         if not await self.recorded():
             status, code = "error", "record_failed"  # what was stored of it (if anything) says why it stopped
-        moved = await agent_runs.finish_run(self.db, self.run["_id"], status, error_code=code, usage=usage)
+        finished = agent_runs.finish_run(self.db, self.run["_id"], status, error_code=code, usage=usage)
+        earlier, self.unwritten = self.unwritten, []
+        if earlier:  # it ended before the model answered (an error, a cancel): its prompt is stored beside its end
+            _, moved = await asyncio.gather(agent_messages.add_messages(self.db, earlier), finished)
+        else:
+            moved = await finished
         await self.ended()
         if moved:
             return status

@@ -1,7 +1,9 @@
 """The desk-wide AI switch (issue 41): an admin turns every agent off, and on again, without a restart.
 
-One document, `ai_switch` `_id: "desk"`: `{on, changedBy, changedAt}` (none stored: on). It is kept apart
-from the triage policy, so flipping it moves no policy version: an admin's open policy form still saves.
+One document of the agents' settings collection, `agent_config` `_id: "ai_switch"`: `{on, changedBy,
+changedAt}` (none stored: on). It is a document apart from the triage policy, so flipping it moves no
+policy version (an admin's open policy form still saves); sharing the policy's collection lets the worker
+read both in one command before a claim (`read_beside`).
 The per-agent switch (the policy's `enabled`) stays in the policy; AI_ENABLED=false stays the hard off
 beneath both (desk/access.py says what each refusal reads). This module is the only code touching it.
 
@@ -27,7 +29,7 @@ from pymongo.errors import DuplicateKeyError
 from desk import state
 from desk.schema import now
 
-SWITCH_ID = "desk"
+SWITCH_ID = "ai_switch"
 FRESH_SECONDS = 1.0  # how old a kept read may be before the copilot reads the switch again
 WATCH_SECONDS = 1.0  # how often a model call in flight (a triage pass, copilot turns) looks at it
 STOPPED = "Stopped: an admin turned AI assistance off for the whole desk."  # what a stopped turn tells its person
@@ -46,13 +48,19 @@ NEVER_FLIPPED = Switch()
 
 
 def _switch(db: AsyncDatabase):
-    return db["ai_switch"]
+    return db["agent_config"]  # beside the agents' policies (desk/agent/triage/policy.py)
 
 
 async def read(db: AsyncDatabase) -> Switch:
     """The switch as stored now (kept for `current`)."""
     found = await _switch(db).find_one({"_id": SWITCH_ID})
     return _keep(_from(found))
+
+
+async def read_beside(db: AsyncDatabase, other_id: str) -> tuple[dict | None, Switch]:
+    """The switch and another document of its collection (an agent's policy), as stored now, in one read."""
+    found = {doc["_id"]: doc async for doc in _switch(db).find({"_id": {"$in": [SWITCH_ID, other_id]}})}
+    return found.get(other_id), _keep(_from(found.get(SWITCH_ID)))
 
 
 async def current(db: AsyncDatabase) -> Switch:

@@ -18,7 +18,7 @@ from pymongo.errors import DuplicateKeyError
 from desk import hours
 from desk.access import require_admin
 from desk.actors import Actor
-from desk.agent.core import budget
+from desk.agent.core import budget, switch
 from desk.agent.triage.models import AgentConfigAuditRead, AgentConfigRead, AgentConfigUpdate
 from desk.config import Settings
 from desk.errors import Conflict, NothingToChange, ValidationFailed
@@ -82,6 +82,12 @@ async def current(db: AsyncDatabase, settings: Settings) -> Doc:
             await db["agent_config"].insert_one(seeded)
             await budget.set_desk_zone(db, zone(seeded))  # the copilot's bills count the same days
     return found
+
+
+async def current_with_switch(db: AsyncDatabase, settings: Settings) -> tuple[Doc, switch.Switch]:
+    """The stored config and the desk-wide AI switch, in one read (the worker's look before a claim)."""
+    found, desk = await switch.read_beside(db, AGENT)
+    return (found if found is not None else await current(db, settings)), desk
 
 
 async def get_config(*, db: AsyncDatabase, settings: Settings, actor: Actor) -> AgentConfigRead:

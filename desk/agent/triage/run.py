@@ -81,35 +81,50 @@ async def triage(
     still_ours: StillOurs = always_ours,
     event_id: ObjectId | None = None,
     triggered_by: str | None = None,
+    config: dict | None = None,
 ) -> Outcome:
-    """One pass over one work order, under the policy stored now (the caller checked the spend caps)."""
+    """One pass over one work order, under the policy stored now: `config` as read a moment ago (the worker's look
+    before its claim), else read here. Its spend is reserved before the model call: a cap reached, it waits."""
     if not settings.ai_enabled:
         return Outcome("disabled")
-    # the switch before the model call (AGT-9), read beside the order
-    config, target = await asyncio.gather(
-        policy.current(db, settings), work_orders.triage_read(db=db, actor=SYSTEM_TRIAGE, order_id=order_id)
-    )
+    read = work_orders.triage_read(db=db, actor=SYSTEM_TRIAGE, order_id=order_id)
+    if config is None:  # the switch before the model call (AGT-9), read beside the order
+        config, target = await asyncio.gather(policy.current(db, settings), read)
+    else:
+        target = await read
     if not config["enabled"]:
         return Outcome("disabled")
-    if target is None:
-        return Outcome("skipped", error="order_deleted")
-    if not target.ai_allowed:
-        return Outcome("skipped", error="ai_disabled_for_owner")
-    if target.order.status in CLOSED:  # done or cancelled: nothing left to triage, no call, no bill
-        return Outcome("skipped", error="order_closed")
+    if target is None or (skip := _nothing_to_do(target)):
+        return Outcome("skipped", error="order_deleted" if target is None else skip)
     order = target.order.model_dump()
     messages = prompt.messages(order)
+    meter = budget.Meter(db, cost=provider.cost, user_id=None, agent=AGENT, zone=policy.zone(config))
+    # the most this call can cost, counted against the caps before it is made (settled by its bill); a call cut off
+    # otherwise (a cancel) keeps the reservation: charged at its most, never under. Refused: no run, the job waits.
+    most = Usage(len(json.dumps([messages, prompt.TOOL])) // CHARS_PER_TOKEN, provider.max_output_tokens)
+    try:
+        await meter.reserve(settings, most)
+    except budget.BudgetExceeded:  # a cap reached (another worker's call may have taken its last cents)
+        return Outcome("over_budget", error="budget_exceeded")
     lease = timedelta(milliseconds=settings.agent_lease_ms)
     record = RunRecord(
         db=db, run=_new_run(settings, order_id=order["id"], event_id=event_id, triggered_by=triggered_by), lease=lease
     )
     await record.open(messages)
     tag(runId=str(record.run["_id"]))  # each pass runs in its own task: its log lines name its run
-    meter = budget.Meter(db, cost=provider.cost, user_id=None, agent=AGENT, zone=policy.zone(config))
     pass_ = _Pass(
         db=db, settings=settings, provider=provider, record=record, meter=meter, still_ours=still_ours, config=config
     )
     return await pass_.go(order, messages, event_id)
+
+
+def _nothing_to_do(target: work_orders.TriageTarget) -> str | None:
+    """Why this order gets no pass (no call, no bill), or None."""
+    if not target.ai_allowed:
+        return "ai_disabled_for_owner"
+    if target.order.status in CLOSED:  # done or cancelled: nothing left to triage
+        return "order_closed"
+    return None
 
 
 def _new_run(settings: Settings, *, order_id: str, event_id: ObjectId | None, triggered_by: str | None) -> dict:
@@ -135,19 +150,13 @@ class _Pass:
     meter: budget.Meter
     still_ours: StillOurs
     config: dict  # the policy as read before the model call; before applying, as read then
+    switch_seen: bool = False  # the watcher read the kill switch (on) while the model answered
 
     @property
     def run_id(self) -> ObjectId:
         return self.record.run["_id"]
 
     async def go(self, order: dict, messages: list[dict], event_id: ObjectId | None) -> Outcome:
-        # the most this call can cost, counted against the caps before it is made (settled by its bill below);
-        # a call cut off otherwise (a cancel) keeps the reservation: charged at its most, never under
-        most = Usage(len(json.dumps([messages, prompt.TOOL])) // CHARS_PER_TOKEN, self.provider.max_output_tokens)
-        try:
-            await self.meter.reserve(self.settings, most)
-        except budget.BudgetExceeded:  # another worker's call took the cap's last cents: the job waits
-            return await self._end("budget_exceeded", Outcome("over_budget", self.run_id), code="budget_exceeded")
         started = time.monotonic()
         try:
             completed = await self._call(messages)
@@ -171,7 +180,7 @@ class _Pass:
         if proposal is None:
             await together(billed, self._record_call(call, "invalid", latency))
             return await self._end("error", Outcome("retry", self.run_id, error="invalid_output"))
-        ours = await _beside(billed, self.still_ours())
+        ours = await _beside(billed, self._still_ours_and_on())
         if not ours:
             await self._record_call(call, "aborted", latency)
             return await self._let_go()
@@ -193,7 +202,7 @@ class _Pass:
         """The event is no longer ours: the kill switch took it back (it waits, pending), or another worker has it."""
         if not (await switch.read(self.db)).on:
             return await self._end("aborted", Outcome("disabled", self.run_id, error="turned_off"), code="turned_off")
-        return await self._end("aborted", Outcome("lost", self.run_id), code="lease_lost")
+        return await self._end("aborted", Outcome("lost", self.run_id, error="lease_lost"))
 
     async def _call(self, messages: list[dict]) -> Completed:
         """The one model call, the lease renewed and the kill switch watched meanwhile; either cancels the call."""
@@ -231,6 +240,14 @@ class _Pass:
                 return False
             await self.record.renew()
 
+    async def _still_ours_and_on(self) -> bool:
+        """Before the suggestion is stored: the lease, and the kill switch unless the watcher read it during the call
+        (a claim made just as an admin turned AI off is not one `put_back_all` took back)."""
+        if self.switch_seen:
+            return await self.still_ours()
+        ours, desk = await asyncio.gather(self.still_ours(), switch.read(self.db))
+        return ours and desk.on
+
     async def _watch_switch(self, call: asyncio.Task) -> bool:
         """The desk-wide switch, read every `WATCH_SECONDS` while the call runs (the worker is not the admin's
         process); off: the call is cancelled. A read that fails is tried again at the next look."""
@@ -238,6 +255,7 @@ class _Pass:
             await asyncio.sleep(switch.WATCH_SECONDS)
             try:
                 on = (await switch.read(self.db)).on
+                self.switch_seen = True
             except Exception as error:  # the lease check before each write still stands
                 log.warning("could not read the AI switch (%s)", failure(error))
                 continue

@@ -17,7 +17,6 @@ from bson import ObjectId
 from pymongo.asynchronous.database import AsyncDatabase
 
 from desk.actors import SYSTEM_TRIAGE
-from desk.agent.core import budget, switch
 from desk.agent.core.breaker import Breaker
 from desk.agent.core.provider import Provider
 from desk.agent.triage import policy
@@ -35,6 +34,7 @@ from desk.work_orders.models import CLOSED
 
 log = logging.getLogger("desk.triage")
 RECONCILE_BATCH = 500
+FRESH_LOOK_SECONDS = 1.0  # how old the look before a claim may be to stand for the pass's own read
 INVALID_ANSWER_TRIES = 2  # an invalid answer is tried once more, then given up (issue 41)
 
 
@@ -46,16 +46,22 @@ def task(settings: Settings, *, provider: Provider | None = None, clock: Clock =
     providers = [provider] if provider else []  # one connection pool per worker process, made when first needed
     breaker = Breaker(settings, clock=clock)
 
+    told: list[bool] = []  # the policy's word over the environment, said at this worker's first look
+    looked: list[tuple[float, dict]] = []  # the last look before a claim: when (monotonic seconds), the policy read
+
     async def run(ctx: Context, job: Job) -> Result:
         if not providers:
             providers.append(Provider.from_settings(ctx.settings))
-        return await triage_pass(ctx, job, providers[0], breaker)
-
-    told: list[bool] = []  # the policy's word over the environment, said at this worker's first look
+        # the look before this claim, a moment ago, is the pass's read before its model call (AGT-9): not again
+        fresh = looked and clock.monotonic() - looked[0][0] < FRESH_LOOK_SECONDS
+        return await triage_pass(ctx, job, providers[0], breaker, config=looked[0][1] if fresh else None)
 
     async def ready(ctx: Context) -> bool:
-        # the breaker last: a probe is taken only to be used
-        return await may_claim(ctx, told=told) and await breaker.allows(ctx.db)
+        config = await may_claim(ctx, told=told)
+        if config is None:
+            return False
+        looked[:] = [(clock.monotonic(), config)]
+        return await breaker.allows(ctx.db)  # the breaker last: a probe is taken only to be used
 
     lease = timedelta(milliseconds=settings.agent_lease_ms)
     return Function(
@@ -82,29 +88,23 @@ def limits(settings: Settings) -> dict[str, float]:
     return {"concurrency": settings.agent_concurrency, "poll_delay": settings.agent_poll_interval_ms / 1000}
 
 
-async def may_claim(ctx: Context, *, told: list[bool] | None = None) -> bool:
-    """Whether a pass may start now: AI on (the environment, then the admins' switch), the policy enabled and in its
-    working hours, the spend caps not reached (today in the policy's time zone). The pass's spend check before its
-    claim; the pass reserves its call's.
+async def may_claim(ctx: Context, *, told: list[bool] | None = None) -> dict | None:
+    """The policy, when a pass may start now: AI on (the environment, then the admins' switch, read with the policy
+    in one command), the policy enabled and in its working hours; None: not now. The spend caps are the pass's:
+    it reserves its call's cost before making it, and a cap reached makes the job wait (`Later`).
 
     `told` empty: this worker's first look, which also says which environment keys the stored policy overrules
     (from the policy read here, so the notice costs no command of its own)."""
     if not ctx.settings.ai_enabled:
-        return False  # the hard kill (AGT-9): no claim, no model call
-    config, desk = await asyncio.gather(
-        policy.current(ctx.db, ctx.settings),
-        switch.read(ctx.db),  # fresh: a worker is another process than the admin who flips it
-    )
+        return None  # the hard kill (AGT-9): no claim, no model call
+    # fresh: a worker is another process than the admin who flips the switch
+    config, desk = await policy.current_with_switch(ctx.db, ctx.settings)
     if told is not None and not told:
         told.append(True)
         say_policy_wins(config, ctx.settings)
     if not desk.on or not config["enabled"] or not policy.in_working_hours(config, now()):
-        return False  # jobs wait, pending
-    try:
-        await budget.check(ctx.db, ctx.settings, user_id=None, agent=policy.AGENT, zone=policy.zone(config))
-    except budget.BudgetExceeded:
-        return False  # over a spend cap: jobs wait for the next day
-    return True
+        return None  # jobs wait, pending
+    return config
 
 
 def say_policy_wins(config: dict, settings: Settings) -> None:
@@ -120,9 +120,11 @@ def say_policy_wins(config: dict, settings: Settings) -> None:
         )
 
 
-async def triage_pass(ctx: Context, job: Job, provider: Provider, breaker: Breaker) -> Result:
+async def triage_pass(
+    ctx: Context, job: Job, provider: Provider, breaker: Breaker, *, config: dict | None = None
+) -> Result:
     """One pass over the job's order, and what the queue does with the job after it; the breaker hears how the
-    provider did."""
+    provider did. `config`: the policy as read a moment ago (None: the pass reads it)."""
     outcome = await triage(
         db=ctx.db,
         settings=ctx.settings,
@@ -130,6 +132,7 @@ async def triage_pass(ctx: Context, job: Job, provider: Provider, breaker: Break
         order_id=str(job.key),
         still_ours=job.still_ours,
         event_id=job.id,
+        config=config,
     )
     failure = outcome.failure
     if failure is not None and failure.transient:
@@ -141,8 +144,12 @@ async def triage_pass(ctx: Context, job: Job, provider: Provider, breaker: Break
 
 def _as_result(outcome: Outcome, job: Job) -> Result:
     match outcome.kind:
+        case "lost" if outcome.error == "lease_lost":
+            # the job, or its desk-wide slot, is another worker's now: back in line (a fenced write, a no-op when the
+            # job is not ours); a pass that holds it later finishes what this one stored
+            return Later()
         case "suggested" | "applied" | "lost":
-            return Done()  # lost: someone else's pass stored it; the fenced write is a no-op if not ours
+            return Done()  # lost: an earlier pass stored this event's suggestion and finished it
         case "skipped":
             return Skipped(outcome.error)
         case "disabled" | "over_budget":

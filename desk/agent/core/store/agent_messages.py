@@ -15,19 +15,14 @@ async def ensure_indexes(db: AsyncDatabase) -> None:
     await db["agent_messages"].create_index([("expiresAt", ASCENDING)], expireAfterSeconds=0, name="ttl")
 
 
-async def add_message(db: AsyncDatabase, message: Doc) -> datetime:
-    """Store one message (the caller may choose its `_id`); returns when it was stored (`createdAt`)."""
-    moment = now()
-    await db["agent_messages"].insert_one({**message, "createdAt": moment, "expiresAt": moment + KEEP_TRANSCRIPT})
-    return moment
-
-
-async def add_messages(db: AsyncDatabase, messages: list[Doc]) -> None:
-    """Store several messages of one run at once, in order (one round trip; `run_messages` keeps their order)."""
+async def add_messages(db: AsyncDatabase, messages: list[Doc]) -> datetime:
+    """Store several messages of one run at once, in order (one round trip; `run_messages` keeps their order, and a
+    message may bring its own `_id`); returns when they were stored (`createdAt`)."""
     moment = now()
     kept = moment + KEEP_TRANSCRIPT
     docs = [{"_id": ObjectId(), **message, "createdAt": moment, "expiresAt": kept} for message in messages]
     await db["agent_messages"].insert_many(docs)
+    return moment
 
 
 async def session_messages(db: AsyncDatabase, session_id: ObjectId, *, limit: int = 50) -> list[Doc]:
