@@ -126,3 +126,27 @@ def test_only_nginx_publishes_a_port_and_never_the_database():
     assert published == {"nginx"}
     assert not any("27017" in str(port) for service in services.values() for port in service.get("ports", []))
     assert "expose" not in services["mongo"] and "network_mode" not in services["mongo"]
+
+
+def test_readme_configuration_table_lists_every_setting_with_its_default():
+    table = (ROOT / "README.md").read_text().split("## Configuration", 1)[1].split("\n## ", 1)[0]
+    listed: dict[str, str] = {}
+    for row in table.splitlines():
+        cells = [cell.strip() for cell in row.strip("|").split("|")] if row.startswith("| `") else []
+        if not cells:
+            continue
+        keys = re.findall(r"`([A-Z][A-Z0-9_]*)`", cells[0])
+        defaults = cells[1].split(" / ")
+        for key, default in zip(keys, defaults if len(defaults) == len(keys) else [cells[1]] * len(keys), strict=True):
+            assert key not in listed, f"{key} twice in README's table"
+            listed[key] = default
+
+    assert set(listed) == set(SETTINGS), "README's configuration table and Settings differ"
+    for key, default in listed.items():
+        expected = SETTINGS[key].default
+        if expected is None:  # unset by default: the table says so in words (unset, generated, —)
+            assert not default.startswith("`"), f"{key} is unset by default, README says {default}"
+            continue
+        assert default.startswith("`"), f"{key}: README shows no default, Settings has {expected!r}"
+        read = Settings.model_validate({key.lower(): default.strip("`")})
+        assert getattr(read, key.lower()) == expected, f"{key}: README says {default}, Settings {expected!r}"
