@@ -86,7 +86,7 @@ class Settings(BaseSettings):
     agent_triage_mode: Literal["suggest", "auto-apply"] = "suggest"
     agent_working_hours: str = "*"  # desk/hours.py: "*", 08:00-18:00, Mon-Fri 08:00-18:00; Sat 09:00-13:00
     agent_concurrency: int = Field(2, ge=1, le=32)  # triage passes at once across the whole desk (every worker)
-    agent_time_zone: str = "UTC"  # the IANA zone AGENT_WORKING_HOURS is read in (e.g. Europe/Berlin)
+    agent_time_zone: str = "UTC"  # IANA zone (e.g. Europe/Berlin) of the working hours and the spend and action days
 
     def secrets(self) -> list[str]:
         """Every configured secret, and the password inside MONGODB_URI, for the logs to redact (SEC-1)."""

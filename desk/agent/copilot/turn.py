@@ -145,7 +145,7 @@ class CopilotTurn:
         """
         if self.interrupted or by not in (None, TURNED_OFF, self.actor.id):
             return
-        self.interrupted, self.notice = True, TURNED_OFF if by is TURNED_OFF else self.notice  # the desk's switch
+        self.interrupted, self.notice = True, TURNED_OFF if by == TURNED_OFF else self.notice  # the desk's switch
         self.staging.wake()  # a wait for a decision ends now, not at its next tick
         if self.calling and self.driver is not None and not self.driver.done():
             self.driver.cancel()
@@ -164,7 +164,7 @@ class CopilotTurn:
 
     async def _finish(self, status: RunStatus, code: str | None = None) -> RunStatus:
         """End the run (with the call charged but not yet on it); returns how it ended (someone may have been first)."""
-        code = code or ("turned_off" if status == "aborted" and self.notice is TURNED_OFF else None)
+        code = code or ("turned_off" if status == "aborted" and self.notice == TURNED_OFF else None)
         await self.record.recorded()
         return await self.record.finish(status, code, usage=self.meter.take_pending())
 

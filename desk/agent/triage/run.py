@@ -229,7 +229,7 @@ class _Pass:
             async for event in events:
                 if isinstance(event, Completed):
                     return event
-        raise AIUnavailable(kind="no_completion")
+        raise AIUnavailable(kind="no_completion", transient=True)  # a stream that ended early, as faults.py reads it
 
     async def _keep_lease(self, call: asyncio.Task) -> bool:
         every = self.settings.agent_lease_ms / 3000
