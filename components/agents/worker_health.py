@@ -1,8 +1,14 @@
 """How the triage worker is doing (whether the provider is reachable, its queue, last pass, spend, the failed
 events a page at a time with Retry and Retry all) and the audit of the agent's settings: both re-read every few
-seconds by the agents page."""
+seconds by the agents page.
 
-from datetime import UTC, datetime
+Why triage waits (the provider unreachable, outside its working hours, the agent off in its policy) is said once,
+at the top of the page under the desk-wide off banner; while that switch is off nothing else is said, since
+nothing would resume by itself: not at the hour the working hours open, nor when the provider answers.
+"""
+
+from typing import Literal
+from zoneinfo import ZoneInfo
 
 from bson import ObjectId
 from nicegui import ui
@@ -20,6 +26,7 @@ from desk.config import get_settings
 from desk.db.client import get_db
 from desk.errors import DeskError
 from desk.labels import POLICY_FIELDS
+from desk.schema import now
 from desk.users import service as users_service
 from desk.work_orders import service as work_orders
 from desk.work_orders.models import WorkOrderRead
@@ -43,16 +50,20 @@ ACTIONS = {
 
 
 FAILED_PAGE = 20  # failed events a page
+POLICY_OFF = "The triage agent is turned off in its policy: new work orders wait until it is turned on."
+HeldBy = Literal["switch", "policy"] | None  # what holds the triage agent off, if anything
 
 
 class WorkerHealth:
-    """The "Worker" and "Settings audit" sections; `show` reads both again."""
+    """The "Worker" and "Settings audit" sections, and the lines in `why` (a column at the top of the page); `show`
+    reads them all again."""
 
-    def __init__(self, visit: session.Visit, actor: Actor) -> None:
+    def __init__(self, visit: session.Visit, actor: Actor, *, why: ui.column) -> None:
         # `actor` serves the re-reads: the frame's own check closes the page of someone no longer admin
-        self.visit, self.actor = visit, actor
+        self.visit, self.actor, self.why = visit, actor, why
         self.looks = 0  # each `show` numbered: only the latest one draws
-        self.off = False  # the triage agent is held off (the page says by what): "Last pass" stands still
+        self.held_by: HeldBy = None  # held off, "Last pass" stands still; the page sets it
+        self.zone = "UTC"  # the stored policy's time zone: the spend ledger's day (the page sets it)
         self.failed_page = 1  # which page of the failed events is shown (kept across the re-reads)
         ui.label("Worker").classes("text-lg font-semibold mt-2")
         self.health = ui.column().classes("w-full gap-2").mark("health")
@@ -81,10 +92,17 @@ class WorkerHealth:
         names = await users_service.display_names(db=get_db(), user_ids={e.actor_id for e in entries.items})
         if mine != self.looks:  # its reads straddle a change the later look has seen: drawing them would undo it
             return
+        self.why.clear()
+        with self.why:  # why nothing is triaged now, at the top, before the figures that would show only that
+            if self.held_by == "policy":
+                ui.label(POLICY_OFF).classes("text-amber-10 font-medium").mark("policy-off-line")
+            elif self.held_by is None:
+                if state.provider.state == "unreachable":
+                    _unreachable(state.provider)
+                if waiting:
+                    ui.label(waiting).classes("text-amber-10 font-medium").mark("waiting-line")
         self.health.clear()
         with self.health:
-            if waiting:  # why nothing is triaged now, before the figures that would show only that
-                ui.label(waiting).classes("text-amber-10 font-medium").mark("waiting-line")
             self._draw_health(state, failed_orders)
         self.audit.clear()
         with self.audit:
@@ -101,8 +119,6 @@ class WorkerHealth:
 
     def _draw_health(self, state: triage.Health, failed_orders: dict[str, WorkOrderRead]) -> None:
         """The worker's figures, the spend, and the failed events (`failed_orders`: their orders, by id)."""
-        if state.provider.state == "unreachable":
-            _unreachable(state.provider)
         waiting = state.events.get("pending", 0) + state.events.get("processing", 0)
         with ui.row().classes("w-full gap-4 items-stretch"):
             _figure("Queue", f"{waiting:,}", f"{state.events.get('processing', 0)} being triaged", "queue-depth")
@@ -110,13 +126,15 @@ class WorkerHealth:
             _figure("Oldest waiting", oldest, when(state.oldest_pending_at) or "nothing waits", "oldest-pending")
             last = state.last_pass
             ended = f"{last.status}{f' ({last.error_code})' if last.error_code else ''}" if last else ""
-            if self.off:  # nothing runs: a time that grows older every refresh would read as a worker at work
+            if self.held_by:  # nothing runs: a time that grows older every refresh would read as a worker at work
                 _figure("Last pass", "off", f"{when(last.started_at)}, {ended}" if last else "never", "last-pass")
             else:
                 _figure("Last pass", ago(last.started_at) if last else "never", ended, "last-pass")
             _figure("Failed", f"{state.events.get('failed', 0):,}", "gave up after every retry", "failed-count")
         with ui.card().classes("w-full gap-1").mark("spend"):
-            ui.label(f"Spend today (UTC {datetime.now(UTC):%d %b})").classes("text-sm text-grey-7")
+            # the ledger's day is the policy's time zone's, as the caps' are
+            today = now().astimezone(ZoneInfo(self.zone))
+            ui.label(f"Spend today ({today:%d %b}, {self.zone})").classes("text-sm text-grey-7").mark("spend-day")
             for spend in state.spend:
                 share = min(1.0, spend.spent_usd / spend.cap_usd) if spend.cap_usd else 1.0
                 with (

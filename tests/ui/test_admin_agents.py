@@ -379,3 +379,50 @@ async def test_days_off_and_apply_when_are_saved_from_the_form_and_audited(
     )
     await user.should_see("Days off: none → 2026-12-24, 2026-12-25", retries=WAIT)
     await user.should_see("Apply when: Any change of priority → Only a raise (never lower a priority)")
+
+
+async def test_spend_today_is_the_day_of_the_policys_time_zone(user: User, make_user, log_in, db, ai_settings):
+    await policy.current(db, ai_settings)
+    await db["agent_config"].update_one({"_id": "triage"}, {"$set": {"timeZone": "Pacific/Kiritimati"}})
+
+    await log_in(user, await make_user("admin"), landing=PAGE)
+
+    await user.should_see(marker="spend-day", retries=WAIT)
+    today = now().astimezone(ZoneInfo("Pacific/Kiritimati"))  # UTC+14: most of the day, not UTC's date
+    assert label_text(user, "spend-day") == f"Spend today ({today:%d %b}, Pacific/Kiritimati)"
+
+
+async def test_the_triage_agent_turned_off_by_another_admin_shows_here_live(
+    user: User, make_user, log_in, db, ai_settings
+):
+    ada, bob = await make_user("admin"), await make_user("admin")
+    await log_in(user, ada, landing=PAGE)
+    await user.should_see(marker="last-pass")
+    await user.should_not_see(marker="policy-off-line")
+
+    data = AgentConfigUpdate(version=1, enabled=False)
+    await policy.update_config(db=db, settings=ai_settings, actor=actor(bob), data=data)
+
+    await user.should_see(marker="policy-off-line", retries=WAIT)
+    assert label_text(user, "policy-off-line").startswith("The triage agent is turned off in its policy")
+    assert label_text(user, "last-pass-value") == "off"  # held off: the figure stands still here too
+
+
+async def test_with_ai_off_the_page_promises_no_resumption(user: User, make_user, log_in, db, ai_settings):
+    """Off desk-wide, nothing resumes when the hours open or the provider answers: the off banner alone says why."""
+    elsewhere = (datetime.now(UTC).date() + timedelta(days=2)).strftime("%a")
+    await policy.current(db, ai_settings)
+    await db["agent_config"].update_one({"_id": "triage"}, {"$set": {"workingHours": f"{elsewhere} 08:00-09:00"}})
+    breaker = Breaker(ai_settings)
+    for _ in range(THRESHOLD):
+        await breaker.failed(db, error="status 503")
+    ada = await make_user("admin")
+    await log_in(user, ada, landing=PAGE)
+    await user.should_see(marker="provider-unreachable", retries=WAIT)
+    await user.should_see(marker="waiting-line")
+
+    await triage.set_ai(db=db, actor=actor(ada), on=False)
+
+    await user.should_see(marker="agents-off-banner", retries=WAIT)
+    await user.should_not_see(marker="provider-unreachable", retries=WAIT)
+    await user.should_not_see(marker="waiting-line")
