@@ -48,6 +48,8 @@ ACTIONS = {
     "run_viewed": "opened a run's transcript",
 }
 
+SAID_IN_FULL = {"ai_turned_off", "ai_turned_on"}  # their words say all that changed: no "on: on → off" beneath
+
 
 FAILED_PAGE = 20  # failed events a page
 POLICY_OFF = "The triage agent is turned off in its policy: new work orders wait until it is turned on."
@@ -114,7 +116,7 @@ class WorkerHealth:
                     with ui.column().classes("gap-0 grow"):
                         who = names.get(entry.actor_id, "Someone")
                         ui.label(f"{who} {ACTIONS.get(entry.action, entry.action)}").classes("font-medium")
-                        for line in _audit_lines(entry.before, entry.after):
+                        for line in _audit_lines(entry.action, entry.before, entry.after):
                             ui.label(line).classes("text-sm text-grey-9 wrap-anywhere")
 
     def _draw_health(self, state: triage.Health, failed_orders: dict[str, WorkOrderRead]) -> None:
@@ -227,7 +229,9 @@ def _figure(title: str, value: str, note: str, marker: str) -> None:
         ui.label(note).classes("text-xs text-grey-7")
 
 
-def _audit_lines(before: dict | None, after: dict | None) -> list[str]:
+def _audit_lines(action: str, before: dict | None, after: dict | None) -> list[str]:
+    if action in SAID_IN_FULL:
+        return []
     before, after = before or {}, after or {}
     if not before:  # a run viewed, an event retried, a manual run: what it was about
         return [f"{key}: {shown(value)}" for key, value in after.items() if value is not None]

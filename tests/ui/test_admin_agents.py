@@ -426,3 +426,15 @@ async def test_with_ai_off_the_page_promises_no_resumption(user: User, make_user
     await user.should_see(marker="agents-off-banner", retries=WAIT)
     await user.should_not_see(marker="provider-unreachable", retries=WAIT)
     await user.should_not_see(marker="waiting-line")
+
+
+async def test_the_audit_says_the_switch_in_words_alone(user: User, make_user, log_in, db, ai_settings):
+    dana = await make_user("admin", name="Dana Scully")
+    await triage.set_ai(db=db, actor=actor(dana), on=False)
+
+    await log_in(user, dana, landing=PAGE)
+
+    await user.should_see("Dana Scully turned AI off for the whole desk", retries=WAIT)
+    (row,) = user.find(marker="audit-row").elements
+    lines = [child.text for child in row.descendants() if isinstance(child, ui.label)]
+    assert lines[1:] == ["Dana Scully turned AI off for the whole desk"]  # no "on: on → off" beneath it
