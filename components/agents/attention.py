@@ -23,10 +23,13 @@ class AttentionList:
             if not found.items:
                 ui.label("Nothing flagged right now.").classes("text-grey-7 p-3").mark("attention-empty")
             for item in found.items:
-                with ui.row().classes("w-full items-center gap-3 px-3 py-2 border-b no-wrap").mark("attention-row"):
+                # a phone: the badges, then the order and its summary on the full width
+                row = ui.row().classes("w-full items-center gap-x-3 gap-y-1 px-3 py-2 border-b")
+                row.classes("no-wrap max-md:flex-wrap")
+                with row.mark("attention-row"):
                     ui.badge("Flagged", color="red-7")
                     priority_chip(item.suggestion.suggested_priority)
-                    with ui.column().classes("gap-0 grow min-w-0"):
+                    with ui.column().classes("gap-0 grow min-w-0 max-md:order-last max-md:w-full"):
                         ui.link(item.order.title, f"/app/work-orders/{item.order.id}").classes("wrap-anywhere")
                         ui.label(item.suggestion.summary).classes("text-sm text-grey-8 wrap-anywhere")
                     ui.label(ago(item.suggestion.created_at)).classes("text-xs text-grey-7 w-24").tooltip(

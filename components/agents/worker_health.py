@@ -111,8 +111,9 @@ class WorkerHealth:
             if not entries.items:
                 ui.label("No changes yet.").classes("text-grey-7 p-3")
             for entry in entries.items:
-                with ui.row().classes("w-full items-start gap-3 px-3 py-2 border-b no-wrap").mark("audit-row"):
-                    ui.label(when(entry.created_at)).classes("text-xs text-grey-7 w-40 shrink-0")
+                row = ui.row().classes("w-full items-start gap-x-3 gap-y-1 px-3 py-2 border-b no-wrap max-md:flex-wrap")
+                with row.mark("audit-row"):  # a phone: the time above the change
+                    ui.label(when(entry.created_at)).classes("text-xs text-grey-7 w-40 max-md:w-full shrink-0")
                     with ui.column().classes("gap-0 grow"):
                         who = names.get(entry.actor_id, "Someone")
                         ui.label(f"{who} {ACTIONS.get(entry.action, entry.action)}").classes("font-medium")
@@ -160,12 +161,15 @@ class WorkerHealth:
                     retry_all.mark("retry-all")
                 for event in state.failed:
                     order = failed_orders.get(event.payload_ref)
-                    with ui.row().classes("w-full items-center gap-3 py-1 border-b no-wrap").mark("failed-event"):
+                    # a phone: the order's title on a line of its own, then why, when and Retry
+                    row = ui.row().classes("w-full items-center gap-x-3 gap-y-1 py-1 border-b no-wrap max-md:flex-wrap")
+                    with row.mark("failed-event"):
                         if order is not None:
-                            link = ui.link(order.title, f"/app/work-orders/{order.id}").classes("w-64 truncate")
+                            link = ui.link(order.title, f"/app/work-orders/{order.id}")
+                            link.classes("w-64 max-md:w-full truncate")
                             link.mark("failed-order")
                         else:
-                            ui.label("A deleted work order").classes("w-64 text-grey-7")
+                            ui.label("A deleted work order").classes("w-64 max-md:w-full text-grey-7")
                         tries = f"{event.attempts} attempt{'' if event.attempts == 1 else 's'}"
                         ui.label(f"{tries}: {_why(event.last_error)}").classes("text-sm grow wrap-anywhere")
                         ui.label(ago(event.updated_at or event.created_at)).classes("text-xs text-grey-7")
