@@ -438,3 +438,18 @@ async def test_the_audit_says_the_switch_in_words_alone(user: User, make_user, l
     (row,) = user.find(marker="audit-row").elements
     lines = [child.text for child in row.descendants() if isinstance(child, ui.label)]
     assert lines[1:] == ["Dana Scully turned AI off for the whole desk"]  # no "on: on → off" beneath it
+
+
+async def test_the_fields_only_auto_apply_reads_say_so_while_people_decide(
+    user: User, make_user, log_in, db, ai_settings
+):
+    await log_in(user, await make_user("admin"), landing=PAGE)
+    await user.should_see(marker="policy")
+    (apply_when,) = user.find(marker="policy-applyWhen").elements
+    (cap,) = user.find(marker="policy-dailyActionCap").elements
+    assert apply_when.props["hint"] == cap.props["hint"] == "not used while people decide (suggest only)"
+
+    user.find(marker="policy-mode").elements.pop().set_value("auto_apply")
+
+    assert apply_when.props["hint"] == "which changes the agent makes itself"
+    assert cap.props["hint"] == "automatic changes per day"
