@@ -19,22 +19,27 @@ from components.once import one_at_a_time
 from components.paging import last_page, pager
 from components.runtime import session
 from desk.actors import Actor
+from desk.agent.core.models import AgentRunRead
 from desk.agent.triage import policy
 from desk.agent.triage import service as triage
 from desk.agent.triage.models import ProviderStatus
 from desk.config import get_settings
 from desk.db.client import get_db
 from desk.errors import DeskError
-from desk.labels import POLICY_FIELDS
+from desk.labels import POLICY_FIELDS, RUN_STATUSES
 from desk.schema import now
 from desk.users import service as users_service
 from desk.work_orders import service as work_orders
 from desk.work_orders.models import WorkOrderRead
 
-FAILURES = {  # why the worker gave up on an event, in words (the queue keeps a code)
+FAILURES = {  # why the worker gave up on an event, or a pass ended as it did, in words (the store keeps a code)
     "invalid_output": "the model's answers were not a usable suggestion",
     "lease_expired": "a worker stopped while triaging it",
     "internal": "an error on our side (the worker's log says which)",
+    "turned_off": "AI was turned off during it",
+    "lease_lost": "another worker took the order over",
+    "order_closed": "the order was closed",
+    "budget_exceeded": "a daily spend cap was reached",
 }
 ACTIONS = {
     "config_updated": "changed the policy",
@@ -128,9 +133,9 @@ class WorkerHealth:
             oldest = ago(state.oldest_pending_at).replace(" ago", "") if state.oldest_pending_at else "—"
             _figure("Oldest waiting", oldest, when(state.oldest_pending_at) or "nothing waits", "oldest-pending")
             last = state.last_pass
-            ended = f"{last.status}{f' ({last.error_code})' if last.error_code else ''}" if last else ""
+            ended = _ended(last) if last else ""
             if self.held_by:  # nothing runs: a time that grows older every refresh would read as a worker at work
-                _figure("Last pass", "off", f"{when(last.started_at)}, {ended}" if last else "never", "last-pass")
+                _figure("Last pass", "off", f"{when(last.started_at)} · {ended}" if last else "never", "last-pass")
             else:
                 _figure("Last pass", ago(last.started_at) if last else "never", ended, "last-pass")
             _figure("Failed", f"{state.events.get('failed', 0):,}", "gave up after every retry", "failed-count")
@@ -226,11 +231,17 @@ def _why(code: str | None) -> str:
     return FAILURES.get(code or "", code or "no reason was kept")
 
 
+def _ended(run: AgentRunRead) -> str:
+    """How a pass ended, in words: "Failed: the AI provider failed (status 503)", not "error (provider_status 503)"."""
+    status = RUN_STATUSES.get(run.status, run.status)
+    return f"{status}: {_why(run.error_code)}" if run.error_code else status
+
+
 def _figure(title: str, value: str, note: str, marker: str) -> None:
-    with ui.card().classes("min-w-48 gap-0").mark(marker):
+    with ui.card().classes("min-w-48 max-w-72 gap-0").mark(marker):
         ui.label(title).classes("text-sm text-grey-7")
         ui.label(value).classes("text-3xl font-semibold").mark(f"{marker}-value")
-        ui.label(note).classes("text-xs text-grey-7")
+        ui.label(note).classes("text-xs text-grey-7").mark(f"{marker}-note")
 
 
 def _audit_lines(action: str, before: dict | None, after: dict | None) -> list[str]:

@@ -224,6 +224,7 @@ async def test_the_worker_health_with_a_failed_event_to_retry(
     assert label_text(user, "queue-depth-value") == "1"
     assert label_text(user, "failed-count-value") == "1"
     assert label_text(user, "last-pass-value") == "just now"
+    assert label_text(user, "last-pass-note") == "Failed: the AI provider failed (status 400)"  # words, not codes
     (row,) = user.find(marker="spend-triage-agent").elements
     (_, spent) = [child.text for child in row.descendants() if isinstance(child, ui.label)]
     assert spent.startswith("$0.50") and spent.endswith(" of $1.00")  # and the failed call's few tokens
