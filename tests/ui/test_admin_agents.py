@@ -454,3 +454,25 @@ async def test_the_fields_only_auto_apply_reads_say_so_while_people_decide(
 
     assert apply_when.props["hint"] == "which changes the agent makes itself"
     assert cap.props["hint"] == "automatic changes per day"
+
+
+async def test_the_attention_list_comes_a_page_at_a_time(
+    user: User, make_user, make_order, log_in, db, ai_settings, provider, fake_provider
+):
+    ada, sam = await make_user("admin"), await make_user("user")
+    for number in range(27):  # a backlog triaged after an outage flags more than one page holds
+        await make_order(sam, f"Flooded room {number:02d}")
+    fake_provider.script(*[proposal("urgent", summary="Water coming through.", flag=True) for _ in range(27)])
+    await triage_task.process_due(db, ai_settings, provider=provider)
+
+    def titles() -> set[str]:
+        return {link.text for link in user.find(kind=ui.link, marker="attention-order").elements}
+
+    await log_in(user, ada, landing=PAGE)
+    await user.should_see(marker="attention-row")
+    first = titles()
+    assert len(first) == 25
+    user.find(marker="attention-pages").elements.pop().set_value(2)
+
+    await until(lambda: len(titles()) == 2, what="the second page of the attention list")
+    assert first | titles() == {f"Flooded room {number:02d}" for number in range(27)}  # every flagged order
