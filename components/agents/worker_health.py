@@ -238,7 +238,7 @@ def _ended(run: AgentRunRead) -> str:
 
 
 def _figure(title: str, value: str, note: str, marker: str) -> None:
-    with ui.card().classes("min-w-48 max-w-72 gap-0").mark(marker):
+    with ui.card().classes("w-56 max-md:w-full gap-0").mark(marker):
         ui.label(title).classes("text-sm text-grey-7")
         ui.label(value).classes("text-3xl font-semibold").mark(f"{marker}-value")
         ui.label(note).classes("text-xs text-grey-7").mark(f"{marker}-note")
