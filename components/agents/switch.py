@@ -18,7 +18,8 @@ from desk.agent.triage.models import AiSwitchRead
 from desk.db.client import get_db
 from desk.users import service as users_service
 
-ON_NOTE = "The triage agent and the assistant run."
+# "may": on, this switch holds nothing off, but the triage agent's own switch in the policy beside it may
+ON_NOTE = "The triage agent (as its policy says) and the assistant may run."
 OFF_BANNER = "AI is turned off on this desk: the triage agent and the assistant do not run. New work orders wait."
 
 

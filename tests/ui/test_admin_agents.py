@@ -407,6 +407,8 @@ async def test_the_triage_agent_turned_off_by_another_admin_shows_here_live(
     await user.should_see(marker="policy-off-line", retries=WAIT)
     assert label_text(user, "policy-off-line").startswith("The triage agent is turned off in its policy")
     assert label_text(user, "last-pass-value") == "off"  # held off: the figure stands still here too
+    # the desk-wide switch, still on, does not say the triage agent runs
+    assert label_text(user, "switch-note") == "The triage agent (as its policy says) and the assistant may run."
 
 
 async def test_with_ai_off_the_page_promises_no_resumption(user: User, make_user, log_in, db, ai_settings):
