@@ -59,7 +59,7 @@ class AgentsScreen:
 
     async def build(self) -> None:
         self.switch.banner()
-        why = ui.column().classes("w-full gap-2")  # why triage waits (an outage, its hours), under the off banner
+        why = ui.column().classes("w-full gap-2")  # why triage waits (outage, hours, policy), under the off banner
         with ui.row().classes("w-full gap-4 items-stretch no-wrap max-md:flex-wrap"):  # a phone: one above the other
             self.switch.card()
             self.policy.build()
