@@ -12,6 +12,7 @@ from nicegui import ui
 
 from components.confirm import confirm
 from components.formats import when
+from components.once import one_at_a_time
 from components.runtime import session
 from desk.agent.triage import service as triage
 from desk.agent.triage.models import AiSwitchRead
@@ -28,6 +29,9 @@ class AiSwitch:
 
     def __init__(self, visit: session.Visit, *, state: AiSwitchRead, switched: Callable[[bool], Awaitable[None]]):
         self.visit, self.state, self.switched = visit, state, switched
+        # a double click asks once (its second click would open a second "Turn AI off?" left behind the first);
+        # wrapped here, per page: a class-wide guard would ignore every other admin while one dialog is open
+        self._toggle = one_at_a_time(self._toggle)
 
     @property
     def on(self) -> bool:
@@ -70,7 +74,10 @@ class AiSwitch:
         actor = await self.visit.actor()
         state = await triage.set_ai(db=get_db(), actor=actor, on=turning_on)
         await self.show(state)
-        ui.notify(f"AI is {'on' if state.enabled else 'off'} on this desk.", type="positive")
+        ui.notify(
+            "AI is turned on for the desk." if state.enabled else "AI is turned off for the whole desk.",
+            type="positive",
+        )
         await self.switched(state.enabled)
 
 

@@ -72,6 +72,7 @@ class WorkerHealth:
         self.held_by: HeldBy = None  # held off, "Last pass" stands still; the page sets it
         self.zone = "UTC"  # the stored policy's time zone: the spend ledger's day (the page sets it)
         self.failed_page = 1  # which page of the failed events is shown (kept across the re-reads)
+        self._retry_all = one_at_a_time(self._retry_all)  # per page: a class-wide guard would ignore other admins
         ui.label("Worker").classes("text-lg font-semibold mt-2")
         self.health = ui.column().classes("w-full gap-2").mark("health")
         ui.label("Settings audit").classes("text-lg font-semibold mt-2")
@@ -191,7 +192,6 @@ class WorkerHealth:
         self.failed_page = page
         await self.show()
 
-    @one_at_a_time
     async def _retry_all(self) -> None:
         try:
             done = await triage.retry_failed(db=get_db(), actor=await self.visit.actor())

@@ -60,7 +60,7 @@ async def test_the_kill_switch_asks_before_turning_off_and_says_who_and_when(
     user.find(marker="switch-button").click()
     await user.should_see(marker="confirm-switch-off")
     user.find(marker="confirm-switch-off").click()
-    await user.should_see("AI is off on this desk.")
+    await user.should_see("AI is turned off for the whole desk.")
     await user.should_see(marker="switch-state", content="OFF")
     await user.should_see(marker="agents-off-banner")
     stored = await db["ai_switch"].find_one({})
@@ -478,3 +478,18 @@ async def test_the_attention_list_comes_a_page_at_a_time(
 
     await until(lambda: len(titles()) == 2, what="the second page of the attention list")
     assert first | titles() == {f"Flooded room {number:02d}" for number in range(27)}  # every flagged order
+
+
+async def test_a_double_click_on_the_switch_asks_once(user: User, make_user, log_in, db, ai_settings):
+    await log_in(user, await make_user("admin"), landing=PAGE)
+    await user.should_see(marker="switch-state", content="ON")
+
+    button = user.find(marker="switch-button")
+    button.click()
+    button.click()  # the second click of a double-click, while the first one's question is open
+
+    await user.should_see(marker="confirm-switch-off")
+    assert len(user.find(marker="confirm-switch-off").elements) == 1  # one question, none left behind
+    user.find(marker="confirm-switch-off").click()
+    await user.should_see(marker="switch-state", content="OFF")
+    await user.should_not_see("Turn AI off for the whole desk?")
