@@ -13,6 +13,7 @@ from pydantic import ValidationError
 
 from components.fields import clear_problems, show_problems
 from components.formats import when
+from components.once import one_at_a_time
 from components.runtime import session
 from desk.agent.triage import policy
 from desk.agent.triage.models import AgentConfigRead, AgentConfigUpdate
@@ -37,6 +38,9 @@ class PolicyForm:
     ) -> None:
         self.visit, self.loaded, self.saved, self.reloaded = visit, config, saved, reloaded
         self.inputs: dict[str, ui.element] = {}
+        # a double click saves once: its second click, sent at the version the first moves on, met "Someone else
+        # changed the triage settings first" (per form: a class-wide guard would ignore every other admin)
+        self.save = one_at_a_time(self.save)
 
     def build(self) -> None:
         config = self.loaded

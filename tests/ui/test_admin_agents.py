@@ -1,5 +1,6 @@
 """/app/admin/agents: the kill switch, the policy saved at the version read, the audit, the worker, attention."""
 
+import asyncio
 from datetime import UTC, datetime, timedelta
 from zoneinfo import ZoneInfo
 
@@ -25,6 +26,7 @@ from tests.triage.conftest import proposal
 from tests.ui.conftest import WAIT
 
 PAGE = "/app/admin/agents"
+SETTLE = 1.0  # seconds: a second click that the guard did not stop would have saved (or conflicted) by then
 
 
 async def config(db) -> dict:
@@ -493,3 +495,20 @@ async def test_a_double_click_on_the_switch_asks_once(user: User, make_user, log
     user.find(marker="confirm-switch-off").click()
     await user.should_see(marker="switch-state", content="OFF")
     await user.should_not_see("Turn AI off for the whole desk?")
+
+
+async def test_a_double_click_on_save_policy_saves_once_with_no_conflict(
+    user: User, make_user, log_in, db, ai_settings
+):
+    await log_in(user, await make_user("admin"), landing=PAGE)
+    await user.should_see(marker="policy")
+    user.find(marker="policy-dailyActionCap").clear().type("40")
+
+    save = user.find(marker="policy-save")
+    save.click()
+    save.click()  # the second click of a double-click, before the first has saved
+
+    await user.should_see("Policy saved.")
+    await asyncio.sleep(SETTLE)  # time for a second save to meet the version the first moved on, had it been sent
+    await user.should_not_see(marker="policy-conflict")
+    assert ((await config(db))["dailyActionCap"], (await config(db))["version"]) == (40, 2)
