@@ -73,6 +73,7 @@ class WorkerHealth:
         self.zone = "UTC"  # the stored policy's time zone: the spend ledger's day (the page sets it)
         self.failed_page = 1  # which page of the failed events is shown (kept across the re-reads)
         self._retry_all = one_at_a_time(self._retry_all)  # per page: a class-wide guard would ignore other admins
+        self.retrying: set[str] = set()  # the events whose Retry is running (each its own: others stay clickable)
         ui.label("Worker").classes("text-lg font-semibold mt-2")
         self.health = ui.column().classes("w-full gap-2").mark("health")
         ui.label("Settings audit").classes("text-lg font-semibold mt-2")
@@ -204,12 +205,17 @@ class WorkerHealth:
         await self.show()
 
     async def _retry(self, event_id: str) -> None:
+        if event_id in self.retrying:  # a double click: its second would read "No such failed event." in red
+            return
+        self.retrying.add(event_id)
         try:
             await triage.retry_event(db=get_db(), actor=await self.visit.actor(), event_id=event_id)
         except DeskError as error:
             self.visit.tell(error.message, type="negative")  # the list may have been redrawn meanwhile: see `tell`
         else:
             self.visit.tell("Back in the queue.", type="positive")
+        finally:
+            self.retrying.discard(event_id)
         await self.show()
 
 

@@ -8,6 +8,7 @@ import pytest
 from bson import ObjectId
 from nicegui import ui
 from nicegui.testing import User
+from nicegui.testing.user_notify import UserNotify
 
 from components.forbidden import MESSAGE as NO_ACCESS
 from desk.agent.core import budget
@@ -512,3 +513,21 @@ async def test_a_double_click_on_save_policy_saves_once_with_no_conflict(
     await asyncio.sleep(SETTLE)  # time for a second save to meet the version the first moved on, had it been sent
     await user.should_not_see(marker="policy-conflict")
     assert ((await config(db))["dailyActionCap"], (await config(db))["version"]) == (40, 2)
+
+
+async def test_a_double_click_on_retry_puts_the_event_back_once_without_a_false_error(
+    user: User, make_user, make_order, log_in, db, ai_settings
+):
+    ada, sam = await make_user("admin"), await make_user("user")
+    await make_order(sam, "Leaking tap")
+    await db["outbox_events"].update_many({}, {"$set": {"status": "failed", "lastError": "provider_status 401"}})
+    await log_in(user, ada, landing=PAGE)
+    await user.should_see(marker="failed-event")
+
+    retry = user.find(marker="retry")
+    retry.click()
+    retry.click()  # the second click of a double-click, before the first has saved
+
+    await user.should_see("Back in the queue.", kind=UserNotify, retries=WAIT)
+    await asyncio.sleep(SETTLE)  # time for a second retry to be refused, had the second click been taken
+    assert user.notify.messages == ["Back in the queue."]  # no "No such failed event." for their own click
