@@ -4,8 +4,8 @@ worker, the audit.
 Everything here goes through the triage services in process (desk/agent/triage/policy.py, desk/agent/triage/
 service.py), as the API does. The policy is saved at the version the admin read, so a second admin who
 saved first is never overwritten; the desk-wide switch is apart from it, so flipping it trips no open form.
-The switch, the worker's health and the audit are re-read every few seconds; the attention list follows
-the change feed, which every stored or decided suggestion enters.
+The switch, the stored policy, the worker's health and the audit are re-read every few seconds; the attention
+list follows the change feed, which every stored or decided suggestion enters.
 """
 
 from nicegui import APIRouter, ui
@@ -45,44 +45,56 @@ async def admin_agents_page(visit: session.Visit, me: session.SessionUser) -> No
 
 
 class AgentsScreen:
-    """The agent's sections, kept in step: the worker's figures say when the switch or the policy holds it off."""
+    """The agent's sections, kept in step: the worker's figures say when the switch or the stored policy holds it
+    off, and the lines under the off banner say why triage waits."""
 
     def __init__(self, visit: session.Visit, actor: Actor, config: AgentConfigRead, state: AiSwitchRead) -> None:
         # `actor` serves the background re-reads: the frame's own check closes the page of someone no longer admin
         self.visit, self.actor = visit, actor
         self.switch = AiSwitch(visit, state=state, switched=self._switched)
         self.policy = PolicyForm(visit, config, saved=self._saved, reloaded=self._reloaded)
+        # the policy as stored: what holds the agent now, which another admin may have changed under an open form
+        self.stored = config
         self.refreshing = False
 
     async def build(self) -> None:
         self.switch.banner()
+        why = ui.column().classes("w-full gap-2")  # why triage waits (outage, hours, policy), under the off banner
         with ui.row().classes("w-full gap-4 items-stretch no-wrap max-md:flex-wrap"):  # a phone: one above the other
             self.switch.card()
             self.policy.build()
         await self.switch.show(self.switch.state)
         self.attention = AttentionList(self.actor)
-        self.health = WorkerHealth(self.visit, self.actor)
-        self.health.off = self._off()
+        self.health = WorkerHealth(self.visit, self.actor, why=why)
+        self._hold()
         await self.attention.show()
         await self.health.show()
 
-    def _off(self) -> bool:
-        """Whether the triage agent is held off: the desk-wide switch, or its own in the policy as saved."""
-        return not (self.switch.on and self.policy.loaded.enabled)
+    def _hold(self) -> None:
+        """Tell the worker's figures what holds the triage agent off (the desk-wide switch, or its own in the policy
+        as stored) and whose day the spend is counted in (the stored policy's time zone)."""
+        if not self.switch.on:
+            self.health.held_by = "switch"
+        else:
+            self.health.held_by = None if self.stored.enabled else "policy"
+        self.health.zone = self.stored.time_zone
 
     async def _switched(self, on: bool) -> None:
-        self.health.off = self._off()
+        self._hold()
         await self.health.show()
 
     async def _saved(self, saved: AgentConfigRead) -> None:
-        self.health.off = self._off()
+        self.stored = saved
+        self._hold()
         await self.health.show()
 
     def _reloaded(self, current: AgentConfigRead) -> None:
-        self.health.off = self._off()
+        self.stored = current
+        self._hold()
 
     async def refresh(self) -> None:
-        """The switch (another admin, another tab), the worker and the audit, every few seconds."""
+        """The switch and the policy as stored (another admin, another tab), the worker and the audit, every few
+        seconds; the open form keeps what its admin is editing."""
         if self.refreshing:
             return
         self.refreshing = True
@@ -90,7 +102,8 @@ class AgentsScreen:
             state = await triage.ai_switch(db=get_db(), actor=self.actor)
             if state != self.switch.state:
                 await self.switch.show(state)
-            self.health.off = self._off()
+            self.stored = await policy.get_config(db=get_db(), settings=get_settings(), actor=self.actor)
+            self._hold()
             await self.health.show()
         except DeskError:
             return  # no longer an admin: the frame's check closes the page

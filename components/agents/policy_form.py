@@ -13,6 +13,7 @@ from pydantic import ValidationError
 
 from components.fields import clear_problems, show_problems
 from components.formats import when
+from components.once import one_at_a_time
 from components.runtime import session
 from desk.agent.triage import policy
 from desk.agent.triage.models import AgentConfigRead, AgentConfigUpdate
@@ -20,6 +21,8 @@ from desk.config import get_settings
 from desk.db.client import get_db
 from desk.errors import Conflict, DeskError, NothingToChange
 from desk.labels import APPLY_WHEN, POLICY_FIELDS, PRIORITY_LABELS, TRIAGE_MODES
+
+AUTO_ONLY = "not used while people decide (suggest only)"
 
 
 class PolicyForm:
@@ -35,6 +38,9 @@ class PolicyForm:
     ) -> None:
         self.visit, self.loaded, self.saved, self.reloaded = visit, config, saved, reloaded
         self.inputs: dict[str, ui.element] = {}
+        # a double click saves once: its second click, sent at the version the first moves on, met "Someone else
+        # changed the triage settings first" (per form: a class-wide guard would ignore every other admin)
+        self.save = one_at_a_time(self.save)
 
     def build(self) -> None:
         config = self.loaded
@@ -45,7 +51,9 @@ class PolicyForm:
                 # the triage agent alone, saved with the policy; the desk-wide switch beside the form stops every agent
                 self.inputs["enabled"] = ui.switch("Triage agent on", value=config.enabled)
             with ui.row().classes("w-full gap-3 items-start"):
-                self.inputs["mode"] = ui.select(TRIAGE_MODES, label="Mode", value=config.mode).classes("w-72")
+                mode = ui.select(TRIAGE_MODES, label="Mode", value=config.mode).classes("w-72")
+                mode.on_value_change(lambda e: self._show_auto_only(e.value))
+                self.inputs["mode"] = mode
                 self.inputs["applyWhen"] = ui.select(
                     APPLY_WHEN, label="Apply automatically", value=config.apply_when
                 ).classes("w-72")
@@ -62,8 +70,7 @@ class PolicyForm:
                 zone = ui.select(zones, label="Time zone", value=config.time_zone, with_input=True).classes("w-64")
                 self.inputs["timeZone"] = zone
                 # no min/max: the field would clamp what was typed without a word; the policy's check says why
-                cap = ui.number("Daily action cap", value=config.daily_action_cap, step=1)
-                cap.props('hint="automatic changes per day"').classes("w-48")
+                cap = ui.number("Daily action cap", value=config.daily_action_cap, step=1).classes("w-48")
                 self.inputs["dailyActionCap"] = cap
             for field, element in self.inputs.items():
                 element.mark(f"policy-{field}")
@@ -73,6 +80,20 @@ class PolicyForm:
                 self.version_note = ui.label().classes("text-xs text-grey-7")
                 ui.button("Save policy", on_click=self.save).mark("policy-save")
         self._show_version()
+        self._show_auto_only(config.mode)
+
+    def _show_auto_only(self, mode: str) -> None:
+        """The two fields only auto-apply reads say so while people decide: "Suggest only" beside "Apply
+        automatically: any change of priority" read as a contradiction. They stay editable, to be set before
+        the mode is changed."""
+        suggest = mode == "suggest"
+        for name, hint in (
+            ("applyWhen", "which changes the agent makes itself"),
+            ("dailyActionCap", "automatic changes per day"),
+        ):
+            element = self.inputs[name]
+            element.props["hint"] = AUTO_ONLY if suggest else hint
+            element.update()
 
     def _show_version(self) -> None:
         self.version_note.set_text(f"Version {self.loaded.version}, saved {when(self.loaded.updated_at)}")

@@ -12,13 +12,15 @@ from nicegui import ui
 
 from components.confirm import confirm
 from components.formats import when
+from components.once import one_at_a_time
 from components.runtime import session
 from desk.agent.triage import service as triage
 from desk.agent.triage.models import AiSwitchRead
 from desk.db.client import get_db
 from desk.users import service as users_service
 
-ON_NOTE = "The triage agent and the assistant run."
+# "may": on, this switch holds nothing off, but the triage agent's own switch in the policy beside it may
+ON_NOTE = "The triage agent (as its policy says) and the assistant may run."
 OFF_BANNER = "AI is turned off on this desk: the triage agent and the assistant do not run. New work orders wait."
 
 
@@ -27,6 +29,9 @@ class AiSwitch:
 
     def __init__(self, visit: session.Visit, *, state: AiSwitchRead, switched: Callable[[bool], Awaitable[None]]):
         self.visit, self.state, self.switched = visit, state, switched
+        # a double click asks once (its second click would open a second "Turn AI off?" left behind the first);
+        # wrapped here, per page: a class-wide guard would ignore every other admin while one dialog is open
+        self._toggle = one_at_a_time(self._toggle)
 
     @property
     def on(self) -> bool:
@@ -69,7 +74,10 @@ class AiSwitch:
         actor = await self.visit.actor()
         state = await triage.set_ai(db=get_db(), actor=actor, on=turning_on)
         await self.show(state)
-        ui.notify(f"AI is {'on' if state.enabled else 'off'} on this desk.", type="positive")
+        ui.notify(
+            "AI is turned on for the desk." if state.enabled else "AI is turned off for the whole desk.",
+            type="positive",
+        )
         await self.switched(state.enabled)
 
 

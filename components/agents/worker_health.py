@@ -1,8 +1,14 @@
 """How the triage worker is doing (whether the provider is reachable, its queue, last pass, spend, the failed
 events a page at a time with Retry and Retry all) and the audit of the agent's settings: both re-read every few
-seconds by the agents page."""
+seconds by the agents page.
 
-from datetime import UTC, datetime
+Why triage waits (the provider unreachable, outside its working hours, the agent off in its policy) is said once,
+at the top of the page under the desk-wide off banner; while that switch is off nothing else is said, since
+nothing would resume by itself: not at the hour the working hours open, nor when the provider answers.
+"""
+
+from typing import Literal
+from zoneinfo import ZoneInfo
 
 from bson import ObjectId
 from nicegui import ui
@@ -13,21 +19,27 @@ from components.once import one_at_a_time
 from components.paging import last_page, pager
 from components.runtime import session
 from desk.actors import Actor
+from desk.agent.core.models import AgentRunRead
 from desk.agent.triage import policy
 from desk.agent.triage import service as triage
 from desk.agent.triage.models import ProviderStatus
 from desk.config import get_settings
 from desk.db.client import get_db
 from desk.errors import DeskError
-from desk.labels import POLICY_FIELDS
+from desk.labels import POLICY_FIELDS, RUN_STATUSES
+from desk.schema import now
 from desk.users import service as users_service
 from desk.work_orders import service as work_orders
 from desk.work_orders.models import WorkOrderRead
 
-FAILURES = {  # why the worker gave up on an event, in words (the queue keeps a code)
+FAILURES = {  # why the worker gave up on an event, or a pass ended as it did, in words (the store keeps a code)
     "invalid_output": "the model's answers were not a usable suggestion",
     "lease_expired": "a worker stopped while triaging it",
     "internal": "an error on our side (the worker's log says which)",
+    "turned_off": "AI was turned off during it",
+    "lease_lost": "another worker took the order over",
+    "order_closed": "the order was closed",
+    "budget_exceeded": "a daily spend cap was reached",
 }
 ACTIONS = {
     "config_updated": "changed the policy",
@@ -41,19 +53,27 @@ ACTIONS = {
     "run_viewed": "opened a run's transcript",
 }
 
+SAID_IN_FULL = {"ai_turned_off", "ai_turned_on"}  # their words say all that changed: no "on: on → off" beneath
+
 
 FAILED_PAGE = 20  # failed events a page
+POLICY_OFF = "The triage agent is turned off in its policy: new work orders wait until it is turned on."
+HeldBy = Literal["switch", "policy"] | None  # what holds the triage agent off, if anything
 
 
 class WorkerHealth:
-    """The "Worker" and "Settings audit" sections; `show` reads both again."""
+    """The "Worker" and "Settings audit" sections, and the lines in `why` (a column at the top of the page); `show`
+    reads them all again."""
 
-    def __init__(self, visit: session.Visit, actor: Actor) -> None:
+    def __init__(self, visit: session.Visit, actor: Actor, *, why: ui.column) -> None:
         # `actor` serves the re-reads: the frame's own check closes the page of someone no longer admin
-        self.visit, self.actor = visit, actor
+        self.visit, self.actor, self.why = visit, actor, why
         self.looks = 0  # each `show` numbered: only the latest one draws
-        self.off = False  # the triage agent is held off (the page says by what): "Last pass" stands still
+        self.held_by: HeldBy = None  # held off, "Last pass" stands still; the page sets it
+        self.zone = "UTC"  # the stored policy's time zone: the spend ledger's day (the page sets it)
         self.failed_page = 1  # which page of the failed events is shown (kept across the re-reads)
+        self._retry_all = one_at_a_time(self._retry_all)  # per page: a class-wide guard would ignore other admins
+        self.retrying: set[str] = set()  # the events whose Retry is running (each its own: others stay clickable)
         ui.label("Worker").classes("text-lg font-semibold mt-2")
         self.health = ui.column().classes("w-full gap-2").mark("health")
         ui.label("Settings audit").classes("text-lg font-semibold mt-2")
@@ -81,42 +101,50 @@ class WorkerHealth:
         names = await users_service.display_names(db=get_db(), user_ids={e.actor_id for e in entries.items})
         if mine != self.looks:  # its reads straddle a change the later look has seen: drawing them would undo it
             return
+        self.why.clear()
+        with self.why:  # why nothing is triaged now, at the top, before the figures that would show only that
+            if self.held_by == "policy":
+                ui.label(POLICY_OFF).classes("text-amber-10 font-medium").mark("policy-off-line")
+            elif self.held_by is None:
+                if state.provider.state == "unreachable":
+                    _unreachable(state.provider)
+                if waiting:
+                    ui.label(waiting).classes("text-amber-10 font-medium").mark("waiting-line")
         self.health.clear()
         with self.health:
-            if waiting:  # why nothing is triaged now, before the figures that would show only that
-                ui.label(waiting).classes("text-amber-10 font-medium").mark("waiting-line")
             self._draw_health(state, failed_orders)
         self.audit.clear()
         with self.audit:
             if not entries.items:
                 ui.label("No changes yet.").classes("text-grey-7 p-3")
             for entry in entries.items:
-                with ui.row().classes("w-full items-start gap-3 px-3 py-2 border-b no-wrap").mark("audit-row"):
-                    ui.label(when(entry.created_at)).classes("text-xs text-grey-7 w-40 shrink-0")
+                row = ui.row().classes("w-full items-start gap-x-3 gap-y-1 px-3 py-2 border-b no-wrap max-md:flex-wrap")
+                with row.mark("audit-row"):  # a phone: the time above the change
+                    ui.label(when(entry.created_at)).classes("text-xs text-grey-7 w-40 max-md:w-full shrink-0")
                     with ui.column().classes("gap-0 grow"):
                         who = names.get(entry.actor_id, "Someone")
                         ui.label(f"{who} {ACTIONS.get(entry.action, entry.action)}").classes("font-medium")
-                        for line in _audit_lines(entry.before, entry.after):
+                        for line in _audit_lines(entry.action, entry.before, entry.after):
                             ui.label(line).classes("text-sm text-grey-9 wrap-anywhere")
 
     def _draw_health(self, state: triage.Health, failed_orders: dict[str, WorkOrderRead]) -> None:
         """The worker's figures, the spend, and the failed events (`failed_orders`: their orders, by id)."""
-        if state.provider.state == "unreachable":
-            _unreachable(state.provider)
         waiting = state.events.get("pending", 0) + state.events.get("processing", 0)
         with ui.row().classes("w-full gap-4 items-stretch"):
             _figure("Queue", f"{waiting:,}", f"{state.events.get('processing', 0)} being triaged", "queue-depth")
             oldest = ago(state.oldest_pending_at).replace(" ago", "") if state.oldest_pending_at else "—"
             _figure("Oldest waiting", oldest, when(state.oldest_pending_at) or "nothing waits", "oldest-pending")
             last = state.last_pass
-            ended = f"{last.status}{f' ({last.error_code})' if last.error_code else ''}" if last else ""
-            if self.off:  # nothing runs: a time that grows older every refresh would read as a worker at work
-                _figure("Last pass", "off", f"{when(last.started_at)}, {ended}" if last else "never", "last-pass")
+            ended = _ended(last) if last else ""
+            if self.held_by:  # nothing runs: a time that grows older every refresh would read as a worker at work
+                _figure("Last pass", "off", f"{when(last.started_at)} · {ended}" if last else "never", "last-pass")
             else:
                 _figure("Last pass", ago(last.started_at) if last else "never", ended, "last-pass")
             _figure("Failed", f"{state.events.get('failed', 0):,}", "gave up after every retry", "failed-count")
         with ui.card().classes("w-full gap-1").mark("spend"):
-            ui.label(f"Spend today (UTC {datetime.now(UTC):%d %b})").classes("text-sm text-grey-7")
+            # the ledger's day is the policy's time zone's, as the caps' are
+            today = now().astimezone(ZoneInfo(self.zone))
+            ui.label(f"Spend today ({today:%d %b}, {self.zone})").classes("text-sm text-grey-7").mark("spend-day")
             for spend in state.spend:
                 share = min(1.0, spend.spent_usd / spend.cap_usd) if spend.cap_usd else 1.0
                 with (
@@ -140,12 +168,15 @@ class WorkerHealth:
                     retry_all.mark("retry-all")
                 for event in state.failed:
                     order = failed_orders.get(event.payload_ref)
-                    with ui.row().classes("w-full items-center gap-3 py-1 border-b no-wrap").mark("failed-event"):
+                    # a phone: the order's title on a line of its own, then why, when and Retry
+                    row = ui.row().classes("w-full items-center gap-x-3 gap-y-1 py-1 border-b no-wrap max-md:flex-wrap")
+                    with row.mark("failed-event"):
                         if order is not None:
-                            link = ui.link(order.title, f"/app/work-orders/{order.id}").classes("w-64 truncate")
+                            link = ui.link(order.title, f"/app/work-orders/{order.id}")
+                            link.classes("w-64 max-md:w-full truncate")
                             link.mark("failed-order")
                         else:
-                            ui.label("A deleted work order").classes("w-64 text-grey-7")
+                            ui.label("A deleted work order").classes("w-64 max-md:w-full text-grey-7")
                         tries = f"{event.attempts} attempt{'' if event.attempts == 1 else 's'}"
                         ui.label(f"{tries}: {_why(event.last_error)}").classes("text-sm grow wrap-anywhere")
                         ui.label(ago(event.updated_at or event.created_at)).classes("text-xs text-grey-7")
@@ -162,7 +193,6 @@ class WorkerHealth:
         self.failed_page = page
         await self.show()
 
-    @one_at_a_time
     async def _retry_all(self) -> None:
         try:
             done = await triage.retry_failed(db=get_db(), actor=await self.visit.actor())
@@ -175,12 +205,17 @@ class WorkerHealth:
         await self.show()
 
     async def _retry(self, event_id: str) -> None:
+        if event_id in self.retrying:  # a double click: its second would read "No such failed event." in red
+            return
+        self.retrying.add(event_id)
         try:
             await triage.retry_event(db=get_db(), actor=await self.visit.actor(), event_id=event_id)
         except DeskError as error:
             self.visit.tell(error.message, type="negative")  # the list may have been redrawn meanwhile: see `tell`
         else:
             self.visit.tell("Back in the queue.", type="positive")
+        finally:
+            self.retrying.discard(event_id)
         await self.show()
 
 
@@ -202,14 +237,22 @@ def _why(code: str | None) -> str:
     return FAILURES.get(code or "", code or "no reason was kept")
 
 
+def _ended(run: AgentRunRead) -> str:
+    """How a pass ended, in words: "Failed: the AI provider failed (status 503)", not "error (provider_status 503)"."""
+    status = RUN_STATUSES.get(run.status, run.status)
+    return f"{status}: {_why(run.error_code)}" if run.error_code else status
+
+
 def _figure(title: str, value: str, note: str, marker: str) -> None:
-    with ui.card().classes("min-w-48 gap-0").mark(marker):
+    with ui.card().classes("w-56 max-md:w-full gap-0").mark(marker):
         ui.label(title).classes("text-sm text-grey-7")
         ui.label(value).classes("text-3xl font-semibold").mark(f"{marker}-value")
-        ui.label(note).classes("text-xs text-grey-7")
+        ui.label(note).classes("text-xs text-grey-7").mark(f"{marker}-note")
 
 
-def _audit_lines(before: dict | None, after: dict | None) -> list[str]:
+def _audit_lines(action: str, before: dict | None, after: dict | None) -> list[str]:
+    if action in SAID_IN_FULL:
+        return []
     before, after = before or {}, after or {}
     if not before:  # a run viewed, an event retried, a manual run: what it was about
         return [f"{key}: {shown(value)}" for key, value in after.items() if value is not None]

@@ -1,5 +1,6 @@
 """/app/admin/agents: the kill switch, the policy saved at the version read, the audit, the worker, attention."""
 
+import asyncio
 from datetime import UTC, datetime, timedelta
 from zoneinfo import ZoneInfo
 
@@ -7,6 +8,7 @@ import pytest
 from bson import ObjectId
 from nicegui import ui
 from nicegui.testing import User
+from nicegui.testing.user_notify import UserNotify
 
 from components.forbidden import MESSAGE as NO_ACCESS
 from desk.agent.core import budget
@@ -25,6 +27,7 @@ from tests.triage.conftest import proposal
 from tests.ui.conftest import WAIT
 
 PAGE = "/app/admin/agents"
+SETTLE = 1.0  # seconds: a second click that the guard did not stop would have saved (or conflicted) by then
 
 
 async def config(db) -> dict:
@@ -60,7 +63,7 @@ async def test_the_kill_switch_asks_before_turning_off_and_says_who_and_when(
     user.find(marker="switch-button").click()
     await user.should_see(marker="confirm-switch-off")
     user.find(marker="confirm-switch-off").click()
-    await user.should_see("AI is off on this desk.")
+    await user.should_see("AI is turned off for the whole desk.")
     await user.should_see(marker="switch-state", content="OFF")
     await user.should_see(marker="agents-off-banner")
     stored = await db["agent_config"].find_one({"_id": "ai_switch"})
@@ -224,6 +227,7 @@ async def test_the_worker_health_with_a_failed_event_to_retry(
     assert label_text(user, "queue-depth-value") == "1"
     assert label_text(user, "failed-count-value") == "1"
     assert label_text(user, "last-pass-value") == "just now"
+    assert label_text(user, "last-pass-note") == "Failed: the AI provider failed (status 400)"  # words, not codes
     (row,) = user.find(marker="spend-triage-agent").elements
     (_, spent) = [child.text for child in row.descendants() if isinstance(child, ui.label)]
     assert spent.startswith("$0.50") and spent.endswith(" of $1.00")  # and the failed call's few tokens
@@ -379,3 +383,151 @@ async def test_days_off_and_apply_when_are_saved_from_the_form_and_audited(
     )
     await user.should_see("Days off: none → 2026-12-24, 2026-12-25", retries=WAIT)
     await user.should_see("Apply when: Any change of priority → Only a raise (never lower a priority)")
+
+
+async def test_spend_today_is_the_day_of_the_policys_time_zone(user: User, make_user, log_in, db, ai_settings):
+    await policy.current(db, ai_settings)
+    await db["agent_config"].update_one({"_id": "triage"}, {"$set": {"timeZone": "Pacific/Kiritimati"}})
+
+    await log_in(user, await make_user("admin"), landing=PAGE)
+
+    await user.should_see(marker="spend-day", retries=WAIT)
+    today = now().astimezone(ZoneInfo("Pacific/Kiritimati"))  # UTC+14: most of the day, not UTC's date
+    assert label_text(user, "spend-day") == f"Spend today ({today:%d %b}, Pacific/Kiritimati)"
+
+
+async def test_the_triage_agent_turned_off_by_another_admin_shows_here_live(
+    user: User, make_user, log_in, db, ai_settings
+):
+    ada, bob = await make_user("admin"), await make_user("admin")
+    await log_in(user, ada, landing=PAGE)
+    await user.should_see(marker="last-pass")
+    await user.should_not_see(marker="policy-off-line")
+
+    data = AgentConfigUpdate(version=1, enabled=False)
+    await policy.update_config(db=db, settings=ai_settings, actor=actor(bob), data=data)
+
+    await user.should_see(marker="policy-off-line", retries=WAIT)
+    assert label_text(user, "policy-off-line").startswith("The triage agent is turned off in its policy")
+    assert label_text(user, "last-pass-value") == "off"  # held off: the figure stands still here too
+    # the desk-wide switch, still on, does not say the triage agent runs
+    assert label_text(user, "switch-note") == "The triage agent (as its policy says) and the assistant may run."
+
+
+async def test_with_ai_off_the_page_promises_no_resumption(user: User, make_user, log_in, db, ai_settings):
+    """Off desk-wide, nothing resumes when the hours open or the provider answers: the off banner alone says why."""
+    elsewhere = (datetime.now(UTC).date() + timedelta(days=2)).strftime("%a")
+    await policy.current(db, ai_settings)
+    await db["agent_config"].update_one({"_id": "triage"}, {"$set": {"workingHours": f"{elsewhere} 08:00-09:00"}})
+    breaker = Breaker(ai_settings)
+    for _ in range(THRESHOLD):
+        await breaker.failed(db, error="status 503")
+    ada = await make_user("admin")
+    await log_in(user, ada, landing=PAGE)
+    await user.should_see(marker="provider-unreachable", retries=WAIT)
+    await user.should_see(marker="waiting-line")
+
+    await triage.set_ai(db=db, actor=actor(ada), on=False)
+
+    await user.should_see(marker="agents-off-banner", retries=WAIT)
+    await user.should_not_see(marker="provider-unreachable", retries=WAIT)
+    await user.should_not_see(marker="waiting-line")
+
+
+async def test_the_audit_says_the_switch_in_words_alone(user: User, make_user, log_in, db, ai_settings):
+    dana = await make_user("admin", name="Dana Scully")
+    await triage.set_ai(db=db, actor=actor(dana), on=False)
+
+    await log_in(user, dana, landing=PAGE)
+
+    await user.should_see("Dana Scully turned AI off for the whole desk", retries=WAIT)
+    (row,) = user.find(marker="audit-row").elements
+    lines = [child.text for child in row.descendants() if isinstance(child, ui.label)]
+    assert lines[1:] == ["Dana Scully turned AI off for the whole desk"]  # no "on: on → off" beneath it
+
+
+async def test_the_fields_only_auto_apply_reads_say_so_while_people_decide(
+    user: User, make_user, log_in, db, ai_settings
+):
+    await log_in(user, await make_user("admin"), landing=PAGE)
+    await user.should_see(marker="policy")
+    (apply_when,) = user.find(marker="policy-applyWhen").elements
+    (cap,) = user.find(marker="policy-dailyActionCap").elements
+    assert apply_when.props["hint"] == cap.props["hint"] == "not used while people decide (suggest only)"
+
+    user.find(marker="policy-mode").elements.pop().set_value("auto_apply")
+
+    assert apply_when.props["hint"] == "which changes the agent makes itself"
+    assert cap.props["hint"] == "automatic changes per day"
+
+
+async def test_the_attention_list_comes_a_page_at_a_time(
+    user: User, make_user, make_order, log_in, db, ai_settings, provider, fake_provider
+):
+    ada, sam = await make_user("admin"), await make_user("user")
+    for number in range(27):  # a backlog triaged after an outage flags more than one page holds
+        await make_order(sam, f"Flooded room {number:02d}")
+    fake_provider.script(*[proposal("urgent", summary="Water coming through.", flag=True) for _ in range(27)])
+    await triage_task.process_due(db, ai_settings, provider=provider)
+
+    def titles() -> set[str]:
+        return {link.text for link in user.find(kind=ui.link, marker="attention-order").elements}
+
+    await log_in(user, ada, landing=PAGE)
+    await user.should_see(marker="attention-row")
+    first = titles()
+    assert len(first) == 25
+    user.find(marker="attention-pages").elements.pop().set_value(2)
+
+    await until(lambda: len(titles()) == 2, what="the second page of the attention list")
+    assert first | titles() == {f"Flooded room {number:02d}" for number in range(27)}  # every flagged order
+
+
+async def test_a_double_click_on_the_switch_asks_once(user: User, make_user, log_in, db, ai_settings):
+    await log_in(user, await make_user("admin"), landing=PAGE)
+    await user.should_see(marker="switch-state", content="ON")
+
+    button = user.find(marker="switch-button")
+    button.click()
+    button.click()  # the second click of a double-click, while the first one's question is open
+
+    await user.should_see(marker="confirm-switch-off")
+    assert len(user.find(marker="confirm-switch-off").elements) == 1  # one question, none left behind
+    user.find(marker="confirm-switch-off").click()
+    await user.should_see(marker="switch-state", content="OFF")
+    await user.should_not_see("Turn AI off for the whole desk?")
+
+
+async def test_a_double_click_on_save_policy_saves_once_with_no_conflict(
+    user: User, make_user, log_in, db, ai_settings
+):
+    await log_in(user, await make_user("admin"), landing=PAGE)
+    await user.should_see(marker="policy")
+    user.find(marker="policy-dailyActionCap").clear().type("40")
+
+    save = user.find(marker="policy-save")
+    save.click()
+    save.click()  # the second click of a double-click, before the first has saved
+
+    await user.should_see("Policy saved.")
+    await asyncio.sleep(SETTLE)  # time for a second save to meet the version the first moved on, had it been sent
+    await user.should_not_see(marker="policy-conflict")
+    assert ((await config(db))["dailyActionCap"], (await config(db))["version"]) == (40, 2)
+
+
+async def test_a_double_click_on_retry_puts_the_event_back_once_without_a_false_error(
+    user: User, make_user, make_order, log_in, db, ai_settings
+):
+    ada, sam = await make_user("admin"), await make_user("user")
+    await make_order(sam, "Leaking tap")
+    await db["outbox_events"].update_many({}, {"$set": {"status": "failed", "lastError": "provider_status 401"}})
+    await log_in(user, ada, landing=PAGE)
+    await user.should_see(marker="failed-event")
+
+    retry = user.find(marker="retry")
+    retry.click()
+    retry.click()  # the second click of a double-click, before the first has saved
+
+    await user.should_see("Back in the queue.", kind=UserNotify, retries=WAIT)
+    await asyncio.sleep(SETTLE)  # time for a second retry to be refused, had the second click been taken
+    assert user.notify.messages == ["Back in the queue."]  # no "No such failed event." for their own click
