@@ -56,10 +56,10 @@ async def test_the_kill_switch_off_and_a_new_order_gets_no_suggestion(
     ada.see("ON")
     ada.shoot("agents-on")
     ada.press("Turn off")
-    ada.see("Turn the triage agent off?")
+    ada.see("Turn AI off for the whole desk?")
     ada.press("Turn off")  # in the dialog
     ada.see("OFF")
-    ada.see_containing("The triage agent is turned off.")
+    ada.see_containing("AI is turned off on this desk")
     ada.shoot("agents-off")
 
     order = await make_order(owner, "Lights out in the hall")
