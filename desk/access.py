@@ -7,7 +7,7 @@ people read, and the error it is raised as, so no route or page words it again.
 Services import this module: it imports neither the agent nor the UI.
 """
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, Protocol
 
@@ -103,12 +103,7 @@ async def order_allows_ai(db: AsyncDatabase, order: Mapping[str, Any]) -> bool:
     deactivated, turns nothing off: their orders are still the team's to work on.
     """
     owner = order.get("ownerId")
-    people = [await users_repo.get(db, person_id) for person_id in {order.get("requesterId") or owner, owner} - {None}]
-    return people_allow_ai([person for person in people if person is not None])
-
-
-def people_allow_ai(people: Iterable[Mapping[str, Any]]) -> bool:
-    """`order_allows_ai` with the order's requester and owner at hand (those still stored)."""
+    people = await users_repo.get_many(db, list({order.get("requesterId") or owner, owner} - {None}))  # one read
     return all(allows_ai(person) for person in people)
 
 

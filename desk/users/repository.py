@@ -50,6 +50,11 @@ async def get(db: AsyncDatabase, user_id: ObjectId) -> Doc | None:
     return await _users(db).find_one({"_id": user_id})
 
 
+async def get_many(db: AsyncDatabase, user_ids: list[ObjectId]) -> list[Doc]:
+    """Those of these people still stored, in one read."""
+    return await _users(db).find({"_id": {"$in": user_ids}}).to_list() if user_ids else []
+
+
 def lookup_by_id(local_field: str, *, into: str) -> Doc:
     """An aggregation stage that puts the user whose id is in `local_field` into `into` (a list of 0 or 1)."""
     return {"$lookup": {"from": "users", "localField": local_field, "foreignField": "_id", "as": into}}

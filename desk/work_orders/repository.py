@@ -156,21 +156,6 @@ async def get(db: AsyncDatabase, order_id: ObjectId) -> Doc | None:
     return await _orders(db).find_one({"_id": order_id}, READ_FIELDS)
 
 
-async def get_with_people(db: AsyncDatabase, order_id: ObjectId) -> tuple[Doc, list[Doc]] | None:
-    """The order and its requester and owner as stored (those that are), in one round trip (the triage pass's read).
-
-    An order stored before requesters were kept has none: its owner, looked up too, asked for it (SEC-8's rule)."""
-    people = [
-        {"$lookup": {"from": "users", "localField": field, "foreignField": "_id", "as": f"_{field}"}}
-        for field in ("requesterId", "ownerId")
-    ]
-    found = await (await _orders(db).aggregate([{"$match": {"_id": order_id}}, *people])).to_list()
-    if not found:
-        return None
-    doc = {key: value for key, value in found[0].items() if key not in READ_FIELDS}
-    return doc, [*doc.pop("_requesterId", []), *doc.pop("_ownerId", [])]
-
-
 async def page(db: AsyncDatabase, filter_: Doc, *, sort: str, offset: int, limit: int) -> list[Doc]:
     cursor = _orders(db).find(filter_, READ_FIELDS).sort(SORTS[sort]).skip(offset).limit(limit)
     return await cursor.to_list()

@@ -44,11 +44,11 @@ def _require_triage(actor: Actor) -> None:
 async def triage_read(*, db: AsyncDatabase, actor: Actor, order_id: str) -> TriageTarget | None:
     """The order as the triage agent reads it, and whether its person allows AI; None when it is gone."""
     _require_triage(actor)
-    found = await by_id(order_id, partial(repo.get_with_people, db))  # the order and its people in one read
-    if found is None:
+    doc = await by_id(order_id, partial(repo.get, db))
+    if doc is None:
         return None
-    doc, people = found
-    return TriageTarget(order=WorkOrderRead.model_validate(doc), ai_allowed=access.people_allow_ai(people))
+    allowed = await access.order_allows_ai(db, doc)  # its requester and owner, in one read
+    return TriageTarget(order=WorkOrderRead.model_validate(doc), ai_allowed=allowed)
 
 
 async def triage_backlog(

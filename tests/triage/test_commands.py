@@ -9,15 +9,16 @@ from desk.agent.triage import task as triage_task
 from tests.conftest import TEST_DB
 from tests.triage.conftest import proposal
 
-# Suggest mode, 17: the look before the claim (the policy and the kill switch, one find; it stands for the pass's
+# Suggest mode, 18: the look before the claim (the policy and the kill switch, one find; it stands for the pass's
 # read before its model call, AGT-9, being a moment old), the claim and a desk-wide slot (AGENT_CONCURRENCY across
-# workers); the order with its requester and owner (one aggregate); the spend reserved (both scopes, one command);
-# the run; before the store, side by side, the lease, the kill switch (unless the watcher read it during the call)
-# and the ledger's settling; the suggestion and its change-feed entry (2); the prompt with the answer (one insert)
-# and its tool call; the run's end (with its usage); the ack; the slot let go. 17 before issue 41 too, which added
-# the slot (2), the reservation and the switch, and took out the spend check before the claim (the reservation
-# refuses past a cap), the second policy read, the owner's own read and the prompt's own insert.
-PASS_COMMANDS = 17
+# workers); the order, then its requester and owner (one find; a `$lookup` aggregate doing both was several times
+# slower on the embedded engine); the spend reserved (both scopes, one command); the run; before the store, side by
+# side, the lease, the kill switch (unless the watcher read it during the call) and the ledger's settling; the
+# suggestion and its change-feed entry (2); the prompt with the answer (one insert) and its tool call; the run's
+# end (with its usage); the ack; the slot let go. 17 before issue 41, which added the slot (2), the reservation
+# and the switch, and took out the spend check before the claim (the reservation refuses past a cap), the second
+# policy read and the prompt's own insert.
+PASS_COMMANDS = 18
 FIRST = 3  # the worker's first claim puts lapsed jobs back (1); the desk's first slot taken makes its slots (2)
 LOOK = 2  # the poll looking for more (the policy and switch, a claim finding nothing): its second slot's, the last
 BREAKER = 1  # the provider's breaker, read at most once a second by a process (desk/agent/core/breaker.py): its first
@@ -38,7 +39,7 @@ class Commands(monitoring.CommandListener):
         pass
 
 
-async def test_a_pass_in_suggest_mode_sends_seventeen_commands(
+async def test_a_pass_in_suggest_mode_sends_eighteen_commands(
     mongo_uri, db, make_user, make_order, fake_provider, triage_settings, provider
 ):
     await make_order(await make_user())
