@@ -14,7 +14,7 @@ from desk.agent.triage import policy
 from desk.agent.triage import run as triage_run
 from desk.agent.triage import task as triage_task
 from desk.config import Settings
-from desk.jobs import backoff
+from desk.jobs import backoff, slots
 from desk.jobs import queue as outbox
 from desk.jobs.table import Context, CronJob
 from desk.jobs.worker import Worker
@@ -340,6 +340,32 @@ async def test_a_call_cut_off_because_its_lease_was_lost_is_still_paid(
     assert (run["status"], run["errorCode"]) == ("aborted", "lease_lost")
     assert run["inputTokens"] > 0  # what was sent, estimated
     assert await budget.spent(db, f"agent:triage:{run['startedAt'].date().isoformat()}") > 0
+
+
+async def test_a_pass_that_lost_its_desk_wide_slot_puts_its_order_back_for_another_pass(
+    db, make_user, make_order, fake_provider, burst, triage_settings, provider
+):
+    """The job is still this worker's, but its AGENT_CONCURRENCY slot went to another worker mid-call: the pass
+    stops, stores nothing, and the order waits, its attempt not counted; the next pass triages it once."""
+    order = await make_order(await make_user())
+    settings = tuned(triage_settings, agent_lease_ms=300)  # the pass looks at its lease (and slot) every 0.1 s
+    event = await outbox.claim(db, owner="w1", lease=timedelta(milliseconds=300))
+    slot = await slots.take(db, CREATED, 1, owner="w1", lease=timedelta(milliseconds=300), at=now())
+    fake_provider.script(proposal("high").with_delay(3))
+    ctx = Context(db=db, settings=settings)
+    cut_off = asyncio.create_task(triage_worker(settings, provider).perform(ctx, event, desk_slot=slot))
+    await fake_provider.wait_for_request()
+    await db["job_slots"].update_one({"_id": slot["_id"]}, {"$inc": {"fence": 1}, "$set": {"owner": "w2"}})
+
+    await asyncio.wait_for(cut_off, 2)
+
+    assert await db["triage_suggestions"].count_documents({}) == 0
+    waiting = await event_of(db, order)
+    assert (waiting["status"], waiting["attempts"]) == ("pending", 0)  # not `done` with nothing to show
+    await db["job_slots"].delete_many({})  # the other worker let go of it
+    fake_provider.script(proposal("high"))
+    await burst()
+    assert len(await suggestions_of(db, order)) == 1
 
 
 async def test_a_suggestion_stored_by_a_pass_that_died_before_applying_it_is_applied_once_by_the_next(
