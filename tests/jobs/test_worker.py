@@ -215,24 +215,30 @@ async def test_a_task_that_is_not_ready_leaves_its_jobs_pending_and_the_others_r
     assert (await job_of(db, waiting, "test.switched_off"))["status"] == "pending"
 
 
+class Held:
+    """A task whose jobs wait for `go_on`, counting how many run at once (`running`) and at most (`most`)."""
+
+    def __init__(self) -> None:
+        self.running, self.most, self.go_on = 0, 0, asyncio.Event()
+
+    async def run(self, ctx: Context, job: Job) -> None:
+        self.running += 1
+        self.most = max(self.most, self.running)
+        await self.go_on.wait()
+        self.running -= 1
+
+
 async def test_no_more_jobs_run_at_once_than_the_worker_allows(db, ctx, make_worker, enqueue):
     for _ in range(5):
         await enqueue()
-    running, most, go_on = 0, 0, asyncio.Event()
+    held = Held()
 
-    async def run(ctx: Context, job: Job):
-        nonlocal running, most
-        running += 1
-        most = max(most, running)
-        await go_on.wait()
-        running -= 1
-
-    working = asyncio.create_task(make_worker(Function(TASK, run), concurrency=2).work(ctx))
-    await until(lambda: running == 2, what="two jobs running")
+    working = asyncio.create_task(make_worker(Function(TASK, held.run), concurrency=2).work(ctx))
+    await until(lambda: held.running == 2, what="two jobs running")
     processing = await db["outbox_events"].count_documents({"status": "processing"})  # the worker went on meanwhile
-    go_on.set()
+    held.go_on.set()
 
-    assert (await working, processing, most) == (5, 2, 2)
+    assert (await working, processing, held.most) == (5, 2, 2)
 
 
 async def test_a_fresh_job_runs_next_while_a_backlog_drains(db, ctx, clock, make_worker, enqueue):
@@ -254,22 +260,15 @@ async def test_a_fresh_job_runs_next_while_a_backlog_drains(db, ctx, clock, make
 async def test_a_desk_wide_limit_holds_across_workers(db, ctx, make_worker, enqueue):
     for _ in range(4):
         await enqueue()
-    running, most, go_on = 0, 0, asyncio.Event()
+    held = Held()
 
-    async def run(ctx: Context, job: Job):
-        nonlocal running, most
-        running += 1
-        most = max(most, running)
-        await go_on.wait()
-        running -= 1
-
-    one_at_a_time = Function(TASK, run, lease=LEASE, desk_concurrency=1)
+    one_at_a_time = Function(TASK, held.run, lease=LEASE, desk_concurrency=1)
     first = asyncio.create_task(make_worker(one_at_a_time, owner="w1", concurrency=2).work(ctx))
-    await until(lambda: running == 1, what="the first job running")
+    await until(lambda: held.running == 1, what="the first job running")
     second = await make_worker(one_at_a_time, owner="w2", concurrency=2).work(ctx)  # finds the desk's slot taken
-    go_on.set()
+    held.go_on.set()
 
-    assert (second, await first, most) == (0, 4, 1)
+    assert (second, await first, held.most) == (0, 4, 1)
     assert await db["job_slots"].count_documents({"owner": {"$ne": None}}) == 0  # every slot released
 
 

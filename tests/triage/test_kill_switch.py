@@ -147,42 +147,26 @@ async def test_a_pass_in_flight_is_cancelled_and_its_event_waits(
     assert (await event_of(db, order))["status"] == "done"
 
 
+@pytest.mark.parametrize("turned_off", ["by an admin here", "in another process, after the claim"])
 async def test_an_answer_that_comes_after_the_switch_went_off_is_not_stored(
-    db, make_user, make_order, client_for, fake_provider, burst, monkeypatch
+    db, make_user, make_order, client_for, fake_provider, burst, monkeypatch, turned_off
 ):
-    """The pass's watcher has not looked yet when the answer comes: the lease check before the store refuses it,
-    since turning off took the event back (its fence moved)."""
-    monkeypatch.setattr(switch, "WATCH_SECONDS", 3600.0)  # the watcher never looks: the store's own check must hold
-    admin = await client_for(await make_user("admin"))
-    order = await make_order(await make_user())
-    fake_provider.script(proposal("urgent").with_delay(0.3))
-    running = asyncio.create_task(burst())
-    assert await fake_provider.wait_for_request()
-
-    await admin.post(f"{ADMIN}/disable")
-    await running
-
-    assert await db["triage_suggestions"].count_documents({}) == 0
-    (run,) = await db["agent_runs"].find({"agentName": "triage"}).to_list()
-    assert (run["status"], run["errorCode"]) == ("aborted", "turned_off")
-    event = await event_of(db, order)
-    assert (event["status"], event["attempts"]) == ("pending", 0)
-
-
-async def test_a_claim_made_just_as_ai_was_turned_off_stores_nothing(
-    db, make_user, make_order, fake_provider, burst, monkeypatch
-):
-    """The worker looked (on), an admin turned AI off, and only then the worker claimed: `put_back_all` ran before
-    the claim and took nothing back. The answer comes before the watcher looks; the check before the store reads
-    the switch itself (stored here as another process would, without taking anything back)."""
+    """The pass's watcher has not looked yet when the answer comes (it never looks here). Turned off by an admin,
+    the event was taken back (its fence moved): the lease check before the store refuses it. Turned off just
+    after the worker's look but before its claim, nothing was taken back: the switch read before the store
+    refuses it (stored here as another process would, without taking anything back)."""
     monkeypatch.setattr(switch, "WATCH_SECONDS", 3600.0)
-    admin = await make_user("admin")
+    admin_user = await make_user("admin")
+    admin = await client_for(admin_user)
     order = await make_order(await make_user())
     fake_provider.script(proposal("urgent").with_delay(0.3))
     running = asyncio.create_task(burst())
     assert await fake_provider.wait_for_request()
 
-    await db["agent_config"].insert_one({"_id": switch.SWITCH_ID, "on": False, "changedBy": admin["id"]})
+    if turned_off == "by an admin here":
+        await admin.post(f"{ADMIN}/disable")
+    else:
+        await db["agent_config"].insert_one({"_id": switch.SWITCH_ID, "on": False, "changedBy": admin_user["id"]})
     await running
 
     assert await db["triage_suggestions"].count_documents({}) == 0
