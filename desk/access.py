@@ -103,7 +103,7 @@ async def order_allows_ai(db: AsyncDatabase, order: Mapping[str, Any]) -> bool:
     deactivated, turns nothing off: their orders are still the team's to work on.
     """
     owner = order.get("ownerId")
-    people = await users_repo.get_many(db, list({order.get("requesterId") or owner, owner} - {None}))  # one read
+    people = await users_repo.ai_switches(db, list({order.get("requesterId") or owner, owner} - {None}))  # one read
     return all(allows_ai(person) for person in people)
 
 

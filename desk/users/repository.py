@@ -50,9 +50,9 @@ async def get(db: AsyncDatabase, user_id: ObjectId) -> Doc | None:
     return await _users(db).find_one({"_id": user_id})
 
 
-async def get_many(db: AsyncDatabase, user_ids: list[ObjectId]) -> list[Doc]:
-    """Those of these people still stored, in one read."""
-    return await _users(db).find({"_id": {"$in": user_ids}}).to_list() if user_ids else []
+async def ai_switches(db: AsyncDatabase, user_ids: list[ObjectId]) -> list[Doc]:
+    """The `aiEnabled` of those of these people still stored, in one read (no password hash comes along)."""
+    return await _users(db).find({"_id": {"$in": user_ids}}, {"aiEnabled": 1}).to_list() if user_ids else []
 
 
 def lookup_by_id(local_field: str, *, into: str) -> Doc:
