@@ -12,6 +12,7 @@ from desk.db.embedded import EmbeddedMongo
 from tests.helpers import until_blocking
 
 ADMIN = {"DESK_ADMIN_EMAIL": "ops@example.com", "DESK_ADMIN_PASSWORD": "a sturdy passphrase"}
+WEB_ONLY = {"DESK_RUN_WORKER": "false"}  # backups are the web process's database: no worker needed beside it
 CSRF = {"X-Desk-CSRF": "1"}
 
 
@@ -58,7 +59,8 @@ class Writer(threading.Thread):
 def test_a_backup_of_a_running_desk_under_writes_restores_into_a_fresh_desk(tmp_path):
     backup = tmp_path / "desk-backup.db"
     # One writer as fast as it goes: far past a person's write limit, which this test is not about.
-    with desk_running(tmp_path / "live", DESK_WRITES_PER_MINUTE="100000", **ADMIN) as live, _api(live.url) as api:
+    fast = {"DESK_WRITES_PER_MINUTE": "100000", **ADMIN, **WEB_ONLY}
+    with desk_running(tmp_path / "live", **fast) as live, _api(live.url) as api:
         made = [
             api.post(
                 "/api/v1/admin/users",
@@ -93,7 +95,7 @@ def test_a_backup_of_a_running_desk_under_writes_restores_into_a_fresh_desk(tmp_
 
     restored = _desk("restore", str(backup), DESK_DATA_DIR=str(tmp_path / "fresh"))
     assert restored.returncode == 0, restored.stderr
-    with desk_running(tmp_path / "fresh") as fresh, _api(fresh.url) as api:
+    with desk_running(tmp_path / "fresh", **WEB_ONLY) as fresh, _api(fresh.url) as api:
         orders, total = _all(api, "/api/v1/work-orders")
         users, _ = _all(api, "/api/v1/admin/users")
         activity = {order["id"]: api.get(f"/api/v1/work-orders/{order['id']}/activity").json() for order in orders}
@@ -111,7 +113,7 @@ def test_a_backup_of_a_running_desk_under_writes_restores_into_a_fresh_desk(tmp_
 
 def test_the_first_start_after_a_restore_counts_the_orders_again(tmp_path):
     """A backup is one moment, which can fall between an order's insert and its counters' (separate writes)."""
-    with desk_running(tmp_path / "live", **ADMIN) as live, _api(live.url) as api:
+    with desk_running(tmp_path / "live", **ADMIN, **WEB_ONLY) as live, _api(live.url) as api:
         for n in range(3):
             assert api.post("/api/v1/work-orders", json={"title": f"Order {n}"}).status_code == 201
     with EmbeddedMongo(tmp_path / "live" / "mongo") as uri, MongoClient(uri) as client:  # caught mid-write, as it were
@@ -120,7 +122,7 @@ def test_the_first_start_after_a_restore_counts_the_orders_again(tmp_path):
     assert _desk("backup", str(backup), DESK_DATA_DIR=str(tmp_path / "live")).returncode == 0
     assert _desk("restore", str(backup), DESK_DATA_DIR=str(tmp_path / "fresh")).returncode == 0
 
-    with desk_running(tmp_path / "fresh") as fresh, _api(fresh.url) as api:
+    with desk_running(tmp_path / "fresh", **WEB_ONLY) as fresh, _api(fresh.url) as api:
         orders, total = _all(api, "/api/v1/work-orders")
 
     assert (len(orders), total) == (3, 3)
@@ -128,7 +130,7 @@ def test_the_first_start_after_a_restore_counts_the_orders_again(tmp_path):
 
 
 def test_restore_needs_a_backup_and_backup_a_new_file(tmp_path):
-    with desk_running(tmp_path / "live") as live:
+    with desk_running(tmp_path / "live", **WEB_ONLY) as live:
         assert httpx.get(f"{live.url}/healthz").status_code == 200
     existing = tmp_path / "taken.db"
     existing.write_text("not a database")

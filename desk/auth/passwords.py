@@ -81,10 +81,18 @@ def json_schema() -> dict[str, object]:
     return {"minLength": MIN_LENGTH, "maxLength": MAX_LENGTH, "pattern": visible, "not": {"pattern": _refused()}}
 
 
-@cache
 def _spellings(char: str) -> frozenset[str]:
     """Every character whose lower case is `char` (the policy compares lower-cased passwords)."""
-    return frozenset(other for other in BMP if other.lower() == char) | {char}
+    return _upper_cases().get(char, frozenset()) | {char}
+
+
+@cache
+def _upper_cases() -> dict[str, frozenset[str]]:
+    """Each lower case and the characters that lower to it: one walk of the BMP, not one per letter of the list."""
+    spellings: dict[str, set[str]] = {}
+    for other in BMP:
+        spellings.setdefault(other.lower(), set()).add(other)
+    return {lower: frozenset(chars) for lower, chars in spellings.items()}
 
 
 def _normalized(password: str) -> str:

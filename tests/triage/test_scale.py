@@ -1,4 +1,4 @@
-"""Scale (issue 18): two worker processes on one database triage 500 new orders, each exactly once.
+"""Scale (issue 18): two worker processes on one database triage 200 new orders, each exactly once.
 
 Real `python scheduler.py` processes against the scripted fake provider (instant answers), a 200 ms
 poll and the default concurrency of 2 each. The figures (events per second, p95) are the bench's
@@ -19,13 +19,13 @@ from tests.conftest import TEST_DB
 from tests.helpers import PASSWORD, actor, until
 from tests.triage.conftest import proposal
 
-ORDERS = 500
+ORDERS = 200
 
 
-async def test_two_workers_triage_five_hundred_orders_each_exactly_once(
+async def test_two_workers_triage_two_hundred_orders_each_exactly_once(
     db, settings, tmp_path: Path, mongo_uri, fake_provider
 ):
-    # `settings`: the test limits, 1000 writes a minute; 500 orders at once are far past a person's 60,
+    # `settings`: the test limits, 1000 writes a minute; 200 orders at once are far past a person's 60,
     # which this test is not about
     user = await users_service.register(
         db=db, data=UserCreate(email="many@example.com", name="Many", role="user", password=PASSWORD)
