@@ -67,3 +67,14 @@ APPLY_WHEN = {  # auto-apply's direction (desk.agent.triage.models.ApplyWhen)
     "any": "Any change of priority",
     "raise_only": "Only a raise (never lower a priority)",
 }
+TRIAGE_OUTCOMES = {  # what one triage pass came to (desk.agent.triage.run.Kind; a manual run's `outcome`)
+    "suggested": "Suggested",
+    "applied": "Applied",
+    "skipped": "Skipped",
+    "failed": "Failed",
+    "disabled": "Turned off",
+    "over_budget": "Out of budget",
+    "lease_lost": "Another worker took it over",
+    "duplicate": "Another pass had already triaged it",
+    "lost": "Another pass had it",  # stored before issue 41 split it into lease_lost and duplicate
+}

@@ -531,3 +531,23 @@ async def test_a_double_click_on_retry_puts_the_event_back_once_without_a_false_
     await user.should_see("Back in the queue.", kind=UserNotify, retries=WAIT)
     await asyncio.sleep(SETTLE)  # time for a second retry to be refused, had the second click been taken
     assert user.notify.messages == ["Back in the queue."]  # no "No such failed event." for their own click
+
+
+@pytest.mark.parametrize(
+    ("outcome", "words"),
+    [
+        ("duplicate", "outcome: Another pass had already triaged it"),
+        ("lease_lost", "outcome: Another worker took it over"),
+        ("lost", "outcome: Another pass had it"),  # stored before the two were told apart: still read
+    ],
+)
+async def test_a_manual_runs_audit_says_how_it_ended_in_words(
+    user: User, make_user, log_in, db, ai_settings, outcome, words
+):
+    dana = await make_user("admin", name="Dana Scully")
+    after = {"workOrderId": "6578a0000000000000000001", "outcome": outcome}
+    await policy.record(db, agent=policy.AGENT, actor_id=dana["id"], action="manual_run", after=after)
+
+    await log_in(user, dana, landing=PAGE)
+
+    await user.should_see(words, retries=WAIT)

@@ -48,7 +48,8 @@ async def manual_run(
         outcome = await triage(
             db=db, settings=settings, provider=provider, order_id=order_id, still_ours=still_ours, triggered_by=actor.id
         )
-        settled.append(outcome.kind in ("suggested", "applied", "lost"))  # lost: someone else holds the event now
+        # lease_lost: someone else holds the event now (settling it is a fenced no-op, as giving it back would be)
+        settled.append(outcome.kind in ("suggested", "applied", "duplicate", "lease_lost"))
     if outcome.kind == "skipped" and outcome.error == "order_deleted":
         raise NotFound("No such work order.")
     kind = {"retry": "failed", "disabled": "disabled", "over_budget": "over_budget"}.get(outcome.kind, outcome.kind)

@@ -147,12 +147,12 @@ async def triage_pass(
 
 def _as_result(outcome: Outcome, job: Job, *, outage: bool = False) -> Result:
     match outcome.kind:
-        case "lost" if outcome.error == "lease_lost":
+        case "lease_lost":
             # the job, or its desk-wide slot, is another worker's now: back in line (a fenced write, a no-op when the
             # job is not ours); a pass that holds it later finishes what this one stored
             return Later()
-        case "suggested" | "applied" | "lost":
-            return Done()  # lost: an earlier pass stored this event's suggestion and finished it
+        case "suggested" | "applied" | "duplicate":
+            return Done()  # duplicate: an earlier pass stored this event's suggestion and finished it
         case "skipped":
             return Skipped(outcome.error)
         case "disabled" | "over_budget":
