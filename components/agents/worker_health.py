@@ -26,6 +26,7 @@ from desk.agent.triage.models import ProviderStatus
 from desk.config import get_settings
 from desk.db.client import get_db
 from desk.errors import DeskError
+from desk.jobs.models import OutboxEventRead
 from desk.labels import POLICY_FIELDS, RUN_STATUSES, run_error
 from desk.schema import now
 from desk.users import service as users_service
@@ -168,8 +169,9 @@ class WorkerHealth:
                             link.mark("failed-order")
                         else:
                             ui.label("A deleted work order").classes("w-64 max-md:w-full text-grey-7")
-                        tries = f"{event.attempts} attempt{'' if event.attempts == 1 else 's'}"
-                        ui.label(f"{tries}: {run_error(event.last_error)}").classes("text-sm grow wrap-anywhere")
+                        ui.label(f"{_tries(event)}: {run_error(event.last_error)}").classes(
+                            "text-sm grow wrap-anywhere"
+                        )
                         ui.label(ago(event.updated_at or event.created_at)).classes("text-xs text-grey-7")
                         if order is not None:  # a deleted order has nothing left to triage
                             retry = ui.button("Retry", on_click=lambda e=event: self._retry(e.id))
@@ -220,6 +222,11 @@ def _unreachable(provider: ProviderStatus) -> None:
             "Triage waits for it: new orders queue up and nothing is given up; the provider is tried again, less"
             f" often the longer it stays down, and triage resumes by itself once it answers.{why}"
         ).classes("text-sm")
+
+
+def _tries(event: OutboxEventRead) -> str:
+    made = event.attempts + event.strikes  # a strike is a try too, if not an attempt
+    return f"{made} attempt{'' if made == 1 else 's'}"
 
 
 def _ended(run: AgentRunRead) -> str:

@@ -551,3 +551,17 @@ async def test_a_manual_runs_audit_says_how_it_ended_in_words(
     await log_in(user, dana, landing=PAGE)
 
     await user.should_see(words, retries=WAIT)
+
+
+async def test_an_order_the_provider_kept_failing_on_says_so_counting_every_try(
+    user: User, make_user, make_order, log_in, db, ai_settings
+):
+    await make_order(await make_user(), "Leak in the attic")
+    given_up = {"status": "failed", "attempts": 1, "strikes": 2, "lastError": "provider_fails_on_order"}
+    await db["outbox_events"].update_many({}, {"$set": given_up})  # as the worker leaves it (tests/triage)
+
+    await log_in(user, await make_user("admin"), landing=PAGE)
+
+    await user.should_see(marker="failed-event")
+    with user.scope(marker="failed-event"):
+        await user.should_see("3 attempts: the AI provider failed on this order every time, while answering others")
