@@ -15,8 +15,12 @@ from components.copilot.panel import Copilot, ai_off_reason
 from components.runtime import session
 from components.runtime.session import SessionUser
 from components.work_order import drafts
+from desk import state
+from desk.agent.core import switch
+from desk.db.client import get_db
 
 SESSION_CHECK_SECONDS = 3.0
+SWITCH_CHECK_SECONDS = 3.0  # how soon a tab's header sees the AI switch flipped in another process (plus its read)
 NOTICE = "notice"  # in the tab's storage: what the next page of this tab tells the person (notify_next_page)
 LIST_VIEW = "list_view"  # in the tab's storage: the work-order list's address as this tab last showed it
 COPILOT_PAGE = "/app/copilot"  # the conversation's own page: no second panel in a drawer there
@@ -33,17 +37,17 @@ def frame(title: str, me: SessionUser, *, path: str) -> Iterator[session.Visit]:
     retitle(title)
     ui.colors(primary="#2f4f6f")
     off = ai_off_reason(me)
-    toggle = None
-    if off is None:
-        toggle = _copilot_drawer(visit) if path != COPILOT_PAGE else _focus_page_copilot
-        if path == COPILOT_PAGE:
-            _shortcut(toggle)
-    else:  # Ctrl+K is not a dead key, nor the icon in its place: both say why there is no assistant
-
-        def say_why() -> None:
-            ui.notify(off, type="info")
-
-        _shortcut(say_why)
+    # Whether this person has an assistant when the desk's AI switch is on: then the header follows the switch live
+    # (an admin turning AI back on must not leave every open tab grey until a reload), else it says why not for good.
+    follows = ai_off_reason(me, desk_switch=switch.NEVER_FLIPPED) is None
+    toggle, escape, drawer = None, None, None
+    if follows:
+        if path != COPILOT_PAGE:
+            toggle, escape, drawer = _copilot_drawer(visit)
+        else:
+            toggle = _focus_page_copilot
+    header = _AssistantHeader(me, off, drawer)
+    _shortcut(header.shortcut(toggle), on_escape=escape)
     # On a phone the header's buttons show their icons alone, and the name is cut short: two rows, not three.
     # (NiceGUI puts a button's text in as a bare text node: no element to hide, so its size goes to 0.)
     ui.add_css(
@@ -58,23 +62,15 @@ def frame(title: str, me: SessionUser, *, path: str) -> Iterator[session.Visit]:
         ui.link("Work Order Desk", "/app").classes("text-lg font-semibold text-white no-underline")
         with ui.row().classes("gap-3"):
             _nav("Work orders", "/app", path)
-            if toggle is not None:
-                _nav("Assistant", "/app/copilot", path)
+            if follows:
+                header.available.append(_nav("Assistant", "/app/copilot", path))
             if me.is_admin:
                 _nav("Users", "/app/admin/users", path)
                 _nav("Metrics", "/app/admin/metrics", path)
                 _nav("Agents", "/app/admin/agents", path)
                 _nav("Audit", "/app/admin/audit", path)
         ui.space()
-        if toggle is not None:
-            assistant = ui.button("Assistant", icon="auto_awesome", on_click=toggle).props("flat color=white")
-            assistant.classes("icon-on-phone").props('aria-label="Assistant"')
-            assistant.mark("copilot-toggle").tooltip("Ctrl+K / ⌘K")
-        else:  # where the assistant would be, a dimmed icon that says why not (one icon: the header stays one row)
-            unavailable = ui.button(icon="auto_awesome", on_click=say_why)
-            unavailable.props("flat round color=white").classes("opacity-50")
-            unavailable.props["aria-label"] = f"Assistant unavailable: {off}"
-            unavailable.mark("copilot-off").tooltip(off)
+        header.build(toggle)
         with ui.row().classes("items-center gap-2 text-white"):
             name = ui.link(me.name, "/app/profile").classes("text-white max-sm:max-w-32 truncate")
             name.mark("current-user")
@@ -83,6 +79,9 @@ def frame(title: str, me: SessionUser, *, path: str) -> Iterator[session.Visit]:
             log_out.classes("icon-on-phone").props('aria-label="Log out"').mark("logout")
     # Logout in another tab, an admin deactivating or demoting the person, the idle or absolute limit.
     ui.timer(SESSION_CHECK_SECONDS, visit.check)
+    if follows:  # a flip made in another process: `current` reads it (once a second at most for all tabs here)
+        ui.timer(SWITCH_CHECK_SECONDS, lambda: switch.current(get_db()))
+        header.follow()
     ui.timer(0, _tell_notice, once=True)  # a timer runs once the browser is connected: the tab is known then
     with ui.column().classes("w-full max-w-6xl mx-auto p-4 gap-4"):
         yield visit
@@ -144,7 +143,71 @@ window.deskFocusBefore = null;
 if (was?.isConnected && (!now || now === document.body || now.closest('.q-drawer'))) was.focus();"""
 
 
-def _copilot_drawer(visit: session.Visit) -> Callable[[], None]:
+class _AssistantHeader:
+    """The header's assistant: its button (and nav link) while the person may use it, else a dimmed icon that says
+    why not. For a person who has an assistant whenever the desk's AI switch is on, it follows the switch: the bus's
+    "ai_switch" (desk/agent/core/switch.py) shows one or the other in every open tab of this process."""
+
+    def __init__(self, me: SessionUser, off: str | None, drawer: ui.right_drawer | None) -> None:
+        self.me, self.off, self.drawer = me, off, drawer
+        self.available: list[ui.element] = []  # shown while the assistant is: its button, its nav link
+        self.unavailable: ui.button | None = None
+        self.why: ui.tooltip | None = None
+
+    def build(self, toggle: Callable | None) -> None:
+        if toggle is not None:
+            assistant = ui.button("Assistant", icon="auto_awesome", on_click=toggle).props("flat color=white")
+            assistant.classes("icon-on-phone").props('aria-label="Assistant"')
+            assistant.mark("copilot-toggle").tooltip("Ctrl+K / ⌘K")
+            self.available.append(assistant)
+        # where the assistant would be, a dimmed icon that says why not (one icon: the header stays one row)
+        self.unavailable = ui.button(icon="auto_awesome", on_click=self.say_why)
+        self.unavailable.props("flat round color=white").classes("opacity-50").mark("copilot-off")
+        with self.unavailable:
+            self.why = ui.tooltip("")
+        self._show(self.off)
+
+    def shortcut(self, toggle: Callable | None) -> Callable:
+        """Ctrl+K: the assistant while there is one, else why not (it is not a dead key)."""
+
+        def pressed():
+            return toggle() if toggle is not None and self.off is None else self.say_why()
+
+        return pressed
+
+    def say_why(self) -> None:
+        if self.off is not None:
+            ui.notify(self.off, type="info")
+
+    def follow(self) -> None:
+        """Show the assistant, or why not, as the desk's switch flips, while the page is open."""
+        client = ui.context.client
+
+        def flipped(seen: switch.Switch) -> None:
+            if client.is_deleted:  # a page left behind; its on_delete may not have run yet
+                unsubscribe()
+                return
+            with client:
+                self._show(ai_off_reason(self.me, desk_switch=seen))
+
+        unsubscribe = state.current().bus.subscribe("ai_switch", None, flipped)
+        client.on_delete(unsubscribe)
+
+    def _show(self, off: str | None) -> None:
+        self.off = off
+        for element in self.available:
+            element.set_visibility(off is None)
+        assert self.unavailable is not None and self.why is not None
+        self.unavailable.set_visibility(off is not None)
+        if off is not None:
+            self.unavailable.props["aria-label"] = f"Assistant unavailable: {off}"  # as data, not a props string
+            self.unavailable.update()
+            self.why.set_text(off)
+            if self.drawer is not None:
+                self.drawer.hide()
+
+
+def _copilot_drawer(visit: session.Visit) -> tuple[Callable, Callable[[], None], ui.right_drawer]:
     """The assistant in a right drawer, opened and closed with Ctrl+K / Cmd+K (focus lands in its input).
 
     It shows the person's conversation as the server has it (components/copilot/panel.py), read again on opening.
@@ -171,8 +234,7 @@ def _copilot_drawer(visit: session.Visit) -> Callable[[], None]:
         if drawer.value and panel.dialog is None:  # with a change waiting, Escape is the approval's "Not now"
             drawer.hide()
 
-    _shortcut(toggle, on_escape=escape)
-    return toggle
+    return toggle, escape, drawer
 
 
 def _focus_page_copilot() -> None:
@@ -194,7 +256,7 @@ def _shortcut(toggle: Callable, *, on_escape: Callable[[], None] | None = None) 
     ui.keyboard(on_key=shortcut, ignore=[])
 
 
-def _nav(label: str, target: str, path: str) -> None:
+def _nav(label: str, target: str, path: str) -> ui.link:
     """A link of the nav; the one for the screen you are on stands out, and says so to screen readers."""
     under = "/app/work-orders/" if target == "/app" else target  # an order's page is under "Work orders"
     active = path == target or path.startswith(under)
@@ -202,6 +264,7 @@ def _nav(label: str, target: str, path: str) -> None:
     if active:
         link.classes("bg-white/20 font-semibold underline underline-offset-4").props('aria-current="page"')
         link.mark("nav-current")
+    return link
 
 
 async def _log_out(visit: session.Visit) -> None:

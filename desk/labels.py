@@ -67,3 +67,43 @@ APPLY_WHEN = {  # auto-apply's direction (desk.agent.triage.models.ApplyWhen)
     "any": "Any change of priority",
     "raise_only": "Only a raise (never lower a priority)",
 }
+TRIAGE_OUTCOMES = {  # what one triage pass came to (desk.agent.triage.run.Kind; a manual run's `outcome`)
+    "suggested": "Suggested",
+    "applied": "Applied",
+    "skipped": "Skipped",
+    "failed": "Failed",
+    "disabled": "Turned off",
+    "over_budget": "Out of budget",
+    "lease_lost": "Another worker took it over",
+    "duplicate": "Another pass had already triaged it",
+    "lost": "Another pass had it",  # stored before issue 41 split it into lease_lost and duplicate
+}
+RUN_ERRORS = {  # why a run ended as it did, or why the worker gave up on an event, in words (the store keeps the code)
+    "invalid_output": "the model's answers were not a usable suggestion",
+    "lease_expired": "a worker stopped while on it",
+    "internal": "an error on our side (the worker's log says which)",
+    "turned_off": "AI was turned off during it",
+    "lease_lost": "another worker took the order over",
+    "duplicate": "another pass had already triaged the order",
+    "order_closed": "the order was closed",
+    "order_deleted": "the order was deleted",
+    "ai_disabled_for_owner": "the order's requester or owner turned AI off",
+    "budget_exceeded": "a daily spend cap was reached",
+    "daily_action_cap": "the daily cap on automatic changes was reached: left as a suggestion",
+    "overtaken": "a person set the priority first: left as a suggestion",
+    "raise_only": "it would have lowered the priority, which the policy leaves to people",
+    "provider_fails_on_order": "the AI provider failed on this order every time, while answering others",
+    "step_cap": "the conversation used up its steps",
+    "ai_unreached": "the AI provider could not be reached (nothing was billed)",
+    "AI_UNAVAILABLE": "the AI provider failed",
+    "AI_BUDGET_EXCEEDED": "a daily spend cap was reached",
+    "FORBIDDEN": "the person may no longer use AI",
+}
+
+
+def run_error(code: str | None) -> str:
+    """A run's (or a failed event's) error code in words: "the AI provider failed (status 401)" for
+    `provider_status 401`; a code with no words yet is shown as it is."""
+    if code and code.startswith("provider_") and code not in RUN_ERRORS:
+        return f"the AI provider failed ({code.removeprefix('provider_')})"
+    return RUN_ERRORS.get(code or "", code or "no reason was kept")

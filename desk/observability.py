@@ -29,6 +29,7 @@ from prometheus_client import (
 from pymongo.asynchronous.database import AsyncDatabase
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
+from desk import state
 from desk.agent.core import breaker, budget
 from desk.agent.triage import policy as agent_policy
 from desk.agent.triage import repository as triage_repo
@@ -76,7 +77,10 @@ OUTBOX = Gauge(
 )
 OLDEST = Gauge("desk_outbox_oldest_pending_seconds", "Age of the oldest pending outbox event", registry=REGISTRY)
 DECISIONS = Gauge(
-    "desk_triage_decisions_today", "Triage suggestions decided today (UTC)", ["decision"], registry=REGISTRY
+    "desk_triage_decisions_today",
+    "Triage suggestions decided today (the desk's time zone)",
+    ["decision"],
+    registry=REGISTRY,
 )
 SPEND = Gauge("desk_ai_spend_usd", "AI spend today (the desk's time zone) by scope", ["scope"], registry=REGISTRY)
 CAP = Gauge("desk_ai_spend_cap_usd", "The daily cap of each spend scope", ["scope"], registry=REGISTRY)
@@ -120,7 +124,8 @@ async def _read_shared_state(db: AsyncDatabase, settings: Settings) -> None:
         OUTBOX.labels(status).set(count)
     oldest = await outbox_repo.oldest_pending(db)
     OLDEST.set((now() - _aware(oldest)).total_seconds() if oldest else 0)
-    day = now().date().isoformat()
+    zone = await budget.desk_zone(db)  # the ledger's days and the decisions' are the desk's (the policy's zone)
+    day = budget.day_of(state.current().clock.now(), zone)
     decided: dict[str, int] = {"accepted": 0, "dismissed": 0}
     for doc in await triage_repo.decisions_since(db, day):
         decided[str(doc.get("decision"))] = decided.get(str(doc.get("decision")), 0) + 1
@@ -130,7 +135,7 @@ async def _read_shared_state(db: AsyncDatabase, settings: Settings) -> None:
         f"agent:{agent_policy.AGENT}": settings.agent_daily_spend_usd,
         "global": settings.ai_global_daily_spend_usd,
     }
-    ledger_day = budget.day_of(now(), await budget.desk_zone(db))  # the ledger counts the desk's days
+    ledger_day = budget.day_of(now(), zone)
     for scope, cap in scopes.items():
         SPEND.labels(scope).set(await budget.spent(db, f"{scope}:{ledger_day}"))
         CAP.labels(scope).set(cap)

@@ -23,7 +23,7 @@ from desk.agent.triage import service as triage
 from desk.agent.triage.models import RunQuery
 from desk.db.client import get_db
 from desk.errors import DeskError, NotFound
-from desk.labels import AGENT_NAMES, RUN_STATUSES
+from desk.labels import AGENT_NAMES, RUN_STATUSES, run_error
 from desk.schema import after, midnight
 from desk.users import service as users_service
 
@@ -166,4 +166,8 @@ class RunsScreen:
                 ui.label("—").classes("w-40")
             ui.label(f"{run.input_tokens:,} in · {run.output_tokens:,} out").classes("text-sm text-grey-8 w-40")
             ui.label(f"${extra.cost_usd:.4f}" if extra else "").classes("text-sm text-grey-8 w-20")
-            ui.label(run.error_code or "").classes("text-sm text-red-8 grow wrap-anywhere")
+            with ui.column().classes("grow gap-0 min-w-0"):
+                if run.error_code:  # the words a person reads, the stored code beneath them for whoever digs further
+                    ui.label(run_error(run.error_code)).classes("text-sm text-red-8 wrap-anywhere").mark("run-error")
+                    code = ui.label(run.error_code).classes("text-xs text-grey-7 font-mono wrap-anywhere")
+                    code.mark("run-error-code")

@@ -13,8 +13,9 @@ GRID_TOP = 72
 
 
 def triage_chart(days: int) -> dict:
+    """Days of the desk's time zone (the triage policy's), as the service counts them and the ledger bills."""
     return {
-        "title": {"text": f"Triage per day, last {days} days (UTC)", **TITLE},
+        "title": {"text": f"Triage per day, last {days} days", **TITLE},
         "tooltip": {"trigger": "axis"},
         "legend": {"data": ["Suggested", "Accepted", "Dismissed", "Acceptance %"], **LEGEND},
         "grid": {"left": 40, "right": 48, "bottom": 32, "top": GRID_TOP},

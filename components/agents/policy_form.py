@@ -20,7 +20,7 @@ from desk.agent.triage.models import AgentConfigRead, AgentConfigUpdate
 from desk.config import get_settings
 from desk.db.client import get_db
 from desk.errors import Conflict, DeskError, NothingToChange
-from desk.labels import APPLY_WHEN, POLICY_FIELDS, PRIORITY_LABELS, TRIAGE_MODES
+from desk.labels import APPLY_WHEN, POLICY_FIELDS, PRIORITY_LABELS, TRIAGE_MODES, TRIAGE_OUTCOMES
 
 AUTO_ONLY = "not used while people decide (suggest only)"
 
@@ -169,5 +169,5 @@ def shown(value: object) -> str:
         return "on" if value else "off"
     if isinstance(value, list):
         return ", ".join(map(str, value)) or "none"
-    labels = {**TRIAGE_MODES, **PRIORITY_LABELS, **APPLY_WHEN}
+    labels = {**TRIAGE_MODES, **PRIORITY_LABELS, **APPLY_WHEN, **TRIAGE_OUTCOMES}  # outcomes: a manual run's audit
     return labels.get(str(value), str(value)) if value is not None else "—"

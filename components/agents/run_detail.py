@@ -8,7 +8,7 @@ from nicegui import ui
 from components.formats import when
 from desk.agent.core.models import AgentRunDetail, AgentToolCallRead
 from desk.agent.triage import service as triage
-from desk.labels import AGENT_NAMES, APPROVAL_STATUSES, PRIORITY_LABELS, RUN_STATUSES, TOOL_OUTCOMES
+from desk.labels import AGENT_NAMES, APPROVAL_STATUSES, PRIORITY_LABELS, RUN_STATUSES, TOOL_OUTCOMES, run_error
 
 RUN_STATUS_COLORS = {"running": "blue-6", "complete": "green-7", "error": "red-7", "budget_exceeded": "orange-8"}
 
@@ -35,8 +35,9 @@ def run_detail(detail: AgentRunDetail, extra: triage.RunExtra | None, names: dic
         ui.label(f"{run.input_tokens:,} tokens in · {run.output_tokens:,} out{cost}").classes("text-sm").mark(
             "run-usage"
         )
-        if run.error_code:
-            ui.label(f"Error: {run.error_code}").classes("text-sm text-red-8")
+        if run.error_code:  # in words, and the stored code as a secondary line
+            ui.label(f"Why: {run_error(run.error_code)}").classes("text-sm text-red-8").mark("run-error")
+            ui.label(run.error_code).classes("text-xs text-grey-7 font-mono").mark("run-error-code")
         if extra and extra.work_order_id:
             ui.link("Open the work order", f"/app/work-orders/{extra.work_order_id}").classes("text-sm")
     ui.label("Transcript").classes("text-lg font-semibold mt-2")

@@ -26,21 +26,13 @@ from desk.agent.triage.models import ProviderStatus
 from desk.config import get_settings
 from desk.db.client import get_db
 from desk.errors import DeskError
-from desk.labels import POLICY_FIELDS, RUN_STATUSES
+from desk.jobs.models import OutboxEventRead
+from desk.labels import POLICY_FIELDS, RUN_STATUSES, run_error
 from desk.schema import now
 from desk.users import service as users_service
 from desk.work_orders import service as work_orders
 from desk.work_orders.models import WorkOrderRead
 
-FAILURES = {  # why the worker gave up on an event, or a pass ended as it did, in words (the store keeps a code)
-    "invalid_output": "the model's answers were not a usable suggestion",
-    "lease_expired": "a worker stopped while triaging it",
-    "internal": "an error on our side (the worker's log says which)",
-    "turned_off": "AI was turned off during it",
-    "lease_lost": "another worker took the order over",
-    "order_closed": "the order was closed",
-    "budget_exceeded": "a daily spend cap was reached",
-}
 ACTIONS = {
     "config_updated": "changed the policy",
     "enabled": "turned the triage agent on",  # before issue 41, the switch was the policy's
@@ -177,8 +169,9 @@ class WorkerHealth:
                             link.mark("failed-order")
                         else:
                             ui.label("A deleted work order").classes("w-64 max-md:w-full text-grey-7")
-                        tries = f"{event.attempts} attempt{'' if event.attempts == 1 else 's'}"
-                        ui.label(f"{tries}: {_why(event.last_error)}").classes("text-sm grow wrap-anywhere")
+                        ui.label(f"{_tries(event)}: {run_error(event.last_error)}").classes(
+                            "text-sm grow wrap-anywhere"
+                        )
                         ui.label(ago(event.updated_at or event.created_at)).classes("text-xs text-grey-7")
                         if order is not None:  # a deleted order has nothing left to triage
                             retry = ui.button("Retry", on_click=lambda e=event: self._retry(e.id))
@@ -231,16 +224,15 @@ def _unreachable(provider: ProviderStatus) -> None:
         ).classes("text-sm")
 
 
-def _why(code: str | None) -> str:
-    if code and code.startswith("provider_"):
-        return f"the AI provider failed ({code.removeprefix('provider_')})"
-    return FAILURES.get(code or "", code or "no reason was kept")
+def _tries(event: OutboxEventRead) -> str:
+    made = event.attempts + event.strikes  # a strike is a try too, if not an attempt
+    return f"{made} attempt{'' if made == 1 else 's'}"
 
 
 def _ended(run: AgentRunRead) -> str:
     """How a pass ended, in words: "Failed: the AI provider failed (status 503)", not "error (provider_status 503)"."""
     status = RUN_STATUSES.get(run.status, run.status)
-    return f"{status}: {_why(run.error_code)}" if run.error_code else status
+    return f"{status}: {run_error(run.error_code)}" if run.error_code else status
 
 
 def _figure(title: str, value: str, note: str, marker: str) -> None:

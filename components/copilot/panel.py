@@ -43,11 +43,13 @@ WAITING_FOR_YOU = "The assistant is waiting for you to approve or reject its cha
 WATCH_SECONDS = 1.0  # a panel showing a turn or a change of another process looks this often
 
 
-def ai_off_reason(me: SessionUser) -> str | None:
-    """Why the assistant is not available to this person (in desk/access.py's words), or None when it is."""
+def ai_off_reason(me: SessionUser, *, desk_switch: switch.Switch | None = None) -> str | None:
+    """Why the assistant is not available to this person (in desk/access.py's words), or None when it is;
+    `desk_switch`: as if the desk-wide switch stood so (by default, as this process last read it)."""
     # the switch as this process last read it (no read: the page's frame is drawn without waiting); a message sent
     # while it is off is refused with its reason all the same
-    decision = access.can_use_ai(me, settings=get_settings(), switch=switch.known())
+    desk_switch = desk_switch or switch.known()
+    decision = access.can_use_ai(me, settings=get_settings(), switch=desk_switch)
     return decision.reason if isinstance(decision, access.Denied) else None
 
 

@@ -18,6 +18,7 @@ class OutboxEventRead(ReadModel):
     payload_ref: IdStr
     status: EventStatus
     attempts: int
+    strikes: int = 0  # transient failures that may be its own, not counted in `attempts` (desk/jobs/table.py)
     available_at: datetime
     leased_until: datetime | None = None
     lease_owner: str | None = None

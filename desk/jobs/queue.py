@@ -34,6 +34,7 @@ from desk.schema import now
 
 Doc = dict[str, Any]
 STATUSES: tuple[EventStatus, ...] = ("pending", "processing", "done", "failed", "skipped")
+FRESH = {"attempts": 0, "strikes": 0}  # a job an admin retries starts its count again
 KEEP: dict[str, timedelta] = {"done": timedelta(days=30), "skipped": timedelta(days=30), "failed": timedelta(days=90)}
 
 
@@ -82,6 +83,7 @@ async def enqueue(
         "payloadRef": key,
         "status": "skipped" if skip else "pending",
         "attempts": 0,
+        "strikes": 0,  # failures that may be the job's own, uncounted in its attempts (`put_back`)
         "fence": 0,
         "availableAt": not_before or moment,
         "bornAt": born or moment,
@@ -168,16 +170,19 @@ async def put_back(
     *,
     error: str | None = None,
     not_before: datetime | None = None,
+    strike: bool = False,
     at: datetime | None = None,
 ) -> bool:
     """Back to pending, the attempt not counted: the job was not the problem (its task said not now). Due at once,
-    or from `not_before`; `error` (why it waits) is kept as its `lastError`."""
+    or from `not_before`; `error` (why it waits) is kept as its `lastError`. `strike`: it may have been the problem
+    after all, and its `strikes` are counted (desk/jobs/table.py, `Later`)."""
     fields: Doc = {"status": "pending", "leasedUntil": None, "leaseOwner": None, "updatedAt": at or now()}
     if error is not None:
         fields["lastError"] = error
     if not_before is not None:
         fields["availableAt"] = not_before
-    result = await _jobs(db).update_one(_fenced(job), {"$set": fields, "$inc": {"attempts": -1}})
+    counted = {"attempts": -1, "strikes": 1} if strike else {"attempts": -1}
+    result = await _jobs(db).update_one(_fenced(job), {"$set": fields, "$inc": counted})
     return result.modified_count == 1
 
 
@@ -249,7 +254,7 @@ async def requeue(db: AsyncDatabase, job_id: ObjectId) -> Doc | None:
     moment = now()
     return await _jobs(db).find_one_and_update(
         {"_id": job_id, "status": "failed"},
-        {"$set": {"status": "pending", "attempts": 0, "availableAt": moment, "updatedAt": moment, "expiresAt": None}},
+        {"$set": {"status": "pending", **FRESH, "availableAt": moment, "updatedAt": moment, "expiresAt": None}},
         return_document=ReturnDocument.AFTER,
     )
 
@@ -257,7 +262,7 @@ async def requeue(db: AsyncDatabase, job_id: ObjectId) -> Doc | None:
 async def requeue_failed(db: AsyncDatabase, task: str) -> int:
     """Every failed job of `task` back to pending with its attempts reset (an admin's "retry all"); how many."""
     moment = now()
-    fields = {"status": "pending", "attempts": 0, "availableAt": moment, "updatedAt": moment, "expiresAt": None}
+    fields = {"status": "pending", **FRESH, "availableAt": moment, "updatedAt": moment, "expiresAt": None}
     result = await _jobs(db).update_many({"type": task, "status": "failed"}, {"$set": fields})
     return result.modified_count
 

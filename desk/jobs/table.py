@@ -47,10 +47,18 @@ class Skipped:
 class Later:
     """Not now, and not the job's fault (a switch is off, a cap is reached, a service it needs is down): it waits,
     its attempt not counted; due again at once, or `after` this long (a service that said when to come back).
-    `error`, if any, is kept as the job's `lastError` meanwhile: why it waits."""
+    `error`, if any, is kept as the job's `lastError` meanwhile: why it waits. `strike`: perhaps the job's fault
+    after all (see below)."""
 
     error: str | None = None
     after: timedelta | None = None
+    strike: str | None = None  # set: a strike against the job, and the reason its dead letter gives (see below)
+
+
+# A `Later` with a `strike` is a failure that may yet be the job's own: a service it needs failed on it while it
+# served other jobs. The attempt is not counted, but the strike is (the job's `strikes`), and the job waits a
+# backoff; its `max_tries`-th strike makes it a dead letter with the strike's reason. Without strikes such a job
+# would be tried for ever.
 
 
 @dataclass(frozen=True)

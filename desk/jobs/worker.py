@@ -212,8 +212,15 @@ class Worker:
                 await queue.settle(ctx.db, doc, "done", at=at)
             case Skipped(reason=reason):
                 await queue.settle(ctx.db, doc, "skipped", error=reason, at=at)
-            case Later(error=error, after=after):
-                await queue.put_back(ctx.db, doc, error=error, not_before=at + after if after else None, at=at)
+            case Later(strike=str() as reason) if doc.get("strikes", 0) + 1 >= function.max_tries:
+                await queue.settle(ctx.db, doc, "failed", error=reason, at=at)
+                tries = function.max_tries
+                log.warning("worker gave up on a %s job after %d strikes (%s)", function.name, tries, reason)
+            case Later(error=error, after=after, strike=strike):
+                if strike is not None:  # a strike waits a backoff too: what failed on this job may pass meanwhile
+                    after = max(after or timedelta(), timedelta(seconds=backoff.delay(doc.get("strikes", 0) + 1)))
+                when = at + after if after else None
+                await queue.put_back(ctx.db, doc, error=error, not_before=when, strike=strike is not None, at=at)
             case Failed(error=error):
                 await queue.settle(ctx.db, doc, "failed", error=error, at=at)
                 log.warning("worker gave up on a %s job at once (%s)", function.name, error)

@@ -173,6 +173,28 @@ async def test_later_after_a_while_keeps_the_job_waiting_that_long_and_says_why(
     assert (await job_of(db, key))["status"] == "done"
 
 
+async def test_strikes_back_off_and_the_last_allowed_one_makes_a_dead_letter_with_its_reason(
+    db, ctx, clock, make_worker, enqueue
+):
+    key = await enqueue()
+    worker = make_worker(echo(Later("upstream_500", strike="fails_on_this_job")))
+    seen = []
+    for _ in range(3):  # max_tries strikes
+        clock.move(timedelta(minutes=1))  # past any backoff
+        await worker.work(ctx)
+        seen.append(await job_of(db, key))
+
+    assert [(j["status"], j["strikes"], j["lastError"]) for j in seen[:2]] == [
+        ("pending", 1, "upstream_500"),
+        ("pending", 2, "upstream_500"),
+    ]
+    assert seen[0]["attempts"] == 0  # a strike is not an attempt
+    assert seen[1]["availableAt"] > seen[1]["updatedAt"]  # and it waits a backoff
+    assert (seen[2]["status"], seen[2]["lastError"]) == ("failed", "fails_on_this_job")
+    requeued = await queue.requeue(db, seen[2]["_id"])
+    assert (requeued["attempts"], requeued["strikes"]) == (0, 0)  # an admin's retry starts the count again
+
+
 async def test_a_retry_that_says_how_long_to_wait_waits_that_long_not_the_backoff(db, ctx, clock, make_worker, enqueue):
     key = await enqueue()
     start = clock.now()

@@ -7,9 +7,10 @@ from bson import ObjectId
 
 from desk.actors import SYSTEM_TRIAGE
 from desk.agent.core.store import agent_runs
+from desk.agent.triage import task as triage_task
 from desk.jobs import backoff
 from tests.fake_provider import Turn
-from tests.helpers import tuned
+from tests.helpers import reconfigure, tuned
 from tests.triage.conftest import proposal
 
 ADMIN = "/api/v1/admin/agents"
@@ -131,6 +132,30 @@ async def test_a_manual_run_while_a_worker_triages_the_order_is_refused(
     assert "working on this work order right now" in response.json()["error"]["message"]
     assert len(fake_provider.requests) == 1
     assert await db["triage_suggestions"].count_documents({"workOrderId": ObjectId(order.id)}) == 1
+
+
+async def test_a_manual_run_takes_a_desk_wide_slot_and_is_refused_while_the_worker_holds_every_one(
+    db, make_user, make_order, client_for, fake_provider, triage_settings, provider
+):
+    settings = reconfigure(triage_settings, agent_concurrency=1)
+    admin = await client_for(await make_user("admin"))
+    person = await make_user()
+    busy, waiting = await make_order(person), await make_order(person)
+    fake_provider.script(proposal("urgent").with_delay(0.3), proposal())
+
+    working = asyncio.create_task(triage_task.process_due(db, settings, provider=provider))  # `waiting` first: newest
+    assert await fake_provider.wait_for_request()
+    refused = await admin.post(f"{ADMIN}/triage/run", json={"workOrderId": busy.id})
+    await working  # it then triages `busy` too, in the one slot
+    fake_provider.script(proposal())
+    after = await admin.post(f"{ADMIN}/triage/run", json={"workOrderId": waiting.id})
+
+    assert refused.status_code == 429 and refused.json()["error"]["code"] == "RATE_LIMITED"
+    assert "as many passes at once as this desk allows" in refused.json()["error"]["message"]
+    assert refused.headers["retry-after"] == "5"
+    assert len(fake_provider.requests) == 3  # the worker's two, then the manual run once the slot was free
+    assert after.status_code == 200 and after.json()["outcome"] == "suggested"
+    assert await db["job_slots"].count_documents({"owner": {"$ne": None}}) == 0  # each let go
 
 
 async def test_a_failed_manual_run_gives_the_event_back_as_it_was(

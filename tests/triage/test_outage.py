@@ -10,7 +10,8 @@ from datetime import timedelta
 import pytest
 from bson import ObjectId
 
-from desk.agent.core import breaker
+from desk.agent.core import breaker, budget
+from desk.agent.core.provider import Usage
 from desk.clock import SYSTEM_CLOCK
 from desk.config import Settings
 from desk.jobs import queue as outbox
@@ -173,3 +174,54 @@ async def test_a_retry_after_puts_the_next_probe_off_until_then(
 
     assert (not_yet, probed, early, on_time) == (0, 1, 0, 1)
     assert (await breaker.state(db)).unreachable is False
+
+
+def fails_after_reporting(prompt: int, completion: int) -> Turn:
+    """A call the provider reports usage for, then fails mid-stream (an error chunk: transient)."""
+    counts = {"prompt_tokens": prompt, "completion_tokens": completion, "total_tokens": prompt + completion}
+    usage = {"id": "chatcmpl-fake", "object": "chat.completion.chunk", "choices": [], "usage": counts}
+    return Turn.chunks(usage, {"error": {"message": "the model crashed on this input"}}, done=False)
+
+
+async def test_an_order_the_provider_fails_on_while_answering_others_is_dead_lettered_and_every_call_billed(
+    db, make_user, make_order, fake_provider: FakeProvider, poll, provider
+):
+    person = await make_user()
+    poison = await make_order(person)
+    fake_provider.script(fails_after_reporting(4000, 10))
+    await poll()  # its first strike
+    others = []
+    for _ in range(2):  # a newer order each time, answered first: the provider is up
+        others.append(await make_order(person))
+        fake_provider.script(proposal(), fails_after_reporting(4000, 10))
+        await poll()
+
+    event = await outbox.find(db, CREATED, ObjectId(poison.id))
+    assert (event["status"], event["attempts"], event["lastError"]) == ("failed", 1, "provider_fails_on_order")
+    assert [(await outbox.find(db, CREATED, ObjectId(o.id)))["status"] for o in others] == ["done", "done"]
+    assert (await breaker.state(db)).unreachable is False  # never an outage: it answered in between
+    assert len(fake_provider.requests) == 5  # three tries (AGENT_MAX_ATTEMPTS), not one a poll for ever
+    runs = await db["agent_runs"].find({"workOrderId": ObjectId(poison.id)}).to_list()
+    assert [run["errorCode"] for run in runs] == ["provider_provider_error"] * 3
+    failed_calls = 3 * provider.cost(Usage(4000, 10))  # each failed call as the provider reported it
+    answered = sum(run["costUsd"] for run in await db["agent_runs"].find({"errorCode": None}).to_list())
+    spent = await budget.spent(db, budget.keys(user_id=None, agent="triage")[0])
+    assert spent == pytest.approx(failed_calls + answered)
+    assert sum(run["costUsd"] for run in runs) == pytest.approx(failed_calls)
+
+
+async def test_a_rate_limit_is_never_held_against_an_order(
+    db, make_user, make_order, fake_provider: FakeProvider, poll, clock: ManualClock
+):
+    person = await make_user()
+    order = await make_order(person)
+    for _ in range(4):  # more 429s than AGENT_MAX_ATTEMPTS, an answer to a newer order after each
+        fake_provider.script(retry_after(429, "1"), proposal())
+        await poll()
+        clock.move(timedelta(seconds=1))
+        await make_order(person)
+    fake_provider.script(proposal(), proposal())
+    await poll()
+
+    event = await outbox.find(db, CREATED, ObjectId(order.id))
+    assert (event["status"], event["strikes"]) == ("done", 0)

@@ -531,3 +531,37 @@ async def test_a_double_click_on_retry_puts_the_event_back_once_without_a_false_
     await user.should_see("Back in the queue.", kind=UserNotify, retries=WAIT)
     await asyncio.sleep(SETTLE)  # time for a second retry to be refused, had the second click been taken
     assert user.notify.messages == ["Back in the queue."]  # no "No such failed event." for their own click
+
+
+@pytest.mark.parametrize(
+    ("outcome", "words"),
+    [
+        ("duplicate", "outcome: Another pass had already triaged it"),
+        ("lease_lost", "outcome: Another worker took it over"),
+        ("lost", "outcome: Another pass had it"),  # stored before the two were told apart: still read
+    ],
+)
+async def test_a_manual_runs_audit_says_how_it_ended_in_words(
+    user: User, make_user, log_in, db, ai_settings, outcome, words
+):
+    dana = await make_user("admin", name="Dana Scully")
+    after = {"workOrderId": "6578a0000000000000000001", "outcome": outcome}
+    await policy.record(db, agent=policy.AGENT, actor_id=dana["id"], action="manual_run", after=after)
+
+    await log_in(user, dana, landing=PAGE)
+
+    await user.should_see(words, retries=WAIT)
+
+
+async def test_an_order_the_provider_kept_failing_on_says_so_counting_every_try(
+    user: User, make_user, make_order, log_in, db, ai_settings
+):
+    await make_order(await make_user(), "Leak in the attic")
+    given_up = {"status": "failed", "attempts": 1, "strikes": 2, "lastError": "provider_fails_on_order"}
+    await db["outbox_events"].update_many({}, {"$set": given_up})  # as the worker leaves it (tests/triage)
+
+    await log_in(user, await make_user("admin"), landing=PAGE)
+
+    await user.should_see(marker="failed-event")
+    with user.scope(marker="failed-event"):
+        await user.should_see("3 attempts: the AI provider failed on this order every time, while answering others")

@@ -211,3 +211,22 @@ async def test_the_desk_wide_switch_off_puts_its_own_banner_on_the_runs_page(
 async def test_with_ai_off_at_boot_the_runs_page_says_so(user: User, make_user, log_in):
     await log_in(user, await make_user("admin"), landing=PAGE)
     await user.should_see("AI is not enabled on this desk.")
+
+
+async def test_a_failed_run_says_why_in_words_with_its_code_beneath(
+    user: User, make_user, make_order, log_in, db, ai_settings, provider, fake_provider
+):
+    ada = await make_user("admin")
+    await make_order(await make_user(), "Leaking tap")
+    fake_provider.script(Turn.error(401))
+    await triage_task.process_due(db, ai_settings, provider=provider)
+
+    await log_in(user, ada, landing=PAGE)
+
+    await user.should_see(marker="run-error", retries=WAIT)
+    (words,) = user.find(marker="run-error").elements
+    (code,) = user.find(marker="run-error-code").elements
+    assert (words.text, code.text) == ("the AI provider failed (status 401)", "provider_status 401")
+    user.find(marker="run-open").click()
+    await user.should_see("Why: the AI provider failed (status 401)", retries=WAIT)
+    await user.should_see(marker="run-error-code")

@@ -10,6 +10,7 @@ from nicegui.events import GenericEventArguments
 from nicegui.testing import User
 from nicegui.testing.user_notify import UserNotify
 
+from components import frame
 from desk.agent.core import switch
 from desk.agent.core.store import agent_runs, copilot_sessions
 from desk.agent.triage import service as agents
@@ -403,6 +404,49 @@ async def test_ai_turned_on_again_in_another_process_brings_the_assistant_back_h
     await db["agent_config"].update_one({"_id": switch.SWITCH_ID}, {"$set": {"on": True}})  # on again, elsewhere
 
     await log_in(user, sam)
+
+    await user.should_see(marker="copilot-toggle")
+    await user.should_not_see(marker="copilot-off")
+
+
+async def test_every_open_tab_follows_the_desks_switch_off_and_on_again_without_a_reload(
+    user: User, ai_on, make_user, log_in, create_user, db
+):
+    sam, priya, dana = await make_user("user"), await make_user("user"), await make_user("admin")
+    other = create_user()
+    await log_in(user, sam)
+    await log_in(other, priya)
+    for tab in (user, other):
+        await tab.should_see(marker="copilot-toggle")
+
+    await agents.set_ai(db=db, actor=actor(dana), on=False)  # Dana's click, in this process
+
+    for tab in (user, other):
+        await tab.should_see(marker="copilot-off")
+        await tab.should_not_see(marker="copilot-toggle")
+    (off,) = user.find(marker="copilot-off").elements
+    assert off.props["aria-label"] == f"Assistant unavailable: {AiTurnedOff.default_message}"
+
+    await agents.set_ai(db=db, actor=actor(dana), on=True)
+
+    for tab in (user, other):
+        await tab.should_see(marker="copilot-toggle")
+        await tab.should_not_see(marker="copilot-off")
+    user.find(marker="copilot-toggle").click()  # the drawer is there, working, as if the page had just opened
+    await user.should_see(marker="copilot-input")
+
+
+async def test_a_tab_follows_the_switch_turned_on_again_in_another_process(
+    user: User, ai_on, make_user, log_in, db, monkeypatch
+):
+    monkeypatch.setattr(switch, "FRESH_SECONDS", 0.0)  # every look reads the switch
+    monkeypatch.setattr(frame, "SWITCH_CHECK_SECONDS", 0.2)  # and the header looks often
+    sam, dana = await make_user("user"), await make_user("admin")
+    await agents.set_ai(db=db, actor=actor(dana), on=False)
+    await log_in(user, sam)
+    await user.should_see(marker="copilot-off")
+
+    await db["agent_config"].update_one({"_id": switch.SWITCH_ID}, {"$set": {"on": True}})  # as another process
 
     await user.should_see(marker="copilot-toggle")
     await user.should_not_see(marker="copilot-off")

@@ -81,8 +81,10 @@ class Breaker:
         self._keep(taken or await _breakers(db).find_one({"_id": ID}) or {})
         return taken is not None
 
-    async def failed(self, db: AsyncDatabase, *, error: str, retry_after: float | None = None) -> None:
-        """A call failed transiently: counted; the THRESHOLD-th in a row opens the breaker; a wait asked for holds."""
+    async def failed(self, db: AsyncDatabase, *, error: str, retry_after: float | None = None) -> bool:
+        """A call failed transiently: counted; the THRESHOLD-th in a row opens the breaker; a wait asked for holds.
+
+        Whether the breaker is open now, after this failure (an outage, as the desk knows it)."""
         now = self.clock.now()
         not_before = now + timedelta(seconds=max(self.first_wait, retry_after or 0.0))
         counted = await _breakers(db).find_one_and_update(
@@ -103,6 +105,7 @@ class Breaker:
                 {"_id": ID}, {"$max": {"probeAt": not_before}}, return_document=ReturnDocument.AFTER
             )
         self._keep(counted or {})
+        return bool(self._view.get("open"))
 
     async def answered(self, db: AsyncDatabase) -> None:
         """The provider answered (well or not, it is up): the count starts again and an open breaker closes.

@@ -14,7 +14,10 @@ Who reads it, and how soon a flip is seen (it lives in the database: every proce
   old, kept on the process's Desk, because the message route is the first token's hot path; a flip
   made in this process is kept at once;
 - a web process with copilot turns running reads it every `WATCH_SECONDS` and stops them
-  (desk/agent/copilot/live.py); a flip made in this process stops them at once, through the bus.
+  (desk/agent/copilot/live.py); a flip made in this process stops them at once, through the bus;
+- open pages follow it in their header (components/frame.py): whenever this process sees the switch other
+  than it last saw it (a flip here, or any read of a flip made elsewhere), it says so on the bus
+  ("ai_switch", with the switch), and each page reads it through `current` every few seconds.
 """
 
 import contextlib
@@ -54,13 +57,13 @@ def _switch(db: AsyncDatabase):
 async def read(db: AsyncDatabase) -> Switch:
     """The switch as stored now (kept for `current`)."""
     found = await _switch(db).find_one({"_id": SWITCH_ID})
-    return _keep(_from(found))
+    return await _seen(_from(found))
 
 
 async def read_beside(db: AsyncDatabase, other_id: str) -> tuple[dict | None, Switch]:
     """The switch and another document of its collection (an agent's policy), as stored now, in one read."""
     found = {doc["_id"]: doc async for doc in _switch(db).find({"_id": {"$in": [SWITCH_ID, other_id]}})}
-    return found.get(other_id), _keep(_from(found.get(SWITCH_ID)))
+    return found.get(other_id), await _seen(_from(found.get(SWITCH_ID)))
 
 
 async def current(db: AsyncDatabase) -> Switch:
@@ -93,7 +96,7 @@ async def turn(db: AsyncDatabase, *, on: bool, actor_id: str) -> tuple[Switch, b
             flipped = {"_id": SWITCH_ID, **fields}
     if flipped is None:
         return await read(db), False  # so already: no change, nothing to audit
-    after = _keep(_from(flipped))
+    after = await _seen(_from(flipped))
     if not on:
         await state.current().bus.publish("switch", None, STOPPED)
     return after, True
@@ -105,6 +108,10 @@ def _from(doc: dict | None) -> Switch:
     return Switch(on=bool(doc.get("on", True)), changed_by=doc.get("changedBy"), changed_at=doc.get("changedAt"))
 
 
-def _keep(switch: Switch) -> Switch:
+async def _seen(switch: Switch) -> Switch:
+    """Keep `switch` as this process's latest read; turned the other way than the last one, tell the bus."""
+    before = known()
     state.current().ai_switch = (time.monotonic(), switch)
+    if switch.on != before.on:
+        await state.current().bus.publish("ai_switch", None, switch)
     return switch

@@ -55,7 +55,9 @@ async def config(db: Db, actor: CurrentActor) -> AgentConfigRead:
 @router.post(
     f"{ADMIN}/triage/run",
     response_model=ManualRunOut,
-    responses=errors(*MISSING, ErrorCode.CONFLICT, ErrorCode.AI_BUDGET_EXCEEDED, ErrorCode.AI_TURNED_OFF),
+    responses=errors(
+        *MISSING, ErrorCode.CONFLICT, ErrorCode.RATE_LIMITED, ErrorCode.AI_BUDGET_EXCEEDED, ErrorCode.AI_TURNED_OFF
+    ),
 )
 async def run_now(body: ManualRunIn, db: Db, actor: CurrentActor, provider: AgentProvider) -> ManualRunOut:
     """Triage one work order now (as the triage agent, under the policy, billed like any pass); audited."""

@@ -49,7 +49,9 @@ from desk.work_orders.models import CLOSED, PRIORITIES
 
 log = logging.getLogger(__name__)
 AGENT = policy.AGENT
-Kind = Literal["suggested", "applied", "skipped", "disabled", "over_budget", "retry", "lost"]
+# lease_lost: the event is another worker's now (this pass stored nothing more); duplicate: an earlier pass stored
+# this event's suggestion and settled it. Once one kind, `lost`, told apart by the error code.
+Kind = Literal["suggested", "applied", "skipped", "disabled", "over_budget", "retry", "lease_lost", "duplicate"]
 
 
 @dataclass(frozen=True)
@@ -189,7 +191,7 @@ class _Pass:
             earlier = await repo.unsettled(self.db, event_id) if event_id is not None else None
             await self._record_call(call, "aborted", latency, result=_about(earlier))
             if earlier is None:
-                return await self._end("aborted", Outcome("lost", self.run_id), code="duplicate")
+                return await self._end("aborted", Outcome("duplicate", self.run_id), code="duplicate")
             # we hold the event now: finish what that pass left (its apply), against the order it read
             order, suggestion = {**order, "priority": earlier["priorityBefore"]}, earlier
         else:
@@ -202,7 +204,7 @@ class _Pass:
         """The event is no longer ours: the kill switch took it back (it waits, pending), or another worker has it."""
         if not (await switch.read(self.db)).on:
             return await self._end("aborted", Outcome("disabled", self.run_id, error="turned_off"), code="turned_off")
-        return await self._end("aborted", Outcome("lost", self.run_id, error="lease_lost"))
+        return await self._end("aborted", Outcome("lease_lost", self.run_id, error="lease_lost"))
 
     async def _call(self, messages: list[dict]) -> Completed:
         """The one model call, the lease renewed and the kill switch watched meanwhile; either cancels the call."""

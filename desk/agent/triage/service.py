@@ -2,7 +2,7 @@
 switch, the worker's health (a manual run is manual.py's)."""
 
 from dataclasses import dataclass
-from datetime import date, datetime, timedelta
+from datetime import UTC, date, datetime, timedelta
 from functools import partial
 from typing import Any
 from zoneinfo import ZoneInfo
@@ -10,6 +10,7 @@ from zoneinfo import ZoneInfo
 from bson import ObjectId
 from pymongo.asynchronous.database import AsyncDatabase
 
+from desk import state
 from desk.access import allows_ai, require_admin
 from desk.actors import Actor
 from desk.agent.core import breaker, budget, switch
@@ -181,12 +182,12 @@ async def decide(
             " on the work order.",
             details={"current": order.model_dump(mode="json", by_alias=True)},
         )
-    moment = now()
+    moment = state.current().clock.now()
     decision = {
         "decision": "accepted" if accept else "dismissed",
         "decidedBy": actor.id,
         "decidedAt": moment,
-        "decidedDay": moment.date().isoformat(),
+        "decidedDay": budget.day_of(moment, await budget.desk_zone(db)),  # the desk's day, as the ledger's
     }
     decided = await repo.mark(db, oid, decision, only_if={"decision": None})
     if decided is None:
@@ -252,7 +253,7 @@ class RunExtra:
 
 @dataclass(frozen=True)
 class TriageDay:
-    """One UTC day of triage: suggestions made, decisions, and spend per ledger scope."""
+    """One day of triage, in the desk's time zone: suggestions made, decisions, and spend per ledger scope."""
 
     day: date
     suggested: int
@@ -305,18 +306,21 @@ async def run_extras(*, db: AsyncDatabase, actor: Actor, run_ids: list[str]) -> 
 
 
 async def per_day(*, db: AsyncDatabase, actor: Actor, days: int = 30) -> list[TriageDay]:
-    """The last `days` UTC days: suggestions made, accepted and dismissed, spend per scope (agent:<name>, global).
+    """The last `days` days of the desk's time zone (the policy's, which the spend ledger counts in too):
+    suggestions made, accepted and dismissed, spend per scope (agent:<name>, global).
 
     Counted here from a bounded find, not a date aggregation, which the embedded engine gets wrong (DESIGN §4).
     """
     require_admin(actor, "see or run the agents")
-    today = now().date()
+    zone = ZoneInfo(await budget.desk_zone(db))
+    today = state.current().clock.now().astimezone(zone).date()
     first = today - timedelta(days=days - 1)
     made: dict[date, int] = {}
-    start = datetime.combine(first, datetime.min.time(), tzinfo=now().tzinfo)
+    start = datetime.combine(first, datetime.min.time(), tzinfo=zone)  # the zone's midnight
     for created in await repo.created_since(db, start):
-        made[created.date()] = made.get(created.date(), 0) + 1
-    decided = {a.day: a for a in await _acceptance(db, days=days)}
+        day = created.replace(tzinfo=created.tzinfo or UTC).astimezone(zone).date()
+        made[day] = made.get(day, 0) + 1
+    decided = {a.day: a for a in await _acceptance(db, days=days, today=today)}
     spend = await budget.spent_by_day(db, first.isoformat())
     result = []
     for back in range(days - 1, -1, -1):
@@ -327,8 +331,11 @@ async def per_day(*, db: AsyncDatabase, actor: Actor, days: int = 30) -> list[Tr
     return result
 
 
-async def _acceptance(db: AsyncDatabase, days: int = 14) -> list[AcceptanceDay]:
-    since = (now() - timedelta(days=days)).date().isoformat()
+async def _acceptance(db: AsyncDatabase, days: int = 14, *, today: date | None = None) -> list[AcceptanceDay]:
+    """Decisions per day (`decidedDay`: the desk's day when decided; a UTC day for those from before issue 41)."""
+    if today is None:
+        today = state.current().clock.now().astimezone(ZoneInfo(await budget.desk_zone(db))).date()
+    since = (today - timedelta(days=days)).isoformat()
     counted: dict[str, list[int]] = {}
     for doc in await repo.decisions_since(db, since):
         day = counted.setdefault(doc["decidedDay"], [0, 0])

@@ -36,6 +36,9 @@ log = logging.getLogger("desk.triage")
 RECONCILE_BATCH = 500
 FRESH_LOOK_SECONDS = 1.0  # how old the look before a claim may be to stand for the pass's own read
 INVALID_ANSWER_TRIES = 2  # an invalid answer is tried once more, then given up (issue 41)
+RATE_LIMITED = "status 429"  # the provider's failure kind when it asks the desk to slow down
+# The dead letter of an order the provider failed on AGENT_MAX_ATTEMPTS times (transiently) while it answered others
+FAILS_ON_THIS_ORDER = "provider_fails_on_order"
 
 
 def task(settings: Settings, *, provider: Provider | None = None, clock: Clock = SYSTEM_CLOCK) -> Function:
@@ -134,37 +137,42 @@ async def triage_pass(
         event_id=job.id,
         config=config,
     )
-    failure = outcome.failure
+    failure, outage = outcome.failure, False
     if failure is not None and failure.transient:
-        await breaker.failed(ctx.db, error=failure.kind, retry_after=failure.retry_after)
+        outage = await breaker.failed(ctx.db, error=failure.kind, retry_after=failure.retry_after)
     elif failure is not None or outcome.kind in ("suggested", "applied", "retry"):
         await breaker.answered(ctx.db)  # it answered, or refused: it is up
-    return _as_result(outcome, job)
+    return _as_result(outcome, job, outage=outage)
 
 
-def _as_result(outcome: Outcome, job: Job) -> Result:
+def _as_result(outcome: Outcome, job: Job, *, outage: bool = False) -> Result:
     match outcome.kind:
-        case "lost" if outcome.error == "lease_lost":
+        case "lease_lost":
             # the job, or its desk-wide slot, is another worker's now: back in line (a fenced write, a no-op when the
             # job is not ours); a pass that holds it later finishes what this one stored
             return Later()
-        case "suggested" | "applied" | "lost":
-            return Done()  # lost: an earlier pass stored this event's suggestion and finished it
+        case "suggested" | "applied" | "duplicate":
+            return Done()  # duplicate: an earlier pass stored this event's suggestion and finished it
         case "skipped":
             return Skipped(outcome.error)
         case "disabled" | "over_budget":
             return Later()  # not the job's fault: it waits, its attempt not counted
         case "retry":
-            return _after_failure(outcome, job)
+            return _after_failure(outcome, job, outage=outage)
         case _:
             assert_never(outcome.kind)
 
 
-def _after_failure(outcome: Outcome, job: Job) -> Result:
-    """An outage waits, uncounted; a refusal, or a second invalid answer, is given up at once; else a retry."""
+def _after_failure(outcome: Outcome, job: Job, *, outage: bool) -> Result:
+    """A transient failure waits, uncounted (a strike unless the provider is down or slowing the desk down); a
+    refusal, or a second invalid answer, is given up at once; else a retry."""
     error, failure = outcome.error or "unknown", outcome.failure
-    if failure is not None and failure.transient:  # not the order's fault; at least as long as the provider asked
-        return Later(error, after=timedelta(seconds=failure.retry_after) if failure.retry_after else None)
+    if failure is not None and failure.transient:  # it waits at least as long as the provider asked
+        after = timedelta(seconds=failure.retry_after) if failure.retry_after else None
+        # The breaker open: an outage, nobody's fault. A 429: the desk's pace, not the order. Else the provider is
+        # up as far as the desk knows, and this order may be one it fails on every time (a poison order): a strike.
+        desk_wide = outage or failure.kind == RATE_LIMITED
+        return Later(error, after=after, strike=None if desk_wide else FAILS_ON_THIS_ORDER)
     if failure is not None:
         return Failed(error)  # the provider refused the request as it stands: the same request would fail again
     if error == "invalid_output" and job.attempts >= INVALID_ANSWER_TRIES:
