@@ -21,7 +21,7 @@ ASSETS = f"{DOCS}/assets"
 # Operations anyone may call: logging in (with the CSRF header alone), and the probes of a load balancer.
 OPEN = {("/api/v1/auth/login", "post"): [{"csrfHeader": []}], ("/healthz", "get"): None, ("/readyz", "get"): None}
 # The docs' sections (the routes' tags) in reading order, whatever order the routes are matched in.
-SECTIONS = ("health", "auth", "work orders", "admin", "ai", "agents")
+SECTIONS = ("health", "auth", "work orders", "notifications", "admin", "ai", "agents")
 
 
 def install_docs(app: FastAPI) -> None:

@@ -8,6 +8,7 @@ from pages import (
     admin_users,
     copilot,
     login,
+    notifications,
     profile,
     work_order,
     work_orders,
@@ -24,4 +25,5 @@ ROUTERS = [
     profile.router,
     copilot.router,
     admin_audit.router,
+    notifications.router,
 ]
