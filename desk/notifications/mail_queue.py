@@ -115,8 +115,9 @@ async def _send(ctx: Context, person: Doc, order: Doc, owed: list[Doc]) -> Resul
         if 500 <= error.smtp_code < 600:  # refused for good (no such mailbox, a policy): retrying cannot mend it
             return Failed(f"mail refused ({error.smtp_code})")
         return Retry(f"mail deferred ({error.smtp_code})")
-    except smtplib.SMTPRecipientsRefused:
-        return Failed("mail refused (recipient)")
+    except smtplib.SMTPRecipientsRefused as error:  # the one recipient, refused: for good (5xx) or for now
+        code = max(code for code, _ in error.recipients.values())
+        return Failed(f"mail refused ({code})") if code >= 500 else Retry(f"mail deferred ({code})")
     except (OSError, smtplib.SMTPException) as error:  # down, unreachable, TLS: the server's side, tried again later
         return Retry(f"mail server unavailable ({type(error).__name__})")
     return None
