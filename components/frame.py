@@ -66,6 +66,7 @@ def frame(title: str, me: SessionUser, *, path: str) -> Iterator[session.Visit]:
                 _nav("Metrics", "/app/admin/metrics", path)
                 _nav("Agents", "/app/admin/agents", path)
                 _nav("Audit", "/app/admin/audit", path)
+                _nav("Settings", "/app/admin/settings", path)
         ui.space()
         if toggle is not None:
             assistant = ui.button("Assistant", icon="auto_awesome", on_click=toggle).props("flat color=white")

@@ -67,3 +67,12 @@ APPLY_WHEN = {  # auto-apply's direction (desk.agent.triage.models.ApplyWhen)
     "any": "Any change of priority",
     "raise_only": "Only a raise (never lower a priority)",
 }
+
+# The kinds of notification (desk.notifications.models.Kind), as preferences name them
+NOTIFICATION_KINDS = {
+    "assigned": "An order is given to me or taken from me",
+    "commented": "Someone comments on an order I asked for, work on or commented on",
+    "statusChanged": "An order I asked for changes status",
+    "flagged": "The triage agent flags an order for the dispatcher (admins)",
+}
+NOTIFICATION_CHANNELS = {"inApp": "In the desk", "email": "By email"}

@@ -5,6 +5,7 @@ from pages import (
     admin_audit,
     admin_metrics,
     admin_runs,
+    admin_settings,
     admin_users,
     copilot,
     login,
@@ -26,4 +27,5 @@ ROUTERS = [
     copilot.router,
     admin_audit.router,
     notifications.router,
+    admin_settings.router,
 ]

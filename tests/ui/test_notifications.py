@@ -53,3 +53,26 @@ async def test_the_page_lists_newest_first_and_marks_read(user: User, make_user,
     user.find(marker="mark-all-read").click()
     await until(lambda: badge(user) == "", what="the bell to empty")
     assert await service.unread(db=db, actor=actor(lee)) == 0
+
+
+async def test_a_person_switches_a_kind_off_on_their_profile(user: User, make_user, log_in, db):
+    lee = await make_user(name="Lee")
+    await log_in(user, lee, landing="/app/profile")
+    await user.should_see(marker="own-notify", retries=WAIT)
+    await user.should_not_see(marker="own-notify-inApp-flagged")  # flags are for admins
+    await user.should_see(marker="own-notify-no-mail")
+
+    user.find(marker="own-notify-email-commented").click()
+    await user.should_see("Saved.", retries=WAIT)
+    mine = await service.get_preferences(db=db, actor=actor(lee))
+    assert mine.email.commented is False and mine.in_app.commented is True
+
+
+async def test_an_admin_sets_the_desks_defaults(user: User, make_user, log_in, db):
+    admin, lee = await make_user("admin"), await make_user()
+    await log_in(user, admin, landing="/app/admin/settings")
+    await user.should_see("Notification defaults", retries=WAIT)
+
+    user.find(marker="desk-notify-inApp-flagged").click()  # admins hear of flags unless they say otherwise
+    await user.should_see("Saved.", retries=WAIT)
+    assert (await service.get_preferences(db=db, actor=actor(lee))).in_app.flagged is True
