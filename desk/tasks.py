@@ -33,7 +33,8 @@ def worker(settings: Settings, *, burst: bool = False, provider: Provider | None
             CronJob("sweep", sweep_stale, settings.agent_sweep_interval_ms / 1000),
             CronJob("reconcile", triage.reconcile_job, settings.agent_reconcile_after_ms / 1000),
         ],
-        concurrency=settings.agent_concurrency,  # passes at once: each holds a model call
+        # triage passes at once (each holds a model call; slots hold them to AGENT_CONCURRENCY desk-wide), and emails
+        concurrency=settings.agent_concurrency + mail_queue.CONCURRENCY,
         poll_delay=settings.agent_poll_interval_ms / 1000,
         burst=burst,
     )

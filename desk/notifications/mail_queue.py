@@ -1,8 +1,9 @@
 """Email on the desk's job queue: at most one email per person and order per batch window, the rest in a digest.
 
 The first event about an order that a person should hear of by email opens a window of DESK_MAIL_BATCH_SECONDS
-(a `mail_windows` document) and makes two jobs about it: `mail.send`, due at once, and `mail.digest`, due when the
-window ends. Events during the window wait (their notifications stay owed, `mail: "due"`) and the digest sends them
+and makes two mailings of it (`mail_windows` documents, alike but for their ids) and a `mail.send` job for each: one
+due at once, the other (the digest) when the window ends. One task for both: the queue's claim reads its index in
+order for one task name, where two made it sort every waiting job at every claim. Events during the window wait (their notifications stay owed, `mail: "due"`) and the digest sends them
 all in one email, listing each. An event after the window opens a new one. The worker runs both jobs; while the
 mail server is down a send fails and is retried with backoff (the queue's), long enough to ride out a restart,
 then becomes a dead letter that admins see and can retry.
@@ -12,6 +13,7 @@ import logging
 import smtplib
 from datetime import timedelta
 from typing import Any
+from urllib.parse import urlsplit
 
 from bson import ObjectId
 from pymongo import ASCENDING
@@ -27,9 +29,11 @@ from desk.users import repository as users_repo
 from desk.work_orders import permissions
 from desk.work_orders import repository as orders_repo
 
-SEND, DIGEST = "mail.send", "mail.digest"
+TASK = "mail.send"
 # 2 s, 4 s ... up to the queue's 10 minutes between tries: about an hour and a half before a dead letter
 MAX_TRIES = 16
+# Emails a worker sends at once, beside its triage passes: a send mostly waits on the mail server.
+CONCURRENCY = 6
 Doc = dict[str, Any]
 log = logging.getLogger(__name__)
 
@@ -54,17 +58,20 @@ async def schedule(db: AsyncDatabase, owed: list[Doc], people: dict[ObjectId, Do
     open_ = _windows(db).find({"workOrderId": order_id, "userId": {"$in": users}, "until": {"$gt": at}}, {"userId": 1})
     covered = {doc["userId"] async for doc in open_}
     until = at + timedelta(seconds=get_settings().desk_mail_batch_seconds)
-    new = [{"_id": ObjectId(), "userId": u, "workOrderId": order_id, "opened": at, "until": until} for u in users]
-    new = [window for window in new if window["userId"] not in covered]
-    if new:
-        await _windows(db).insert_many(new)
-        jobs = [(task, window["_id"], due) for window in new for task, due in ((SEND, at), (DIGEST, until))]
-        await queue.enqueue_many(db, jobs, at=at)
+    opened = [user for user in users if user not in covered]
+    mailings = [  # the first email, at once; the digest, at the window's end
+        {"_id": ObjectId(), "userId": user, "workOrderId": order_id, "opened": at, "until": until, "due": due}
+        for user in opened
+        for due in (at, until)
+    ]
+    if mailings:
+        await _windows(db).insert_many(mailings)
+        await queue.enqueue_many(db, [(TASK, mailing["_id"], mailing["due"]) for mailing in mailings], at=at)
 
 
 def tasks() -> list[Function]:
-    """The worker's mail tasks; they wait while the desk sends no email."""
-    return [Function(name, deliver, max_tries=MAX_TRIES, ready=_mail_on) for name in (SEND, DIGEST)]
+    """The worker's mail task; it waits while the desk sends no email."""
+    return [Function(TASK, deliver, max_tries=MAX_TRIES, ready=_mail_on)]
 
 
 async def _mail_on(ctx: Context) -> bool:
@@ -72,7 +79,7 @@ async def _mail_on(ctx: Context) -> bool:
 
 
 async def deliver(ctx: Context, job: Job) -> Result:
-    """Send what a window owes its person: the first event at once, or the digest of the rest at its end."""
+    """Send what a mailing owes its person: the first event at once, or the digest of the rest at the window's end."""
     db = ctx.db
     window = await _windows(db).find_one({"_id": job.key})
     if window is None:
@@ -110,7 +117,7 @@ async def _send(ctx: Context, person: Doc, order: Doc, owed: list[Doc]) -> Resul
     )
     message = mail.compose(letter, sender=ctx.settings.desk_mail_from or "")
     try:
-        await mail.send(ctx.settings.smtp(), message)
+        await mail.send(ctx.settings.smtp(), message, helo=urlsplit(public or "").hostname or "localhost")
     except smtplib.SMTPResponseException as error:
         if 500 <= error.smtp_code < 600:  # refused for good (no such mailbox, a policy): retrying cannot mend it
             return Failed(f"mail refused ({error.smtp_code})")

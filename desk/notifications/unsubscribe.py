@@ -21,9 +21,11 @@ KEY_ID = "unsubscribe_key"
 
 async def _key(db: AsyncDatabase) -> bytes:
     """The signing key, made by whichever process needs it first (the upsert keeps the first one made)."""
-    made = secrets.token_urlsafe(32)
-    await db["mail_keys"].update_one({"_id": KEY_ID}, {"$setOnInsert": {"key": made}}, upsert=True)
     doc = await db["mail_keys"].find_one({"_id": KEY_ID})
+    if doc is None:
+        made = secrets.token_urlsafe(32)
+        await db["mail_keys"].update_one({"_id": KEY_ID}, {"$setOnInsert": {"key": made}}, upsert=True)
+        doc = await db["mail_keys"].find_one({"_id": KEY_ID})
     return doc["key"].encode()
 
 
