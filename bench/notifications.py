@@ -4,9 +4,9 @@ Two figures, on the embedded database, in one process:
 - round trips: the database commands one comment sends when it concerns 50 people (the requester and 49 who
   commented before), email on, every one of them owed a new email: the fan-out is a constant number of
   commands (tests/notifications/test_commands.py pins it), so it is also shown for 5;
-- mails/s: M people each owed one email, sent by the desk's mail tasks in a worker at the concurrency
-  `desk worker` runs them at (desk/tasks.py) to a local aiosmtpd in its own process (plain SMTP on loopback, and STARTTLS),
-  from the first claim to the last email received (target: at least 50 a second).
+- mails/s: M people each owed one email, sent by the desk's mail task in a worker at the concurrency
+  `desk worker` runs it at (desk/tasks.py) to a local aiosmtpd in its own process (plain SMTP on loopback, and
+  STARTTLS), from the first claim to the last email taken (target: at least 50 a second).
 Run by hand, never in CI (the machine is shared: the load average is printed):
     .venv/bin/python -m bench.notifications [--mails 500]
 """

@@ -1,12 +1,12 @@
 """Email on the desk's job queue: at most one email per person and order per batch window, the rest in a digest.
 
 The first event about an order that a person should hear of by email opens a window of DESK_MAIL_BATCH_SECONDS
-and makes two mailings of it (`mail_windows` documents, alike but for their ids) and a `mail.send` job for each: one
-due at once, the other (the digest) when the window ends. One task for both: the queue's claim reads its index in
-order for one task name, where two made it sort every waiting job at every claim. Events during the window wait (their notifications stay owed, `mail: "due"`) and the digest sends them
-all in one email, listing each. An event after the window opens a new one. The worker runs both jobs; while the
-mail server is down a send fails and is retried with backoff (the queue's), long enough to ride out a restart,
-then becomes a dead letter that admins see and can retry.
+and makes two mailings of it (`mail_windows` documents, alike but for their ids) and a `mail.send` job for each:
+one due at once, the other (the digest) when the window ends. One task for both: the queue's claim reads its index
+in order for one task name, where two made it sort every waiting job at every claim. Events during the window wait
+(their notifications stay owed, `mail: "due"`) and the digest sends them all in one email, listing each. An event
+after the window opens a new one. While the mail server is down a send fails and is retried with backoff (the
+queue's), long enough to ride out a restart, then becomes a dead letter that admins see and can retry.
 """
 
 import logging
