@@ -52,7 +52,8 @@ class Settings(BaseSettings):
     desk_login_free_failures: PositiveInt = 3  # per email and address, before each further try waits longer
     desk_writes_per_minute: PositiveInt = 60  # orders, comments (and uploads) one person writes in any 60 s
 
-    # Email (docs/notifications.md). No DESK_SMTP_URL: no email is sent, and nothing else changes.
+    # Email (docs/product.md, "Notifications"; docs/operations.md, "Send email").
+    # No DESK_SMTP_URL: no email is sent, and nothing else changes.
     # smtp://[user:password@]host[:port][?starttls=true] or smtps://...; hidden from repr: it may hold a password.
     desk_smtp_url: SecretStr | None = None
     desk_mail_from: str | None = None  # the From address of every email (required with DESK_SMTP_URL)

@@ -3,7 +3,7 @@ one-click unsubscribe link every email carries."""
 
 from typing import Annotated
 
-from fastapi import APIRouter, Query
+from fastapi import APIRouter, Query, Response
 from fastapi.responses import HTMLResponse
 
 from desk.errors import ErrorCode
@@ -78,6 +78,11 @@ back on from your profile.</p><form method="post"><button type="submit">Stop the
 </body></html>"""
 
 
-@router.get(UNSUBSCRIBE, response_class=HTMLResponse, include_in_schema=False)
-async def unsubscribe_page(token: str) -> HTMLResponse:
+PAGE = {200: {"description": "The page with the button", "content": {"text/html": {"schema": {"type": "string"}}}}}
+
+
+# response_class Response (no media type of its own): the errors stay documented as JSON, the page as HTML
+@router.get(UNSUBSCRIBE, response_class=Response, responses=PAGE | errors())
+async def unsubscribe_page(token: str) -> Response:
+    """The page the link in an email's text opens: a button that POSTs here (a GET changes nothing)."""
     return HTMLResponse(CONFIRM)

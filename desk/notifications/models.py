@@ -5,7 +5,7 @@ from typing import Annotated, Literal, get_args
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
-from desk.schema import MAX_LIMIT, MAX_OFFSET, ApiModel, IdStr, ObjectIdStr, ReadModel, WholeNumber
+from desk.schema import MAX_LIMIT, MAX_OFFSET, ApiModel, IdStr, Keep, ObjectIdStr, ReadModel, WholeNumber
 
 Kind = Literal["assigned", "commented", "statusChanged", "flagged"]
 KINDS: tuple[Kind, ...] = get_args(Kind)
@@ -41,8 +41,10 @@ class NotificationQuery(BaseModel):
 class MarkRead(ApiModel):
     """Either some of your notifications by id, or all of them."""
 
-    ids: Annotated[list[ObjectIdStr], Field(min_length=1, max_length=MAX_LIMIT)] | None = None
-    all: Literal[True] | None = None
+    model_config = ConfigDict(json_schema_extra={"oneOf": [{"required": ["ids"]}, {"required": ["all"]}]})
+
+    ids: Keep[Annotated[list[ObjectIdStr], Field(min_length=1, max_length=MAX_LIMIT)]] = None
+    all: Keep[Literal[True]] = None
 
     @model_validator(mode="after")
     def _one_of(self) -> "MarkRead":
@@ -63,10 +65,18 @@ class KindSwitches(ApiModel):
 
 
 class KindChanges(ApiModel):
-    assigned: bool | None = None
-    commented: bool | None = None
-    status_changed: bool | None = None
-    flagged: bool | None = None
+    model_config = ConfigDict(json_schema_extra={"minProperties": 1})
+
+    assigned: Keep[bool] = None
+    commented: Keep[bool] = None
+    status_changed: Keep[bool] = None
+    flagged: Keep[bool] = None
+
+    @model_validator(mode="after")
+    def _some(self) -> "KindChanges":
+        if not self.model_fields_set:
+            raise ValueError("name at least one kind to switch")
+        return self
 
 
 class Preferences(ApiModel):
@@ -81,8 +91,8 @@ class PreferencesUpdate(ApiModel):
 
     model_config = ConfigDict(json_schema_extra={"minProperties": 1})
 
-    email: KindChanges | None = None
-    in_app: KindChanges | None = None
+    email: Keep[KindChanges] = None
+    in_app: Keep[KindChanges] = None
 
     def switches(self) -> dict[str, dict[str, bool]]:
         """The switches sent, as stored: {channel: {kind: on}}."""

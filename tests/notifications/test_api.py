@@ -50,7 +50,13 @@ async def test_preferences_start_at_the_desks_defaults_and_change_one_switch_at_
 
     refused = await mine.patch("/api/v1/admin/notifications/defaults", json={"email": {"assigned": False}})
     assert refused.status_code == 403 and refused.json()["error"]["code"] == "FORBIDDEN"
-    for body in ({}, {"email": {"assigned": "yes"}}, {"email": {"nope": True}}, {"sms": {}}):
+    for body in (
+        {},
+        {"email": {"assigned": "yes"}},
+        {"email": {"nope": True}},
+        {"sms": {}},
+        {"email": {"flagged": True}, "inApp": {}},
+    ):
         assert (await mine.patch("/api/v1/auth/me/notifications", json=body)).status_code == 400, body
 
 
