@@ -12,6 +12,7 @@ from nicegui import app, ui
 
 from components.confirm import confirm
 from components.copilot.panel import Copilot, ai_off_reason
+from components.notifications.bell import Bell
 from components.runtime import session
 from components.runtime.session import SessionUser
 from components.work_order import drafts
@@ -69,8 +70,10 @@ def frame(title: str, me: SessionUser, *, path: str) -> Iterator[session.Visit]:
                 _nav("Metrics", "/app/admin/metrics", path)
                 _nav("Agents", "/app/admin/agents", path)
                 _nav("Audit", "/app/admin/audit", path)
+                _nav("Settings", "/app/admin/settings", path)
         ui.space()
         header.build(toggle)
+        Bell(me)
         with ui.row().classes("items-center gap-2 text-white"):
             name = ui.link(me.name, "/app/profile").classes("text-white max-sm:max-w-32 truncate")
             name.mark("current-user")

@@ -18,10 +18,13 @@ from desk.middleware import MAX_BODY_BYTES
 
 DOCS = "/api/docs"
 ASSETS = f"{DOCS}/assets"
-# Operations anyone may call: logging in (with the CSRF header alone), and the probes of a load balancer.
+# Operations anyone may call: logging in (with the CSRF header alone), the probes of a load balancer, and an
+# email's one-click unsubscribe link (its signed token is the proof, RFC 8058).
 OPEN = {("/api/v1/auth/login", "post"): [{"csrfHeader": []}], ("/healthz", "get"): None, ("/readyz", "get"): None}
+UNSUBSCRIBE = "/api/v1/notifications/unsubscribe/{token}"
+OPEN |= {(UNSUBSCRIBE, "get"): None, (UNSUBSCRIBE, "post"): None}
 # The docs' sections (the routes' tags) in reading order, whatever order the routes are matched in.
-SECTIONS = ("health", "auth", "work orders", "admin", "ai", "agents")
+SECTIONS = ("health", "auth", "work orders", "notifications", "admin", "ai", "agents")
 
 
 def install_docs(app: FastAPI) -> None:

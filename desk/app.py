@@ -31,6 +31,9 @@ from desk.http import install_error_handlers, query_as_declared
 from desk.jobs import queue as outbox_repo
 from desk.metrics.api import router as metrics_router
 from desk.middleware import BodyLimit, HeadAsGet, TokenLookup
+from desk.notifications import mail_queue
+from desk.notifications import repository as notifications_repo
+from desk.notifications.api import router as notifications_router
 from desk.state import Desk
 from desk.users import repository as users_repo
 from desk.users import service as users_service
@@ -82,7 +85,7 @@ def install_api(app: FastAPI) -> None:
     # stream first (its first token waits on it: sixth, it took 0.2 ms to find), then the work orders.
     # The docs keep their own order (api_docs.SECTIONS).
     routers = (ai_router, work_orders_router, health, auth_router, users_router, metrics_router, triage_router)
-    routers += (audit_router, people_router)
+    routers += (audit_router, people_router, notifications_router)
     for router in (*routers, observability.router):
         # a probe's query is ignored: a load balancer may add a cache-buster, and a probe must not fail for it
         app.include_router(router, dependencies=[] if router is health else [Depends(query_as_declared)])
@@ -115,7 +118,7 @@ class CompressedButTheCopilot:
 async def ensure_indexes(db: AsyncDatabase) -> None:
     """Create every index the desk needs; safe to run at every start."""
     stores = (users_repo, auth_repo, work_orders_repo, agent_store, budget, outbox_repo, agent_policy, triage_repo)
-    stores += (audit_repo,)
+    stores += (audit_repo, notifications_repo, mail_queue)
     for repository in stores:
         await repository.ensure_indexes(db)
 

@@ -27,10 +27,11 @@ log = logging.getLogger(__name__)
 # "person": this process's copilot turns of a person must stop (key: their id), after their runs were ended;
 # "run": one run must stop (key: the run's id: Stop pressed on any page or tab);
 # "conversation": a person's copilot panels in this process follow a new turn or conversation (key: their id);
+# "bell": a person's notifications changed (key: their id), from the change feed in any process;
 # "switch": an admin turned AI off for the whole desk (key None): every copilot turn of this process stops;
 # "ai_switch": this process saw the desk-wide AI switch turned the other way, off or on (key None; message: the
 # switch as read): open pages' headers follow it.
-Topic = Literal["order", "tool_call", "access", "person", "run", "conversation", "switch", "ai_switch"]
+Topic = Literal["order", "tool_call", "access", "person", "run", "conversation", "switch", "ai_switch", "bell"]
 Handler = Callable[[Any], Awaitable[None] | None]
 
 

@@ -5,10 +5,11 @@ import logging
 import re
 import socket
 import sys
+from dataclasses import dataclass, field
 from datetime import timedelta
 from pathlib import Path
 from typing import Annotated, Literal
-from urllib.parse import unquote, urlsplit
+from urllib.parse import parse_qs, unquote, urlsplit
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 from pydantic import Field, SecretStr, ValidationError, field_validator, model_validator
@@ -50,6 +51,14 @@ class Settings(BaseSettings):
     desk_login_attempts_per_minute: PositiveInt = 10
     desk_login_free_failures: PositiveInt = 3  # per email and address, before each further try waits longer
     desk_writes_per_minute: PositiveInt = 60  # orders, comments (and uploads) one person writes in any 60 s
+
+    # Email (docs/product.md, "Notifications"; docs/operations.md, "Send email").
+    # No DESK_SMTP_URL: no email is sent, and nothing else changes.
+    # smtp://[user:password@]host[:port][?starttls=true] or smtps://...; hidden from repr: it may hold a password.
+    desk_smtp_url: SecretStr | None = None
+    desk_mail_from: str | None = None  # the From address of every email (required with DESK_SMTP_URL)
+    desk_public_url: str | None = None  # the desk's address as people open it, for links in emails
+    desk_mail_batch_seconds: int = Field(300, ge=1, le=86_400)  # at most one email per person and order in this long
 
     # AI (spec §11)
     ai_enabled: bool = False
@@ -97,6 +106,8 @@ class Settings(BaseSettings):
         ]
         if self.mongodb_uri is not None and (password := urlsplit(self.mongodb_uri.get_secret_value()).password):
             found += [password, unquote(password)]  # as written in the URI, and as the driver sends it
+        if self.desk_smtp_url is not None and (password := urlsplit(self.desk_smtp_url.get_secret_value()).password):
+            found += [password, unquote(password)]
         if self.https_proxy and (password := urlsplit(self.https_proxy).password):
             found += [password, unquote(password)]  # a proxy's credentials ride in its URL
         return found
@@ -107,6 +118,51 @@ class Settings(BaseSettings):
         if value is not None and ("@" not in value or value.strip() != value):
             raise ValueError("must be an email address")
         return value.lower() if value else value
+
+    @property
+    def mail_enabled(self) -> bool:
+        """Whether the desk sends email (DESK_SMTP_URL is set)."""
+        return self.desk_smtp_url is not None
+
+    def smtp(self) -> "SmtpTarget":
+        """Where and how to send email (only when `mail_enabled`)."""
+        assert self.desk_smtp_url is not None
+        return smtp_target(self.desk_smtp_url.get_secret_value())
+
+    @field_validator("desk_smtp_url")
+    @classmethod
+    def _smtp_url(cls, value: SecretStr | None) -> SecretStr | None:
+        if value is None or not value.get_secret_value():
+            return None  # set but empty: no email
+        smtp_target(value.get_secret_value())
+        return value
+
+    @field_validator("desk_mail_from")
+    @classmethod
+    def _mail_from(cls, value: str | None) -> str | None:
+        if value is not None and not re.fullmatch(r"[^@\s<>\"]+@[^@\s<>\"]+\.[^@\s<>\"]+", value):
+            raise ValueError("must be an email address such as desk@example.com")
+        return value
+
+    @field_validator("desk_public_url")
+    @classmethod
+    def _public_url(cls, value: str | None) -> str | None:
+        if not value:
+            return None
+        parts = urlsplit(value)
+        if parts.scheme not in ("http", "https") or not parts.hostname or parts.query or parts.fragment:
+            raise ValueError("must be the desk's address such as https://desk.example.com")
+        return value.rstrip("/")
+
+    @model_validator(mode="after")
+    def _mail_keys(self) -> "Settings":
+        if self.desk_smtp_url is None:
+            return self
+        if not self.desk_mail_from:
+            raise ValueError("DESK_MAIL_FROM is required with DESK_SMTP_URL")
+        if not self.desk_public_url:
+            raise ValueError("DESK_PUBLIC_URL is required with DESK_SMTP_URL (links in emails open the desk there)")
+        return self
 
     @field_validator("desk_metrics_allow")
     @classmethod
@@ -189,6 +245,47 @@ class Settings(BaseSettings):
         if self.ai_probe_max_interval_ms < self.ai_probe_interval_ms:
             raise ValueError("AI_PROBE_MAX_INTERVAL_MS must be at least AI_PROBE_INTERVAL_MS")
         return self
+
+
+@dataclass(frozen=True)
+class SmtpTarget:
+    """DESK_SMTP_URL, taken apart: smtps is TLS from the start; smtp may upgrade with STARTTLS."""
+
+    host: str
+    port: int
+    tls: bool
+    starttls: bool
+    user: str | None = field(default=None, repr=False)
+    password: str | None = field(default=None, repr=False)
+
+
+SMTP_SHAPE = "must be smtp://host:port or smtps://host:port, with user:password@ and ?starttls=true if need be"
+
+
+def smtp_target(url: str) -> SmtpTarget:
+    """The mail server DESK_SMTP_URL names; ValueError (never quoting the URL: it may hold a password) if none."""
+    parts = urlsplit(url)
+    try:
+        port = parts.port
+    except ValueError:
+        raise ValueError(SMTP_SHAPE) from None
+    query = parse_qs(parts.query, keep_blank_values=True)
+    starttls = query.pop("starttls", ["false"])
+    if parts.scheme not in ("smtp", "smtps") or not parts.hostname or parts.path not in ("", "/") or query:
+        raise ValueError(SMTP_SHAPE)
+    if starttls not in (["true"], ["false"]):
+        raise ValueError("DESK_SMTP_URL's starttls must be true or false")
+    if parts.scheme == "smtps" and starttls == ["true"]:
+        raise ValueError("DESK_SMTP_URL: smtps is TLS from the start; starttls=true goes with smtp://")
+    tls = parts.scheme == "smtps"
+    return SmtpTarget(
+        host=parts.hostname,
+        port=port or (465 if tls else 587 if starttls == ["true"] else 25),
+        tls=tls,
+        starttls=starttls == ["true"],
+        user=unquote(parts.username) if parts.username else None,
+        password=unquote(parts.password) if parts.password else None,
+    )
 
 
 def check_base_url(url: str, *, allow_private: bool) -> None:

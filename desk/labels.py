@@ -107,3 +107,13 @@ def run_error(code: str | None) -> str:
     if code and code.startswith("provider_") and code not in RUN_ERRORS:
         return f"the AI provider failed ({code.removeprefix('provider_')})"
     return RUN_ERRORS.get(code or "", code or "no reason was kept")
+
+
+# The kinds of notification (desk.notifications.models.Kind), as preferences name them
+NOTIFICATION_KINDS = {
+    "assigned": "An order is given to me or taken from me",
+    "commented": "Someone comments on an order I asked for, work on or commented on",
+    "statusChanged": "An order I asked for changes status",
+    "flagged": "The triage agent flags an order for the dispatcher (admins)",
+}
+NOTIFICATION_CHANNELS = {"inApp": "In the desk", "email": "By email"}

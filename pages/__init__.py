@@ -5,9 +5,11 @@ from pages import (
     admin_audit,
     admin_metrics,
     admin_runs,
+    admin_settings,
     admin_users,
     copilot,
     login,
+    notifications,
     profile,
     work_order,
     work_orders,
@@ -24,4 +26,6 @@ ROUTERS = [
     profile.router,
     copilot.router,
     admin_audit.router,
+    notifications.router,
+    admin_settings.router,
 ]

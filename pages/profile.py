@@ -8,6 +8,7 @@ from pydantic import ValidationError
 from components.confirm import confirm
 from components.fields import clear_problems, new_password, show_problems
 from components.frame import notify_next_page
+from components.notifications.switches import switches_card
 from components.once import one_at_a_time
 from components.people.tokens import SCOPE_WORDS, token_row
 from components.runtime import session
@@ -17,6 +18,8 @@ from desk.auth.models import MAX_TOKEN_DAYS, TOKEN_DAYS, PasswordChange, TokenCr
 from desk.config import get_settings
 from desk.db.client import get_db
 from desk.errors import DeskError
+from desk.notifications import service as notifications
+from desk.notifications.models import Preferences, PreferencesUpdate
 from desk.users import service as users_service
 
 router = APIRouter()
@@ -25,12 +28,14 @@ PATH = "/app/profile"
 
 @desk_page(router, PATH, title="Profile")
 async def profile_page(visit: session.Visit, me: session.SessionUser) -> None:
+    told = await notifications.get_preferences(db=get_db(), actor=me.actor)  # read before drawing: one paint
     with ui.column().classes("gap-0"):
         ui.label(me.name).classes("text-2xl font-semibold wrap-anywhere").mark("profile-name")
         ui.label(f"{me.email} · {me.role}").classes("text-grey-7 wrap-anywhere")
     tokens = TokensCard(visit, admin=me.is_admin)
     _password_card(visit, on_tokens_revoked=tokens.show)
     _ai_card(visit, enabled=me.ai_enabled)
+    _notifications_card(visit, me, told)
     await tokens.build()
 
 
@@ -108,6 +113,15 @@ def _ai_card(visit: session.Visit, *, enabled: bool) -> None:
             ui.navigate.to(PATH)
 
         switch.on_value_change(lambda e: toggle(e.value))
+
+
+def _notifications_card(visit: session.Visit, me: session.SessionUser, current: Preferences) -> None:
+    async def save(change: PreferencesUpdate) -> Preferences:
+        return await notifications.update_preferences(db=get_db(), actor=await visit.actor(), data=change)
+
+    blurb = "What you hear about, in the bell and by email. Nothing you do yourself is ever sent to you."
+    mail = get_settings().mail_enabled
+    switches_card("Notifications", blurb, current, save, admin=me.is_admin, mail_enabled=mail, marker="own-notify")
 
 
 class TokensCard:

@@ -137,3 +137,72 @@ def test_https_proxy_is_read_in_either_case_and_its_password_is_kept_out_of_sigh
     assert "proxy-pass-77" not in repr(settings)
     assert "proxy-pass-77" in settings.secrets()  # the logs redact it
     assert Settings(https_proxy="").https_proxy is None
+
+
+# --- email (desk/notifications) ---
+
+MAIL = {"DESK_MAIL_FROM": "desk@example.com", "DESK_PUBLIC_URL": "https://desk.example.com"}
+
+
+def test_no_smtp_url_means_no_email():
+    settings = Settings()
+    assert not settings.mail_enabled and settings.desk_mail_batch_seconds == 300
+    assert not Settings(desk_smtp_url="").mail_enabled  # set but empty, as compose files leave it
+
+
+@pytest.mark.parametrize(
+    ("url", "host", "port", "tls", "starttls", "user", "password"),
+    [
+        ("smtp://relay.office.lan", "relay.office.lan", 25, False, False, None, None),
+        ("smtp://relay.office.lan:2525?starttls=true", "relay.office.lan", 2525, False, True, None, None),
+        ("smtp://desk:p%40ss@relay.office.lan?starttls=true", "relay.office.lan", 587, False, True, "desk", "p@ss"),
+        ("smtps://desk:secret@smtp.example.com", "smtp.example.com", 465, True, False, "desk", "secret"),
+    ],
+)
+def test_smtp_urls_name_the_server_and_how_to_reach_it(url, host, port, tls, starttls, user, password):
+    target = Settings(desk_smtp_url=url, desk_mail_from="desk@example.com", desk_public_url="https://d.example").smtp()
+    assert (target.host, target.port, target.tls, target.starttls) == (host, port, tls, starttls)
+    assert (target.user, target.password) == (user, password)
+    assert password is None or password not in repr(target)
+
+
+def test_the_smtp_password_is_redacted_from_the_logs_and_never_printed():
+    mail = {key.lower(): value for key, value in MAIL.items()}
+    settings = Settings(desk_smtp_url="smtps://desk:k9%3Dq7z@smtp.example.com", **mail)
+    assert {"k9%3Dq7z", "k9=q7z"} <= set(settings.secrets())
+    assert "q7z" not in repr(settings)
+
+
+@pytest.mark.parametrize(
+    "url",
+    [
+        "http://relay.office.lan",
+        "smtp://",
+        "smtp://relay.office.lan:port",
+        "smtp://relay.office.lan/path",
+        "smtp://relay.office.lan?tls=yes",
+        "smtp://relay.office.lan?starttls=maybe",
+        "smtps://relay.office.lan?starttls=true",
+    ],
+)
+def test_a_bad_smtp_url_stops_the_boot_without_quoting_it(url):
+    result = _boot({"DESK_SMTP_URL": url.replace("relay", "me:hunter2@relay"), **MAIL})
+    assert result.returncode == 2 and result.stderr.startswith("config error: DESK_SMTP_URL:")
+    assert "hunter2" not in result.stderr and len(result.stderr.strip().splitlines()) == 1
+
+
+def test_email_needs_a_sender_and_the_desks_address():
+    result = _boot({"DESK_SMTP_URL": "smtp://relay.office.lan"})
+    assert result.returncode == 2 and "DESK_MAIL_FROM is required with DESK_SMTP_URL" in result.stderr
+    result = _boot({"DESK_SMTP_URL": "smtp://relay.office.lan", "DESK_MAIL_FROM": "desk@example.com"})
+    assert result.returncode == 2 and "DESK_PUBLIC_URL is required with DESK_SMTP_URL" in result.stderr
+
+
+def test_bad_mail_values_name_their_keys():
+    env = {"DESK_MAIL_FROM": "not an address", "DESK_PUBLIC_URL": "desk.example.com", "DESK_MAIL_BATCH_SECONDS": "0"}
+    lines = _boot(env).stderr.strip().splitlines()
+    assert sorted(line.split(":")[1].strip() for line in lines) == [
+        "DESK_MAIL_BATCH_SECONDS",
+        "DESK_MAIL_FROM",
+        "DESK_PUBLIC_URL",
+    ]

@@ -51,6 +51,20 @@ def on_change(listener: Listener) -> None:
     client.on_delete(unsubscribe)
 
 
+def on_bell(user_id: str, listener: Callable[[], Awaitable[None]]) -> None:
+    """Call `listener` whenever this person's notifications change (in any process), while the current page is open."""
+    client = ui.context.client
+
+    def deliver(_: object) -> None:
+        if client.is_deleted:
+            unsubscribe()
+            return
+        background_tasks.create(_in_page(client, listener()), name="bell-update")
+
+    unsubscribe = state.current().bus.subscribe("bell", user_id, deliver)
+    client.on_delete(unsubscribe)
+
+
 async def shared_read(change_seq: int, view: tuple[Any, ...], read: Callable[[], Awaitable[T]]) -> T:
     """Run `read`, or join the same read already in flight: screens redrawing for the same change share one.
 
@@ -80,7 +94,13 @@ async def _poll() -> None:
         if not batch:
             continue
         seq = batch[-1]["seq"]
-        await state.current().bus.publish("order", None, batch)  # a failing page is logged there, never its words
+        bus = state.current().bus
+        rung = {person for change in batch if change["kind"] == changes.NOTIFIED for person in change["owners"]}
+        orders = [change for change in batch if change["kind"] != changes.NOTIFIED]
+        if orders:
+            await bus.publish("order", None, orders)  # a failing page is logged there, never its words
+        for person in rung:
+            await bus.publish("bell", person)
 
 
 async def _in_page(client: Client, update: Awaitable[None]) -> None:

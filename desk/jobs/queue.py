@@ -27,7 +27,7 @@ from typing import Any
 from bson import ObjectId
 from pymongo import ASCENDING, DESCENDING, ReturnDocument
 from pymongo.asynchronous.database import AsyncDatabase
-from pymongo.errors import DuplicateKeyError
+from pymongo.errors import BulkWriteError, DuplicateKeyError
 
 from desk.jobs.models import EventStatus
 from desk.schema import now
@@ -78,27 +78,46 @@ async def enqueue(
     kept, so a pass that enqueues what has no job does not enqueue it again.
     """
     moment = at or now()
-    job = {
-        "type": task,
-        "payloadRef": key,
-        "status": "skipped" if skip else "pending",
-        "attempts": 0,
-        "strikes": 0,  # failures that may be the job's own, uncounted in its attempts (`put_back`)
-        "fence": 0,
-        "availableAt": not_before or moment,
-        "bornAt": born or moment,
-        "leasedUntil": None,
-        "leaseOwner": None,
-        "lastError": skip,
-        "createdAt": moment,
-        "updatedAt": moment,
-        "expiresAt": _expires("skipped", moment) if skip else None,
-    }
+    job = _new_job(task, key, not_before=not_before or moment, born=born or moment, at=moment)
+    if skip:
+        job |= {"status": "skipped", "lastError": skip, "expiresAt": _expires("skipped", moment)}
     try:
         await _jobs(db).insert_one(job)
     except DuplicateKeyError:
         return False
     return True
+
+
+def _new_job(task: str, key: ObjectId, *, not_before: datetime, born: datetime, at: datetime) -> Doc:
+    """A job as it is first stored: pending, never tried."""
+    return {
+        "type": task,
+        "payloadRef": key,
+        "status": "pending",
+        "attempts": 0,
+        "strikes": 0,  # failures that may be the job's own, uncounted in its attempts (`put_back`)
+        "fence": 0,
+        "availableAt": not_before,
+        "bornAt": born,
+        "leasedUntil": None,
+        "leaseOwner": None,
+        "lastError": None,
+        "createdAt": at,
+        "updatedAt": at,
+        "expiresAt": None,
+    }
+
+
+async def enqueue_many(db: AsyncDatabase, jobs: Iterable[tuple[str, ObjectId, datetime]], *, at: datetime) -> int:
+    """Several jobs (task, key, due from) in one round trip, as `enqueue` makes each, born `at`; those that exist
+    already are left as they are. Returns how many were made."""
+    docs = [_new_job(task, key, not_before=not_before, born=at, at=at) for task, key, not_before in jobs]
+    if not docs:
+        return 0
+    try:
+        return len((await _jobs(db).insert_many(docs, ordered=False)).inserted_ids)
+    except BulkWriteError as error:  # a key that has its job already: the others are stored all the same
+        return error.details.get("nInserted", 0)
 
 
 async def claim(

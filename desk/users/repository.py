@@ -55,6 +55,17 @@ async def ai_switches(db: AsyncDatabase, user_ids: list[ObjectId]) -> list[Doc]:
     return await _users(db).find({"_id": {"$in": user_ids}}, {"aiEnabled": 1}).to_list() if user_ids else []
 
 
+async def contacts(db: AsyncDatabase, user_ids: list[ObjectId]) -> list[Doc]:
+    """Name, email, role and whether active, of those of these people still stored, in one read (notifications)."""
+    shown = {"name": 1, "email": 1, "role": 1, "active": 1}
+    return await _users(db).find({"_id": {"$in": user_ids}}, shown).to_list() if user_ids else []
+
+
+async def active_admins(db: AsyncDatabase) -> list[ObjectId]:
+    """The ids of every active admin (whom the triage agent's flags may concern)."""
+    return [doc["_id"] async for doc in _users(db).find({"role": "admin", "active": {"$ne": False}}, {"_id": 1})]
+
+
 def lookup_by_id(local_field: str, *, into: str) -> Doc:
     """An aggregation stage that puts the user whose id is in `local_field` into `into` (a list of 0 or 1)."""
     return {"$lookup": {"from": "users", "localField": local_field, "foreignField": "_id", "as": into}}

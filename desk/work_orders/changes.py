@@ -13,6 +13,8 @@ from pymongo.asynchronous.database import AsyncDatabase
 from desk.schema import now
 
 KEEP_SECONDS = 24 * 3600
+# Not a change to an order: some people's bells moved (`owners`: whose). The web runtime hands these to bells alone.
+NOTIFIED = "notified"
 
 
 async def ensure_indexes(db: AsyncDatabase) -> None:
@@ -20,7 +22,7 @@ async def ensure_indexes(db: AsyncDatabase) -> None:
     await db["changes"].create_index([("at", ASCENDING)], expireAfterSeconds=KEEP_SECONDS, name="ttl")
 
 
-async def record(db: AsyncDatabase, order_id: ObjectId, kind: str, owners: set[str]) -> int:
+async def record(db: AsyncDatabase, order_id: ObjectId | None, kind: str, owners: set[str]) -> int:
     """Append one change; sequence numbers come from an atomic counter, so every process sees one order.
 
     `owners` are the owners before and after, so a screen showing one person's orders can tell
@@ -29,9 +31,20 @@ async def record(db: AsyncDatabase, order_id: ObjectId, kind: str, owners: set[s
     counter = await db["counters"].find_one_and_update(
         {"_id": "changes:seq"}, {"$inc": {"n": 1}}, upsert=True, return_document=ReturnDocument.AFTER
     )
-    entry = {"seq": counter["n"], "workOrderId": str(order_id), "kind": kind, "owners": sorted(owners), "at": now()}
+    entry = {
+        "seq": counter["n"],
+        "workOrderId": str(order_id) if order_id else "",
+        "kind": kind,
+        "owners": sorted(owners),
+        "at": now(),
+    }
     await db["changes"].insert_one(entry)
     return counter["n"]
+
+
+async def ring(db: AsyncDatabase, people: set[str]) -> int:
+    """Tell these people's bells, in every web process, that their notifications changed."""
+    return await record(db, None, NOTIFIED, people)
 
 
 async def latest(db: AsyncDatabase) -> int:

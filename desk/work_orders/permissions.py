@@ -39,6 +39,11 @@ def visible(actor: Actor, doc: dict[str, Any]) -> bool:
     return sees_all(actor) or owner is None or _mine(actor, requester=_requester(doc), owner=owner)
 
 
+def person_sees(person: dict[str, Any], doc: dict[str, Any]) -> bool:
+    """Whether a stored user may see this order (whom a notification about it may reach)."""
+    return visible(Actor(id=str(person["_id"]), role=Role(person["role"])), doc)
+
+
 def _requester(doc: dict[str, Any]) -> str:
     return str(doc.get("requesterId") or doc["ownerId"])  # an order stored before requesters: its owner asked
 

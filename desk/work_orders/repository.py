@@ -256,6 +256,12 @@ async def comment(db: AsyncDatabase, order: Doc, entry: Doc) -> Doc:
     return entry
 
 
+async def commenters(db: AsyncDatabase, order_id: ObjectId) -> set[ObjectId]:
+    """The people who commented on an order (those who take part in its conversation hear of the next comment)."""
+    ids = await db["activity"].distinct("actorId", {"workOrderId": order_id, "action": "commented"})
+    return {ObjectId(found) for found in ids if ObjectId.is_valid(found)}
+
+
 async def _backfill_title_keys(db: AsyncDatabase, *, batch: int = 1000) -> None:
     """Give orders stored before `titleKey` existed theirs, postings too; once done, one index probe.
 

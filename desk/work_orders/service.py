@@ -13,6 +13,7 @@ from desk.actors import Actor
 from desk.audit import service as audit
 from desk.auth import write_limit
 from desk.errors import Conflict, DeskError, Forbidden, NotFound, NothingToChange
+from desk.notifications import events as notify
 from desk.schema import OffsetPage, after, by_id, during, midnight, now, parse_object_id
 from desk.users import repository as users_repo
 from desk.users import service as users_service
@@ -90,6 +91,7 @@ async def create(*, db: AsyncDatabase, actor: Actor, data: WorkOrderCreate, run_
     }
     created = timeline_entry(actor, "created", before=None, after=_tracked(new), run_id=run_id)
     doc = await repo.insert(db, new, activity=created)
+    await notify.order_created(db=db, actor=actor, order=doc, run_id=run_id)
     return WorkOrderRead.model_validate(doc)
 
 
@@ -188,6 +190,7 @@ async def update(
     after = await repo.update(db, before, fields, at=now(), activity=updated)
     if after is None:
         raise await _lost_race(db, actor, before["_id"], data.version, taking=taking)
+    await notify.order_changed(db=db, actor=actor, before=before, after=after, run_id=run_id)
     return WorkOrderRead.model_validate(after)
 
 
@@ -242,7 +245,9 @@ async def add_comment(*, db: AsyncDatabase, actor: Actor, order_id: str, data: C
         "runId": None,
         "at": now(),
     }
-    return CommentRead.model_validate(await repo.comment(db, doc, entry))
+    stored = await repo.comment(db, doc, entry)
+    await notify.commented(db=db, actor=actor, order=doc, text=data.text)
+    return CommentRead.model_validate(stored)
 
 
 async def _get_writable(db: AsyncDatabase, actor: Actor, order_id: str) -> dict[str, Any]:

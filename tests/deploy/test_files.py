@@ -70,6 +70,12 @@ def test_the_worker_gets_every_ai_and_agent_setting_the_triage_reads():
     assert wanted <= set(worker)
 
 
+def test_web_and_worker_both_get_the_mail_settings():
+    services = _compose()["services"]
+    wanted = {"DESK_SMTP_URL", "DESK_MAIL_FROM", "DESK_PUBLIC_URL", "DESK_MAIL_BATCH_SECONDS"}
+    assert wanted <= set(services["web"]["environment"]) and wanted <= set(services["worker"]["environment"])
+
+
 def test_every_key_compose_reads_or_gives_the_desk_is_in_env_example():
     example = set(_example())
     for name in ("web", "worker"):

@@ -44,6 +44,7 @@ from desk.agent.triage.models import TriageProposal
 from desk.agent.triage.tool import REGISTRY
 from desk.config import Settings
 from desk.logs import failure, tag
+from desk.notifications import events as notify
 from desk.work_orders import triage_door as work_orders
 from desk.work_orders.models import CLOSED, PRIORITIES
 
@@ -306,7 +307,10 @@ class _Pass:
         }
         if event_id is not None:
             doc["eventId"] = event_id
-        return await repo.insert(self.db, doc)
+        stored = await repo.insert(self.db, doc)
+        if stored is not None and flagged:  # the admins who asked to hear of flags (a retried pass stores none)
+            await notify.flagged(db=self.db, actor=SYSTEM_TRIAGE, order_id=order["id"])
+        return stored
 
     async def _maybe_apply(self, order: dict, suggestion: dict) -> dict:
         """Auto-apply mode: the suggested priority through triage_patch, unless a check says no (then noted)."""

@@ -1,0 +1,1 @@
+"""The bell in the header and the list of one's notifications."""

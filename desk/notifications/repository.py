@@ -1,0 +1,89 @@
+"""The `notifications` and `notification_prefs` collections; the only place that touches them.
+
+A notification belongs to one person (`userId`); `shown` says whether it is in their bell (their in-desk
+switch for its kind was on), `mail` whether an email is still owed for it ("due", then "sent"). Preferences
+are stored as each person's changes to the desk's defaults, which live in the same collection under "desk".
+"""
+
+from datetime import datetime, timedelta
+from typing import Any
+
+from bson import ObjectId
+from pymongo import ASCENDING, DESCENDING
+from pymongo.asynchronous.database import AsyncDatabase
+
+Doc = dict[str, Any]
+KEEP = timedelta(days=90)  # a bell is news, not an archive: the order's timeline keeps its history
+DESK = "desk"  # the id of the desk's defaults among the people's preferences
+
+
+def _notes(db: AsyncDatabase):
+    return db["notifications"]
+
+
+def _prefs(db: AsyncDatabase):
+    return db["notification_prefs"]
+
+
+async def ensure_indexes(db: AsyncDatabase) -> None:
+    notes = _notes(db)
+    await notes.create_index(
+        [("userId", ASCENDING), ("shown", ASCENDING), ("read", ASCENDING), ("createdAt", DESCENDING)], name="bell"
+    )
+    await notes.create_index([("userId", ASCENDING), ("workOrderId", ASCENDING), ("mail", ASCENDING)], name="mail")
+    await notes.create_index([("createdAt", ASCENDING)], expireAfterSeconds=int(KEEP.total_seconds()), name="ttl")
+
+
+async def insert_many(db: AsyncDatabase, docs: list[Doc]) -> list[Doc]:
+    """Store these notifications in one round trip; returns them with their ids."""
+    if docs:
+        result = await _notes(db).insert_many(docs)
+        docs = [{**doc, "_id": oid} for doc, oid in zip(docs, result.inserted_ids, strict=True)]
+    return docs
+
+
+def _bell(user_id: ObjectId, *, unread: bool | None = None) -> Doc:
+    return {"userId": user_id, "shown": True} | ({"read": False} if unread else {})
+
+
+async def page(db: AsyncDatabase, user_id: ObjectId, *, unread: bool | None, offset: int, limit: int) -> list[Doc]:
+    """A page of a person's bell, newest first."""
+    cursor = _notes(db).find(_bell(user_id, unread=unread)).sort([("createdAt", DESCENDING), ("_id", DESCENDING)])
+    return await cursor.skip(offset).limit(limit).to_list()
+
+
+async def count(db: AsyncDatabase, user_id: ObjectId, *, unread: bool | None = None) -> int:
+    return await _notes(db).count_documents(_bell(user_id, unread=unread))
+
+
+async def mark_read(db: AsyncDatabase, user_id: ObjectId, ids: list[ObjectId] | None) -> int:
+    """Mark some of a person's notifications read (None: all of them); how many changed."""
+    query = _bell(user_id, unread=True) | ({"_id": {"$in": ids}} if ids is not None else {})
+    return (await _notes(db).update_many(query, {"$set": {"read": True}})).modified_count
+
+
+async def owed_mail(db: AsyncDatabase, user_id: ObjectId, order_id: ObjectId) -> list[Doc]:
+    """The notifications of one person about one order still owed an email, oldest first."""
+    query = {"userId": user_id, "workOrderId": order_id, "mail": "due"}
+    return await _notes(db).find(query).sort([("createdAt", ASCENDING), ("_id", ASCENDING)]).to_list()
+
+
+async def mark_mailed(db: AsyncDatabase, ids: list[ObjectId], *, at: datetime) -> None:
+    await _notes(db).update_many({"_id": {"$in": ids}, "mail": "due"}, {"$set": {"mail": "sent", "mailedAt": at}})
+
+
+# Keyed by the person's id as a string, as the desk's defaults are by "desk": one key type in the collection.
+
+
+async def preferences(db: AsyncDatabase, user_ids: list[ObjectId]) -> tuple[Doc | None, dict[ObjectId, Doc]]:
+    """The desk's defaults (None: never set) and these people's own changes, in one read."""
+    found = await _prefs(db).find({"_id": {"$in": [DESK, *map(str, user_ids)]}}).to_list()
+    desk = next((doc for doc in found if doc["_id"] == DESK), None)
+    return desk, {ObjectId(doc["_id"]): doc for doc in found if doc["_id"] != DESK}
+
+
+async def set_preferences(db: AsyncDatabase, owner: ObjectId | str, switches: dict[str, dict[str, bool]]) -> None:
+    """Store some switches ({channel: {kind: on}}) of a person, or of the desk (owner DESK)."""
+    fields = {f"{channel}.{kind}": on for channel, kinds in switches.items() for kind, on in kinds.items()}
+    if fields:
+        await _prefs(db).update_one({"_id": str(owner)}, {"$set": fields}, upsert=True)

@@ -1,0 +1,267 @@
+"""Email through a real SMTP server (aiosmtpd, on loopback, STARTTLS with the tests' certificate and a login), sent
+by the worker's queue: batching, preferences, the unsubscribe link, a server that is down and comes back, escaping,
+a deactivated person."""
+
+import email
+import socket
+import ssl
+import threading
+from collections.abc import Iterator
+from datetime import timedelta
+from email.message import EmailMessage
+from email.policy import default
+from pathlib import Path
+
+import pytest
+from aiosmtpd.controller import Controller
+from aiosmtpd.smtp import AuthResult
+from bson import ObjectId
+
+from desk import state
+from desk.jobs.table import Context
+from desk.jobs.worker import Worker
+from desk.notifications import mail_queue, service
+from desk.notifications.models import NotificationQuery, PreferencesUpdate
+from desk.work_orders import service as orders
+from desk.work_orders.models import CommentCreate
+from tests.helpers import actor, reconfigure
+
+TLS = Path(__file__).parent.parent / "agent" / "tls"
+SMTP_USER, SMTP_PASSWORD = "desk", "relay-password-never-mailed"
+REFUSED = "nobody@example.com"  # the server refuses this mailbox for good (550)
+
+
+class Inbox:
+    """What the mail server received, as parsed emails; and the server itself, stopped and started by a test."""
+
+    def __init__(self) -> None:
+        self.mails: list[EmailMessage] = []
+        self.arrived = threading.Condition()
+        self.port = _free_port()
+        self.controller: Controller | None = None
+
+    async def handle_RCPT(self, server, session, envelope, address, options):
+        if address == REFUSED:
+            return "550 5.1.1 No such mailbox"
+        envelope.rcpt_tos.append(address)
+        return "250 OK"
+
+    async def handle_DATA(self, server, session, envelope):
+        with self.arrived:
+            self.mails.append(email.message_from_bytes(envelope.content, policy=default))
+        return "250 Message accepted"
+
+    def start(self) -> None:
+        context = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
+        context.load_cert_chain(TLS / "localhost.pem", TLS / "localhost.key")
+        self.controller = Controller(
+            self,
+            hostname="127.0.0.1",
+            port=self.port,
+            server_hostname="localhost",
+            tls_context=context,
+            require_starttls=True,  # nothing, not even the login, before STARTTLS
+            authenticator=_password,
+            auth_required=True,
+        )
+        self.controller.start()
+
+    def stop(self) -> None:
+        if self.controller is not None:
+            self.controller.stop()
+            self.controller = None
+
+
+def _password(server, session, envelope, mechanism, auth_data) -> AuthResult:
+    ok = auth_data.login == SMTP_USER.encode() and auth_data.password == SMTP_PASSWORD.encode()
+    return AuthResult(success=ok)
+
+
+def _free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+@pytest.fixture(scope="module")
+def smtp_server() -> Iterator[Inbox]:
+    inbox = Inbox()
+    inbox.start()
+    yield inbox
+    inbox.stop()
+
+
+@pytest.fixture
+def inbox(smtp_server: Inbox, settings, clock, monkeypatch) -> Iterator[Inbox]:
+    """The module's mail server, emptied, and the desk pointed at it (trusting the tests' certificate)."""
+    monkeypatch.setenv("SSL_CERT_FILE", str(TLS / "localhost.pem"))
+    if smtp_server.controller is None:
+        smtp_server.start()
+    smtp_server.mails.clear()
+    reconfigure(
+        settings,
+        desk_smtp_url=f"smtp://{SMTP_USER}:{SMTP_PASSWORD}@localhost:{smtp_server.port}?starttls=true",
+        desk_mail_from="desk@example.com",
+        desk_public_url="https://desk.example.com",
+        desk_mail_batch_seconds=300,
+    )
+    yield smtp_server
+
+
+@pytest.fixture
+def run_mail(db, clock):
+    """Run every due mail job once, as the worker would, at the test's clock."""
+
+    async def run() -> int:
+        worker = Worker(functions=mail_queue.tasks(), burst=True, clock=clock, poll_delay=0)
+        return await worker.run_due(Context(db=db, settings=state.current().settings))
+
+    return run
+
+
+def text_of(mail: EmailMessage) -> str:
+    return mail.get_body(("plain",)).get_content()
+
+
+def html_of(mail: EmailMessage) -> str:
+    return mail.get_body(("html",)).get_content()
+
+
+async def test_the_first_event_mails_at_once_and_the_rest_of_the_window_comes_in_one_digest(
+    db, make_user, make_order, inbox, run_mail, clock
+):
+    admin, lee = await make_user("admin", name="Ada"), await make_user(name="Lee", email="lee@example.com")
+    order = await make_order(admin, "Leaking tap", owner_id=lee["id"])
+    await run_mail()
+    (first,) = inbox.mails
+    assert first["To"] == "Lee <lee@example.com>" and first["Subject"] == "Ada gave you “Leaking tap”."
+    assert f"https://desk.example.com/app/work-orders/{order.id}" in text_of(first)
+
+    for text in ("Parts ordered", "Plumber comes Monday"):
+        await orders.add_comment(db=db, actor=actor(admin), order_id=order.id, data=CommentCreate(text=text))
+    await run_mail()
+    assert len(inbox.mails) == 1  # the window is still open: nothing more yet
+
+    clock.move(timedelta(seconds=300))
+    await run_mail()
+    digest = inbox.mails[1]
+    assert digest["Subject"] == "2 updates on “Leaking tap”"
+    assert "- Ada commented on “Leaking tap”: Parts ordered" in text_of(digest)
+    assert "- Ada commented on “Leaking tap”: Plumber comes Monday" in text_of(digest)
+
+    clock.move(timedelta(seconds=1))  # the window is over: the next event opens a new one, and mails at once
+    await orders.add_comment(db=db, actor=actor(admin), order_id=order.id, data=CommentCreate(text="Done?"))
+    await run_mail()
+    assert len(inbox.mails) == 3 and inbox.mails[2]["Subject"] == "Ada commented on “Leaking tap”: Done?"
+
+
+async def test_every_mail_has_text_and_html_escaped_and_the_one_click_unsubscribe_headers(
+    db, make_user, make_order, inbox, run_mail
+):
+    admin = await make_user("admin", name="Ada <img src=x onerror=alert(1)>")
+    lee = await make_user(name="Lee & <i>co</i>")
+    await make_order(admin, "<script>alert('tap')</script>", owner_id=lee["id"])
+    await run_mail()
+    (mail,) = inbox.mails
+
+    html = html_of(mail)
+    assert "<script>" not in html and "&lt;script&gt;alert(&#x27;tap&#x27;)&lt;/script&gt;" in html
+    assert "<img" not in html and "<i>" not in html and "Lee &amp; &lt;i&gt;co&lt;/i&gt;" in html
+    assert "<script>alert('tap')</script>" in text_of(mail)  # plain text is shown as text
+    url = mail["List-Unsubscribe"].strip("<>")
+    assert url.startswith("https://desk.example.com/api/v1/notifications/unsubscribe/")
+    assert mail["List-Unsubscribe-Post"] == "List-Unsubscribe=One-Click"
+    assert SMTP_PASSWORD not in mail.as_string()  # no secret rides along
+
+
+async def test_the_unsubscribe_link_turns_that_kind_of_email_off_with_no_login(
+    db, make_user, make_order, inbox, run_mail, anonymous, clock
+):
+    admin, lee = await make_user("admin", name="Ada"), await make_user(name="Lee", email="lee@example.com")
+    order = await make_order(admin, "Leaking tap", owner_id=lee["id"])
+    await run_mail()
+    await orders.add_comment(db=db, actor=actor(admin), order_id=order.id, data=CommentCreate(text="Thanks"))
+    await run_mail()
+    (mail,) = inbox.mails  # about the assignment: the comment waits for the digest
+    path = mail["List-Unsubscribe"].strip("<>").removeprefix("https://desk.example.com")
+
+    answer = await anonymous.post(path, content="List-Unsubscribe=One-Click")
+    assert answer.status_code == 200 and answer.json() == {"kinds": ["assigned"]}
+    assert (await service.get_preferences(db=db, actor=actor(lee))).email.assigned is False
+
+    clock.move(timedelta(seconds=300))
+    await run_mail()
+    assert "Ada commented on “Leaking tap”: Thanks" in text_of(inbox.mails[1])  # comments still come
+    clock.move(timedelta(seconds=1))
+    await make_order(admin, "Broken window", owner_id=lee["id"])
+    await run_mail()
+    assert len(inbox.mails) == 2  # assignments no longer do...
+    bell = await service.page(db=db, actor=actor(lee), query=NotificationQuery())
+    assert bell.items[0].text == "Ada gave you “Broken window”."  # ...but the bell still says so
+
+
+async def test_a_mail_server_that_is_down_is_tried_again_until_it_is_back(
+    db, make_user, make_order, inbox, run_mail, clock
+):
+    admin, lee = await make_user("admin"), await make_user()
+    await make_order(admin, "Leaking tap", owner_id=lee["id"])
+    inbox.stop()
+    await run_mail()
+    job = await db["outbox_events"].find_one({"type": mail_queue.TASK}, sort=[("availableAt", 1)])  # the first
+    assert (job["status"], job["attempts"]) == ("pending", 1)
+    assert job["lastError"] == "mail server unavailable (ConnectionRefusedError)"
+
+    clock.move(timedelta(minutes=10))
+    await run_mail()  # still down: a second try, later again
+    assert (await db["outbox_events"].find_one({"_id": job["_id"]}))["attempts"] == 2
+    inbox.start()
+    clock.move(timedelta(minutes=10))
+    await run_mail()
+    assert len(inbox.mails) == 1  # once: by the retried send or the window's digest, whichever ran first
+    mail_jobs = {"type": mail_queue.TASK}
+    assert await db["outbox_events"].count_documents(mail_jobs | {"status": {"$in": ["pending", "failed"]}}) == 0
+
+
+async def test_a_refused_mailbox_is_a_dead_letter_the_admins_see(
+    db, make_user, make_order, inbox, run_mail, client_for
+):
+    admin, nobody = await make_user("admin"), await make_user(email=REFUSED)
+    await make_order(admin, "Leaking tap", owner_id=nobody["id"])
+    await run_mail()
+    assert inbox.mails == []
+
+    overview = (await (await client_for(admin)).get("/api/v1/admin/agents/triage")).json()
+    (dead,) = overview["failed"]
+    assert (dead["type"], dead["lastError"]) == (mail_queue.TASK, "mail refused (550)")
+
+
+async def test_someone_deactivated_before_the_mail_goes_gets_none(
+    db, make_user, make_order, change_user, inbox, run_mail
+):
+    admin, lee = await make_user("admin"), await make_user()
+    await make_order(admin, "Leaking tap", owner_id=lee["id"])
+    await change_user(lee, active=False)
+    await run_mail()
+    assert inbox.mails == []
+    job = await db["outbox_events"].find_one({"type": mail_queue.TASK}, sort=[("availableAt", 1)])
+    assert (job["status"], job["lastError"]) == ("skipped", "not_for_them")
+
+
+async def test_email_switched_off_sends_nothing_and_keeps_the_bell(db, make_user, make_order, inbox, run_mail):
+    admin, lee = await make_user("admin"), await make_user()
+    switched = PreferencesUpdate.model_validate({"email": {"assigned": False}})
+    await service.update_preferences(db=db, actor=actor(lee), data=switched)
+    await make_order(admin, "Leaking tap", owner_id=lee["id"])
+    await run_mail()
+    assert inbox.mails == [] and await db["outbox_events"].count_documents({"type": mail_queue.TASK}) == 0
+    assert await service.unread(db=db, actor=actor(lee)) == 1
+
+
+async def test_with_no_smtp_url_nothing_is_queued(db, make_user, make_order, settings):
+    admin, lee = await make_user("admin"), await make_user()
+    await make_order(admin, "Leaking tap", owner_id=lee["id"])
+    assert await db["outbox_events"].count_documents({"type": mail_queue.TASK}) == 0
+    assert await db["notifications"].find_one({"userId": ObjectId(lee["id"])}, {"mail": 1}) | {"_id": 0} == {
+        "_id": 0,
+        "mail": None,
+    }
