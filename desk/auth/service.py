@@ -8,6 +8,7 @@ from datetime import UTC, datetime, timedelta
 from bson import ObjectId
 from pymongo.asynchronous.database import AsyncDatabase
 
+from desk import state
 from desk.access import require_admin
 from desk.actors import SCOPES, Actor, Role, Scope, scopes_of
 from desk.audit import service as audit
@@ -108,7 +109,7 @@ async def _check_password(*, db: AsyncDatabase, email: str, password: str, ip: s
     if user is None and as_typed != key:  # an address stored before addresses were normalized
         user = await users_repo.get_by_email(db, as_typed)
     matches = await passwords.verify_password(user["passwordHash"] if user else None, password)
-    moment = now()
+    moment = state.current().clock.now()  # what the lockout counts in, as the throttle does
     locked_until = user.get("lockedUntil") if user else None
     locked = locked_until is not None and locked_until > moment
     if user is None or not matches:

@@ -7,6 +7,7 @@ from bson import ObjectId
 from pymongo.asynchronous.database import AsyncDatabase
 from pymongo.errors import DuplicateKeyError
 
+from desk import state
 from desk.access import require_admin
 from desk.actors import Actor
 from desk.audit import service as audit
@@ -192,7 +193,8 @@ async def unlock_user(*, db: AsyncDatabase, actor: Actor, user_id: str) -> UserR
     before = await repo.clear_failed_logins(db, oid) if oid else None
     if before is None:
         raise NotFound("No such user.")
-    if before.get("lockedUntil") and before["lockedUntil"] > now():  # an unlock that lifted no lock is no event
+    locked = before.get("lockedUntil") and before["lockedUntil"] > state.current().clock.now()  # the lockout's clock
+    if locked:  # an unlock that lifted no lock is no event
         events.record("account_unlocked", actor_id=actor.id, subject_id=oid)
         details = {"name": before["name"]}
         await audit.record(db=db, actor=actor, action="account_unlocked", subject_id=oid, details=details)

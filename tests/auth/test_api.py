@@ -101,19 +101,21 @@ async def test_wrong_password_unknown_email_and_inactive_user_all_look_the_same(
     assert WRONG in answers[0].json()["error"]["message"]
 
 
-async def test_a_guesser_on_many_addresses_locks_the_account_for_fifteen_minutes(make_user, anonymous, db):
+async def test_a_guesser_on_many_addresses_locks_the_account_for_fifteen_minutes(make_user, anonymous, db, clock):
     sam = await make_user("user", email="sam@example.com")
     await lock_out(db, "sam@example.com")
+    body = {"email": "sam@example.com", "password": PASSWORD}
 
-    locked = await anonymous.post("/api/v1/auth/login", json={"email": "sam@example.com", "password": PASSWORD})
+    locked = await anonymous.post("/api/v1/auth/login", json=body)
 
     assert locked.status_code == 403 and "locked for 15 minutes" in locked.json()["error"]["message"]
     stored = await db["users"].find_one({"_id": ObjectId(sam["id"])})
-    assert timedelta(minutes=14) < stored["lockedUntil"] - now() <= timedelta(minutes=15)
+    assert stored["lockedUntil"] == clock.now() + timedelta(minutes=15)
 
-    await db["users"].update_one({"_id": ObjectId(sam["id"])}, {"$set": {"lockedUntil": now() - timedelta(seconds=1)}})
-    unlocked = await anonymous.post("/api/v1/auth/login", json={"email": "sam@example.com", "password": PASSWORD})
-    assert unlocked.status_code == 200
+    clock.move(timedelta(minutes=15) - timedelta(milliseconds=1))
+    assert (await anonymous.post("/api/v1/auth/login", json=body)).status_code == 403  # not a moment early
+    clock.move(timedelta(milliseconds=1))
+    assert (await anonymous.post("/api/v1/auth/login", json=body)).status_code == 200
 
 
 async def test_login_is_rate_limited_per_address(make_user, anonymous, settings):
