@@ -9,6 +9,7 @@ from nicegui.events import GenericEventArguments
 from nicegui.testing import User
 from nicegui.testing.user_notify import UserNotify
 
+from desk.agent.copilot import staging
 from desk.agent.core import switch
 from desk.agent.core.store import agent_runs, copilot_sessions
 from desk.agent.triage import service as agents
@@ -251,8 +252,9 @@ async def test_dismiss_then_reopen_from_the_chip_or_by_asking_again(
 
 
 async def test_an_expired_approval_says_so(
-    user: User, fake_provider, provider, make_user, log_in, db, ai_settings, clock
+    user: User, fake_provider, provider, make_user, log_in, db, ai_settings, clock, monkeypatch
 ):
+    monkeypatch.setattr(staging, "WAKE_SECONDS", 0.01)  # the waiting run sees the moved clock at once (speed only)
     sam = await make_user("user")
     fake_provider.script(Turn.tool_calls(("create_work_order", {"title": "Order new chairs"})))
     await open_copilot(user, sam, log_in)
