@@ -78,7 +78,7 @@ async def login_ticket(*, db: AsyncDatabase, email: str, password: str, ip: str,
     """
     user = await _check_password(db=db, email=email, password=password, ip=ip)
     ticket = secrets.token_urlsafe(32)
-    moment = now()
+    moment = state.current().clock.now()  # sessions and their tickets live on the Desk's clock
     await repo.insert_login_ticket(
         db, {"_id": digest(ticket), "userId": user["_id"], "browser": browser, "expiresAt": moment + TICKET_LIFETIME}
     )
@@ -87,7 +87,8 @@ async def login_ticket(*, db: AsyncDatabase, email: str, password: str, ip: str,
 
 async def redeem_login_ticket(*, db: AsyncDatabase, ticket: str, browser: str) -> str | None:
     """A new session for the ticket's person, its secret for the cookie; None when the ticket is spent or stale."""
-    found = await repo.take_login_ticket(db, digest(ticket), browser=browser, moment=now()) if ticket else None
+    moment = state.current().clock.now()
+    found = await repo.take_login_ticket(db, digest(ticket), browser=browser, moment=moment) if ticket else None
     if found is None:
         return None
     return await open_session(db=db, user_id=found["userId"])
@@ -179,7 +180,7 @@ async def open_session(*, db: AsyncDatabase, user_id: ObjectId) -> str:
     """A new session for the user; returns the secret for the cookie (only its hash is stored)."""
     settings = get_settings()
     secret = secrets.token_urlsafe(32)  # 256 bits
-    moment = now()
+    moment = state.current().clock.now()
     await repo.insert_session(
         db,
         {
@@ -202,7 +203,7 @@ async def user_for_session(*, db: AsyncDatabase, secret: str, touch: bool = True
     """
     found = await repo.get_session_and_user(db, digest(secret)) if secret else None
     session, user = found or (None, None)
-    moment = now()
+    moment = state.current().clock.now()  # a test moves it past the idle or the absolute limit
     if session is None or session["idleExpiresAt"] <= moment or session["expiresAt"] <= moment:
         raise Unauthorized("Your session has ended; please log in again.")
     if user is None or not user.get("active", False):
