@@ -26,9 +26,8 @@ _SECRET_PATTERNS = [
 
 FIELDS = "desk_fields"  # a record's structured facts, passed as `extra={FIELDS: {...}}`, become keys of its line
 _IDS: ContextVar[dict[str, str]] = ContextVar("desk_log_ids", default={})  # noqa: B039 - never mutated, replaced
-# The configured secrets themselves, whatever they look like (see never_log). Module-level, one of three
-# (with desk/state.py `_desk` and the engine's `_patched`): logging is the process's, and this module sits
-# below the Desk, which imports it.
+# The configured secrets themselves, whatever they look like (see never_log).
+# One of three kept module-level: logging is the process's, and this module sits below the Desk, which imports it.
 _CONFIGURED: list[str] = []
 
 

@@ -65,7 +65,7 @@ class Desk:
         return task
 
 
-_desk: Desk | None = None  # the process's Desk (`current`): module-level, being where everything else is found
+_desk: Desk | None = None  # the process's Desk (`current`); kept module-level: it is where all else is found
 
 
 def current() -> Desk:
