@@ -17,7 +17,7 @@ from desk.auth import repository as repo
 from desk.auth.models import TOKEN_DAYS, TokenCreated, TokenRead
 from desk.config import get_settings
 from desk.errors import Forbidden, NotFound, RateLimited, Unauthorized
-from desk.schema import now, parse_object_id
+from desk.schema import parse_object_id
 from desk.users import access
 from desk.users import repository as users_repo
 from desk.users.models import email_key
@@ -239,7 +239,7 @@ async def user_for_token(*, db: AsyncDatabase, secret: str) -> dict:
     token, user = found or (None, None)
     if token is None or user is None or not user.get("active", False):
         raise Unauthorized("The API token is not valid.")
-    moment = now()
+    moment = state.current().clock.now()  # tokens expire on the Desk's clock, as sessions do
     if token["expiresAt"] <= moment:  # tokens made before expiry got one at the desk's start (auth repository)
         raise Unauthorized(f"The API token expired on {token['expiresAt']:%Y-%m-%d}; make a new one on your profile.")
     if token.get("lastUsedAt") is None or moment - token["lastUsedAt"] >= TOUCH_EVERY:  # a write a minute at most
@@ -265,7 +265,7 @@ async def create_token(
     if scopes is not None and not set(scopes) <= allowed:
         raise Forbidden(ADMIN_SCOPE_FOR_ADMINS, details={"field": "scopes"})
     secret = TOKEN_PREFIX + secrets.token_urlsafe(32)
-    moment = now()
+    moment = state.current().clock.now()
     doc = await repo.insert_token(
         db,
         {

@@ -38,7 +38,7 @@ def _require_recent_login(actor: Actor, what: str) -> None:
     minutes = int(RECENT_LOGIN.total_seconds() // 60)
     if actor.by_token:
         raise Forbidden(f"An API token cannot {what}: that needs the desk in a browser, logged in recently.")
-    if actor.logged_in_at is None or now() - actor.logged_in_at > RECENT_LOGIN:
+    if actor.logged_in_at is None or state.current().clock.now() - actor.logged_in_at > RECENT_LOGIN:
         raise RecentLoginRequired(f"Log in again to {what}: it needs a login within the last {minutes} minutes.")
 
 
