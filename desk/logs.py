@@ -26,7 +26,9 @@ _SECRET_PATTERNS = [
 
 FIELDS = "desk_fields"  # a record's structured facts, passed as `extra={FIELDS: {...}}`, become keys of its line
 _IDS: ContextVar[dict[str, str]] = ContextVar("desk_log_ids", default={})  # noqa: B039 - never mutated, replaced
-_CONFIGURED: list[str] = []  # the configured secrets themselves, whatever they look like (see never_log)
+# The configured secrets themselves, whatever they look like (see never_log).
+# One of three kept module-level: logging is the process's, and this module sits below the Desk, which imports it.
+_CONFIGURED: list[str] = []
 
 
 def never_log(*values: str | None) -> None:

@@ -186,7 +186,6 @@ def _text(refused: re.Pattern[str] | None, *, max_length: int, required: bool, l
     if refused is None and not required:
         return Annotated[str, *checks]  # every string is valid: no pattern to state
     pattern = text_pattern(refused, required=required, lines=lines)
-    TEXT_PATTERNS.add(pattern)
     return Annotated[str, *checks, Field(json_schema_extra={"pattern": pattern})]
 
 
@@ -215,13 +214,10 @@ def _strip(value: str) -> str:
 def without_text_patterns(schema: Any) -> Any:
     """`schema` without the text fields' patterns: a model given tools needs the limits, not the regexes."""
     if isinstance(schema, dict):
-        return {k: without_text_patterns(v) for k, v in schema.items() if not (k == "pattern" and v in TEXT_PATTERNS)}
+        return {k: without_text_patterns(v) for k, v in schema.items() if not (k == "pattern" and _is_text_pattern(v))}
     if isinstance(schema, list):
         return [without_text_patterns(item) for item in schema]
     return schema
-
-
-TEXT_PATTERNS: set[str] = set()
 
 
 @cache
@@ -236,7 +232,7 @@ def text_pattern(refused: re.Pattern[str] | None, *, required: bool, lines: bool
     space, edge = char_class(blank), f"[^{char_class(bad | blank)}]"
     inner = f"[^{char_class(bad)}]" if bad else "[\\s\\S]"
     middle = f"{edge}(?:{inner}*{edge})?"
-    return f"^[{space}]*{middle if required else f'(?:{middle})?'}[{space}]*$"
+    return f"{_TEXT_OPENING}{middle if required else f'(?:{middle})?'}[{space}]*$"
 
 
 def char_class(chars: set[str] | frozenset[str]) -> str:
@@ -252,6 +248,14 @@ def char_class(chars: set[str] | frozenset[str]) -> str:
 
 def _code(code: int) -> str:
     return chr(code) if chr(code).isascii() and chr(code).isalnum() else f"\\u{code:04x}"
+
+
+_TEXT_OPENING = f"^[{char_class(SPACE | INVISIBLE)}]*"  # how every `text_pattern` opens: the blanks around the text
+
+
+def _is_text_pattern(pattern: object) -> bool:
+    """Whether `pattern` is one `text_pattern` wrote (a hand-written pattern never opens with all those blanks)."""
+    return isinstance(pattern, str) and pattern.startswith(_TEXT_OPENING)
 
 
 # C0, DEL and C1 (Unicode category Cc): invisible, they break display, search and exports.

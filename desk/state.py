@@ -9,8 +9,9 @@ its own, and one place says what a process holds.
 
 import asyncio
 import logging
+import weakref
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from desk import config, logs  # config: a module, not its names: desk.config reads the Desk through this one
 from desk.bus import Bus
@@ -36,6 +37,14 @@ class Desk:
     bus: Bus = field(default_factory=Bus)
     tasks: set[asyncio.Task] = field(default_factory=set)  # held until done: the event loop keeps only weak refs
     ai_switch: "tuple[float, Switch] | None" = None  # the desk-wide AI switch as last read, and when (monotonic)
+    # copilot turns on their way to their first event (desk/agent/copilot/live.py `Opening`, not named here: the
+    # agents import this module), held weakly: a turn never streamed is forgotten; and the turns giving way to them
+    openings: weakref.WeakSet = field(default_factory=weakref.WeakSet)
+    giving_way: list[asyncio.Future] = field(default_factory=list)
+    # the web process's (components/runtime, not named here: the core never imports the UI): each person's
+    # copilot turn running here, by person id, and the reads in flight that screens following a change share
+    copilot_turns: dict[str, Any] = field(default_factory=dict)
+    shared_reads: dict[tuple, asyncio.Future] = field(default_factory=dict)
 
     def keep(self, task: asyncio.Task, *, failure: str, expected: tuple[type[BaseException], ...] = ()) -> asyncio.Task:
         """Hold a task nobody awaits (a run's first writes, a turn's wind-down) until it ends, and log its failure.
@@ -56,7 +65,7 @@ class Desk:
         return task
 
 
-_desk: Desk | None = None  # the process's Desk (`current`)
+_desk: Desk | None = None  # the process's Desk (`current`); kept module-level: it is where all else is found
 
 
 def current() -> Desk:

@@ -4,11 +4,12 @@ import asyncio
 import contextlib
 import os
 import time
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
 
 import httpx
 import pytest
 from bson import ObjectId
+from nicegui import background_tasks
 from nicegui.testing import User
 from pymongo.asynchronous.database import AsyncDatabase
 
@@ -108,3 +109,15 @@ async def session_clients(
     finally:
         for client in clients:
             await client.aclose()
+
+
+@contextlib.contextmanager
+def handlers_started() -> Iterator[set[asyncio.Task]]:
+    """The tasks the block's clicks started: NiceGUI runs each async event handler as a task of its own.
+
+    Awaiting them is waiting for what the clicks did, a second click that got past a guard included.
+    """
+    before = set(background_tasks.running_tasks)
+    started: set[asyncio.Task] = set()
+    yield started
+    started.update(background_tasks.running_tasks - before)

@@ -5,10 +5,11 @@ never HTML, and a long one wraps anywhere and is shortened, with "Show all" to r
 """
 
 from collections.abc import Awaitable, Callable
-from datetime import UTC, datetime
+from datetime import datetime
 
 from nicegui import ui
 
+from desk import state
 from desk.agent.core.events import Diff, ToolApprovalRequired
 from desk.labels import CHOICE_LABELS
 from desk.work_orders.models import EDITABLE
@@ -42,7 +43,7 @@ def _countdown(expires: datetime) -> None:
     countdown = ui.label().classes("text-sm text-grey-7").mark("approval-countdown")
 
     def tick() -> None:
-        left = int((expires - datetime.now(UTC)).total_seconds())
+        left = int((expires - state.current().clock.now()).total_seconds())  # the clock it lapses by
         countdown.set_text(f"Expires in {left // 60}:{left % 60:02d}" if left > 0 else "Expired")
 
     tick()

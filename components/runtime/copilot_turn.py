@@ -12,6 +12,7 @@ from typing import Protocol, assert_never
 from nicegui import background_tasks, ui
 
 from components.runtime.session import Visit
+from desk import state
 from desk.agent.copilot.turn import STEPS_USED, UNREACHED, CopilotTurn
 from desk.agent.core.budget import BudgetExceeded
 from desk.agent.core.events import (
@@ -74,6 +75,7 @@ class LiveTurn:
         self.thinking = True
         self.panels: weakref.WeakSet[Follower] = weakref.WeakSet()
         self.task: asyncio.Task | None = None
+        self.turns_here = state.current().copilot_turns  # the process's, by person: this one is there while it runs
 
     def seen(self, event: RunEvent) -> None:
         """Fold one event in and show it on every panel following the turn."""
@@ -105,8 +107,8 @@ class LiveTurn:
 
     def ended(self) -> None:
         self.pending, self.thinking = None, False
-        if _TURNS.get(self.user_id) is self:
-            del _TURNS[self.user_id]
+        if self.turns_here.get(self.user_id) is self:
+            del self.turns_here[self.user_id]
         self._each(lambda panel: panel.turn_ended(self))
 
     def _each(self, show) -> None:
@@ -116,19 +118,16 @@ class LiveTurn:
                     show(panel)
 
 
-_TURNS: dict[str, LiveTurn] = {}  # person id -> their turn running in this process
-
-
 def running(user_id: str) -> LiveTurn | None:
     """The person's turn running in this process, if there is one."""
-    return _TURNS.get(user_id)
+    return state.current().copilot_turns.get(user_id)
 
 
 def drive(user_id: str, content: str, turn: CopilotTurn) -> LiveTurn:
     """Run `turn` (just begun) in a task of its own, in no page's context: a page may close, the turn goes on."""
     live = LiveTurn(user_id, content)
     live.run_id = turn.run_id
-    _TURNS[user_id] = live
+    live.turns_here[user_id] = live
     live.task = background_tasks.create(_drive(live, turn), name="copilot-turn")
     return live
 

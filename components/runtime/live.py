@@ -25,7 +25,6 @@ INTERVAL = 0.5
 
 Change = dict
 Listener = Callable[[list[Change]], Awaitable[None] | None]
-_shared_reads: dict[tuple, asyncio.Future] = {}  # (change seq, view...) -> the read in flight
 T = TypeVar("T")
 
 
@@ -72,12 +71,12 @@ async def shared_read(change_seq: int, view: tuple[Any, ...], read: Callable[[],
     filters), so that screens with equal views would read the same thing. Only a redraw answering a
     change may share: a read started before the change (opening a page, a new filter) may miss it.
     """
-    key = (change_seq, *view)
-    pending = _shared_reads.get(key)
+    key, in_flight = (change_seq, *view), state.current().shared_reads  # (change seq, view...) -> the read
+    pending = in_flight.get(key)
     if pending is None:
         pending = asyncio.ensure_future(read())
-        _shared_reads[key] = pending
-        pending.add_done_callback(lambda _: _shared_reads.pop(key, None))
+        in_flight[key] = pending
+        pending.add_done_callback(lambda _: in_flight.pop(key, None))
     return await asyncio.shield(pending)  # one screen closing must not cancel the others' read
 
 

@@ -8,6 +8,7 @@ from datetime import UTC, datetime, timedelta
 from bson import ObjectId
 from pymongo.asynchronous.database import AsyncDatabase
 
+from desk import state
 from desk.access import require_admin
 from desk.actors import SCOPES, Actor, Role, Scope, scopes_of
 from desk.audit import service as audit
@@ -16,7 +17,7 @@ from desk.auth import repository as repo
 from desk.auth.models import TOKEN_DAYS, TokenCreated, TokenRead
 from desk.config import get_settings
 from desk.errors import Forbidden, NotFound, RateLimited, Unauthorized
-from desk.schema import now, parse_object_id
+from desk.schema import parse_object_id
 from desk.users import access
 from desk.users import repository as users_repo
 from desk.users.models import email_key
@@ -77,7 +78,7 @@ async def login_ticket(*, db: AsyncDatabase, email: str, password: str, ip: str,
     """
     user = await _check_password(db=db, email=email, password=password, ip=ip)
     ticket = secrets.token_urlsafe(32)
-    moment = now()
+    moment = state.current().clock.now()  # sessions and their tickets live on the Desk's clock
     await repo.insert_login_ticket(
         db, {"_id": digest(ticket), "userId": user["_id"], "browser": browser, "expiresAt": moment + TICKET_LIFETIME}
     )
@@ -86,7 +87,8 @@ async def login_ticket(*, db: AsyncDatabase, email: str, password: str, ip: str,
 
 async def redeem_login_ticket(*, db: AsyncDatabase, ticket: str, browser: str) -> str | None:
     """A new session for the ticket's person, its secret for the cookie; None when the ticket is spent or stale."""
-    found = await repo.take_login_ticket(db, digest(ticket), browser=browser, moment=now()) if ticket else None
+    moment = state.current().clock.now()
+    found = await repo.take_login_ticket(db, digest(ticket), browser=browser, moment=moment) if ticket else None
     if found is None:
         return None
     return await open_session(db=db, user_id=found["userId"])
@@ -108,7 +110,7 @@ async def _check_password(*, db: AsyncDatabase, email: str, password: str, ip: s
     if user is None and as_typed != key:  # an address stored before addresses were normalized
         user = await users_repo.get_by_email(db, as_typed)
     matches = await passwords.verify_password(user["passwordHash"] if user else None, password)
-    moment = now()
+    moment = state.current().clock.now()  # what the lockout counts in, as the throttle does
     locked_until = user.get("lockedUntil") if user else None
     locked = locked_until is not None and locked_until > moment
     if user is None or not matches:
@@ -161,7 +163,7 @@ async def limit_rate(*, db: AsyncDatabase, key: str, per_minute: int, message: s
     `message` says what was too much; when to try again is added to it. Returns the window the hit went to,
     for `forgive_hit` when what was counted turned out no failure.
     """
-    moment = now()
+    moment = state.current().clock.now()  # the Desk's, as the login throttle's: a test moves it to the next minute
     window_end = moment.replace(second=0, microsecond=0) + timedelta(minutes=1)
     if await repo.hit(db, key, window_end=window_end) > per_minute:
         retry_after = max(1, int((window_end - moment).total_seconds()))
@@ -178,7 +180,7 @@ async def open_session(*, db: AsyncDatabase, user_id: ObjectId) -> str:
     """A new session for the user; returns the secret for the cookie (only its hash is stored)."""
     settings = get_settings()
     secret = secrets.token_urlsafe(32)  # 256 bits
-    moment = now()
+    moment = state.current().clock.now()
     await repo.insert_session(
         db,
         {
@@ -201,7 +203,7 @@ async def user_for_session(*, db: AsyncDatabase, secret: str, touch: bool = True
     """
     found = await repo.get_session_and_user(db, digest(secret)) if secret else None
     session, user = found or (None, None)
-    moment = now()
+    moment = state.current().clock.now()  # a test moves it past the idle or the absolute limit
     if session is None or session["idleExpiresAt"] <= moment or session["expiresAt"] <= moment:
         raise Unauthorized("Your session has ended; please log in again.")
     if user is None or not user.get("active", False):
@@ -237,7 +239,7 @@ async def user_for_token(*, db: AsyncDatabase, secret: str) -> dict:
     token, user = found or (None, None)
     if token is None or user is None or not user.get("active", False):
         raise Unauthorized("The API token is not valid.")
-    moment = now()
+    moment = state.current().clock.now()  # tokens expire on the Desk's clock, as sessions do
     if token["expiresAt"] <= moment:  # tokens made before expiry got one at the desk's start (auth repository)
         raise Unauthorized(f"The API token expired on {token['expiresAt']:%Y-%m-%d}; make a new one on your profile.")
     if token.get("lastUsedAt") is None or moment - token["lastUsedAt"] >= TOUCH_EVERY:  # a write a minute at most
@@ -263,7 +265,7 @@ async def create_token(
     if scopes is not None and not set(scopes) <= allowed:
         raise Forbidden(ADMIN_SCOPE_FOR_ADMINS, details={"field": "scopes"})
     secret = TOKEN_PREFIX + secrets.token_urlsafe(32)
-    moment = now()
+    moment = state.current().clock.now()
     doc = await repo.insert_token(
         db,
         {

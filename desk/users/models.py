@@ -7,8 +7,9 @@ from typing import Annotated, Literal
 
 from pydantic import AfterValidator, ConfigDict, Field, StringConstraints, field_validator
 
+from desk import state
 from desk.auth import passwords
-from desk.schema import SPACE, ApiModel, IdStr, Keep, PageQuery, ReadModel, char_class, now, single_line
+from desk.schema import SPACE, ApiModel, IdStr, Keep, PageQuery, ReadModel, char_class, single_line
 
 RoleName = Literal["admin", "user", "viewer"]
 EMAIL = re.compile(r"^[^@\s]+@[^@\s]+\.[^@\s]+$")
@@ -86,7 +87,7 @@ class UserRead(ReadModel):
     @field_validator("locked_until")
     @classmethod
     def _only_while_locked(cls, value: datetime | None) -> datetime | None:
-        return value if value is not None and value > now() else None
+        return value if value is not None and value > state.current().clock.now() else None  # the lockout's clock
 
 
 class PersonRead(ReadModel):

@@ -7,6 +7,7 @@ from bson import ObjectId
 from pymongo.asynchronous.database import AsyncDatabase
 from pymongo.errors import DuplicateKeyError
 
+from desk import state
 from desk.access import require_admin
 from desk.actors import Actor
 from desk.audit import service as audit
@@ -37,7 +38,7 @@ def _require_recent_login(actor: Actor, what: str) -> None:
     minutes = int(RECENT_LOGIN.total_seconds() // 60)
     if actor.by_token:
         raise Forbidden(f"An API token cannot {what}: that needs the desk in a browser, logged in recently.")
-    if actor.logged_in_at is None or now() - actor.logged_in_at > RECENT_LOGIN:
+    if actor.logged_in_at is None or state.current().clock.now() - actor.logged_in_at > RECENT_LOGIN:
         raise RecentLoginRequired(f"Log in again to {what}: it needs a login within the last {minutes} minutes.")
 
 
@@ -192,7 +193,8 @@ async def unlock_user(*, db: AsyncDatabase, actor: Actor, user_id: str) -> UserR
     before = await repo.clear_failed_logins(db, oid) if oid else None
     if before is None:
         raise NotFound("No such user.")
-    if before.get("lockedUntil") and before["lockedUntil"] > now():  # an unlock that lifted no lock is no event
+    locked = before.get("lockedUntil") and before["lockedUntil"] > state.current().clock.now()  # the lockout's clock
+    if locked:  # an unlock that lifted no lock is no event
         events.record("account_unlocked", actor_id=actor.id, subject_id=oid)
         details = {"name": before["name"]}
         await audit.record(db=db, actor=actor, action="account_unlocked", subject_id=oid, details=details)

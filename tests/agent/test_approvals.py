@@ -11,6 +11,7 @@ from datetime import timedelta
 import pytest
 from bson import ObjectId
 
+from desk import state
 from desk.agent.copilot import approvals, sessions, start
 from desk.agent.copilot.sessions import current_session
 from desk.agent.core.events import RunEvent
@@ -20,8 +21,9 @@ from desk.errors import DeskError, ErrorCode
 from desk.schema import parse_object_id
 from desk.work_orders import service as work_orders
 from desk.work_orders.models import WorkOrderUpdate
+from tests.clock import ManualClock
 from tests.fake_provider import Turn
-from tests.helpers import actor, tuned
+from tests.helpers import actor
 
 
 def told_the_model(fake_provider) -> dict:
@@ -233,7 +235,7 @@ async def test_twenty_concurrent_decisions_one_wins_and_the_write_runs_once(
 
 @pytest.mark.parametrize("decided_late", [True, False], ids=["decided after the TTL", "never decided"])
 async def test_an_approval_expires_after_its_ttl(
-    ai_settings, provider, fake_provider, make_user, make_order, db, decided_late
+    ai_settings, provider, fake_provider, make_user, make_order, db, clock, decided_late
 ):
     sam = await make_user()
     tap = await make_order(sam, "Leaking tap")
@@ -241,7 +243,7 @@ async def test_an_approval_expires_after_its_ttl(
         *Turn.read_then_update(tap.id, status="done"),
         Turn.text("never asked for"),
     )
-    settings = tuned(ai_settings, ai_approval_ttl_ms=50)
+    settings = ai_settings
     session = await current_session(db=db, settings=settings, actor=actor(sam))
     turn = await start.begin(
         db=db, settings=settings, provider=provider, actor=actor(sam), session_id=session.id, content="Done?", ip="::1"
@@ -249,8 +251,10 @@ async def test_an_approval_expires_after_its_ttl(
     events, late = [], []
     async for event in turn.events():
         events.append(event)
+        if event.kind == "tool_approval_required":
+            clock.move(timedelta(milliseconds=settings.ai_approval_ttl_ms))  # its time is up, undecided
         if event.kind == "tool_approval_required" and decided_late:
-            await asyncio.sleep(0.1)  # the run is held here, so the lazy check on decide is the first to look
+            # the run is held here (its events are not read meanwhile), so the lazy check on decide looks first
             late.append(
                 await refused(approvals.decide(db=db, actor=actor(sam), tool_call_id=event.tool_call_id, approve=True))
             )
@@ -272,7 +276,7 @@ async def test_an_approval_expires_after_its_ttl(
 
 
 async def test_a_click_at_the_very_moment_of_expiry_is_too_late(
-    copilot, fake_provider, make_user, make_order, db, monkeypatch
+    copilot, fake_provider, make_user, make_order, db, clock
 ):
     sam = await make_user()
     tap = await make_order(sam, "Leaking tap")
@@ -281,7 +285,7 @@ async def test_a_click_at_the_very_moment_of_expiry_is_too_late(
 
     async def click_on_the_stroke(event: RunEvent) -> None:
         expires = (await stored_call(db, event))["approval"]["expiresAt"]
-        monkeypatch.setattr(approvals, "now", lambda: expires)  # as the runtime's own wait counts it: expired
+        clock.move(expires - clock.now())  # as the runtime's own wait counts it: expired
         late.append(
             await refused(approvals.decide(db=db, actor=actor(sam), tool_call_id=event.tool_call_id, approve=True))
         )
@@ -294,7 +298,7 @@ async def test_a_click_at_the_very_moment_of_expiry_is_too_late(
 
 
 async def test_a_late_click_never_expires_a_change_approved_in_time_meanwhile(
-    copilot, fake_provider, make_user, make_order, db, monkeypatch
+    copilot, fake_provider, make_user, make_order, db, monkeypatch, clock
 ):
     sam = await make_user()
     tap = await make_order(sam, "Leaking tap")
@@ -308,11 +312,13 @@ async def test_a_late_click_never_expires_a_change_approved_in_time_meanwhile(
         # approval lands at the run read, the one moment between the two.
         async def the_other_tab_approves_in_time(db_, run_id):
             monkeypatch.setattr(agent_runs, "get_run", read_run)
-            monkeypatch.setattr(approvals, "now", lambda: expires - timedelta(seconds=1))
+            # served by another web process, whose clock reads a second before the end
+            monkeypatch.setattr(state.current(), "clock", ManualClock(expires - timedelta(seconds=1)))
             await approvals.decide(db=db, actor=actor(sam), tool_call_id=event.tool_call_id, approve=True)
+            monkeypatch.setattr(state.current(), "clock", clock)
             return await read_run(db_, run_id)
 
-        monkeypatch.setattr(approvals, "now", lambda: expires + timedelta(seconds=1))
+        clock.move(expires + timedelta(seconds=1) - clock.now())
         monkeypatch.setattr(agent_runs, "get_run", the_other_tab_approves_in_time)
         late.append(
             await refused(approvals.decide(db=db, actor=actor(sam), tool_call_id=event.tool_call_id, approve=True))

@@ -19,7 +19,7 @@ from pathlib import Path
 import pytest
 from bson import ObjectId
 
-from desk.agent.copilot import approvals, sweeper
+from desk.agent.copilot import approvals
 from desk.agent.copilot.sessions import abort_runs, current_session
 from desk.agent.copilot.start import ApprovalPending, begin
 from desk.agent.copilot.sweeper import Swept, sweep
@@ -28,6 +28,7 @@ from desk.agent.core.store import copilot_sessions, keep
 from desk.config import Settings
 from desk.schema import now
 from desk.tasks import worker
+from tests.clock import ManualClock
 from tests.fake_provider import Turn
 from tests.helpers import actor, until
 
@@ -173,14 +174,13 @@ async def test_after_a_run_died_mid_turn_the_next_turn_shows_the_model_the_conve
 
 
 async def test_an_overdue_approval_expires_with_its_run(
-    ai_settings, provider, fake_provider, copilot, make_user, make_order, db
+    ai_settings, provider, fake_provider, copilot, make_user, make_order, db, clock
 ):
     sam = await make_user("user")
     order = await make_order(sam)
-    quick = ai_settings.model_copy(update={"ai_approval_ttl_ms": 1})
-    events, staged = await held_at_approval(db, quick, provider, fake_provider, sam, order.id)
+    events, staged = await held_at_approval(db, ai_settings, provider, fake_provider, sam, order.id)
     try:
-        await until(lambda: overdue(db, staged.tool_call_id), what="the approval to be overdue")
+        clock.move(timedelta(milliseconds=ai_settings.ai_approval_ttl_ms + 1))  # the approval's time is up
 
         swept = await sweep(db)
 
@@ -202,7 +202,7 @@ async def test_an_overdue_approval_expires_with_its_run(
 
 
 async def test_a_live_stream_waiting_on_an_approval_the_sweeper_expires_ends(
-    ai_settings, provider, fake_provider, make_user, make_order, db, monkeypatch
+    ai_settings, provider, fake_provider, make_user, make_order, db, clock
 ):
     sam = await make_user("user")
     order = await make_order(sam)
@@ -225,12 +225,12 @@ async def test_a_live_stream_waiting_on_an_approval_the_sweeper_expires_ends(
     listening = asyncio.create_task(listen())
     await asyncio.wait_for(staged.wait(), 5)
     call_id = seen[-1].tool_call_id
-    # the sweeper runs when the approval's time is up; the waiting run's own deadline check (on the real
-    # clock) has not fired yet, so it is the sweeper that expires it
+    # the sweeper runs in a worker whose clock is past the approval's time; this process's clock, which the
+    # waiting run reads, is not there yet, so it is the sweeper that expires it
     ttl = timedelta(milliseconds=ai_settings.ai_approval_ttl_ms)
-    monkeypatch.setattr(sweeper, "now", lambda: now() + ttl + timedelta(seconds=1))
+    workers = ManualClock(clock.now() + ttl + timedelta(seconds=1))
 
-    swept = await sweep(db)
+    swept = await sweep(db, clock=workers)
     await asyncio.wait_for(listening, 5)
 
     assert swept == Swept(stale_runs=0, expired_approvals=1)

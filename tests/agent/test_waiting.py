@@ -13,7 +13,7 @@ from desk.schema import now
 from desk.work_orders import service as work_orders
 from tests.agent.test_runtime import drain, the_run
 from tests.fake_provider import Turn
-from tests.helpers import actor, tuned, until
+from tests.helpers import actor, until
 
 
 def counting(monkeypatch) -> list[str]:
@@ -99,26 +99,30 @@ async def test_a_decide_in_another_process_is_seen_within_a_second_at_one_round_
 
 
 async def test_an_approve_that_wins_the_race_with_the_expiry_is_made_not_reported_expired(
-    ai_settings, start, fake_provider, make_user, make_order, db, monkeypatch
+    ai_settings, start, fake_provider, make_user, make_order, db, monkeypatch, clock
 ):
     """The approve's conditional write lands between the run's last look (pending) and its conditional expire."""
     sam = await make_user()
     tap = await make_order(sam, "Leaking tap")
     fake_provider.script(*Turn.read_then_update(tap.id, status="done"), Turn.text("Done."))
-    settings = tuned(ai_settings, ai_approval_ttl_ms=200)
     read_call = agent_tool_calls.get_tool_call
 
     async def approve_lands_just_after_this_read(db_, call_id):
         found = await read_call(db_, call_id)
-        if found and found.get("approval", {}).get("status") == "pending" and found["approval"]["expiresAt"] <= now():
+        pending = found and found.get("approval", {}).get("status") == "pending"
+        if pending and found["approval"]["expiresAt"] <= clock.now():
             # the person's click was checked in time; its write lands now, before the run's expire
-            fields = {"approval.status": "approved", "approval.decidedAt": now()}
+            fields = {"approval.status": "approved", "approval.decidedAt": clock.now()}
             await agent_tool_calls.update_tool_call(db_, call_id, fields, only_if={"approval.status": "pending"})
         return found
 
+    async def time_runs_out(event: RunEvent) -> None:
+        if event.kind == "tool_approval_required":
+            clock.move(timedelta(milliseconds=ai_settings.ai_approval_ttl_ms))
+
     monkeypatch.setattr(agent_tool_calls, "get_tool_call", approve_lands_just_after_this_read)
 
-    events = await drain(await start(sam, "Close it", settings=settings))
+    events = await drain(await start(sam, "Close it"), time_runs_out)
 
     assert "tool_approval_expired" not in [e.kind for e in events]
     assert [e.outcome for e in events if e.kind == "tool_result"] == ["ok", "executed"]

@@ -14,7 +14,6 @@ from desk.agent.core.store import agent_runs
 from desk.auth.service import digest
 from desk.config import use_settings
 from desk.http import CSRF_HEADER
-from desk.schema import now
 from tests.helpers import PASSWORD, lock_out, until
 
 WRONG = "Wrong email or password"
@@ -101,19 +100,21 @@ async def test_wrong_password_unknown_email_and_inactive_user_all_look_the_same(
     assert WRONG in answers[0].json()["error"]["message"]
 
 
-async def test_a_guesser_on_many_addresses_locks_the_account_for_fifteen_minutes(make_user, anonymous, db):
+async def test_a_guesser_on_many_addresses_locks_the_account_for_fifteen_minutes(make_user, anonymous, db, clock):
     sam = await make_user("user", email="sam@example.com")
     await lock_out(db, "sam@example.com")
+    body = {"email": "sam@example.com", "password": PASSWORD}
 
-    locked = await anonymous.post("/api/v1/auth/login", json={"email": "sam@example.com", "password": PASSWORD})
+    locked = await anonymous.post("/api/v1/auth/login", json=body)
 
     assert locked.status_code == 403 and "locked for 15 minutes" in locked.json()["error"]["message"]
     stored = await db["users"].find_one({"_id": ObjectId(sam["id"])})
-    assert timedelta(minutes=14) < stored["lockedUntil"] - now() <= timedelta(minutes=15)
+    assert stored["lockedUntil"] == clock.now() + timedelta(minutes=15)
 
-    await db["users"].update_one({"_id": ObjectId(sam["id"])}, {"$set": {"lockedUntil": now() - timedelta(seconds=1)}})
-    unlocked = await anonymous.post("/api/v1/auth/login", json={"email": "sam@example.com", "password": PASSWORD})
-    assert unlocked.status_code == 200
+    clock.move(timedelta(minutes=15) - timedelta(milliseconds=1))
+    assert (await anonymous.post("/api/v1/auth/login", json=body)).status_code == 403  # not a moment early
+    clock.move(timedelta(milliseconds=1))
+    assert (await anonymous.post("/api/v1/auth/login", json=body)).status_code == 200
 
 
 async def test_login_is_rate_limited_per_address(make_user, anonymous, settings):
@@ -178,43 +179,49 @@ async def test_logging_out_with_an_api_token_is_refused_and_stops_nothing(make_u
     assert (await browser.get("/api/v1/auth/me")).status_code == 200
 
 
-async def test_idle_and_absolute_session_limits(make_user, client_for, db):
+async def test_idle_and_absolute_session_limits(make_user, client_for, settings, clock):
     sam = await make_user("user")
-    idle, old = await client_for(sam), await client_for(sam)
-    sessions = await db["sessions"].find({}).to_list()
-    past = now() - timedelta(seconds=1)
-    await db["sessions"].update_one({"_id": sessions[0]["_id"]}, {"$set": {"idleExpiresAt": past}})
-    await db["sessions"].update_one({"_id": sessions[1]["_id"]}, {"$set": {"expiresAt": past}})
+    opened = clock.now()
+    idle, busy = await client_for(sam), await client_for(sam)
+    step = timedelta(minutes=settings.desk_session_idle_minutes)
+    limit = timedelta(hours=settings.desk_session_max_hours)
 
+    clock.move(step)
+    assert (await busy.get("/api/v1/auth/me")).status_code == 200
+    clock.move(timedelta(minutes=1))  # the idle limit after its last use, and the minute that may go unrecorded
     assert (await idle.get("/api/v1/auth/me")).status_code == 401
-    assert (await old.get("/api/v1/auth/me")).status_code == 401
+    pace = step - timedelta(minutes=1)  # in use all along, never idle
+    while clock.now() + pace < opened + limit:
+        clock.move(pace)
+        assert (await busy.get("/api/v1/auth/me")).status_code == 200
+    clock.move(pace)
+    assert (await busy.get("/api/v1/auth/me")).status_code == 401  # past its absolute limit all the same
 
 
-async def test_the_idle_limit_is_never_shorter_than_set_after_the_last_request(make_user, client_for, db, settings):
+async def test_the_idle_limit_is_never_shorter_than_set_after_the_last_request(
+    make_user, client_for, db, settings, clock
+):
     # found by an API QA pass: activity is written once a minute, so a request just after a write went
     # unrecorded and the session ended up to a minute before the idle limit after it
     sam = await make_user("user")
     client = await client_for(sam)
-    await db["sessions"].update_one({}, {"$set": {"lastSeenAt": now() - timedelta(seconds=59)}})
+    clock.move(timedelta(seconds=59))
 
     assert (await client.get("/api/v1/auth/me")).status_code == 200  # not written: the last write was 59 s ago
 
     session = await db["sessions"].find_one({})
-    assert session["idleExpiresAt"] >= now() + timedelta(minutes=settings.desk_session_idle_minutes)
+    assert session["idleExpiresAt"] >= clock.now() + timedelta(minutes=settings.desk_session_idle_minutes)
 
 
-async def test_activity_pushes_the_idle_limit_forward(make_user, client_for, db, settings):
+async def test_activity_pushes_the_idle_limit_forward(make_user, client_for, db, settings, clock):
     sam = await make_user("user")
     client = await client_for(sam)
-    long_ago = now() - timedelta(minutes=5)
-    await db["sessions"].update_one(
-        {}, {"$set": {"lastSeenAt": long_ago, "idleExpiresAt": now() + timedelta(minutes=1)}}
-    )
+    clock.move(timedelta(minutes=5))
 
     assert (await client.get("/api/v1/auth/me")).status_code == 200
 
     session = await db["sessions"].find_one({})
-    assert session["idleExpiresAt"] - now() > timedelta(minutes=settings.desk_session_idle_minutes - 1)
+    assert session["idleExpiresAt"] == clock.now() + timedelta(minutes=settings.desk_session_idle_minutes + 1)
 
 
 async def test_deactivating_or_resetting_a_password_ends_sessions_at_once(make_user, client_for):

@@ -14,7 +14,7 @@ from desk.auth import throttle
 from desk.config import get_settings
 from desk.errors import Forbidden, RateLimited, Unauthorized
 from desk.logs import JsonFormatter
-from desk.schema import now
+from tests.clock import ManualClock
 from tests.helpers import PASSWORD, lock_out
 
 GUESSER, OWNER = "203.0.113.7", "198.51.100.20"
@@ -31,12 +31,13 @@ async def guess(db, email: str, *, ip: str = GUESSER, password: str = WRONG):
     return None
 
 
-async def wait_out(db, ip: str = GUESSER) -> None:
-    """As if the delay asked of `ip` had passed (the delay is stored: no test sleeps through it)."""
-    await db["rate_limits"].update_many({"_id": {"$regex": f"^login-delay:{ip}:"}}, {"$set": {"until": now()}})
+async def wait_out(db, clock: ManualClock, ip: str = GUESSER) -> None:
+    """Let the delay asked of `ip` pass, and no more: the Desk's clock moves to its end (no test sleeps through it)."""
+    delays = await db["rate_limits"].find({"_id": {"$regex": f"^login-delay:{ip}:"}}).to_list()
+    clock.move(max([delay["until"] - clock.now() for delay in delays], default=timedelta()))
 
 
-async def test_after_three_failures_each_try_waits_twice_as_long_as_the_last(make_user, anonymous, db):
+async def test_after_three_failures_each_try_waits_twice_as_long_as_the_last(make_user, anonymous, db, clock):
     await make_user("user", email="sam@example.com")
     body = {"email": "sam@example.com", "password": "a wrong password"}
 
@@ -47,21 +48,24 @@ async def test_after_three_failures_each_try_waits_twice_as_long_as_the_last(mak
         assert held.status_code == 429 and held.json()["error"]["code"] == "RATE_LIMITED"
         waits.append(int(held.headers["Retry-After"]))
         assert held.json()["error"]["message"] == WAIT.format(waits[-1], "" if waits[-1] == 1 else "s")
-        await wait_out(db, "127.0.0.1")
+        clock.move(timedelta(seconds=waits[-1]) - timedelta(milliseconds=1))
+        assert (await anonymous.post("/api/v1/auth/login", json=body)).status_code == 429  # not a moment early
+        clock.move(timedelta(milliseconds=1))
         assert (await anonymous.post("/api/v1/auth/login", json=body)).status_code == 401  # the wait was kept
 
     assert free == [401, 401, 401]
     assert waits == [1, 2, 4, 8, 16]
-    await db["rate_limits"].update_many({"_id": {"$regex": "^login-delay:"}}, {"$set": {"v": 40, "until": now()}})
+    await db["rate_limits"].update_many({"_id": {"$regex": "^login-delay:"}}, {"$set": {"v": 40}})  # 40 failures
+    clock.move(timedelta(seconds=32))
     await anonymous.post("/api/v1/auth/login", json=body)
     capped = await anonymous.post("/api/v1/auth/login", json=body)
     assert int(capped.headers["Retry-After"]) == throttle.MAX_DELAY.total_seconds()  # 15 minutes at most
 
 
-async def test_a_guesser_elsewhere_never_keeps_the_owner_out(make_user, db):
+async def test_a_guesser_elsewhere_never_keeps_the_owner_out(make_user, db, clock):
     sam = await make_user("user", email="sam@example.com")
     for _ in range(12):  # far into the delays: 1, 2, 4, ... 256 s
-        await wait_out(db)
+        await wait_out(db, clock)
         assert isinstance(await guess(db, "sam@example.com"), Unauthorized)
     assert isinstance(await guess(db, "sam@example.com"), RateLimited)  # the guesser waits
 
@@ -75,11 +79,11 @@ async def test_a_guesser_elsewhere_never_keeps_the_owner_out(make_user, db):
     assert isinstance(await guess(db, "sam@example.com"), RateLimited)  # the guesser still waits
 
 
-async def test_the_right_password_from_the_delayed_address_clears_its_delay(make_user, db):
+async def test_the_right_password_from_the_delayed_address_clears_its_delay(make_user, db, clock):
     await make_user("user", email="sam@example.com")
     for _ in range(4):
         await guess(db, "sam@example.com", ip=OWNER, password="I forgot it")
-    await wait_out(db, OWNER)
+    await wait_out(db, clock, OWNER)
 
     assert await guess(db, "sam@example.com", ip=OWNER, password=PASSWORD) is None
     again = [type(await guess(db, "sam@example.com", ip=OWNER, password="typo")) for _ in range(4)]
@@ -107,7 +111,7 @@ async def test_guesses_sent_together_get_no_more_than_the_free_tries(make_user, 
 
 
 async def test_many_failures_from_many_addresses_lock_the_account_and_admins_are_told(
-    make_user, client_for, db, caplog
+    make_user, client_for, db, caplog, clock
 ):
     caplog.set_level(logging.INFO)
     admin, sam = await make_user("admin"), await make_user("user", email="sam@example.com", name="Sam Rivera")
@@ -120,7 +124,7 @@ async def test_many_failures_from_many_addresses_lock_the_account_and_admins_are
 
     assert isinstance(refused, Forbidden) and "locked for 15 minutes" in refused.message
     until = (await db["users"].find_one({"_id": ObjectId(sam["id"])}))["lockedUntil"]
-    assert timedelta(minutes=14) < until - now() <= timedelta(minutes=15)
+    assert until == clock.now() + timedelta(minutes=15)
     lines = [json.loads(JsonFormatter().format(r)) for r in caplog.records if r.name == "desk.security"]
     locked = [line for line in lines if line["event"] == "account_locked"]
     assert len(locked) == 1 and locked[0]["subjectId"] == sam["id"] and locked[0]["level"] == "warning"
@@ -131,24 +135,21 @@ async def test_many_failures_from_many_addresses_lock_the_account_and_admins_are
     assert entry["details"]["name"] == "Sam Rivera" and entry["details"]["failures"] == 50
 
 
-async def test_many_failures_from_a_few_addresses_lock_nothing(make_user, db):
+async def test_many_failures_from_a_few_addresses_lock_nothing(make_user, db, clock):
     sam = await make_user("user", email="sam@example.com")
     for n in range(throttle.LOCK_FAILURES + 10):  # from four addresses, each waiting out its delays
-        await wait_out(db, f"10.8.{n % 4}.1")
+        await wait_out(db, clock, f"10.8.{n % 4}.1")
         assert isinstance(await guess(db, "sam@example.com", ip=f"10.8.{n % 4}.1"), Unauthorized)
 
     assert (await db["users"].find_one({"_id": ObjectId(sam["id"])}))["lockedUntil"] is None
     assert await guess(db, "sam@example.com", ip=OWNER, password=PASSWORD) is None
 
 
-async def test_failures_older_than_an_hour_count_for_nothing(make_user, db):
+async def test_failures_older_than_an_hour_count_for_nothing(make_user, db, clock):
     sam = await make_user("user", email="sam@example.com")
     for n in range(throttle.LOCK_FAILURES - 1):
         await guess(db, "sam@example.com", ip=f"10.7.{n}.1")
-    key = f"login-failures:{sam['id']}"
-    kept = (await db["rate_limits"].find_one({"_id": key}))["failures"]
-    aged = [{**failure, "at": failure["at"] - timedelta(minutes=61)} for failure in kept]
-    await db["rate_limits"].update_one({"_id": key}, {"$set": {"failures": aged}})
+    clock.move(throttle.LOCK_WINDOW)
 
     await guess(db, "sam@example.com", ip="10.7.250.1")
 

@@ -29,20 +29,21 @@ def refusal(response: httpx.Response) -> tuple[int, str, dict]:
     return response.status_code, error["code"], error.get("details", {})
 
 
-async def test_a_token_is_made_with_read_and_write_for_ninety_days_by_default(make_user, client_for):
+async def test_a_token_is_made_with_read_and_write_for_ninety_days_by_default(make_user, client_for, clock):
     sam = await make_user("user")
     browser = await client_for(sam)
-    before = now()
 
     made = (await browser.post(TOKENS, json={"name": "script"})).json()
     listed = (await browser.get(TOKENS)).json()
 
     assert made["scopes"] == ["read", "write"]
-    assert timedelta(days=90) <= _parsed(made["expiresAt"]) - before < timedelta(days=90, minutes=1)
+    assert _parsed(made["expiresAt"]) == clock.now() + timedelta(days=90)
     assert [(t["scopes"], t["expiresAt"]) for t in listed] == [(made["scopes"], made["expiresAt"])]
 
 
-async def test_an_admins_token_has_the_admin_scope_by_default_and_the_admins_view_shows_scopes(make_user, client_for):
+async def test_an_admins_token_has_the_admin_scope_by_default_and_the_admins_view_shows_scopes(
+    make_user, client_for, clock
+):
     admin, sam = await make_user("admin"), await make_user("user")
     admins = await client_for(admin)
 
@@ -52,7 +53,7 @@ async def test_an_admins_token_has_the_admin_scope_by_default_and_the_admins_vie
 
     assert made["scopes"] == ["read", "write", "admin"]
     assert [(t["name"], t["scopes"]) for t in seen] == [("cron", ["read"])]
-    assert _parsed(seen[0]["expiresAt"]) - now() < timedelta(days=7)
+    assert _parsed(seen[0]["expiresAt"]) == clock.now() + timedelta(days=7)
 
 
 async def test_scopes_are_kept_in_their_order_once_each(make_user, client_for):
@@ -86,12 +87,12 @@ async def test_a_token_beyond_a_year_or_with_no_or_unknown_scopes_is_refused(mak
     assert await db["api_tokens"].count_documents({}) == 0
 
 
-async def test_a_year_is_the_longest_a_token_may_last(make_user, client_for):
+async def test_a_year_is_the_longest_a_token_may_last(make_user, client_for, clock):
     browser = await client_for(await make_user("user"))
 
     made = (await browser.post(TOKENS, json={"name": "yearly", "expiresInDays": 365.0})).json()  # JSON's integer
 
-    assert timedelta(days=364) < _parsed(made["expiresAt"]) - now() <= timedelta(days=365)
+    assert _parsed(made["expiresAt"]) == clock.now() + timedelta(days=365)
 
 
 async def test_someone_not_an_admin_asking_for_the_admin_scope_is_refused(make_user, client_for, db):
@@ -181,11 +182,12 @@ async def test_any_token_may_revoke_itself(make_user, client_for, anonymous, db)
     assert await db["api_tokens"].count_documents({}) == 0
 
 
-async def test_an_expired_token_is_refused_as_a_revoked_one(make_user, client_for, anonymous, db):
+async def test_an_expired_token_is_refused_as_a_revoked_one(make_user, client_for, anonymous, clock):
     made = await token_of(await client_for(await make_user("user")), anonymous)
-    assert (await anonymous.get("/api/v1/work-orders")).status_code == 200
+    clock.move(_parsed(made["expiresAt"]) - clock.now() - timedelta(milliseconds=1))
+    assert (await anonymous.get("/api/v1/work-orders")).status_code == 200  # its last moment
 
-    await db["api_tokens"].update_one({"_id": ObjectId(made["id"])}, {"$set": {"expiresAt": now()}})
+    clock.move(timedelta(milliseconds=1))
     refused = await anonymous.get("/api/v1/work-orders")
 
     assert (refused.status_code, refused.json()["error"]["code"]) == (401, "UNAUTHORIZED")
@@ -247,19 +249,16 @@ async def test_a_token_may_still_add_people_who_are_not_admins_and_lower_roles(m
     assert (lowered.status_code, lowered.json()["role"]) == (200, "viewer")
 
 
-async def stale(client_for, admin: dict, db, *, minutes: int) -> httpx.AsyncClient:
-    """A browser session of `admin` that logged in `minutes` ago (its login time moved back, not waited out)."""
+async def stale(client_for, admin: dict, clock, *, minutes: int) -> httpx.AsyncClient:
+    """A browser session of `admin` that logged in `minutes` ago (the Desk's clock moved on, not waited out)."""
     browser = await client_for(admin)
-    sessions = db["sessions"]
-    await sessions.update_many(
-        {"userId": ObjectId(admin["id"])}, {"$set": {"createdAt": now() - timedelta(minutes=minutes)}}
-    )
+    clock.move(timedelta(minutes=minutes))
     return browser
 
 
-async def test_a_session_older_than_fifteen_minutes_must_log_in_again(make_user, client_for, db):
+async def test_a_session_older_than_fifteen_minutes_must_log_in_again(make_user, client_for, db, clock):
     admin, sam = await make_user("admin"), await make_user("viewer")
-    browser = await stale(client_for, admin, db, minutes=16)
+    browser = await stale(client_for, admin, clock, minutes=16)
 
     attempts = [
         await browser.post(USERS, json=HIRE),
@@ -274,9 +273,9 @@ async def test_a_session_older_than_fifteen_minutes_must_log_in_again(make_user,
     assert await db["users"].count_documents({"role": "admin"}) == 1
 
 
-async def test_a_fresh_session_may_make_an_admin_raise_a_role_and_change_an_email(make_user, client_for, db):
+async def test_a_fresh_session_may_make_an_admin_raise_a_role_and_change_an_email(make_user, client_for, db, clock):
     admin, sam = await make_user("admin"), await make_user("viewer")
-    browser = await stale(client_for, admin, db, minutes=14)
+    browser = await stale(client_for, admin, clock, minutes=14)
 
     hired = await browser.post(USERS, json=HIRE)
     raised = await browser.patch(f"{USERS}/{sam['id']}", json={"role": "user", "email": "sam.new@example.com"})

@@ -1,6 +1,5 @@
 """/app/admin/users: admins add people and change them; nobody else gets in."""
 
-import asyncio
 from datetime import timedelta
 
 import pytest
@@ -311,8 +310,16 @@ async def test_what_others_change_shows_up_while_the_list_is_open(user: User, ma
         user.find(marker="edit-person").click()  # a dialog of a row is open: the list is not redrawn meanwhile
     await user.should_see(marker="edit-dialog")
     hire = UserCreate(email="new.hire@example.com", name="New Hire", role="user", password=PASSWORD)
+    read, totals = users_service.list_users, []
+
+    async def noted(**kwargs):  # what the list's follow-up reads (it decides without another await)
+        found = await read(**kwargs)
+        totals.append(found.total)
+        return found
+
+    monkeypatch.setattr(users_service, "list_users", noted)
     await users_service.create_user(db=db, actor=ola, data=hire)
-    await asyncio.sleep(0.6)
+    await until(lambda: 4 in totals, what="the open list to read that New Hire came")
     await user.should_see(marker="edit-dialog")
     await user.should_not_see(marker="user:new.hire@example.com")
 

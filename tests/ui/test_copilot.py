@@ -1,6 +1,5 @@
 """The copilot drawer: streamed answers, approvals (approve, reject, dismiss, expiry, stale), stop, off states."""
 
-import asyncio
 from datetime import timedelta
 
 import pytest
@@ -11,6 +10,7 @@ from nicegui.testing import User
 from nicegui.testing.user_notify import UserNotify
 
 from components import frame
+from desk.agent.copilot import staging
 from desk.agent.core import switch
 from desk.agent.core.store import agent_runs, copilot_sessions
 from desk.agent.triage import service as agents
@@ -252,12 +252,16 @@ async def test_dismiss_then_reopen_from_the_chip_or_by_asking_again(
     assert (await db["work_orders"].find_one({}))["title"] == "Order new chairs"
 
 
-async def test_an_expired_approval_says_so(user: User, fake_provider, provider, make_user, log_in, db, ai_settings):
-    use_settings(Settings(**{**ai_settings.model_dump(), "ai_approval_ttl_ms": 600}))
+async def test_an_expired_approval_says_so(
+    user: User, fake_provider, provider, make_user, log_in, db, ai_settings, clock, monkeypatch
+):
+    monkeypatch.setattr(staging, "WAKE_SECONDS", 0.01)  # the waiting run sees the moved clock at once (speed only)
     sam = await make_user("user")
     fake_provider.script(Turn.tool_calls(("create_work_order", {"title": "Order new chairs"})))
     await open_copilot(user, sam, log_in)
     ask(user, "Order chairs")
+    await user.should_see(marker="approval", retries=WAIT)
+    clock.move(timedelta(milliseconds=ai_settings.ai_approval_ttl_ms))  # nobody decided in time
 
     await user.should_see("The approval expired, so nothing was changed.", retries=WAIT)
     assert await db["work_orders"].count_documents({}) == 0
@@ -521,12 +525,13 @@ async def test_an_answer_whose_page_closed_finishes_and_is_there_on_return(
     await user.open("/app")  # left mid-answer
 
     await user.should_see(marker="copilot-stop", retries=WAIT)  # the turn still runs, and can be stopped here
-    for _ in range(WAIT * 2):
+
+    async def ended() -> dict | None:
         run = await db["agent_runs"].find_one({})
-        if run and run["status"] != "running":
-            break
-        await asyncio.sleep(0.1)
-    assert run["status"] == "complete"
+        return run if run and run["status"] != "running" else None
+
+    await until(ended, what="the turn to end", within=WAIT / 5)
+    assert (await ended())["status"] == "complete"
     await user.open("/app/copilot")
     await user.should_see("one two three four five six", retries=WAIT)
 
@@ -549,11 +554,10 @@ async def test_stop_reaches_a_turn_running_in_another_process(user: User, ai_on,
     await user.should_see(marker="copilot-stop", retries=WAIT)
     user.find(marker="copilot-stop").click()
 
-    for _ in range(WAIT):
-        if (await agent_runs.get_run(db, elsewhere["_id"]))["status"] == "aborted":
-            break
-        await asyncio.sleep(0.1)
-    assert (await agent_runs.get_run(db, elsewhere["_id"]))["status"] == "aborted"  # its process stops at its next look
+    async def aborted() -> bool:  # its process stops at its next look
+        return (await agent_runs.get_run(db, elsewhere["_id"]))["status"] == "aborted"
+
+    await until(aborted, what="the other process's run to be aborted", within=WAIT / 10)
 
 
 async def test_a_long_unbroken_value_wraps_and_can_be_read_whole(
@@ -577,11 +581,11 @@ async def test_a_long_unbroken_value_wraps_and_can_be_read_whole(
 
 async def restaged(user: User, text: str) -> None:
     """Wait until exactly one approval dialog is open and its diff shows `text` (the old dialog is gone)."""
-    for _ in range(WAIT):
+
+    def one_showing_it() -> bool:
         with user:
             diffs = list(ElementFilter(kind=ui.grid, marker="diff"))
             shown = [e.text for d in diffs for e in d.descendants() if isinstance(e, ui.label)]
-        if len(diffs) == 1 and text in shown:
-            return
-        await asyncio.sleep(0.1)
-    raise AssertionError(f"no re-staged approval showing {text!r}")
+        return len(diffs) == 1 and text in shown
+
+    await until(one_showing_it, what=f"a re-staged approval showing {text!r}", within=WAIT / 10)

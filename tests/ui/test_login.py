@@ -1,8 +1,5 @@
 """The login page and the session in the browser."""
 
-import asyncio
-from datetime import timedelta
-
 import pytest
 from bson import ObjectId
 from nicegui.testing import User
@@ -11,11 +8,8 @@ from components.frame import SESSION_CHECK_SECONDS
 from components.runtime.session import safe_target
 from desk.auth import service as auth_service
 from desk.config import use_settings
-from desk.schema import now
 from tests.helpers import PASSWORD, until
 from tests.ui.conftest import WAIT, submit
-
-WAITED = timedelta(seconds=30)
 
 
 async def test_logging_in_lands_on_the_work_orders(user: User, make_user, log_in):
@@ -47,26 +41,24 @@ async def test_wrong_password_says_so_and_never_which_part(user: User, make_user
     )
 
 
-async def test_after_three_failures_the_next_try_is_told_to_wait(user: User, make_user, db):
+async def test_after_three_failures_the_next_try_is_told_to_wait(user: User, make_user, db, clock):
     sam = await make_user("user")
     await user.open("/login")
     for attempt in range(1, 4):
         submit(user, sam["email"], "not the password")
         # each click is handled before the next (a click while the page still checks the last is not taken)
         await until(lambda n=attempt: _answered(user, db, sam["email"], n), what=f"failed login {attempt} answered")
-    # as after a few more failures: this machine may take longer than the first second's wait between clicks
-    await db["rate_limits"].update_many({"_id": {"$regex": "^login-delay:"}}, {"$set": {"until": now() + WAITED}})
+    # the clock stands still: the second's wait after the third failure has not passed, however slow the clicks
     submit(user, sam["email"], PASSWORD)
     await user.should_see("Too many failed logins with this email from this address; try again in", retries=WAIT)
-    await asyncio.sleep(0.3)
+    await until(lambda: _login_pressable(user), what="the refused login answered")
     await user.should_not_see(marker="current-user")
 
 
-async def test_rate_limit_message(user: User, make_user, settings, db):
+async def test_rate_limit_message(user: User, make_user, settings, db, clock):
     use_settings(settings.model_copy(update={"desk_login_attempts_per_minute": 1}))
     sam = await make_user("user")
-    await user.open("/login")
-    await _clear_of_the_minutes_end()  # the budget is per clock minute: both tries must fall in one
+    await user.open("/login")  # the budget is per clock minute: the test's clock stands still in one
     submit(user, sam["email"], "not the password")
     await until(lambda: _answered(user, db, sam["email"], 1), what="the failed login answered")
     submit(user, sam["email"], PASSWORD)
@@ -168,18 +160,15 @@ async def test_an_expired_session_lands_on_login(user: User, make_user, log_in, 
     await user.should_see(marker="login", retries=WAIT)
 
 
-async def _clear_of_the_minutes_end(margin: float = 5.0) -> None:
-    moment = now()
-    left = 60 - (moment.second + moment.microsecond / 1e6)
-    if left < margin:
-        await asyncio.sleep(left + 0.1)
-
-
 async def _answered(user: User, db, email: str, failures: int) -> bool:
     """The page is done with the failed login that made `failures`: counted, and Log in can be pressed again
     (the failure is stored before the page has finished with it, and Log in is off meanwhile)."""
-    counted = await _failures(db, email, failures)
-    return counted and all(button.enabled for button in user.find(marker="login").elements)
+    return await _failures(db, email, failures) and _login_pressable(user)
+
+
+def _login_pressable(user: User) -> bool:
+    """The page is done with the last login: Log in is off while it checks one."""
+    return all(button.enabled for button in user.find(marker="login").elements)
 
 
 async def _failures(db, email: str, expected: int) -> bool:

@@ -17,7 +17,6 @@ from components import frame
 from components.runtime import session
 from desk.auth import service as auth_service
 from desk.config import Settings, use_settings
-from desk.schema import now
 from desk.users import service as users_service
 from desk.users.models import UserAdminUpdate
 from tests.helpers import PASSWORD, actor, until
@@ -116,18 +115,27 @@ async def test_a_demoted_admins_metrics_stop_at_the_next_change(
     await user.should_see(marker="forbidden", retries=WAIT)
 
 
-async def test_an_open_page_does_not_keep_its_session_from_going_idle(user: User, make_user, log_in, db, monkeypatch):
-    monkeypatch.setattr(frame, "SESSION_CHECK_SECONDS", 0.3)
+async def test_an_open_page_does_not_keep_its_session_from_going_idle(
+    user: User, make_user, log_in, db, monkeypatch, settings, clock
+):
+    monkeypatch.setattr(frame, "SESSION_CHECK_SECONDS", 0.05)
+    checks, check = [], auth_service.user_for_session
+
+    async def counted(**kwargs):
+        checks.append(kwargs.get("touch", True))
+        return await check(**kwargs)
+
     sam = await make_user("user")
     await log_in(user, sam)
     await user.should_see(marker="current-user", retries=WAIT)
-    moment = now()  # the person last did something ten minutes ago; the idle limit comes in two seconds
-    await db["sessions"].update_many(
-        {}, {"$set": {"lastSeenAt": moment - timedelta(minutes=10), "idleExpiresAt": moment + timedelta(seconds=2)}}
-    )
+    idle_until = (await db["sessions"].find_one({}))["idleExpiresAt"]
+    monkeypatch.setattr(auth_service, "user_for_session", counted)
+    clock.move(idle_until - clock.now() - timedelta(minutes=1))  # nothing done since the login: a minute left
+    await until(lambda: checks.count(False) >= 2, what="the open page to check its session twice")
 
+    clock.move(timedelta(minutes=1))  # the page's checks never pushed the limit forward
     await user.should_see(marker="login", retries=WAIT)
-    assert (await db["sessions"].find_one({}))["idleExpiresAt"] <= moment + timedelta(seconds=2)
+    assert (await db["sessions"].find_one({}))["idleExpiresAt"] == idle_until
 
 
 async def test_a_cookie_planted_before_login_gives_its_planter_nothing(user: User, create_user, make_user, log_in):

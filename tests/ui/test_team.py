@@ -11,10 +11,8 @@ from nicegui.testing.user_notify import UserNotify
 
 from desk.work_orders import service
 from desk.work_orders.models import CommentCreate, WorkOrderCreate, WorkOrderRead, WorkOrderUpdate
-from tests.helpers import actor, until
+from tests.helpers import actor, handlers_started, until
 from tests.ui.conftest import WAIT, open_order
-
-SETTLE = 1.0  # seconds: a handler that the guard did not stop would have saved by then
 
 
 async def _queued(db, person: dict, title: str):
@@ -76,11 +74,12 @@ async def test_a_double_click_on_assign_to_me_takes_the_order_once_without_a_fal
     await user.should_see("Broken chair", retries=WAIT)
 
     take = user.find(marker="assign-to-me")
-    take.click()
-    take.click()  # the second click of a double-click, before the first has saved
+    with handlers_started() as clicked:
+        take.click()
+        take.click()  # the second click of a double-click, before the first has saved
 
     await user.should_see("“Broken chair” is yours now.", kind=UserNotify, retries=WAIT)
-    await asyncio.sleep(SETTLE)  # time for a second take to be refused, had the second click been taken
+    await asyncio.wait_for(asyncio.gather(*clicked), 5)  # a second take, had it been taken, is over too
     assert user.notify.messages.count("“Broken chair” is yours now.") == 1
     assert [m for m in user.notify.messages if "yours now" not in m] == []  # no "saved since" for her own take
     assert (await db["work_orders"].find_one({}))["version"] == 2
@@ -91,12 +90,13 @@ async def test_a_double_click_on_comment_posts_it_once(user: User, open_sams_ord
 
     user.find(marker="comment-text").type("It wobbles")
     add = user.find(marker="comment-add")
-    add.click()
-    add.click()
+    with handlers_started() as clicked:
+        add.click()
+        add.click()
 
     (field,) = user.find(marker="comment-text").elements
     await until(lambda: field.value == "", what="the comment posted and its field emptied")
-    await asyncio.sleep(SETTLE)  # time for a second post, had the second click been taken
+    await asyncio.wait_for(asyncio.gather(*clicked), 5)  # a second post, had it been taken, is over too
     assert await db["activity"].count_documents({"action": "commented"}) == 1
 
 

@@ -8,6 +8,7 @@ from nicegui.testing import User
 from desk.actors import SYSTEM_TRIAGE
 from desk.work_orders import repository, service
 from desk.work_orders.models import WorkOrderUpdate
+from pages.work_order import WorkOrderView
 from tests.helpers import actor, until
 from tests.ui.conftest import WAIT, open_order
 
@@ -136,7 +137,14 @@ async def test_a_save_that_meets_a_change_keeps_its_conflict_card_when_a_slower_
             await release.wait()
         return await read(**kwargs)
 
+    redrawn, redraw = [], WorkOrderView._changed_while_editing
+
+    async def noted_when_it_ends(view, current):
+        await redraw(view, current)
+        redrawn.append(current.version)
+
     monkeypatch.setattr(service, "activity", slow_for_the_live_redraw)
+    monkeypatch.setattr(WorkOrderView, "_changed_while_editing", noted_when_it_ends)
     await service.update(
         db=db, actor=actor(admin), order_id=order.id, data=WorkOrderUpdate(version=1, title="Their title")
     )
@@ -145,7 +153,7 @@ async def test_a_save_that_meets_a_change_keeps_its_conflict_card_when_a_slower_
     await user.should_see(marker="conflict", retries=WAIT)
 
     release.set()
-    await asyncio.sleep(0.3)  # the live redraw ends
+    await until(lambda: redrawn, what="the live redraw to end")
 
     await user.should_see(marker="conflict-reapply")
     await user.should_not_see(marker="changed-elsewhere")
@@ -252,7 +260,7 @@ async def test_typing_as_soon_as_the_form_shows_is_kept_and_saved(
     owner_choices = service.owner_choices
 
     async def slow_owner_choices(**kwargs):  # a desk with many people: the owner list reads while the page draws
-        await asyncio.sleep(0.5)
+        await asyncio.sleep(0.5)  # a slow read, the condition under test (the page is served while it goes on)
         return await owner_choices(**kwargs)
 
     monkeypatch.setattr(service, "owner_choices", slow_owner_choices)

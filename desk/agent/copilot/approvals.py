@@ -5,20 +5,21 @@ one conditional update on a pending approval, so of many concurrent decides exac
 """
 
 import re
-from datetime import timedelta
+from datetime import datetime, timedelta
 from functools import partial
 from typing import Any
 
 from bson import ObjectId
 from pymongo.asynchronous.database import AsyncDatabase
 
+from desk import state
 from desk.actors import Actor
 from desk.agent.copilot import live
 from desk.agent.core.events import Diff
 from desk.agent.core.models import AgentToolCallRead
 from desk.agent.core.store import agent_runs, agent_tool_calls
 from desk.errors import Conflict, DeskError, ErrorCode, NotFound
-from desk.schema import CONTROL, by_id, now
+from desk.schema import CONTROL, by_id
 from desk.work_orders.models import EDITABLE
 
 SHOWN = EDITABLE  # what a person sees of an order is what they may edit on it
@@ -84,9 +85,14 @@ async def stage(
             "stagedVersion": version,
             "executedVersion": None,
             "preImage": pre_image,
-            "approval": {"status": "pending", "expiresAt": now() + ttl, "decidedAt": None, "reason": None},
+            "approval": {"status": "pending", "expiresAt": expiry(ttl), "decidedAt": None, "reason": None},
         },
     )
+
+
+def expiry(ttl: timedelta) -> datetime:
+    """When an approval staged now lapses: on the Desk's clock, which every check of it reads (a test moves it)."""
+    return state.current().clock.now() + ttl
 
 
 def clean_reason(reason: str | None) -> str | None:
@@ -109,7 +115,7 @@ async def decide(
     if call is None or str(call.get("userId")) != actor.id or call.get("approval") is None:
         raise NotFound("No such change waiting for approval.")
     wanted = "approved" if approve else "rejected"
-    moment = now()
+    moment = state.current().clock.now()
     run = await agent_runs.get_run(db, call["runId"])
     if call["approval"]["status"] == "pending" and (call["approval"]["expiresAt"] <= moment or run is None):
         await _expire(db, call)

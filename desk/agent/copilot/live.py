@@ -12,7 +12,6 @@ while any turn does, reads the switch every `switch.WATCH_SECONDS` and publishes
 import asyncio
 import logging
 import time
-import weakref
 from collections.abc import Callable
 from contextlib import AbstractContextManager
 from typing import Protocol
@@ -99,8 +98,6 @@ async def decided(tool_call_id: str) -> None:
 # --- first events first ------------------------------------------------------------------------
 
 GIVE_WAY_SECONDS = 0.05  # the longest a turn gives way to others' first events (and how young theirs must be)
-_OPENING: weakref.WeakSet["Opening"] = weakref.WeakSet()  # this process's turns before their first event
-_giving_way: list[asyncio.Future] = []  # turns waiting in `Opening.out`, woken as each opening ends
 
 
 class Opening:
@@ -111,34 +108,37 @@ class Opening:
     database, that work would go before the first events of the turns still on their way; so a turn
     whose first event is out gives way to the others (`out`), for at most `GIVE_WAY_SECONDS`. It does
     not wait for a turn that began longer ago than that: that one is waiting on its model, and the
-    desk is idle meanwhile. Held by its turn, weakly here: a turn that is never streamed is forgotten.
+    desk is idle meanwhile. Held by its turn, weakly by the process's Desk (`openings`, `giving_way`).
+    Real time, not the Desk's clock: what it spares is a person's wait, and it waits at most 50 ms.
     """
 
     def __init__(self) -> None:
         self.since = time.monotonic()
-        _OPENING.add(self)
+        self.desk = state.current()  # the Desk it was counted in, should a test install another meanwhile
+        self.desk.openings.add(self)
 
     def done(self) -> None:
         """Stop holding others up: the first event is out, or the turn ended (or was refused) without one."""
-        if self in _OPENING:
-            _OPENING.discard(self)
-            for waiter in _giving_way:
+        if self in self.desk.openings:
+            self.desk.openings.discard(self)
+            for waiter in self.desk.giving_way:
                 if not waiter.done():
                     waiter.set_result(None)
 
     async def out(self) -> None:
         """The turn's first event is out: the turns still on their way go first (once; later calls return)."""
-        if self not in _OPENING:
+        openings, giving_way = self.desk.openings, self.desk.giving_way
+        if self not in openings:
             return
         self.done()
         until = time.monotonic() + GIVE_WAY_SECONDS
-        while _OPENING:
-            stop = min(until, max(opening.since for opening in _OPENING) + GIVE_WAY_SECONDS)
+        while openings:
+            stop = min(until, max(opening.since for opening in openings) + GIVE_WAY_SECONDS)
             if stop <= time.monotonic():
                 return
             waiter = asyncio.get_running_loop().create_future()
-            _giving_way.append(waiter)
+            giving_way.append(waiter)
             try:
                 await asyncio.wait((waiter,), timeout=stop - time.monotonic())
             finally:
-                _giving_way.remove(waiter)
+                giving_way.remove(waiter)

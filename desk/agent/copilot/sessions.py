@@ -7,6 +7,7 @@ from functools import partial
 from bson import ObjectId
 from pymongo.asynchronous.database import AsyncDatabase
 
+from desk import state
 from desk.actors import Actor
 from desk.agent.copilot import approvals, live
 from desk.agent.copilot.start import ApprovalPending, require_ai_user
@@ -15,7 +16,7 @@ from desk.agent.core.models import AgentRunDetail, AgentRunRead, CopilotSessionR
 from desk.agent.core.store import agent_messages, agent_runs, agent_tool_calls, copilot_sessions
 from desk.config import Settings
 from desk.errors import Conflict, NotFound
-from desk.schema import by_id, now, parse_object_id
+from desk.schema import by_id, parse_object_id
 
 
 async def open_session(*, db: AsyncDatabase, settings: Settings, actor: Actor) -> CopilotSessionRead:
@@ -101,12 +102,13 @@ async def conversation(*, db: AsyncDatabase, settings: Settings, actor: Actor, l
     running = found.get("runningRunId") if found else None
     waiting = await agent_tool_calls.pending_approvals(db, running) if running else []
     shown = [(_role(m), _text(m), m.get("runId")) for m in stored]
+    moment = state.current().clock.now()  # the clock approvals lapse by (desk/agent/copilot/approvals.py)
     ended = await agent_runs.endings(db, list({run_id for _, _, run_id in shown if run_id is not None}))
     return Conversation(
         session_id=session.id,
         messages=[(role, text, str(run_id)) for role, text, run_id in shown if text],
         running_run_id=str(running) if running else None,
-        waiting=[_waiting_event(call) for call in waiting if call["approval"]["expiresAt"] > now()],
+        waiting=[_waiting_event(call) for call in waiting if call["approval"]["expiresAt"] > moment],
         endings={str(run_id): ending for run_id, ending in ended.items()},
     )
 

@@ -15,6 +15,7 @@ from typing import Any
 
 from bson import ObjectId
 
+from desk import state
 from desk.actors import Actor
 from desk.agent.copilot import approvals, live
 from desk.agent.copilot.record import CopilotRecord
@@ -23,7 +24,6 @@ from desk.agent.core.pipeline import Call, ToolAnswer
 from desk.agent.core.state import RunEnded, RunState, stopped
 from desk.agent.core.store import agent_runs, agent_tool_calls
 from desk.errors import Conflict, DeskError, ErrorCode
-from desk.schema import now
 
 WAKE_SECONDS = 1.0  # a decision made in another process is seen within this
 LOOK_EVERY = 10  # every tenth tick reads the call itself (see `Staging._decision`)
@@ -115,21 +115,21 @@ class Staging:
         instead, in case a decision reached it without the mark (a decide that died between the two).
         """
         db, run_id, call_id = self.record.db, self.record.run["_id"], staged["_id"]
-        expires = staged["approval"]["expiresAt"]
+        expires, clock = staged["approval"]["expiresAt"], state.current().clock  # the clock `approvals` reads
         key = str(call_id)
         with live.awaiting(key) as woken:
             self.waiting[key] = woken
             try:
                 ticks = 0
                 while True:
-                    left = (expires - now()).total_seconds()
+                    left = (expires - clock.now()).total_seconds()
                     if not woken.is_set() and left > 0:
                         with contextlib.suppress(TimeoutError):
                             async with asyncio.timeout(min(WAKE_SECONDS, left)):
                                 await woken.wait()
                     ticks += 1
                     ended = self.interrupted()  # stopped here: what became of the call is still said (expired)
-                    if not (ended or woken.is_set() or now() >= expires or ticks % LOOK_EVERY == 0):
+                    if not (ended or woken.is_set() or clock.now() >= expires or ticks % LOOK_EVERY == 0):
                         run = await agent_runs.renew_lease_and_look(db, run_id, self.record.lease)
                         if run is not None and run.get("wakeFor") != call_id:
                             continue  # still running, nothing decided: one round trip this second
@@ -140,7 +140,7 @@ class Staging:
                         return current
                     if ended:  # the run was ended elsewhere (Stop, a logout, the sweeper) and the call is pending
                         raise RunEnded("aborted")
-                    if now() >= expires:
+                    if clock.now() >= expires:
                         return await self._expire(current)
             finally:
                 self.waiting.pop(key, None)

@@ -5,8 +5,10 @@ from typing import Any
 
 from pymongo.asynchronous.database import AsyncDatabase
 
+from desk import state
 from desk.agent.copilot import approvals
 from desk.agent.core.store import agent_runs, agent_tool_calls, copilot_sessions
+from desk.clock import Clock
 from desk.schema import now
 
 
@@ -17,10 +19,13 @@ class Swept:
     freed_sessions: int = 0
 
 
-async def sweep(db: AsyncDatabase) -> Swept:
-    """One pass; safe to run in several workers at once (every move is a conditional update, counted once)."""
+async def sweep(db: AsyncDatabase, *, clock: Clock | None = None) -> Swept:
+    """One pass; safe to run in several workers at once (every move is a conditional update, counted once).
+
+    Approvals lapse on `clock` (the Desk's unless given): the one `approvals` and a waiting run read.
+    """
     expired = 0
-    for call in await agent_tool_calls.overdue_approvals(db, now()):
+    for call in await agent_tool_calls.overdue_approvals(db, (clock or state.current().clock).now()):
         expired += await _expire_approval(db, call)
     stale = 0
     for run in await agent_runs.stale_runs(db, now()):

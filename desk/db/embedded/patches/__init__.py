@@ -27,7 +27,7 @@ def until_schema_changes(holder: Any, name: str, sqlite: Any, read: Callable[[],
     return kept[1]
 
 
-_patched = False
+_patched = False  # kept module-level: the patches change neosqlite's classes, the process's, not a Desk's
 
 
 def patch_engine() -> None:  # pragma: no cover - runs in the child (and in tests that read query plans)
