@@ -27,10 +27,10 @@ async def test_decisions_count_on_the_day_of_the_policys_time_zone_around_its_mi
     await policy.update_config(db=db, settings=triage_settings, actor=actor(admin), data=change)
     owner, first = await triaged_order(make_user, make_order, fake_provider, burst)
     _, second = await triaged_order(make_user, make_order, fake_provider, burst, owner=owner)
-    client = await client_for(owner)
     evening = date.today() + timedelta(days=2)  # a day ahead of every suggestion made just now
     clock = ManualClock(datetime.combine(evening, time(19, 30), tzinfo=UTC))  # 23:30 in Dubai
     state.current().clock = clock
+    client = await client_for(owner)  # logged in on the Desk's clock, the sessions' (two hours idle at most)
 
     await decide(client, first.id, accept=True)
     clock.move(timedelta(hours=1))  # 00:30 in Dubai, the next day; still `evening` in UTC
