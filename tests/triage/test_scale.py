@@ -1,7 +1,7 @@
 """Scale (issue 18): two worker processes on one database triage 200 new orders, each exactly once.
 
 Real `python scheduler.py` processes against the scripted fake provider (instant answers), a 200 ms
-poll and the default concurrency of 2 each. The figures (events per second, p95) are the bench's
+poll and the default concurrency of 2 (the whole desk's). The figures (events per second, p95) are the bench's
 (bench/triage.py); this asserts what people would notice: no order missed, none triaged twice.
 """
 
@@ -39,10 +39,8 @@ async def test_two_workers_triage_two_hundred_orders_each_exactly_once(
     worker_env = worker_settings(
         mongodb_uri=mongo_uri, db_name=TEST_DB, provider_url=fake_provider.url, AGENT_POLL_INTERVAL_MS="200"
     )
-    in_flight: list[int] = []
 
     async def done() -> bool:
-        in_flight.append(await db["outbox_events"].count_documents({"status": "processing"}))
         return await db["outbox_events"].count_documents({"status": "done"}) == ORDERS
 
     with workers(tmp_path / "workers", **worker_env) as pool:
@@ -57,4 +55,5 @@ async def test_two_workers_triage_two_hundred_orders_each_exactly_once(
     assert len(runs) == ORDERS and {run["status"] for run in runs} == {"complete"}
     assert len(fake_provider.requests) == ORDERS
     assert await db["outbox_events"].count_documents({"status": {"$ne": "done"}}) == 0
-    assert max(in_flight) <= 4  # two per worker
+    # AGENT_CONCURRENCY (2) holds across both workers: a claim that finds both desk-wide slots taken goes back
+    assert fake_provider.most_in_flight <= 2
