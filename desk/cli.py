@@ -18,6 +18,10 @@ from pymongo.asynchronous.database import AsyncDatabase
 from pymongo.errors import PyMongoError
 
 from desk import heartbeat, tasks
+from desk.agent.core.provider import AIUnavailable
+from desk.agent.triage.eval import command as eval_command
+from desk.agent.triage.eval.labels import BadSet
+from desk.agent.triage.eval.runner import EvalStopped
 from desk.app import ensure_indexes
 from desk.config import Settings, load_settings, use_settings
 from desk.db import backup
@@ -60,6 +64,7 @@ def parse(argv: list[str] | None = None) -> argparse.Namespace:
     work = commands.add_parser("worker", help="run the worker process (MONGODB_URI names the desk's database)")
     work.add_argument("--check", action="store_true", help="exit 0 if this host's worker beat within a minute, else 1")
     work.add_argument("--burst", action="store_true", help="run every job that is due once, then exit")
+    eval_command.add_to(commands)
     return parser.parse_args(argv)
 
 
@@ -92,6 +97,8 @@ def run_command(args: argparse.Namespace, settings: Settings) -> None:
             raise SystemExit(f"desk: {error}") from None
     elif (pid := backup.embedded_pid(settings)) is not None:  # the engine's files are open: one line, no traceback
         raise SystemExit(f"desk: the desk is running (embedded database pid {pid}): stop it first, then run this again")
+    elif args.command == "eval":
+        _eval(settings, args)
     elif args.command == "create-admin":
         password = _admin_password(settings)
         _with_db(settings, partial(_create_admin, email=args.email, name=args.name, password=password))
@@ -109,6 +116,18 @@ def _with_db(settings: Settings, job: Callable[[AsyncDatabase], Awaitable[None]]
         asyncio.run(run())
     except DatabaseUnavailable as error:
         raise SystemExit(f"desk: {error}") from None
+
+
+def _eval(settings: Settings, args: argparse.Namespace) -> None:
+    """`desk eval triage`: a bad set, a refusal or a stop is one line and exit status 1, never a traceback."""
+    try:
+        _with_db(settings, partial(eval_command.triage, settings=settings, args=args))
+    except (BadSet, EvalStopped) as error:
+        raise SystemExit(f"desk: {error}") from None
+    except AIUnavailable as error:  # not configured: no AI_BASE_URL or AI_API_KEY
+        raise SystemExit(f"desk: {error.message} Set AI_BASE_URL and AI_API_KEY.") from None
+    except KeyboardInterrupt:
+        raise SystemExit("desk: stopped; the answers so far are kept (--resume DIR goes on)") from None
 
 
 def start_worker(uri: str) -> Callable[[], None]:
