@@ -5,6 +5,7 @@ import json
 import pytest
 
 from desk.agent.triage.eval import labels
+from desk.agent.triage.eval.metrics import PRIORITIES
 
 GOOD = {"id": "x1", "title": "Leaking tap", "description": "", "priority": "medium", "flag": False, "note": "repair"}
 
@@ -40,3 +41,11 @@ def test_a_line_that_is_not_json_is_named(tmp_path):
     path = write(tmp_path, json.dumps(GOOD), '{"id": "x2", "title": ')
     with pytest.raises(labels.BadSet, match=r"line 2: is not JSON"):
         labels.load(path)
+
+
+def test_the_shipped_set_is_valid_and_big_enough_with_every_priority_well_represented():
+    orders = labels.load(labels.SHIPPED)
+    assert len(orders) >= 200
+    counts = {priority: sum(order.priority == priority for order in orders) for priority in PRIORITIES}
+    assert min(counts.values()) >= 35, counts
+    assert sum(order.id.startswith("hard-") for order in orders) >= 20
