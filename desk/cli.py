@@ -25,6 +25,7 @@ from desk.agent.triage.eval.runner import EvalStopped
 from desk.app import ensure_indexes
 from desk.config import Settings, load_settings, use_settings
 from desk.db import backup
+from desk.db.embedded.launcher import SOCKET_NAME, socket_uri
 from desk.db.lifecycle import DatabaseUnavailable, open_database
 from desk.errors import DeskError
 from desk.logs import configure_logging, never_log
@@ -95,10 +96,10 @@ def run_command(args: argparse.Namespace, settings: Settings) -> None:
                 print(backup.restore(settings=settings, source=args.path))
         except backup.BackupRefused as error:
             raise SystemExit(f"desk: {error}") from None
+    elif args.command == "eval":  # beside a running desk too: it reads and writes nothing of the desk's but spend
+        _eval(settings, args)
     elif (pid := backup.embedded_pid(settings)) is not None:  # the engine's files are open: one line, no traceback
         raise SystemExit(f"desk: the desk is running (embedded database pid {pid}): stop it first, then run this again")
-    elif args.command == "eval":
-        _eval(settings, args)
     elif args.command == "create-admin":
         password = _admin_password(settings)
         _with_db(settings, partial(_create_admin, email=args.email, name=args.name, password=password))
@@ -106,9 +107,9 @@ def run_command(args: argparse.Namespace, settings: Settings) -> None:
         _with_db(settings, _seed)
 
 
-def _with_db(settings: Settings, job: Callable[[AsyncDatabase], Awaitable[None]]) -> None:
+def _with_db(settings: Settings, job: Callable[[AsyncDatabase], Awaitable[None]], uri: str | None = None) -> None:
     async def run() -> None:
-        async with open_database(settings) as db:
+        async with open_database(settings, uri) as db:
             await ensure_indexes(db)
             await job(db)
 
@@ -121,13 +122,23 @@ def _with_db(settings: Settings, job: Callable[[AsyncDatabase], Awaitable[None]]
 def _eval(settings: Settings, args: argparse.Namespace) -> None:
     """`desk eval triage`: a bad set, a refusal or a stop is one line and exit status 1, never a traceback."""
     try:
-        _with_db(settings, partial(eval_command.triage, settings=settings, args=args))
+        _with_db(settings, partial(eval_command.triage, settings=settings, args=args), _running_database(settings))
     except (BadSet, EvalStopped) as error:
         raise SystemExit(f"desk: {error}") from None
     except AIUnavailable as error:  # not configured: no AI_BASE_URL or AI_API_KEY
         raise SystemExit(f"desk: {error.message} Set AI_BASE_URL and AI_API_KEY.") from None
     except KeyboardInterrupt:
         raise SystemExit("desk: stopped; the answers so far are kept (--resume DIR goes on)") from None
+
+
+def _running_database(settings: Settings) -> str | None:
+    """The running desk's embedded server (its socket in the data directory), None when no desk runs on it."""
+    if (pid := backup.embedded_pid(settings)) is None:
+        return None
+    socket = settings.desk_data_dir.resolve() / "mongo" / SOCKET_NAME
+    if not socket.exists():  # a data directory too deep for a socket: the server's is in a directory of its own
+        raise SystemExit(f"desk: the desk is running (embedded database pid {pid}): stop it, or set MONGODB_URI")
+    return socket_uri(socket)
 
 
 def start_worker(uri: str) -> Callable[[], None]:

@@ -1,4 +1,4 @@
-"""`desk eval triage` as a person runs it: a real process, killed mid-run and resumed; a bad set refused."""
+"""`desk eval triage` as a person runs it: killed mid-run and resumed, a bad set refused, beside a running desk."""
 
 import json
 import os
@@ -7,8 +7,11 @@ import subprocess
 import sys
 import time
 
+from pymongo import MongoClient
+
 from bench.harness import desk_env
 from desk.agent.triage.eval import runs
+from desk.db.embedded import EmbeddedMongo
 from tests.helpers import per_process
 from tests.triage.eval.hand_set import ORDERS, answer, title_of, write_set
 
@@ -73,3 +76,19 @@ def test_a_bad_set_stops_the_command_naming_line_and_field(mongo_uri, fake_provi
     assert done.returncode == 1
     assert done.stderr.strip() == f"desk: {bad} line 2: flag: Input should be a valid boolean"
     assert fake_provider.requests == []
+
+
+def test_it_runs_beside_a_desk_running_on_the_embedded_database(fake_provider, tmp_path):
+    fake_provider.respond = answer
+    data = tmp_path / "data"
+    with EmbeddedMongo(data / "mongo") as uri, MongoClient(uri) as client:  # the running desk's server
+        command = [sys.executable, "-m", "desk", "eval", "triage", "--set", str(write_set(tmp_path / "set.jsonl"))]
+        env = desk_env(DESK_DATA_DIR=str(data), AI_BASE_URL=fake_provider.url, AI_API_KEY="k")
+        env["AI_ALLOW_PRIVATE_BASE_URL"] = "true"
+        done = subprocess.run(command, env=env, capture_output=True, text=True, timeout=90, check=False)  # noqa: S603
+        spent = {doc["_id"].rsplit(":", 1)[0] for doc in client["desk"]["agent_spend"].find({"spentUsd": {"$gt": 0}})}
+
+    assert done.returncode == 0, done.stderr
+    assert spent == {"agent:eval", "global"}  # billed in the desk's own ledger
+    (run,) = (data / "evals").iterdir()  # where the agents page looks
+    assert json.loads((run / runs.SUMMARY).read_text())["items"] == len(ORDERS)
