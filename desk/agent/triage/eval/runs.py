@@ -66,8 +66,9 @@ def finished(settings: Settings) -> list[Finished]:
             summary = json.loads(path.read_text(encoding="utf-8"))
         except (OSError, ValueError):
             continue  # being written, or not ours: not a run to show
-        if isinstance(summary, dict):
-            runs.append(Finished(path.parent.relative_to(root).as_posix(), summary))
+        name = path.parent.relative_to(root).as_posix()
+        if isinstance(summary, dict) and NAME.match(name):  # a name the report's route would serve
+            runs.append(Finished(name, summary))
     return runs
 
 
