@@ -140,6 +140,7 @@ async def _read_shared_state(db: AsyncDatabase, settings: Settings) -> None:
     await _read_acceptance(db)
     scopes = {
         f"agent:{agent_policy.AGENT}": settings.agent_daily_spend_usd,
+        "agent:eval": settings.agent_daily_spend_usd,  # desk eval triage, billed on its own
         "global": settings.ai_global_daily_spend_usd,
     }
     ledger_day = budget.day_of(now(), await budget.desk_zone(db))  # the ledger counts the desk's days

@@ -2,6 +2,7 @@
 
 import json
 
+import httpx
 import pytest
 
 from desk.agent.core import budget
@@ -130,3 +131,15 @@ async def test_each_structured_output_form_is_scored_the_same_way(db, ai_setting
     assert all("response_format" in request and "tools" not in request for request in fake_provider.requests)
     assert (summary["accuracy"], summary["invalidRate"], summary["structuredOutput"]) == (0.3333, 0.1667, form)
     assert summary["promptHash"] == runs.prompt_hash(form) != runs.prompt_hash("tool")
+
+
+async def test_metrics_show_the_evals_spend_beside_the_triages(app, db, ai_settings, fake_provider, tmp_path):
+    fake_provider.respond = answer
+    await evaluate(db, ai_settings, tmp_path)
+
+    async with httpx.AsyncClient(transport=httpx.ASGITransport(app), base_url="http://desk.test") as client:
+        text = (await client.get("/metrics")).text
+
+    (spent,) = [line for line in text.splitlines() if line.startswith('desk_ai_spend_usd{scope="agent:eval"}')]
+    assert float(spent.split()[-1]) == pytest.approx(6 * PER_CALL)
+    assert 'desk_ai_spend_cap_usd{scope="agent:eval"} 1.0' in text
