@@ -24,10 +24,14 @@ async def triage_quality(actor: CurrentActor) -> QualityRead:
     return QualityRead.of(quality.quality(settings=get_settings(), actor=actor))
 
 
+# The errors in the JSON envelope, as everywhere; the page itself as HTML (a response_class would claim both).
+PAGE = {200: {"description": "The report", "content": {"text/html": {"schema": {"type": "string"}}}}}
+
+
 @router.get(
     f"{quality.REPORTS}/{{name:path}}/report",
-    response_class=HTMLResponse,
-    responses=errors(*AUTHED, ErrorCode.NOT_FOUND),
+    response_model=None,
+    responses={**PAGE, **errors(*AUTHED, ErrorCode.NOT_FOUND)},
 )
 async def eval_report(name: str, actor: CurrentActor) -> HTMLResponse:
     """An eval's report.html, as `desk eval triage` wrote it under the data directory."""
