@@ -49,3 +49,26 @@ async def test_it_refuses_while_the_kill_switch_has_ai_off(db, ai_settings, fake
         await command.triage(db, ai_settings, args)
 
     assert fake_provider.requests == []
+
+
+async def test_a_form_the_provider_refuses_stops_alone_and_the_others_run(
+    db, ai_settings, fake_provider, tmp_path, capsys
+):
+    # llama-cpp-python's server takes response_format "json_object" but answers 422 to "json_schema"
+    def server(request):
+        if request.get("response_format", {}).get("type") == "json_schema":
+            return Turn.error(422)
+        return answer(request)
+
+    fake_provider.respond = server
+    out = tmp_path / "forms"
+    args = cli.parse(["eval", "triage", "--set", str(write_set(tmp_path / "set.jsonl")), "--out", str(out)])
+    args.structured_output = command.ALL
+
+    with pytest.raises(runner.EvalStopped, match=r"not every form finished \(json_schema\)"):
+        await command.triage(db, ai_settings, args)
+
+    side_by_side = json.loads((out / "forms.json").read_text())
+    assert side_by_side["tool"]["invalidRate"] == side_by_side["json_object"]["invalidRate"] == 0.1667
+    assert "the provider failed on order a (status 422)" in side_by_side["json_schema"]["stopped"]
+    assert "json_schema   stopped: the provider failed on order a (status 422)" in capsys.readouterr().out

@@ -75,16 +75,25 @@ async def triage(db: AsyncDatabase, settings: Settings, args: argparse.Namespace
         plan = runner.plan_for(set_path, limit=args.limit, model=model, form=chosen)
         await _one(db, settings, plan, out, args.concurrency)
         return
-    side_by_side = {}
-    for form in answer.FORMS:
+    side_by_side: dict[str, dict] = {}
+    for form in answer.FORMS:  # a form the provider refuses stops its own run, not the others'
         print(f"structured output: {form}", file=sys.stderr)
         plan = runner.plan_for(set_path, limit=args.limit, model=model, form=form)
-        summary = await _one(db, settings, plan, out / form, args.concurrency)
+        try:
+            summary = await _one(db, settings, plan, out / form, args.concurrency)
+        except runner.EvalStopped as stopped:
+            side_by_side[form] = {"stopped": str(stopped)}
+            continue
         side_by_side[form] = {key: summary[key] for key in ("items", "valid", "invalidRate", "accuracy")}
     (out / "forms.json").write_text(json.dumps(side_by_side, indent=1), encoding="utf-8")
     print("form          invalidRate  accuracy")
     for form, numbers in side_by_side.items():
-        print(f"{form:<13} {numbers['invalidRate'] * 100:>10.1f} % {numbers['accuracy'] * 100:>7.1f} %")
+        if "stopped" in numbers:
+            print(f"{form:<13} stopped: {numbers['stopped']}")
+        else:
+            print(f"{form:<13} {numbers['invalidRate'] * 100:>10.1f} % {numbers['accuracy'] * 100:>7.1f} %")
+    if stopped_forms := [form for form, numbers in side_by_side.items() if "stopped" in numbers]:
+        raise runner.EvalStopped(f"not every form finished ({', '.join(stopped_forms)}): see above")
 
 
 async def _one(db: AsyncDatabase, settings: Settings, plan: runner.Plan, out: Path, concurrency: int) -> dict:
