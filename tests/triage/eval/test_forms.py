@@ -54,10 +54,10 @@ async def test_it_refuses_while_the_kill_switch_has_ai_off(db, ai_settings, fake
 async def test_a_form_the_provider_refuses_stops_alone_and_the_others_run(
     db, ai_settings, fake_provider, tmp_path, capsys
 ):
-    # llama-cpp-python's server takes response_format "json_object" but answers 422 to "json_schema"
+    # llama-cpp-python's server takes response_format "json_object" but refuses "json_schema" (its 500)
     def server(request):
         if request.get("response_format", {}).get("type") == "json_schema":
-            return Turn.error(422)
+            return Turn.error(500)
         return answer(request)
 
     fake_provider.respond = server
@@ -70,5 +70,5 @@ async def test_a_form_the_provider_refuses_stops_alone_and_the_others_run(
 
     side_by_side = json.loads((out / "forms.json").read_text())
     assert side_by_side["tool"]["invalidRate"] == side_by_side["json_object"]["invalidRate"] == 0.1667
-    assert "the provider failed on order a (status 422)" in side_by_side["json_schema"]["stopped"]
-    assert "json_schema   stopped: the provider failed on order a (status 422)" in capsys.readouterr().out
+    assert "the provider failed on order a (status 500)" in side_by_side["json_schema"]["stopped"]
+    assert "json_schema   stopped: the provider failed on order a (status 500)" in capsys.readouterr().out
