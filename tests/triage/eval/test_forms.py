@@ -62,7 +62,8 @@ async def test_a_form_the_provider_refuses_stops_alone_and_the_others_run(
 
     fake_provider.respond = server
     out = tmp_path / "forms"
-    args = cli.parse(["eval", "triage", "--set", str(write_set(tmp_path / "set.jsonl")), "--out", str(out)])
+    set_path = str(write_set(tmp_path / "set.jsonl"))
+    args = cli.parse(["eval", "triage", "--set", set_path, "--out", str(out), "--concurrency", "1"])  # a fails first
     args.structured_output = command.ALL
 
     with pytest.raises(runner.EvalStopped, match=r"not every form finished \(json_schema\)"):
