@@ -18,6 +18,7 @@ from desk.agent.core import store as agent_store
 from desk.agent.triage import policy as agent_policy
 from desk.agent.triage import repository as triage_repo
 from desk.agent.triage.api import router as triage_router
+from desk.agent.triage.eval.api import router as eval_router
 from desk.api_docs import install_docs
 from desk.audit import repository as audit_repo
 from desk.audit.api import router as audit_router
@@ -85,7 +86,7 @@ def install_api(app: FastAPI) -> None:
     # stream first (its first token waits on it: sixth, it took 0.2 ms to find), then the work orders.
     # The docs keep their own order (api_docs.SECTIONS).
     routers = (ai_router, work_orders_router, health, auth_router, users_router, metrics_router, triage_router)
-    routers += (audit_router, people_router, notifications_router)
+    routers += (audit_router, people_router, notifications_router, eval_router)
     for router in (*routers, observability.router):
         # a probe's query is ignored: a load balancer may add a cache-buster, and a probe must not fail for it
         app.include_router(router, dependencies=[] if router is health else [Depends(query_as_declared)])

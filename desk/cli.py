@@ -18,9 +18,14 @@ from pymongo.asynchronous.database import AsyncDatabase
 from pymongo.errors import PyMongoError
 
 from desk import heartbeat, tasks
+from desk.agent.core.provider import AIUnavailable
+from desk.agent.triage.eval import command as eval_command
+from desk.agent.triage.eval.labels import BadSet
+from desk.agent.triage.eval.runner import EvalStopped
 from desk.app import ensure_indexes
 from desk.config import Settings, load_settings, use_settings
 from desk.db import backup
+from desk.db.embedded.launcher import SOCKET_NAME, socket_uri
 from desk.db.lifecycle import DatabaseUnavailable, open_database
 from desk.errors import DeskError
 from desk.logs import configure_logging, never_log
@@ -60,6 +65,7 @@ def parse(argv: list[str] | None = None) -> argparse.Namespace:
     work = commands.add_parser("worker", help="run the worker process (MONGODB_URI names the desk's database)")
     work.add_argument("--check", action="store_true", help="exit 0 if this host's worker beat within a minute, else 1")
     work.add_argument("--burst", action="store_true", help="run every job that is due once, then exit")
+    eval_command.add_to(commands)
     return parser.parse_args(argv)
 
 
@@ -90,6 +96,8 @@ def run_command(args: argparse.Namespace, settings: Settings) -> None:
                 print(backup.restore(settings=settings, source=args.path))
         except backup.BackupRefused as error:
             raise SystemExit(f"desk: {error}") from None
+    elif args.command == "eval":  # beside a running desk too: it reads and writes nothing of the desk's but spend
+        _eval(settings, args)
     elif (pid := backup.embedded_pid(settings)) is not None:  # the engine's files are open: one line, no traceback
         raise SystemExit(f"desk: the desk is running (embedded database pid {pid}): stop it first, then run this again")
     elif args.command == "create-admin":
@@ -99,9 +107,9 @@ def run_command(args: argparse.Namespace, settings: Settings) -> None:
         _with_db(settings, _seed)
 
 
-def _with_db(settings: Settings, job: Callable[[AsyncDatabase], Awaitable[None]]) -> None:
+def _with_db(settings: Settings, job: Callable[[AsyncDatabase], Awaitable[None]], uri: str | None = None) -> None:
     async def run() -> None:
-        async with open_database(settings) as db:
+        async with open_database(settings, uri) as db:
             await ensure_indexes(db)
             await job(db)
 
@@ -109,6 +117,28 @@ def _with_db(settings: Settings, job: Callable[[AsyncDatabase], Awaitable[None]]
         asyncio.run(run())
     except DatabaseUnavailable as error:
         raise SystemExit(f"desk: {error}") from None
+
+
+def _eval(settings: Settings, args: argparse.Namespace) -> None:
+    """`desk eval triage`: a bad set, a refusal or a stop is one line and exit status 1, never a traceback."""
+    try:
+        _with_db(settings, partial(eval_command.triage, settings=settings, args=args), _running_database(settings))
+    except (BadSet, EvalStopped) as error:
+        raise SystemExit(f"desk: {error}") from None
+    except AIUnavailable as error:  # not configured: no AI_BASE_URL or AI_API_KEY
+        raise SystemExit(f"desk: {error.message} Set AI_BASE_URL and AI_API_KEY.") from None
+    except KeyboardInterrupt:
+        raise SystemExit("desk: stopped; the answers so far are kept (--resume DIR goes on)") from None
+
+
+def _running_database(settings: Settings) -> str | None:
+    """The running desk's embedded server (its socket in the data directory), None when no desk runs on it."""
+    if (pid := backup.embedded_pid(settings)) is None:
+        return None
+    socket = settings.desk_data_dir.resolve() / "mongo" / SOCKET_NAME
+    if not socket.exists():  # a data directory too deep for a socket: the server's is in a directory of its own
+        raise SystemExit(f"desk: the desk is running (embedded database pid {pid}): stop it, or set MONGODB_URI")
+    return socket_uri(socket)
 
 
 def start_worker(uri: str) -> Callable[[], None]:

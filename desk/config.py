@@ -75,6 +75,8 @@ class Settings(BaseSettings):
     # An https AI_BASE_URL is called through it (desk/agent/core/egress.py); hidden from repr: it may hold a password.
     https_proxy: str | None = Field(None, repr=False)
     ai_model: str = "gpt-4o-mini"
+    # How the triage asks for its schema-valid answer: a strict forced tool, or response_format (a grammar on llama.cpp)
+    ai_structured_output: Literal["tool", "json_schema", "json_object"] = "tool"
     ai_max_steps_per_run: PositiveInt = 8
     ai_max_output_tokens: PositiveInt = 2048
     ai_max_context_tokens: PositiveInt = 16384

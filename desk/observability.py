@@ -13,7 +13,7 @@ import json
 import time
 import uuid
 from collections.abc import Callable
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 
 from fastapi import APIRouter, Request, Response
 from prometheus_client import (
@@ -31,6 +31,7 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from desk import state
 from desk.agent.core import breaker, budget
+from desk.agent.triage import acceptance
 from desk.agent.triage import policy as agent_policy
 from desk.agent.triage import repository as triage_repo
 from desk.config import Settings, get_settings
@@ -39,6 +40,7 @@ from desk.errors import Forbidden
 from desk.jobs import queue as outbox_repo
 from desk.logs import tag, untag
 from desk.schema import now
+from desk.work_orders import repository as orders_repo
 
 PATH = "/metrics"
 COPILOT_STREAM = "/api/v1/ai/sessions/{session_id}/messages"
@@ -81,6 +83,15 @@ DECISIONS = Gauge(
     "Triage suggestions decided today (the desk's time zone)",
     ["decision"],
     registry=REGISTRY,
+)
+ANSWERED = Gauge(
+    "desk_triage_suggestions_answered_7d",
+    "Triage suggestions of the last 7 days that a person answered: accepted, dismissed, overtaken",
+    ["outcome"],
+    registry=REGISTRY,
+)
+ACCEPTANCE = Gauge(
+    "desk_triage_acceptance_ratio_7d", "Accepted of the triage suggestions people answered in 7 days", registry=REGISTRY
 )
 SPEND = Gauge("desk_ai_spend_usd", "AI spend today (the desk's time zone) by scope", ["scope"], registry=REGISTRY)
 CAP = Gauge("desk_ai_spend_cap_usd", "The daily cap of each spend scope", ["scope"], registry=REGISTRY)
@@ -131,8 +142,10 @@ async def _read_shared_state(db: AsyncDatabase, settings: Settings) -> None:
         decided[str(doc.get("decision"))] = decided.get(str(doc.get("decision")), 0) + 1
     for decision, count in decided.items():
         DECISIONS.labels(decision).set(count)
+    await _read_acceptance(db)
     scopes = {
         f"agent:{agent_policy.AGENT}": settings.agent_daily_spend_usd,
+        "agent:eval": settings.agent_daily_spend_usd,  # desk eval triage, billed on its own
         "global": settings.ai_global_daily_spend_usd,
     }
     ledger_day = budget.day_of(now(), zone)
@@ -140,6 +153,20 @@ async def _read_shared_state(db: AsyncDatabase, settings: Settings) -> None:
         SPEND.labels(scope).set(await budget.spent(db, f"{scope}:{ledger_day}"))
         CAP.labels(scope).set(cap)
     UNREACHABLE.set(1 if (await breaker.state(db)).unreachable else 0)
+
+
+async def _read_acceptance(db: AsyncDatabase) -> None:
+    async def priorities(ids: list) -> dict:
+        found = await orders_repo.page(db, {"_id": {"$in": ids}}, sort="createdAt", offset=0, limit=len(ids))
+        return {doc["_id"]: doc["priority"] for doc in found}
+
+    counts = dict.fromkeys(acceptance.OUTCOMES, 0)
+    for _, outcome in await acceptance.outcomes(db, now() - timedelta(days=7), priorities):
+        counts[outcome] += 1
+    for outcome, count in counts.items():
+        ANSWERED.labels(outcome).set(count)
+    answered = sum(counts.values())
+    ACCEPTANCE.set(counts["accepted"] / answered if answered else 0)
 
 
 def _aware(moment: datetime) -> datetime:

@@ -13,13 +13,15 @@ from nicegui import APIRouter, ui
 from components.agents.attention import AttentionList
 from components.agents.heading import SETTINGS_PATH, agents_tabs, ai_off_notice
 from components.agents.policy_form import PolicyForm
+from components.agents.quality_card import acceptance_chart, quality_card
 from components.agents.switch import AiSwitch
 from components.agents.worker_health import WorkerHealth
 from components.runtime import live, session
 from components.runtime.page import desk_page
 from desk.actors import Actor
-from desk.agent.triage import policy
+from desk.agent.triage import acceptance, policy
 from desk.agent.triage import service as triage
+from desk.agent.triage.eval import quality
 from desk.agent.triage.models import AgentConfigRead, AiSwitchRead
 from desk.config import get_settings
 from desk.db.client import get_db
@@ -63,6 +65,9 @@ class AgentsScreen:
         with ui.row().classes("w-full gap-4 items-stretch no-wrap max-md:flex-wrap"):  # a phone: one above the other
             self.switch.card()
             self.policy.build()
+        with ui.row().classes("w-full gap-4 items-stretch no-wrap max-md:flex-wrap"):  # how good it is, how it fares
+            quality_card(quality.quality(settings=get_settings(), actor=self.actor))
+            acceptance_chart(await acceptance.by_week(db=get_db(), actor=self.actor))
         await self.switch.show(self.switch.state)
         self.attention = AttentionList(self.actor)
         self.health = WorkerHealth(self.visit, self.actor, why=why)

@@ -18,6 +18,9 @@ elsewhere import it into the test module or a conftest:
 
     from tests.fake_provider import Turn, fake_provider  # noqa: F401
 
+Calls that arrive in no set order (an eval's, several at once) are answered by the request itself:
+`fake_provider.respond = lambda request: Turn.text(...)` once the queued turns are used up.
+
 Each test gets the fake emptied. A call that arrives with no turn queued is answered with HTTP 500
 and fails the test at teardown (so a forgotten `script` is loud); a test that means it sets
 `fake_provider.unscripted = 0`.
@@ -165,6 +168,7 @@ class FakeProvider:
         self.requests: list[Any] = []  # JSON bodies, in arrival order
         self.headers: list[dict[str, str]] = []  # request headers (lower-case names), same order
         self.peers: list[tuple[str, int]] = []  # the client's address and port: one port, one connection
+        self.respond: Callable[[Any], Turn] | None = None  # answers from the request itself once the queue is empty
         self.unscripted = 0  # calls that found no turn queued
         self.client_disconnects = 0  # streams the client closed before the turn finished
         self.in_flight = self.most_in_flight = 0  # calls being answered now, and the most there were at once
@@ -178,6 +182,7 @@ class FakeProvider:
     def reset(self) -> None:
         self._generation += 1
         self._turns.clear()
+        self.respond = None
         self.requests.clear()
         self.headers.clear()
         self.peers.clear()
@@ -204,6 +209,8 @@ class FakeProvider:
             self.peers.append(tuple(scope["client"]))
         if self._turns:
             turn = self._turns.popleft()
+        elif self.respond is not None:
+            turn = self.respond(json.loads(body))
         elif self.always is not None:
             turn = self.always
         else:

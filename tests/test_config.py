@@ -5,8 +5,9 @@ import subprocess
 import sys
 
 import pytest
+from pydantic import ValidationError
 
-from desk.config import Settings, check_base_url, load_settings
+from desk.config import Settings, check_base_url, load_settings, settings_errors
 
 PUBLIC_IP = "93.184.216.34"  # an IP literal: resolving it needs no network
 
@@ -205,4 +206,14 @@ def test_bad_mail_values_name_their_keys():
         "DESK_MAIL_BATCH_SECONDS",
         "DESK_MAIL_FROM",
         "DESK_PUBLIC_URL",
+    ]
+
+
+def test_the_triage_asks_for_a_strict_tool_unless_structured_output_says_otherwise():
+    assert Settings().ai_structured_output == "tool"
+    assert Settings(ai_structured_output="json_object").ai_structured_output == "json_object"
+    with pytest.raises(ValidationError) as refused:
+        Settings(ai_structured_output="grammar")
+    assert settings_errors(refused.value) == [
+        "AI_STRUCTURED_OUTPUT: Input should be 'tool', 'json_schema' or 'json_object'"
     ]

@@ -11,11 +11,14 @@ from zoneinfo import available_timezones
 from nicegui import ui
 from pydantic import ValidationError
 
+from components.confirm import confirm
 from components.fields import clear_problems, show_problems
 from components.formats import when
 from components.once import one_at_a_time
 from components.runtime import session
+from desk.actors import Actor
 from desk.agent.triage import policy
+from desk.agent.triage.eval import quality
 from desk.agent.triage.models import AgentConfigRead, AgentConfigUpdate
 from desk.config import get_settings
 from desk.db.client import get_db
@@ -111,9 +114,14 @@ class PolicyForm:
         clear_problems(self.inputs, self.problem)
         self.conflict.clear()
         actor = await self.visit.actor()
+        go_on, unproven = await self._unproven_auto_apply(actor)
+        if not go_on:
+            return
         try:
             data = AgentConfigUpdate.model_validate({"version": self.loaded.version, **self.edits()})
             saved = await policy.update_config(db=get_db(), settings=get_settings(), actor=actor, data=data)
+            if unproven is not None:  # saved despite the warning: who confirmed it, and what they were told
+                await quality.confirm_unproven(db=get_db(), actor=actor, seen=unproven)
         except NothingToChange:
             ui.notify("Nothing to save.")
             return
@@ -127,6 +135,22 @@ class PolicyForm:
         self._show_version()
         ui.notify("Policy saved.", type="positive")
         await self.saved(saved)
+
+    async def _unproven_auto_apply(self, actor: Actor) -> tuple[bool, quality.Quality | None]:
+        """Switching to auto-apply with no eval that earns it: the admin is told why and asked. Whether to save,
+        and the quality they were shown if they confirmed despite it."""
+        if self.edits().get("mode") != "auto_apply":
+            return True, None
+        found = quality.quality(settings=get_settings(), actor=actor)
+        if (warning := found.warning()) is None:
+            return True, None
+        asked = await confirm(
+            warning,
+            "Switch to automatic priorities anyway? Your confirmation is recorded in the audit.",
+            action="Switch anyway",
+            marker="confirm-auto-apply",
+        )
+        return asked, found
 
     def _show_conflict(self, current: AgentConfigRead) -> None:
         with self.conflict, ui.card().classes("w-full bg-amber-1 gap-1").mark("policy-conflict"):

@@ -43,6 +43,7 @@ ACTIONS = {
     "event_retried": "retried a failed event",
     "events_retried": "retried every failed event",
     "run_viewed": "opened a run's transcript",
+    "auto_apply_unproven": "confirmed auto-apply without an eval that beats always-medium",
 }
 
 SAID_IN_FULL = {"ai_turned_off", "ai_turned_on"}  # their words say all that changed: no "on: on → off" beneath

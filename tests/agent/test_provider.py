@@ -122,7 +122,7 @@ async def test_text_streams_as_several_deltas_then_one_completed(fake_provider: 
     assert len(deltas) == 3
     assert all(isinstance(delta, TextDelta) for delta in deltas)
     assert "".join(delta.text for delta in deltas) == "Hello! You have three open work orders."
-    assert completed == Completed(tool_calls=[], usage=Usage(120, 30), finish_reason="stop")
+    assert completed == Completed([], Usage(120, 30), "stop", text="Hello! You have three open work orders.")
     assert fake_provider.client_disconnects == 0
 
 
@@ -134,7 +134,7 @@ async def test_chunks_that_arrive_in_one_read_are_one_delta(fake_provider: FakeP
 
     # one frame to the person, not three: each costs a write through every layer, and none is held back
     assert [delta.text for delta in deltas] == ["Hello! You have three open work orders."]
-    assert completed == Completed(tool_calls=[], usage=Usage(120, 30), finish_reason="stop")
+    assert completed == Completed([], Usage(120, 30), "stop", text="Hello! You have three open work orders.")
 
 
 async def test_text_before_a_bad_chunk_in_the_same_read_is_still_streamed(
@@ -333,7 +333,7 @@ async def test_a_finish_reason_without_done_still_completes(fake_provider: FakeP
 
     events = await run(provider)
 
-    assert events == [TextDelta("Done."), Completed(tool_calls=[], usage=events[-1].usage, finish_reason="stop")]
+    assert events == [TextDelta("Done."), Completed([], events[-1].usage, "stop", text="Done.")]
 
 
 async def test_consecutive_calls_reuse_one_connection(fake_provider: FakeProvider, provider: Provider):

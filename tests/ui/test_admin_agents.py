@@ -132,6 +132,8 @@ async def test_the_policy_is_validated_saved_and_audited(user: User, make_user, 
     user.find(marker="policy-mode").click()
     user.find("Apply the priority automatically").click()
     user.find(marker="policy-save").click()
+    await user.should_see(marker="confirm-auto-apply")  # no eval of the model: asked first (test_agents_quality.py)
+    user.find(marker="confirm-auto-apply").click()
 
     await user.should_see("Policy saved.")
     stored = await config(db)

@@ -159,3 +159,10 @@ class CheckedTransport(httpx.AsyncHTTPTransport):
             proxy_ssl_context=tls if via.url.scheme == "https" else None,
             network_backend=ProxiedBackend(backend, target),
         )
+
+
+def loggable(url: str) -> str:
+    """scheme://host[:port]/path: no userinfo or query, which could hold credentials."""
+    parts = urlsplit(url)
+    port = f":{parts.port}" if parts.port else ""
+    return f"{parts.scheme}://{parts.hostname}{port}{parts.path}"

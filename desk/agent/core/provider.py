@@ -21,7 +21,6 @@ import uuid
 from collections.abc import AsyncGenerator, AsyncIterator
 from dataclasses import dataclass, field
 from typing import Any, NamedTuple
-from urllib.parse import urlsplit
 
 import httpx
 
@@ -59,6 +58,7 @@ class Completed:
     tool_calls: list[ToolCallRequest]
     usage: Usage
     finish_reason: str | None
+    text: str = ""  # the whole reply's text: the answer itself when it was asked for by `response_format`
 
 
 ProviderEvent = TextDelta | Completed
@@ -125,7 +125,7 @@ class Provider:
         # read_timeout bounds each silence; this bounds a provider that drips a byte just often enough.
         self.total_timeout = total_timeout
         self._url = f"{base_url.rstrip('/')}/chat/completions"
-        self._where = _loggable(base_url)
+        self._where = egress.loggable(base_url)
         # The key lives only in the client's default headers: not on self, not in any body (SEC-1).
         # identity: the byte cap then counts what we hold, and no gzip bomb can expand past it.
         headers = {"Authorization": f"Bearer {api_key}", "Accept": "text/event-stream", "Accept-Encoding": "identity"}
@@ -158,11 +158,19 @@ class Provider:
             proxy=settings.https_proxy,
         )
 
-    def call(self, messages: list[dict], tools: list[dict], *, tool_choice: dict | None = None) -> "Call":
+    def call(
+        self,
+        messages: list[dict],
+        tools: list[dict],
+        *,
+        tool_choice: dict | None = None,
+        response_format: dict | None = None,
+    ) -> "Call":
         """A call ready to `send`: its request built (a copilot turn builds its first while its claim is out).
 
         `tool_choice` forces a call (`{"type": "function", "function": {"name": ...}}`): self-hosted
         servers honour a named function but often ignore `"auto"`, so the triage names its one tool.
+        `response_format` asks for the text to follow a JSON schema instead (structured output, a grammar).
         """
         body: dict[str, Any] = {
             "model": self.model,
@@ -175,13 +183,13 @@ class Provider:
             body["tools"] = tools  # some providers reject an empty list
         if tool_choice is not None:
             body["tool_choice"] = tool_choice
+        if response_format is not None:
+            body["response_format"] = response_format
         return Call(self._client.build_request("POST", self._url, json=body), (messages, tools))
 
-    def stream(
-        self, messages: list[dict], tools: list[dict], *, tool_choice: dict | None = None
-    ) -> AsyncGenerator[ProviderEvent, None]:
-        """`send` a call made of these (see `call`)."""
-        return self.send(self.call(messages, tools, tool_choice=tool_choice))
+    def stream(self, messages: list[dict], tools: list[dict], **asked: Any) -> AsyncGenerator[ProviderEvent, None]:
+        """`send` a call made of these, asked for as `call` takes it (`tool_choice`, `response_format`)."""
+        return self.send(self.call(messages, tools, **asked))
 
     async def send(self, call: "Call") -> AsyncGenerator[ProviderEvent, None]:
         """Yield the reply's text as it arrives, then exactly one `Completed`; any failure raises `AIUnavailable`."""
@@ -322,6 +330,7 @@ class _Turn:
     prompt: tuple[list[dict], list[dict]]  # sized only when the provider reports no usage (JSON work per call)
     output_chars: int = 0
     calls: dict[int, _PendingCall] = field(default_factory=dict)
+    texts: list[str] = field(default_factory=list)
     reported: Usage | None = None
     finish_reason: str | None = None
     done: bool = False
@@ -362,6 +371,7 @@ class _Turn:
                     call.arguments.append(piece.function.arguments or "")
                     self.output_chars += len(piece.function.name or "") + len(piece.function.arguments or "")
         self.output_chars += len(text)
+        self.texts.append(text)
         return text
 
     def usage(self) -> Usage:
@@ -380,15 +390,8 @@ class _Turn:
             # The runtime keys results by id; a provider that omits it still gets a unique one.
             call_id = call.id or f"call_{uuid.uuid4().hex[:24]}"
             calls.append(ToolCallRequest(id=call_id, name=call.name, arguments="".join(call.arguments)))
-        return Completed(tool_calls=calls, usage=self.usage(), finish_reason=self.finish_reason)
+        return Completed(calls, self.usage(), self.finish_reason, "".join(self.texts))
 
 
 def _tokens(chars: int) -> int:
     return -(-chars // CHARS_PER_TOKEN)
-
-
-def _loggable(url: str) -> str:
-    """scheme://host[:port]/path: no userinfo or query, which could hold credentials."""
-    parts = urlsplit(url)
-    port = f":{parts.port}" if parts.port else ""
-    return f"{parts.scheme}://{parts.hostname}{port}{parts.path}"

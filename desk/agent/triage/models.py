@@ -177,8 +177,12 @@ class TriageSuggestionRead(ReadModel):
 def overtaken(suggestion: "TriageSuggestionRead", order: WorkOrderRead) -> bool:
     """Someone set the order's priority since the triage (to another than the suggested one): accepting would
     undo a person's decision with the agent's older one, so it is refused (the service) and not offered (the card)."""
-    before = suggestion.priority_before
-    return before not in (None, order.priority) and suggestion.suggested_priority != order.priority
+    return priority_overtaken(suggestion.priority_before, suggestion.suggested_priority, order.priority)
+
+
+def priority_overtaken(before: str | None, suggested: str, current: str) -> bool:
+    """Someone set the priority since the triage read `before`, to another than the one it suggested."""
+    return before not in (None, current) and suggested != current
 
 
 class DecideSuggestionIn(ApiModel):

@@ -132,3 +132,11 @@ async def reconciled_until(db: AsyncDatabase) -> Doc | None:
 async def mark_reconciled(db: AsyncDatabase, created_at: datetime, order_id: ObjectId) -> None:
     update = {"$set": {"createdAt": created_at, "orderId": order_id}}
     await db["outbox_state"].update_one({"_id": "reconciled"}, update, upsert=True)
+
+
+async def outcomes_since(db: AsyncDatabase, start: datetime, *, limit: int = 50_000) -> list[Doc]:
+    """Suggestions made from `start` on, with what became of them (decided, applied, overtaken): the acceptance
+    rate by week, counted by the caller."""
+    fields = {"createdAt": 1, "decision": 1, "applied": 1, "appliedNote": 1, "workOrderId": 1}
+    fields |= {"suggestedPriority": 1, "priorityBefore": 1}
+    return await _suggestions(db).find({"createdAt": {"$gte": start}}, fields).limit(limit).to_list()

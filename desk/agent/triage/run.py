@@ -26,7 +26,6 @@ from datetime import timedelta
 from typing import Any, Literal
 
 from bson import ObjectId
-from pydantic import ValidationError
 from pymongo.asynchronous.database import AsyncDatabase
 
 from desk.actors import SYSTEM_TRIAGE
@@ -37,11 +36,9 @@ from desk.agent.core.provider import CHARS_PER_TOKEN, AIUnavailable, Completed, 
 from desk.agent.core.record import RunRecord
 from desk.agent.core.state import together
 from desk.agent.core.store import agent_runs
-from desk.agent.core.tools import Refusal
-from desk.agent.triage import apply_rules, policy, prompt
+from desk.agent.triage import answer, apply_rules, policy, prompt
 from desk.agent.triage import repository as repo
 from desk.agent.triage.models import TriageProposal
-from desk.agent.triage.tool import REGISTRY
 from desk.config import Settings
 from desk.logs import failure, tag
 from desk.notifications import events as notify
@@ -227,7 +224,7 @@ class _Pass:
 
     async def _stream(self, messages: list[dict]) -> Completed:
         async with contextlib.aclosing(
-            self.provider.stream(messages, [prompt.TOOL], tool_choice=prompt.TOOL_CHOICE)
+            self.provider.stream(messages, **answer.asked(self.settings.ai_structured_output))
         ) as events:
             async for event in events:
                 if isinstance(event, Completed):
@@ -267,24 +264,9 @@ class _Pass:
                 return False
 
     def _proposal(self, completed: Completed) -> tuple[TriageProposal | None, "_Call"]:
-        """The one call's arguments, past the registry's gate (as the System Actor) and its strict model; or None."""
-        calls = completed.tool_calls
-        first = calls[0] if calls else ToolCallRequest(id="", name="(none)", arguments="")
-        call = _Call(first, {})
-        if len(calls) != 1:
-            return None, call
-        tool = REGISTRY.gate(first.name, mode="triage", actor=SYSTEM_TRIAGE, ai_enabled=True)  # SEC-8: checked above
-        if isinstance(tool, Refusal):  # another agent's tool, or none at all
-            return None, call
-        try:
-            raw = json.loads(first.arguments)
-        except json.JSONDecodeError:
-            return None, _Call(first, {"raw": first.arguments[:2000]})
-        call = _Call(first, raw if isinstance(raw, dict) else {"raw": raw})
-        try:
-            return tool.args.model_validate(raw), call
-        except ValidationError:
-            return None, call
+        """The answer (the one call's arguments, or the text asked for), past the gate and the strict model; or None."""
+        found = answer.read(completed, self.settings.ai_structured_output)
+        return found.proposal, _Call(found.request, found.args)
 
     async def _suggest(self, order: dict, proposal: TriageProposal, event_id: ObjectId | None) -> dict | None:
         rank = PRIORITIES.index
