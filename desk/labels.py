@@ -117,3 +117,14 @@ NOTIFICATION_KINDS = {
     "flagged": "The triage agent flags an order for the dispatcher (admins)",
 }
 NOTIFICATION_CHANNELS = {"inApp": "In the desk", "email": "By email"}
+
+# The triage eval's metrics (desk/agent/triage/eval/metrics.py), as its report and the Quality card name them
+EVAL_METRICS = {
+    "accuracy": "Accuracy",
+    "macroF1": "Macro F1",
+    "withinOne": "Within one level",
+    "flagPrecision": "Flag precision",
+    "flagRecall": "Flag recall",
+    "flagF1": "Flag F1",
+    "invalidRate": "Invalid answers",
+}

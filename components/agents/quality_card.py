@@ -5,15 +5,8 @@ from nicegui import ui
 
 from desk.agent.triage.acceptance import Week
 from desk.agent.triage.eval.quality import Quality
+from desk.labels import EVAL_METRICS
 
-ROWS = (
-    ("accuracy", "Accuracy"),
-    ("macroF1", "Macro F1"),
-    ("withinOne", "Within one level"),
-    ("flagPrecision", "Flag precision"),
-    ("flagRecall", "Flag recall"),
-    ("invalidRate", "Invalid answers"),
-)
 NOT_MEASURED = "Not measured yet: no eval of this model with this prompt. `desk eval triage` runs one (README)."
 
 
@@ -30,7 +23,7 @@ def quality_card(found: Quality) -> None:
             with ui.grid(columns=3).classes("gap-x-6 gap-y-0 text-sm"):
                 for text in ("", "Model", "Always medium"):
                     ui.label(text).classes("font-medium")
-                for key, label in ROWS:
+                for key, label in EVAL_METRICS.items():
                     ui.label(label)
                     ui.label(_percent(summary[key])).mark(f"quality-{key}")
                     ui.label(_percent(medium[key]))

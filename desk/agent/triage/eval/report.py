@@ -9,18 +9,10 @@ from typing import Any
 
 from desk.agent.triage.eval.labels import LabelledOrder
 from desk.agent.triage.eval.metrics import INVALID, PRIORITIES, confusion, distance, from_result
+from desk.labels import EVAL_METRICS
 
 WORST = 15  # misses shown with their text
 TEXT_SHOWN = 600  # characters of a description shown
-ROWS = (
-    ("accuracy", "Accuracy"),
-    ("macroF1", "Macro F1"),
-    ("withinOne", "Within one level"),
-    ("flagPrecision", "Flag precision"),
-    ("flagRecall", "Flag recall"),
-    ("flagF1", "Flag F1"),
-    ("invalidRate", "Invalid answers"),
-)
 STYLE = """
 body{font:15px/1.45 system-ui,sans-serif;margin:2rem auto;max-width:1000px;padding:0 1rem;color:#1b1b1b}
 table{border-collapse:collapse;margin:.5rem 0 1.5rem}td,th{border:1px solid #ccc;padding:.3rem .6rem;text-align:right}
@@ -58,7 +50,7 @@ def _metrics(summary: dict[str, Any]) -> str:
     head = "".join(f"<th>{escape(name)}</th>" for name, _ in columns)
     rows = "".join(
         f"<tr><th>{label}</th>{''.join(f'<td>{_percent(values[key])}</td>' for _, values in columns)}</tr>"
-        for key, label in ROWS
+        for key, label in EVAL_METRICS.items()
     )
     return f"<table><caption>The model beside its baselines</caption><tr><th></th>{head}</tr>{rows}</table>"
 
