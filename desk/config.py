@@ -280,6 +280,8 @@ def smtp_target(url: str) -> SmtpTarget:
     if parts.scheme == "smtps" and starttls == ["true"]:
         raise ValueError("DESK_SMTP_URL: smtps is TLS from the start; starttls=true goes with smtp://")
     tls = parts.scheme == "smtps"
+    if (parts.username or parts.password) and not tls and starttls != ["true"]:
+        raise ValueError("DESK_SMTP_URL: a login needs TLS (smtps://, or smtp:// with ?starttls=true): never in clear")
     return SmtpTarget(
         host=parts.hostname,
         port=port or (465 if tls else 587 if starttls == ["true"] else 25),

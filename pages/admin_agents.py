@@ -66,7 +66,7 @@ class AgentsScreen:
             self.switch.card()
             self.policy.build()
         with ui.row().classes("w-full gap-4 items-stretch no-wrap max-md:flex-wrap"):  # how good it is, how it fares
-            quality_card(quality.quality(settings=get_settings(), actor=self.actor))
+            quality_card(await quality.quality(settings=get_settings(), actor=self.actor))
             acceptance_chart(await acceptance.by_week(db=get_db(), actor=self.actor))
         await self.switch.show(self.switch.state)
         self.attention = AttentionList(self.actor)

@@ -141,7 +141,7 @@ class PolicyForm:
         and the quality they were shown if they confirmed despite it."""
         if self.edits().get("mode") != "auto_apply":
             return True, None
-        found = quality.quality(settings=get_settings(), actor=actor)
+        found = await quality.quality(settings=get_settings(), actor=actor)
         if (warning := found.warning()) is None:
             return True, None
         asked = await confirm(

@@ -309,8 +309,10 @@ async def page(db: AsyncDatabase, *, status: EventStatus | None, offset: int, li
 
 
 async def oldest_pending(db: AsyncDatabase) -> datetime | None:
-    """When the job that has waited longest was created (None: nothing waits)."""
-    oldest = await _jobs(db).find_one({"status": "pending"}, {"createdAt": 1}, sort=[("createdAt", ASCENDING)])
+    """When the job that has waited longest was created (None: nothing waits). A job not due yet (an email's digest
+    at its window's end, a backoff) is not waiting: counted, it would raise the alarm for a worker that is fine."""
+    due = {"status": "pending", "availableAt": {"$lte": now()}}
+    oldest = await _jobs(db).find_one(due, {"createdAt": 1}, sort=[("createdAt", ASCENDING)])
     return oldest["createdAt"] if oldest else None
 
 

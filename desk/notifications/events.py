@@ -51,7 +51,7 @@ async def order_changed(*, db: AsyncDatabase, actor: Actor, before: Doc, after: 
     if old != new and new is not None:
         events.append(_given(after, new))
     if old != new and old is not None:
-        title = after["title"]
+        title = before["title"]  # the order as they could see it: a title given in the same change is not theirs
         events.append(Event("assigned", old, lambda who: f"{who} took “{title}” off you.", before))
     if before["status"] != after["status"] and (requester := after.get("requesterId")) is not None:
         was, now_ = STATUS_LABELS[before["status"]], STATUS_LABELS[after["status"]]
@@ -118,6 +118,8 @@ async def fan_out(db: AsyncDatabase, actor: Actor, order: Doc, events: list[Even
                     "read": not shown,  # kept for its email alone: never counted in the bell
                     "shown": shown,
                     "mail": "due" if mailed else None,
+                    # told of an order they no longer see (taken off it): its email goes out all the same
+                    "leftOrder": event.seen_in is not order,
                     "createdAt": moment,
                 }
             )

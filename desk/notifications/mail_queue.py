@@ -84,15 +84,20 @@ async def deliver(ctx: Context, job: Job) -> Result:
     window = await _windows(db).find_one({"_id": job.key})
     if window is None:
         return Skipped("window_gone")
-    owed = await repo.owed_mail(db, window["userId"], window["workOrderId"])
+    owed = await repo.claim_mail(db, window["userId"], window["workOrderId"], window["_id"])
     if not owed:
         return Skipped("nothing_owed")
     (person,) = await users_repo.contacts(db, [window["userId"]]) or [None]
     order = await orders_repo.get(db, window["workOrderId"])
     at = state.current().clock.now()
-    if person is None or not person.get("active", True) or order is None or not permissions.person_sees(person, order):
+    sees = person is not None and order is not None and permissions.person_sees(person, order)
+    theirs = [doc for doc in owed if sees or doc.get("leftOrder")]  # an order taken off them: they are told
+    if person is None or not person.get("active", True) or order is None or not theirs:
         await repo.mark_mailed(db, [doc["_id"] for doc in owed], at=at)  # no longer theirs to hear of
         return Skipped("not_for_them")
+    if len(theirs) < len(owed):
+        await repo.mark_mailed(db, [doc["_id"] for doc in owed if doc not in theirs], at=at)
+        owed = theirs
     switches = (await preferences.effective(db, [person["_id"]]))[person["_id"]]["email"]
     wanted = [doc for doc in owed if switches[doc["kind"]]]  # unsubscribed since: not sent
     if wanted:

@@ -1,8 +1,9 @@
 """The `notifications` and `notification_prefs` collections; the only place that touches them.
 
 A notification belongs to one person (`userId`); `shown` says whether it is in their bell (their in-desk
-switch for its kind was on), `mail` whether an email is still owed for it ("due", then "sent"). Preferences
-are stored as each person's changes to the desk's defaults, which live in the same collection under "desk".
+switch for its kind was on), `mail` whether an email is still owed for it ("due", "mailing:<id>" while a mailing
+sends it, then "sent"). Preferences are stored as each person's changes to the desk's defaults, which live in the
+same collection under "desk".
 """
 
 from datetime import datetime, timedelta
@@ -62,14 +63,18 @@ async def mark_read(db: AsyncDatabase, user_id: ObjectId, ids: list[ObjectId] | 
     return (await _notes(db).update_many(query, {"$set": {"read": True}})).modified_count
 
 
-async def owed_mail(db: AsyncDatabase, user_id: ObjectId, order_id: ObjectId) -> list[Doc]:
-    """The notifications of one person about one order still owed an email, oldest first."""
-    query = {"userId": user_id, "workOrderId": order_id, "mail": "due"}
-    return await _notes(db).find(query).sort([("createdAt", ASCENDING), ("_id", ASCENDING)]).to_list()
+async def claim_mail(db: AsyncDatabase, user_id: ObjectId, order_id: ObjectId, mailing: ObjectId) -> list[Doc]:
+    """The notifications of one person about one order still owed an email, oldest first, taken for `mailing`:
+    those owed (`due`) and those it took before (a try that failed). Two mailings at once (the first email's
+    retry and the digest) never take the same notification, so none is mailed twice."""
+    taken = f"mailing:{mailing}"
+    mine = {"userId": user_id, "workOrderId": order_id, "mail": taken}
+    await _notes(db).update_many({**mine, "mail": "due"}, {"$set": {"mail": taken}})
+    return await _notes(db).find(mine).sort([("createdAt", ASCENDING), ("_id", ASCENDING)]).to_list()
 
 
 async def mark_mailed(db: AsyncDatabase, ids: list[ObjectId], *, at: datetime) -> None:
-    await _notes(db).update_many({"_id": {"$in": ids}, "mail": "due"}, {"$set": {"mail": "sent", "mailedAt": at}})
+    await _notes(db).update_many({"_id": {"$in": ids}}, {"$set": {"mail": "sent", "mailedAt": at}})
 
 
 # Keyed by the person's id as a string, as the desk's defaults are by "desk": one key type in the collection.

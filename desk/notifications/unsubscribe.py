@@ -43,7 +43,7 @@ async def read(db: AsyncDatabase, value: str) -> tuple[ObjectId, list[Kind]] | N
     """The person and kinds a token names, or None when it is not one the desk signed."""
     body, _, signature = value.partition(".")
     expected = _b64(hmac.new(await _key(db), body.encode(), hashlib.sha256).digest())
-    if not body or not hmac.compare_digest(signature, expected):
+    if not body or not hmac.compare_digest(signature.encode(), expected.encode()):  # bytes: any text, no TypeError
         return None
     try:
         data = json.loads(base64.urlsafe_b64decode(body + "=" * (-len(body) % 4)))

@@ -2,6 +2,7 @@
 by the worker's queue: batching, preferences, the unsubscribe link, a server that is down and comes back, escaping,
 a deactivated person."""
 
+import asyncio
 import email
 import socket
 import ssl
@@ -21,9 +22,10 @@ from desk import state
 from desk.jobs.table import Context
 from desk.jobs.worker import Worker
 from desk.notifications import mail_queue, service
+from desk.notifications import repository as notes
 from desk.notifications.models import NotificationQuery, PreferencesUpdate
 from desk.work_orders import service as orders
-from desk.work_orders.models import CommentCreate
+from desk.work_orders.models import CommentCreate, WorkOrderUpdate
 from tests.helpers import actor, reconfigure
 
 TLS = Path(__file__).parent.parent / "agent" / "tls"
@@ -153,6 +155,39 @@ async def test_the_first_event_mails_at_once_and_the_rest_of_the_window_comes_in
     await orders.add_comment(db=db, actor=actor(admin), order_id=order.id, data=CommentCreate(text="Done?"))
     await run_mail()
     assert len(inbox.mails) == 3 and inbox.mails[2]["Subject"] == "Ada commented on “Leaking tap”: Done?"
+
+
+async def test_the_person_an_order_is_taken_from_is_mailed_though_they_no_longer_see_it(
+    db, make_user, make_order, inbox, run_mail, clock
+):
+    admin, lee = await make_user("admin", name="Ada"), await make_user(name="Lee", email="lee@example.com")
+    priya = await make_user(name="Priya")
+    order = await make_order(admin, "Leaking tap", owner_id=lee["id"])
+    await run_mail()
+    clock.move(timedelta(seconds=301))  # the first window is over: the next event mails at once
+    change = WorkOrderUpdate(version=order.version, title="Leak, room 4", owner_id=priya["id"])
+    await orders.update(db=db, actor=actor(admin), order_id=order.id, data=change)
+    await run_mail()
+
+    taken = [mail for mail in inbox.mails if mail["To"] == "Lee <lee@example.com>"][-1]
+    assert taken["Subject"] == "Ada took “Leaking tap” off you."  # the title they knew, not the one given since
+
+
+async def test_two_mailings_at_once_never_take_the_same_notification(db, make_user, make_order, inbox):
+    admin, lee = await make_user("admin", name="Ada"), await make_user(name="Lee")
+    order = await make_order(admin, "Leaking tap", owner_id=lee["id"])
+    for text in ("Parts ordered", "Plumber comes Monday"):
+        await orders.add_comment(db=db, actor=actor(admin), order_id=order.id, data=CommentCreate(text=text))
+    first, digest = ObjectId(), ObjectId()  # say, the first email's retry and the window's digest
+
+    taken = await asyncio.gather(
+        *(notes.claim_mail(db, ObjectId(lee["id"]), ObjectId(order.id), mailing) for mailing in (first, digest))
+    )
+
+    ids = [{doc["_id"] for doc in docs} for docs in taken]
+    assert not ids[0] & ids[1] and len(ids[0] | ids[1]) == 3  # each owed once: given, and the two comments
+    again = await notes.claim_mail(db, ObjectId(lee["id"]), ObjectId(order.id), first)  # its own, on a retry
+    assert {doc["_id"] for doc in again} == ids[0]
 
 
 async def test_every_mail_has_text_and_html_escaped_and_the_one_click_unsubscribe_headers(

@@ -21,7 +21,7 @@ REPORT_CSP = (
 @router.get("/api/v1/admin/agents/triage/quality", response_model=QualityRead, responses=errors(*AUTHED))
 async def triage_quality(actor: CurrentActor) -> QualityRead:
     """The configured model and prompt (its hash), their last eval's summary, its report and any auto-apply warning."""
-    return QualityRead.of(quality.quality(settings=get_settings(), actor=actor))
+    return QualityRead.of(await quality.quality(settings=get_settings(), actor=actor))
 
 
 # The errors in the JSON envelope, as everywhere; the page itself as HTML (a response_class would claim both).

@@ -7,6 +7,7 @@ beats always answering "medium" by MARGIN or more; without it the admin is warne
 the confirmation is audited.
 """
 
+import asyncio
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -66,12 +67,13 @@ class Quality:
         return None
 
 
-def quality(*, settings: Settings, actor: Actor) -> Quality:
-    """The configured model and prompt, with their last eval under the data directory."""
+async def quality(*, settings: Settings, actor: Actor) -> Quality:
+    """The configured model and prompt, with their last eval under the data directory (read off the event loop:
+    every eval's summary file)."""
     require_admin(actor, WHY)
     form = settings.ai_structured_output
     prompt_hash = runs.prompt_hash(form)
-    latest = runs.latest(settings, model=settings.ai_model, prompt_hash=prompt_hash)
+    latest = await asyncio.to_thread(runs.latest, settings, model=settings.ai_model, prompt_hash=prompt_hash)
     return Quality(settings.ai_model, prompt_hash, form, latest)
 
 
