@@ -28,6 +28,7 @@ from desk.db.client import get_db
 from desk.errors import DeskError
 from desk.jobs.models import OutboxEventRead
 from desk.labels import POLICY_FIELDS, RUN_STATUSES, run_error
+from desk.notifications.mail_queue import TASK as EMAIL_JOB
 from desk.schema import now
 from desk.users import service as users_service
 from desk.work_orders import service as work_orders
@@ -160,28 +161,33 @@ class WorkerHealth:
                     retry_all = ui.button("Retry all", on_click=self._retry_all).props("outline dense")
                     retry_all.mark("retry-all")
                 for event in state.failed:
-                    order = failed_orders.get(event.payload_ref)
-                    # a phone: the order's title on a line of its own, then why, when and Retry
-                    row = ui.row().classes("w-full items-center gap-x-3 gap-y-1 py-1 border-b no-wrap max-md:flex-wrap")
-                    with row.mark("failed-event"):
-                        if order is not None:
-                            link = ui.link(order.title, f"/app/work-orders/{order.id}")
-                            link.classes("w-64 max-md:w-full truncate")
-                            link.mark("failed-order")
-                        else:
-                            ui.label("A deleted work order").classes("w-64 max-md:w-full text-grey-7")
-                        ui.label(f"{_tries(event)}: {run_error(event.last_error)}").classes(
-                            "text-sm grow wrap-anywhere"
-                        )
-                        ui.label(ago(event.updated_at or event.created_at)).classes("text-xs text-grey-7")
-                        if order is not None:  # a deleted order has nothing left to triage
-                            retry = ui.button("Retry", on_click=lambda e=event: self._retry(e.id))
-                            retry.props("outline dense").mark("retry")
-                            retry.props["aria-label"] = f"Retry triage of {order.title}"  # data: never parsed
+                    self._failed_row(event, failed_orders.get(event.payload_ref))
                 pages = last_page(total, FAILED_PAGE)
                 if pages > 1:
                     numbers = pager(pages, self.failed_page).mark("failed-pages")
                     numbers.on_value_change(lambda e: self._go(e.value))
+
+    def _failed_row(self, event: OutboxEventRead, order: WorkOrderRead | None) -> None:
+        """One dead letter: what it was for, why it failed, when, and Retry while there is something to retry."""
+        # a phone: the order's title on a line of its own, then why, when and Retry
+        row = ui.row().classes("w-full items-center gap-x-3 gap-y-1 py-1 border-b no-wrap max-md:flex-wrap")
+        with row.mark("failed-event"):
+            email = event.type == EMAIL_JOB  # a notification's email, on the same queue
+            if email:
+                ui.label("An email notification").classes("w-64 max-md:w-full").mark("failed-email")
+            elif order is not None:
+                link = ui.link(order.title, f"/app/work-orders/{order.id}")
+                link.classes("w-64 max-md:w-full truncate")
+                link.mark("failed-order")
+            else:
+                ui.label("A deleted work order").classes("w-64 max-md:w-full text-grey-7")
+            ui.label(f"{_tries(event)}: {run_error(event.last_error)}").classes("text-sm grow wrap-anywhere")
+            ui.label(ago(event.updated_at or event.created_at)).classes("text-xs text-grey-7")
+            if email or order is not None:  # a deleted order has nothing left to triage
+                retry = ui.button("Retry", on_click=lambda e=event: self._retry(e.id))
+                retry.props("outline dense").mark("retry")
+                what = "the email" if email or order is None else f"triage of {order.title}"
+                retry.props["aria-label"] = f"Retry {what}"  # data: never parsed
 
     async def _go(self, page: int) -> None:
         self.failed_page = page

@@ -278,11 +278,13 @@ async def requeue(db: AsyncDatabase, job_id: ObjectId) -> Doc | None:
     )
 
 
-async def requeue_failed(db: AsyncDatabase, task: str) -> int:
-    """Every failed job of `task` back to pending with its attempts reset (an admin's "retry all"); how many."""
+async def requeue_failed(db: AsyncDatabase, task: str | None = None) -> int:
+    """Every failed job (of `task`, if named) back to pending with its attempts reset (an admin's "retry all");
+    how many."""
     moment = now()
     fields = {"status": "pending", **FRESH, "availableAt": moment, "updatedAt": moment, "expiresAt": None}
-    result = await _jobs(db).update_many({"type": task, "status": "failed"}, {"$set": fields})
+    failed = {"status": "failed"} | ({"type": task} if task else {})
+    result = await _jobs(db).update_many(failed, {"$set": fields})
     return result.modified_count
 
 

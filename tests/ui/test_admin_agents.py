@@ -17,7 +17,8 @@ from desk.agent.triage import policy
 from desk.agent.triage import service as triage
 from desk.agent.triage import task as triage_task
 from desk.agent.triage.models import AgentConfigUpdate
-from desk.jobs import backoff
+from desk.jobs import backoff, queue
+from desk.notifications import mail_queue
 from desk.schema import now
 from desk.work_orders import service as work_orders
 from desk.work_orders.models import WorkOrderUpdate
@@ -239,6 +240,26 @@ async def test_the_worker_health_with_a_failed_event_to_retry(
     await user.should_not_see(marker="failed-event")
     assert (await db["outbox_events"].find_one({"payloadRef": ObjectId(order.id)}))["status"] == "pending"
     await user.should_see("retried a failed event", retries=WAIT)
+
+
+async def test_an_email_that_failed_is_listed_as_one_and_retry_all_puts_it_back(
+    user: User, make_user, make_order, log_in, db, ai_settings
+):
+    ada, sam = await make_user("admin"), await make_user("user")
+    await make_order(sam, "Leaking tap")
+    await queue.enqueue(db, mail_queue.TASK, ObjectId())  # a notification's email, the mail server refused for good
+    given_up = {"status": "failed", "attempts": 3, "lastError": "mail refused (550)"}
+    await db["outbox_events"].update_many({}, {"$set": given_up})
+
+    await log_in(user, ada, landing=PAGE)
+    await user.should_see("Failed events (2)")
+    await user.should_see("An email notification")
+    await user.should_see("3 attempts: mail refused (550)")  # not "a deleted work order" with nothing to retry
+    assert len(user.find(marker="retry").elements) == 2
+
+    user.find(marker="retry-all").click()
+    await user.should_see("2 failed events back in the queue.")
+    assert await db["outbox_events"].count_documents({"type": mail_queue.TASK, "status": "pending"}) == 1
 
 
 async def test_failed_events_come_a_page_at_a_time_and_retry_all_puts_them_all_back(

@@ -78,9 +78,10 @@ async def retry_event(*, db: AsyncDatabase, actor: Actor, event_id: str) -> Outb
 
 
 async def retry_failed(*, db: AsyncDatabase, actor: Actor) -> Requeued:
-    """Every dead-lettered triage event back in the queue with fresh attempts (audited, with how many)."""
+    """Every dead-lettered event back in the queue with fresh attempts (audited, with how many): the triage's and
+    the notifications' emails alike, as the agents page lists them together."""
     require_admin(actor, "see or run the agents")
-    count = await outbox.requeue_failed(db, order_jobs.CREATED)
+    count = await outbox.requeue_failed(db)
     await policy.record(db, agent=policy.AGENT, actor_id=actor.id, action="events_retried", after={"requeued": count})
     return Requeued(requeued=count)
 
