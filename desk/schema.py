@@ -116,7 +116,7 @@ Day = Annotated[date, BeforeValidator(_full_date)]
 
 
 def midnight(day: date) -> datetime:
-    """Where `day` begins, in UTC (the desk's days are UTC days)."""
+    """Where `day` begins in UTC: the days of lists and filters (the triage counts its days in its policy's zone)."""
     return datetime.combine(day, time(), tzinfo=UTC)
 
 
