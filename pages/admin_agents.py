@@ -105,7 +105,7 @@ class AgentsScreen:
         self.refreshing = True
         try:
             state = await triage.ai_switch(db=get_db(), actor=self.actor)
-            if state != self.switch.state:
+            if self.switch.newer(state):
                 await self.switch.show(state)
             self.stored = await policy.get_config(db=get_db(), settings=get_settings(), actor=self.actor)
             self._hold()

@@ -73,12 +73,21 @@ class AiSwitch:
             return
         actor = await self.visit.actor()
         state = await triage.set_ai(db=get_db(), actor=actor, on=turning_on)
+        self.state = state
+        # the page's figures first, the switch last: once it shows the new state this click is done, and the next
+        # one (turning it back at once) is not taken for a double click and dropped
+        await self.switched(state.enabled)
         await self.show(state)
         ui.notify(
             "AI is turned on for the desk." if state.enabled else "AI is turned off for the whole desk.",
             type="positive",
         )
-        await self.switched(state.enabled)
+
+    def newer(self, state: AiSwitchRead) -> bool:
+        """Whether `state`, read elsewhere, is a later flip than the one shown (a read begun before this page's own
+        flip must not turn it back)."""
+        never = datetime.min.replace(tzinfo=UTC)
+        return state != self.state and (state.changed_at or never) >= (self.state.changed_at or never)
 
 
 async def _turned_off(state: AiSwitchRead) -> str:

@@ -11,7 +11,7 @@ from urllib.parse import urlsplit
 
 import pytest
 
-from desk.agent.core.provider import AIUnavailable, Provider
+from desk.agent.core.provider import AIUnavailable, Provider, TextDelta
 from tests.fake_provider import FakeProvider, Turn
 
 MESSAGES = [{"role": "user", "content": "Hello"}]
@@ -92,7 +92,7 @@ async def test_every_connection_looks_the_name_up_again_and_goes_where_the_answe
     with pytest.raises(AIUnavailable):
         await call(provider)  # a new connection: the name now answers elsewhere, and that is where it goes
 
-    assert "".join(getattr(event, "text", "") for event in first) == "Hello from the model"
+    assert "".join(event.text for event in first if isinstance(event, TextDelta)) == "Hello from the model"
     assert fake_provider.headers[0]["host"] == f"self-hosted.invalid:{port}"
     assert resolver.asked == [("self-hosted.invalid", port)] * 2
     assert len(fake_provider.requests) == 1

@@ -18,7 +18,7 @@ from pathlib import Path
 import pytest
 import uvicorn
 
-from desk.agent.core.provider import AIUnavailable, Provider
+from desk.agent.core.provider import AIUnavailable, Provider, TextDelta
 from desk.config import Settings
 from tests.agent.test_egress import ChangingResolver
 from tests.fake_provider import FakeProvider, Turn
@@ -142,7 +142,7 @@ async def test_an_https_provider_is_called_through_the_proxy_named_by_https_prox
 
     events = await call(providers[0])
 
-    assert "".join(getattr(event, "text", "") for event in events) == "Through the proxy"
+    assert "".join(event.text for event in events if isinstance(event, TextDelta)) == "Through the proxy"
     assert proxy.requests == [f"CONNECT localhost:{tls_port} HTTP/1.1"]
     assert fake_provider.headers[0]["authorization"] == "Bearer k"  # inside the tunnel: the proxy never saw it
 

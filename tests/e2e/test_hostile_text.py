@@ -122,7 +122,9 @@ async def test_every_page_shows_hostile_text_as_typed_and_runs_none_of_it(
                 ada.see_containing("Nothing <img src=x")  # the model's answer, its markup escaped
             _assert_nothing_injected(ada, name)
             if name == "agents":
-                assert retry.get_attribute("aria-label") == f"Retry triage of {TITLE}"  # the whole title, as data
+                # read again: the page redraws its figures every few seconds, and the button with them
+                label = ada.run_js("return document.querySelector('[aria-label^=\"Retry triage of\"]').ariaLabel")
+                assert label == f"Retry triage of {TITLE}"  # the whole title, as data
             ada.shoot(name)
 
         _assert_an_injected_handler_would_not_run(ada)

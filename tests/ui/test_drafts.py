@@ -165,6 +165,7 @@ async def test_a_session_that_ends_mid_typing_takes_the_edit_with_it(user: User,
     await log_in(user, sam, landing=f"/login?redirect_to=/app/work-orders/{order.id}")  # the same person again
     await user.should_see(marker="detail-title", retries=3 * WAIT)
     await until(lambda: storage.owner not in (None, first), what="a new session, under a new name", within=15)
+    await user.should_see(marker="timeline", retries=3 * WAIT)  # the page is drawn: its form, then its timeline
     await user.should_not_see(marker="draft-restored")
     assert user.find(marker="edit-description").elements.pop().value == "Cold tap"
 
