@@ -31,6 +31,12 @@ from tests.helpers import PASSWORD, actor, per_process, session_clients
 TEST_DB = per_process("desk_test")
 
 
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """The fuzz test first: the longest file by minutes; handed out late, it ran alone at the end while the other
+    worker had nothing left to do."""
+    items.sort(key=lambda item: item.path.name != "test_fuzz.py")  # stable: every other test keeps its order
+
+
 def pytest_collection_finish(session: pytest.Session) -> None:
     """What collection imported (the desk, NiceGUI, every test module) lives as long as the run: the collector stops
     walking it. NiceGUI's reset between UI tests collects twice, and each walk of that heap cost about half a second."""
