@@ -148,9 +148,7 @@ def test(args: list[str]) -> None:
     # Two processes (pytest-xdist), each with its own embedded database: the suite is mostly waiting on a
     # single-threaded database server, so two come near halving it (16 min to under 10 on 2 cores). A test file
     # stays in one process, so a file's shared desk or browser starts once. `-n 0` runs in one process.
-    # Files go out in the order tests/conftest.py gives them (the longest first), not xdist's (the most tests first).
-    pytest = [BIN / "pytest", "-n", "2", "--dist", "loadfile", "--no-loadscope-reorder"]
-    pytest += ["--cov=desk", "--cov-report=term-missing:skip-covered"]
+    pytest = [BIN / "pytest", "-n", "2", "--dist", "loadfile", "--cov=desk", "--cov-report=term-missing:skip-covered"]
     # Extra arguments mean a partial run (a folder, -x, -k ...), which cannot meet the coverage bar.
     pytest += args if args else ["--cov-fail-under=85"]
     steps = [

@@ -2,7 +2,6 @@
 
 import gc
 import os
-from collections import Counter
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
 
 import httpx
@@ -33,11 +32,9 @@ TEST_DB = per_process("desk_test")
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
-    """The order dev.py's two workers are handed files in (`--no-loadscope-reorder`): the fuzz test first, the longest
-    file by minutes (xdist's own order, the most tests first, handed its one test out last, and it ran alone at the
-    end while the other worker had nothing left to do), then the files with the most tests."""
-    sizes = Counter(item.path for item in items)
-    items.sort(key=lambda item: (item.path.name != "test_fuzz.py", -sizes[item.path]))  # stable within a file
+    """The fuzz test first: the longest file by minutes; handed out late, it ran alone at the end while the other
+    worker had nothing left to do."""
+    items.sort(key=lambda item: item.path.name != "test_fuzz.py")  # stable: every other test keeps its order
 
 
 def pytest_collection_finish(session: pytest.Session) -> None:
