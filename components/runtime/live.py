@@ -80,19 +80,32 @@ async def shared_read(change_seq: int, view: tuple[Any, ...], read: Callable[[],
     return await asyncio.shield(pending)  # one screen closing must not cancel the others' read
 
 
+class Redraws:
+    """Redraws of one part of a page, which may overlap: one started earlier can answer last, and only the
+    newest started may draw (it read after the others)."""
+
+    def __init__(self) -> None:
+        self.started = 0
+
+    def start(self) -> Callable[[], bool]:
+        """Note a redraw starting; gives whether it is still the newest (ask after the reads, before drawing)."""
+        self.started += 1
+        mine = self.started
+        return lambda: mine == self.started
+
+
 async def _poll() -> None:
     db = get_db()
-    seq = await changes.latest(db)
+    cursor = changes.Cursor(await changes.latest(db))
     while True:
         await asyncio.sleep(INTERVAL)
         try:
-            batch = await changes.since(db, seq)
+            batch = await cursor.read(db)
         except PyMongoError as error:
             log.warning("live feed: cannot read changes (%s); retrying", failure(error))
             continue
         if not batch:
             continue
-        seq = batch[-1]["seq"]
         bus = state.current().bus
         rung = {person for change in batch if change["kind"] == changes.NOTIFIED for person in change["owners"]}
         orders = [change for change in batch if change["kind"] != changes.NOTIFIED]

@@ -4,6 +4,8 @@ Web processes poll it (a cheap indexed read) to keep every open screen current, 
 process made the change (DESIGN §7); entries are kept a day.
 """
 
+import time
+from dataclasses import dataclass, field
 from typing import Any
 
 from bson import ObjectId
@@ -13,6 +15,9 @@ from pymongo.asynchronous.database import AsyncDatabase
 from desk.schema import now
 
 KEEP_SECONDS = 24 * 3600
+# How long a reader waits for a missing number: a writer between taking it and writing its entry (a later
+# writer's entry can land first), or one that died there and will never write it.
+GAP_SECONDS = 10.0
 # Not a change to an order: some people's bells moved (`owners`: whose). The web runtime hands these to bells alone.
 NOTIFIED = "notified"
 
@@ -56,3 +61,36 @@ async def latest(db: AsyncDatabase) -> int:
 async def since(db: AsyncDatabase, seq: int, *, limit: int = 500) -> list[dict[str, Any]]:
     """Changes after `seq`, oldest first."""
     return await db["changes"].find({"seq": {"$gt": seq}}, {"_id": 0}).sort("seq", ASCENDING).limit(limit).to_list()
+
+
+@dataclass
+class Cursor:
+    """Reads the feed in order and hands out each change once, the late ones too.
+
+    A writer takes its number, then writes its entry: a later writer's entry can land first. Reading
+    on from the newest number seen would skip the earlier one for good (a comment that never shows),
+    so the cursor stays below a missing number, up to GAP_SECONDS, while handing out what came after.
+    """
+
+    seq: int  # every change up to here is handed out
+    ahead: set[int] = field(default_factory=set)  # numbers past a gap, handed out already
+    gap_since: float | None = None
+
+    async def read(self, db: AsyncDatabase, *, clock: float | None = None) -> list[dict[str, Any]]:
+        """The changes not handed out yet, oldest first."""
+        fresh = [change for change in await since(db, self.seq) if change["seq"] not in self.ahead]
+        self.ahead.update(change["seq"] for change in fresh)
+        self._close_gaps(time.monotonic() if clock is None else clock)
+        return fresh
+
+    def _close_gaps(self, clock: float) -> None:
+        while self.seq + 1 in self.ahead:
+            self.seq += 1
+            self.ahead.discard(self.seq)
+        if not self.ahead:
+            self.gap_since = None
+        elif self.gap_since is None:
+            self.gap_since = clock
+        elif clock - self.gap_since > GAP_SECONDS:  # that number will never come: step over it
+            self.seq, self.gap_since = min(self.ahead) - 1, None
+            self._close_gaps(clock)
