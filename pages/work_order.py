@@ -72,7 +72,7 @@ class WorkOrderView:
         ui.on("desksave", self.save)  # Ctrl+S / Cmd+S
         ui.label("Activity").classes("text-lg font-semibold mt-4")
         self.comment_draft = Draft(self.actor.id, self.loaded.id, part="comment")
-        self.comments = comment_box(self._comment, self.comment_draft)
+        self.comments = comment_box(self._comment, self.comment_draft, added=lambda: self.history.show(self.actor))
         self.history = History(self.loaded.id)
         await self.show()
         live.on_change(self._on_changes)
@@ -220,7 +220,6 @@ class WorkOrderView:
             await service.add_comment(db=get_db(), actor=self.actor, order_id=self.loaded.id, data=data)
         except DeskError as error:
             return error.message
-        await self.history.show(self.actor)
         return None
 
     async def _assigned(self, _: WorkOrderRead) -> None:
@@ -246,6 +245,7 @@ class WorkOrderView:
         mine = [c for c in batch if c["workOrderId"] == self.loaded.id]
         if self.gone or not mine:
             return
+        commented = any(c["kind"] == "commented" for c in mine)
         if all(c["kind"] == "commented" for c in mine):  # a comment moves no version: only the timeline
             await self.history.show(self.actor)
             return
@@ -261,6 +261,8 @@ class WorkOrderView:
                 await self._changed_while_editing(current)
             else:
                 await self._adopt(current)
+        elif commented:  # with a change this page already shows (its own save, the order's creation)
+            await self.history.show(self.actor)
 
     async def _changed_while_editing(self, current: WorkOrderRead) -> None:
         # Never clobber what the person is typing: tell them what changed, and let them choose when. What is saved

@@ -152,19 +152,17 @@ async def work_orders_page(
             new_order = new_work_order_opener(visit, assignable, lambda _: load())
             ui.button("New work order", icon="add", on_click=new_order).mark("new-order")
 
-    latest, client = 0, ui.context.client
+    redraws, client = live.Redraws(), ui.context.client
     view = _ListView(actor, owners, filters, on_page=lambda number: _set(filters, page=number))
     ui.timer(0, lambda: remember_list_view(filters.url()), once=True)  # the tab is known once connected
 
     async def load(change_seq: int | None = None) -> None:
         """Read and show the list: as the person is now after their own action, as loaded for a live redraw
         (a page whose person lost access is closed by the frame's check)."""
-        nonlocal latest
-        latest += 1
-        mine = latest
+        newest = redraws.start()
         reader = actor if change_seq is not None else await visit.actor()
         page = await _list(reader, filters.query(), change_seq)
-        if mine == latest and not client.is_deleted and (last := view.show(page)):  # else a newer load draws
+        if newest() and not client.is_deleted and (last := view.show(page)):  # else a newer load draws
             _set(filters, page=last)  # it was past its last page (an old link, deletions): the last one
 
     def _set(current: Filters, **changes) -> None:

@@ -55,6 +55,7 @@ class TriageCard:
         self.visit, self.order, self.on_conflict = visit, order, on_conflict
         self.area = ui.column().classes("w-full")
         self.client = ui.context.client
+        self.redraws = live.Redraws()
         # The person as of the page's build or their last decision; live redraws use it (the frame's check
         # closes the page of someone who lost access).
         self.me = me
@@ -64,11 +65,12 @@ class TriageCard:
         """Read the newest suggestion and draw it (nothing at all when there is none to show)."""
         actor = self.me.actor
         order = self.order()
+        newest_redraw = self.redraws.start()
         try:
             found = await triage.suggestions(db=get_db(), actor=actor, order_id=order.id)
         except NotFound:
             found = []
-        if self.client.is_deleted:
+        if self.client.is_deleted or not newest_redraw():  # an older read answering last would draw the old
             return
         newest = found[0] if found else None  # the service shows none to a person who turned AI off
         self.area.clear()

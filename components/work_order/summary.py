@@ -8,7 +8,7 @@ from nicegui import ui
 from components.chips import priority_chip, status_chip
 from components.formats import when
 from components.frame import retitle
-from components.runtime import session
+from components.runtime import live, session
 from components.work_order.assignment import assignment
 from components.work_order.changes import owner_values
 from components.work_order.timeline import timeline
@@ -45,14 +45,18 @@ class History:
 
     def __init__(self, order_id: str) -> None:
         self.order_id, self.pages = order_id, 1
+        self.redraws = live.Redraws()
         self.area = ui.column().classes("w-full")
 
     async def show(self, actor: Actor) -> None:
         self.actor = actor  # for "Show older entries"
+        newest = self.redraws.start()
         entries, older = await self._read(actor)
         names = await users_service.display_names(
             db=get_db(), user_ids={e.actor_id for e in entries} | {str(v) for e in entries for v in owner_values(e)}
         )
+        if not newest():  # two comments in quick succession: the redraw for the first may answer last
+            return  # and would hide the second; the newer redraw, which read after both, draws
         self.area.clear()  # only now, after the reads: a live change drawing meanwhile must not draw it twice
         with self.area:
             timeline(entries, names)

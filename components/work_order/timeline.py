@@ -74,8 +74,11 @@ def _value(field: str, value: object, names: dict[str, str]) -> str:
     return f"“{text[:120]}…”" if len(text) > 120 else f"“{text}”"
 
 
-def comment_box(on_add: Callable[[str], Awaitable[str | None]], draft: Draft) -> ui.row:
-    """A field to add a comment (the row holding it, to disable); `on_add` saves the text and returns a problem.
+def comment_box(
+    on_add: Callable[[str], Awaitable[str | None]], draft: Draft, *, added: Callable[[], Awaitable[None]]
+) -> ui.row:
+    """A field to add a comment (the row holding it, to disable); `on_add` saves the text and returns a problem,
+    `added` runs once the field is empty again.
 
     What is typed is kept in the browser by `draft` until it is added, and put back when the page opens
     again (after a session that ended mid-comment, a reload).
@@ -95,7 +98,8 @@ def comment_box(on_add: Callable[[str], Awaitable[str | None]], draft: Draft) ->
                 problem = " ".join(sentence(item) for item in error.errors())
             text.error = problem
             if problem is None:
-                text.value = ""
+                text.value = ""  # before `added` reads anything: a next comment typed meanwhile must stay
+                await added()
 
         ui.button("Comment", on_click=add).props("outline").mark("comment-add")
     return box

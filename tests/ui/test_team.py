@@ -3,13 +3,15 @@
 import asyncio
 import gc
 import weakref
+from unittest.mock import AsyncMock
 
 from bson import ObjectId
-from nicegui import context
+from nicegui import background_tasks, context
 from nicegui.testing import User
 from nicegui.testing.user_notify import UserNotify
 
-from desk.work_orders import service
+from desk import state
+from desk.work_orders import changes, service
 from desk.work_orders.models import CommentCreate, WorkOrderCreate, WorkOrderRead, WorkOrderUpdate
 from tests.helpers import actor, handlers_started, until
 from tests.ui.conftest import WAIT, open_order
@@ -266,6 +268,76 @@ async def test_comments_are_added_shown_as_text_and_appear_live(user: User, open
 
     await user.should_see("Coming Tuesday.", retries=WAIT)
     assert await db["activity"].count_documents({"action": "commented"}) == 2
+
+
+async def test_the_comment_field_empties_as_soon_as_the_comment_is_saved(user: User, open_sams_order, monkeypatch):
+    # found in CI: the field emptied only after the timeline was read again, and a next comment typed
+    # meanwhile (others saw the first one already) was wiped by it
+    await open_sams_order("Broken chair")
+    release = asyncio.Event()
+
+    async def hanging(**_) -> list:
+        await release.wait()
+        return []
+
+    monkeypatch.setattr(service, "activity", hanging)  # the timeline's read hangs
+
+    user.find(marker="comment-text").type("It wobbles")
+    with handlers_started() as clicked:
+        user.find(marker="comment-add").click()
+    (field,) = user.find(marker="comment-text").elements
+    await until(lambda: field.value == "", what="the field emptied while the timeline is still being read")
+    assert not all(task.done() for task in clicked)
+    release.set()
+    await asyncio.wait_for(asyncio.gather(*clicked), 5)
+
+
+async def test_a_slow_redraw_never_hides_a_comment_added_after_it(
+    user: User, open_sams_order, make_user, db, monkeypatch
+):
+    # found in CI: two comments a second apart, and the redraw for the first answered last, drawing it alone
+    admin = await make_user("admin", name="Dana Admin")
+    order = await open_sams_order("Broken chair")
+    read, held, release = service.activity, [], asyncio.Event()
+
+    async def first_answers_last(**kwargs):
+        entries = await read(**kwargs)
+        if not held:
+            held.append(True)
+            await release.wait()
+        return entries
+
+    monkeypatch.setattr(service, "activity", first_answers_last)
+    await service.add_comment(db=db, actor=actor(admin), order_id=order.id, data=CommentCreate(text="Coming Tuesday."))
+    await until(lambda: held, what="the redraw for the first comment to read")
+    await service.add_comment(db=db, actor=actor(admin), order_id=order.id, data=CommentCreate(text="With glue."))
+    await user.should_see("With glue.", retries=WAIT)
+    release.set()
+    await asyncio.gather(*(t for t in background_tasks.running_tasks if t.get_name() == "live-update"))
+
+    await user.should_see("With glue.")  # still there: the late answer drew nothing
+    await user.should_see("Coming Tuesday.")
+
+
+async def test_a_comment_arriving_with_a_change_already_shown_appears(
+    user: User, open_sams_order, make_user, db, monkeypatch
+):
+    # found in CI: one feed batch held a change the page showed already (its own save) and someone's comment
+    admin = await make_user("admin", name="Dana Admin")
+    order = await open_sams_order("Broken chair")
+    update = WorkOrderUpdate(version=order.version, priority="high")
+    await service.update(db=db, actor=actor(admin), order_id=order.id, data=update)
+    await user.should_see("version 2", retries=WAIT)
+    monkeypatch.setattr(changes, "record", AsyncMock(return_value=0))  # this comment reaches the page below alone
+    await service.add_comment(db=db, actor=actor(admin), order_id=order.id, data=CommentCreate(text="Coming Tuesday."))
+
+    seq = await changes.latest(db)
+    batch = [
+        {"seq": seq + n, "workOrderId": order.id, "kind": kind, "owners": [order.owner_id]}
+        for n, kind in enumerate(("updated", "commented"))
+    ]
+    await state.current().bus.publish("order", None, batch)
+    await user.should_see("Coming Tuesday.", retries=WAIT)
 
 
 async def test_a_blank_comment_is_refused_beside_the_field(user: User, open_sams_order, db):
