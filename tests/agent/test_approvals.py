@@ -309,20 +309,24 @@ async def test_a_late_click_never_expires_a_change_approved_in_time_meanwhile(
         expires = (await stored_call(db, event))["approval"]["expiresAt"]
 
         # `decide` reads the call, then its run, then expires what it read as pending: the other tab's
-        # approval lands at the run read, the one moment between the two.
+        # approval lands at the run read, the one moment between the two. Each tab is served by a web
+        # process of its own, with a clock of its own: the run's clock stays before the end (had it passed,
+        # the run could expire the call itself first, which is another test's story).
+        late_clock = ManualClock(expires + timedelta(seconds=1))
+
         async def the_other_tab_approves_in_time(db_, run_id):
             monkeypatch.setattr(agent_runs, "get_run", read_run)
-            # served by another web process, whose clock reads a second before the end
             monkeypatch.setattr(state.current(), "clock", ManualClock(expires - timedelta(seconds=1)))
             await approvals.decide(db=db, actor=actor(sam), tool_call_id=event.tool_call_id, approve=True)
-            monkeypatch.setattr(state.current(), "clock", clock)
+            monkeypatch.setattr(state.current(), "clock", late_clock)
             return await read_run(db_, run_id)
 
-        clock.move(expires + timedelta(seconds=1) - clock.now())
+        monkeypatch.setattr(state.current(), "clock", late_clock)
         monkeypatch.setattr(agent_runs, "get_run", the_other_tab_approves_in_time)
         late.append(
             await refused(approvals.decide(db=db, actor=actor(sam), tool_call_id=event.tool_call_id, approve=True))
         )
+        monkeypatch.setattr(state.current(), "clock", clock)
 
     events = await copilot(sam, "Make it urgent", decide=two_tabs)
 
