@@ -22,6 +22,9 @@ def _patient_user(monkeypatch: pytest.MonkeyPatch) -> None:
     # What a person would see after a click often waits on the database or password hashing; on two
     # busy cores that can take longer than should_see's default 0.3 s. Wait up to WAIT instead.
     monkeypatch.setattr(User, "should_see", partialmethod(User.should_see, retries=WAIT))
+    # And for what must go away (0.05 s a retry): up to 5 s too. No check gets weaker: it answers as soon as
+    # the page does not show the thing, as before; only a page slow to take it away is waited for.
+    monkeypatch.setattr(User, "should_not_see", partialmethod(User.should_not_see, retries=2 * WAIT))
 
 
 @pytest.fixture(autouse=True)
