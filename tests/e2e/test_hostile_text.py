@@ -12,6 +12,7 @@ from collections.abc import Iterator
 import pytest
 from bson import ObjectId
 from selenium.webdriver import ActionChains
+from selenium.webdriver.common.by import By
 
 from desk.agent.core.provider import Provider
 from desk.agent.triage import task as triage_task
@@ -115,9 +116,8 @@ async def test_every_page_shows_hostile_text_as_typed_and_runs_none_of_it(
         for name, (path, texts) in PAGES.items():
             ada.open(path.format(order=order.id, run=run["_id"]))
             ada.wait_until(lambda texts=texts: _shows(ada, [PAGE_READY, *texts]), f"the {name} page to show its texts")
-            if name == "agents":  # hovered as the attack needed an admin to
-                retry = ada.run_js("return document.querySelector('[aria-label^=\"Retry triage of\"]')")
-                ActionChains(ada.driver).move_to_element(retry).perform()
+            if name == "agents":  # hovered as the attack needed an admin to (again if redrawn meanwhile)
+                ada.wait_until(lambda: _hover(ada, '[aria-label^="Retry triage of"]'), "the Retry button hovered")
             if name in ("run", "copilot"):
                 ada.see_containing("Nothing <img src=x")  # the model's answer, its markup escaped
             _assert_nothing_injected(ada, name)
@@ -155,3 +155,11 @@ def _assert_an_injected_handler_would_not_run(person: Browser) -> None:
         }), 200));"""
     )
     assert blocked == {"pwned": "undefined", "violations": 1}
+
+
+def _hover(browser: Browser, css: str) -> bool:
+    """Move the mouse over the element matching `css`; the page's redraw replacing it on the way raises stale."""
+    found = browser.driver.find_elements(By.CSS_SELECTOR, css)
+    if found:
+        ActionChains(browser.driver).move_to_element(found[0]).perform()
+    return bool(found)
