@@ -14,7 +14,7 @@ from desk.config import Settings
 from desk.heartbeat import BEAT_SECONDS, beat, worker_name
 from desk.jobs.table import Context, CronJob
 from desk.jobs.worker import Worker
-from desk.notifications import mail_queue, outbox
+from desk.notifications import mail, mail_queue, outbox
 
 log = logging.getLogger("desk.worker")
 
@@ -31,6 +31,7 @@ def worker(settings: Settings, *, burst: bool = False, provider: Provider | None
         functions=[triage.task(settings, provider=provider), *mail_queue.tasks(), *outbox.tasks()],
         cron_jobs=[
             CronJob("heartbeat", heartbeat, BEAT_SECONDS),
+            CronJob("mail_idle", mail_queue.close_idle, mail.IDLE_SECONDS),
             CronJob("sweep", sweep_stale, settings.agent_sweep_interval_ms / 1000),
             CronJob("reconcile", triage.reconcile_job, settings.agent_reconcile_after_ms / 1000),
         ],

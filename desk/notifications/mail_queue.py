@@ -81,6 +81,13 @@ def tasks() -> list[Function]:
     return [Function(TASK, deliver, max_tries=MAX_TRIES, ready=_mail_on)]
 
 
+async def close_idle(ctx: Context) -> None:
+    """The worker's idle connections to the mail server closed (desk/notifications/mail.py, `Relay`)."""
+    relay = state.current().mail_relay
+    if relay is not None:
+        await relay.close_idle()
+
+
 async def _mail_on(ctx: Context) -> bool:
     return ctx.settings.mail_enabled
 

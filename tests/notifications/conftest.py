@@ -5,7 +5,7 @@ import email
 import socket
 import ssl
 import threading
-from collections.abc import Iterator
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
 from email.message import EmailMessage
 from email.policy import default
 from pathlib import Path
@@ -33,6 +33,12 @@ class Inbox:
         self.arrived = threading.Condition()
         self.port = _free_port()
         self.controller: Controller | None = None
+        self.connections = 0  # connections the server took (each says STARTTLS once: it is required)
+        self.logins = 0
+
+    def handle_STARTTLS(self, server, session, envelope) -> bool:
+        self.connections += 1
+        return True
 
     async def handle_RCPT(self, server, session, envelope, address, options):
         if address == REFUSED:
@@ -55,20 +61,20 @@ class Inbox:
             server_hostname="localhost",
             tls_context=context,
             require_starttls=True,  # nothing, not even the login, before STARTTLS
-            authenticator=_password,
+            authenticator=self._password,
             auth_required=True,
         )
         self.controller.start()
+
+    def _password(self, server, session, envelope, mechanism, auth_data) -> AuthResult:
+        self.logins += 1
+        ok = auth_data.login == SMTP_USER.encode() and auth_data.password == SMTP_PASSWORD.encode()
+        return AuthResult(success=ok)
 
     def stop(self) -> None:
         if self.controller is not None:
             self.controller.stop()
             self.controller = None
-
-
-def _password(server, session, envelope, mechanism, auth_data) -> AuthResult:
-    ok = auth_data.login == SMTP_USER.encode() and auth_data.password == SMTP_PASSWORD.encode()
-    return AuthResult(success=ok)
 
 
 def _free_port() -> int:
@@ -86,12 +92,14 @@ def smtp_server() -> Iterator[Inbox]:
 
 
 @pytest.fixture
-def inbox(smtp_server: Inbox, settings, clock, monkeypatch) -> Iterator[Inbox]:
-    """The module's mail server, emptied, and the desk pointed at it (trusting the tests' certificate)."""
+async def inbox(smtp_server: Inbox, settings, clock, monkeypatch) -> AsyncIterator[Inbox]:
+    """The module's mail server, emptied, and the desk pointed at it (trusting the tests' certificate); the
+    connections the desk kept to it are closed at the end."""
     monkeypatch.setenv("SSL_CERT_FILE", str(TLS / "localhost.pem"))
     if smtp_server.controller is None:
         smtp_server.start()
     smtp_server.mails.clear()
+    smtp_server.connections = smtp_server.logins = 0
     reconfigure(
         settings,
         desk_smtp_url=f"smtp://{SMTP_USER}:{SMTP_PASSWORD}@localhost:{smtp_server.port}?starttls=true",
@@ -100,11 +108,13 @@ def inbox(smtp_server: Inbox, settings, clock, monkeypatch) -> Iterator[Inbox]:
         desk_mail_batch_seconds=300,
     )
     yield smtp_server
+    if (relay := state.current().mail_relay) is not None:
+        await relay.close_idle(everything=True)
 
 
 @pytest.fixture
-def run_mail(db, clock):
-    """Run every due mail job once, as the worker would, at the test's clock."""
+def run_mail(db, clock) -> Callable[[], Awaitable[int]]:
+    """Run every due mail job once, as the worker would (one at a time), at the test's clock."""
 
     async def run() -> int:
         worker = Worker(functions=mail_queue.tasks(), burst=True, clock=clock, poll_delay=0)

@@ -196,3 +196,46 @@ async def test_with_no_smtp_url_nothing_is_queued(db, make_user, make_order, set
         "_id": 0,
         "mail": None,
     }
+
+
+async def test_a_batch_of_mailings_shares_one_connection_to_the_mail_server(db, make_user, make_order, inbox, run_mail):
+    admin = await make_user("admin", name="Ada")
+    people = [await make_user(name=f"Person {number}", email=f"p{number}@example.com") for number in range(5)]
+    for person in people:
+        await make_order(admin, "Leaking tap", owner_id=person["id"])
+
+    assert await run_mail() == 5
+    assert sorted(mail["To"] for mail in inbox.mails) == [f"Person {n} <p{n}@example.com>" for n in range(5)]
+    assert (inbox.connections, inbox.logins) == (1, 1)  # one STARTTLS and one login for the five
+
+
+async def test_a_connection_the_server_dropped_is_replaced_and_nothing_is_lost(
+    db, make_user, make_order, inbox, run_mail
+):
+    admin, lee, kim = await make_user("admin", name="Ada"), await make_user(), await make_user()
+    await make_order(admin, "Leaking tap", owner_id=lee["id"])
+    await run_mail()
+    inbox.stop()  # the mail server restarts between two batches: the desk's kept connection is dead
+    inbox.start()
+    await make_order(admin, "Broken window", owner_id=kim["id"])
+
+    assert await run_mail() == 1
+    assert [mail["Subject"] for mail in inbox.mails] == ["Ada gave you “Leaking tap”.", "Ada gave you “Broken window”."]
+    assert inbox.connections == 2
+    job = await db["outbox_events"].find_one({"type": mail_queue.TASK}, sort=[("availableAt", 1), ("_id", -1)])
+    assert (job["status"], job["attempts"]) == ("done", 1)  # sent on a new connection at once, not retried later
+
+
+async def test_a_refused_recipient_fails_alone_and_the_connection_carries_the_others(
+    db, make_user, make_order, inbox, run_mail
+):
+    admin = await make_user("admin", name="Ada")
+    lee, nobody, kim = await make_user(name="Lee"), await make_user(email=REFUSED), await make_user(name="Kim")
+    for person in (lee, nobody, kim):
+        await make_order(admin, "Leaking tap", owner_id=person["id"])
+
+    assert await run_mail() == 3
+    assert sorted(mail["To"].split(" <")[0] for mail in inbox.mails) == ["Kim", "Lee"]
+    assert inbox.connections == 1
+    dead = await db["outbox_events"].find({"type": mail_queue.TASK, "status": "failed"}).to_list()
+    assert [job["lastError"] for job in dead] == ["mail refused (550)"]
