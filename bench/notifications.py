@@ -6,7 +6,8 @@ Two figures, on the embedded database, in one process:
   commands (tests/notifications/test_commands.py pins it), so it is also shown for 5;
 - mails/s: M people each owed one email, sent by the desk's mail task in a worker at the concurrency
   `desk worker` runs it at (desk/tasks.py) to a local aiosmtpd in its own process (plain SMTP on loopback, and
-  STARTTLS), from the first claim to the last email taken (target: at least 50 a second).
+  STARTTLS), from the first claim to the last email taken (target: at least 50 a second), and how many connections
+  the worker opened for them (it keeps them between emails: desk/notifications/mail.py, `Relay`).
 Run by hand, never in CI (the machine is shared: the load average is printed):
     .venv/bin/python -m bench.notifications [--mails 500]
 """
@@ -27,7 +28,7 @@ from bson import ObjectId
 from pymongo import AsyncMongoClient, monitoring
 
 from bench.harness import free_port
-from desk import tasks
+from desk import state, tasks
 from desk.actors import Actor, Role
 from desk.app import ensure_indexes
 from desk.config import Settings, use_settings
@@ -82,8 +83,9 @@ async def round_trips(uri: str, db, people: int) -> int:
     return commands.sent
 
 
-async def mails_per_second(db, settings: Settings, mails: int) -> float:
-    """Owe `mails` emails (an admin gives each of `mails` people an order), then time the worker sending them all."""
+async def mails_per_second(db, settings: Settings, mails: int) -> tuple[float, int]:
+    """Owe `mails` emails (an admin gives each of `mails` people an order), then time the worker sending them all;
+    the rate, and how many connections to the mail server it opened."""
     await db["outbox_events"].delete_many({})
     admin = await person(db, "admin")
     for _ in range(mails):
@@ -97,7 +99,9 @@ async def mails_per_second(db, settings: Settings, mails: int) -> float:
     elapsed = time.perf_counter() - started
     sent = await db["outbox_events"].count_documents({"type": mail_queue.TASK, "status": "done"})
     assert sent == mails, f"{sent} of {mails} mails sent"
-    return mails / elapsed
+    relay = state.current().mail_relay
+    await relay.close_idle(everything=True)
+    return mails / elapsed, relay.opened
 
 
 @contextmanager
@@ -132,9 +136,9 @@ async def measure(uri: str, mails: int) -> None:
         settings = Settings(desk_smtp_url=url, desk_writes_per_minute=100_000, **base)
         use_settings(settings)
         with smtp_server(port, tls=tls):
-            rate = await mails_per_second(db, settings, mails)
+            rate, connections = await mails_per_second(db, settings, mails)
         how = "STARTTLS" if tls else "plain SMTP"
-        print(f"worker to a local aiosmtpd ({how}), {mails} mails: {rate:.0f} mails/s")
+        print(f"worker to a local aiosmtpd ({how}), {mails} mails: {rate:.0f} mails/s on {connections} connections")
     print(f"load average: {' '.join(f'{x:.2f}' for x in os.getloadavg())}")
 
 

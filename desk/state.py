@@ -45,6 +45,9 @@ class Desk:
     # copilot turn running here, by person id, and the reads in flight that screens following a change share
     copilot_turns: dict[str, Any] = field(default_factory=dict)
     shared_reads: dict[tuple, asyncio.Future] = field(default_factory=dict)
+    # the worker's connections to the mail server, kept between emails (desk/notifications/mail.py `Relay`, not named
+    # here: the core never imports a domain); made at the first email
+    mail_relay: Any = None
 
     def keep(self, task: asyncio.Task, *, failure: str, expected: tuple[type[BaseException], ...] = ()) -> asyncio.Task:
         """Hold a task nobody awaits (a run's first writes, a turn's wind-down) until it ends, and log its failure.

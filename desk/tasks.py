@@ -14,7 +14,7 @@ from desk.config import Settings
 from desk.heartbeat import BEAT_SECONDS, beat, worker_name
 from desk.jobs.table import Context, CronJob
 from desk.jobs.worker import Worker
-from desk.notifications import mail_queue
+from desk.notifications import mail, mail_queue, outbox
 
 log = logging.getLogger("desk.worker")
 
@@ -22,14 +22,16 @@ log = logging.getLogger("desk.worker")
 def worker(settings: Settings, *, burst: bool = False, provider: Provider | None = None) -> Worker:
     """The desk's worker: the triage pass per new order; the heartbeat, the sweeper and the reconcile pass on a clock.
 
-    Mail delivery (desk/notifications/mail_queue.py) is here too; thumbnails would join `functions` here, each a
+    Mail delivery (desk/notifications/mail_queue.py) is here too, and the notifications' fan-outs a writer could not
+    finish (desk/notifications/outbox.py); thumbnails would join `functions` here, each a
     `Function` of its own package. `provider`: the model's client (tests hand theirs); by default the triage task
     builds one when it first needs it.
     """
     return Worker(
-        functions=[triage.task(settings, provider=provider), *mail_queue.tasks()],
+        functions=[triage.task(settings, provider=provider), *mail_queue.tasks(), *outbox.tasks()],
         cron_jobs=[
             CronJob("heartbeat", heartbeat, BEAT_SECONDS),
+            CronJob("mail_idle", mail_queue.close_idle, mail.IDLE_SECONDS),
             CronJob("sweep", sweep_stale, settings.agent_sweep_interval_ms / 1000),
             CronJob("reconcile", triage.reconcile_job, settings.agent_reconcile_after_ms / 1000),
         ],

@@ -29,6 +29,7 @@ from desk.errors import DeskError
 from desk.jobs.models import OutboxEventRead
 from desk.labels import POLICY_FIELDS, RUN_STATUSES, run_error
 from desk.notifications.mail_queue import TASK as EMAIL_JOB
+from desk.notifications.outbox import TASK as FAN_OUT_JOB
 from desk.schema import now
 from desk.users import service as users_service
 from desk.work_orders import service as work_orders
@@ -172,9 +173,10 @@ class WorkerHealth:
         # a phone: the order's title on a line of its own, then why, when and Retry
         row = ui.row().classes("w-full items-center gap-x-3 gap-y-1 py-1 border-b no-wrap max-md:flex-wrap")
         with row.mark("failed-event"):
-            email = event.type == EMAIL_JOB  # a notification's email, on the same queue
+            email = event.type in (EMAIL_JOB, FAN_OUT_JOB)  # a notification's email or fan-out, on the same queue
             if email:
-                ui.label("An email notification").classes("w-64 max-md:w-full").mark("failed-email")
+                what = "An email notification" if event.type == EMAIL_JOB else "The notifications of a change"
+                ui.label(what).classes("w-64 max-md:w-full").mark("failed-email")
             elif order is not None:
                 link = ui.link(order.title, f"/app/work-orders/{order.id}")
                 link.classes("w-64 max-md:w-full truncate")
@@ -186,7 +188,8 @@ class WorkerHealth:
             if email or order is not None:  # a deleted order has nothing left to triage
                 retry = ui.button("Retry", on_click=lambda e=event: self._retry(e.id))
                 retry.props("outline dense").mark("retry")
-                what = "the email" if email or order is None else f"triage of {order.title}"
+                what = "the notifications" if event.type == FAN_OUT_JOB else "the email"
+                what = what if email or order is None else f"triage of {order.title}"
                 retry.props["aria-label"] = f"Retry {what}"  # data: never parsed
 
     async def _go(self, page: int) -> None:

@@ -108,6 +108,26 @@ def _new_job(task: str, key: ObjectId, *, not_before: datetime, born: datetime, 
     }
 
 
+async def enqueue_held(
+    db: AsyncDatabase, task: str, key: ObjectId, payload: Doc, *, owner: str, lease: timedelta, at: datetime
+) -> Doc | None:
+    """A job for `task` about `key`, stored already claimed by `owner` (its first attempt, leased for `lease`), with
+    what it needs to know (`payload`, which its function reads as `Job.payload`); None when it exists already.
+
+    For work a process does itself at once and must not lose: stored before the write it follows, it is this
+    process's to run; should the process die first, its lease lapses and a worker takes it (`revive`), as any job a
+    dead worker held. Settled like any claim (`settle`, `retry_at`), fenced.
+    """
+    job = _new_job(task, key, not_before=at, born=at, at=at)
+    job |= {"status": "processing", "attempts": 1, "fence": 1, "leasedUntil": at + lease, "leaseOwner": owner}
+    job["payload"] = payload
+    try:
+        await _jobs(db).insert_one(job)  # gives `job` its _id
+    except DuplicateKeyError:
+        return None
+    return job
+
+
 async def enqueue_many(db: AsyncDatabase, jobs: Iterable[tuple[str, ObjectId, datetime]], *, at: datetime) -> int:
     """Several jobs (task, key, due from) in one round trip, as `enqueue` makes each, born `at`; those that exist
     already are left as they are. Returns how many were made."""

@@ -29,6 +29,7 @@ class Job:
     key: ObjectId  # what the job is about (its payloadRef)
     attempts: int  # this one included
     still_ours: Callable[[], Awaitable[bool]]  # renews the lease; False: another worker has taken the job over
+    payload: dict | None = None  # what the job was stored with beside its key (`queue.enqueue_held`), if anything
 
 
 @dataclass(frozen=True)

@@ -137,7 +137,13 @@ class Worker:
             )
             return job and slot  # a lapsed slot is another worker's now: the job must stop like a lost lease
 
-        job = Job(id=doc["_id"], key=doc["payloadRef"], attempts=doc["attempts"], still_ours=still_ours)
+        job = Job(
+            id=doc["_id"],
+            key=doc["payloadRef"],
+            attempts=doc["attempts"],
+            still_ours=still_ours,
+            payload=doc.get("payload"),
+        )
         try:
             result = await function.run(ctx, job) or Done()
         except Exception as error:  # a database hiccup or a bug: a failed attempt, retried like any other

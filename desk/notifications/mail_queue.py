@@ -48,15 +48,20 @@ async def ensure_indexes(db: AsyncDatabase) -> None:
     await windows.create_index([("until", ASCENDING)], expireAfterSeconds=7 * 24 * 3600, name="ttl")
 
 
-async def schedule(db: AsyncDatabase, owed: list[Doc], people: dict[ObjectId, Doc]) -> None:
+async def schedule(db: AsyncDatabase, owed: list[Doc], people: dict[ObjectId, Doc], *, again: bool = False) -> None:
     """Open a window (and its two jobs) for each person owed an email about this order who has none open yet:
-    three round trips, whatever the number of people. `owed`: notifications of one order, `mail` due."""
+    three round trips, whatever the number of people. `owed`: notifications of one order, `mail` due.
+
+    `again`: a retried fan-out, which may have opened windows before it failed, and not given them their jobs yet:
+    the open windows' jobs are made too (those that exist are left as they are), one more round trip."""
     if not owed:
         return
     at = state.current().clock.now()
     order_id, users = owed[0]["workOrderId"], list({doc["userId"] for doc in owed})
-    open_ = _windows(db).find({"workOrderId": order_id, "userId": {"$in": users}, "until": {"$gt": at}}, {"userId": 1})
-    covered = {doc["userId"] async for doc in open_}
+    shown = {"userId": 1, "due": 1}
+    found = _windows(db).find({"workOrderId": order_id, "userId": {"$in": users}, "until": {"$gt": at}}, shown)
+    open_ = await found.to_list()
+    covered = {doc["userId"] for doc in open_}
     until = at + timedelta(seconds=get_settings().desk_mail_batch_seconds)
     opened = [user for user in users if user not in covered]
     mailings = [  # the first email, at once; the digest, at the window's end
@@ -66,12 +71,21 @@ async def schedule(db: AsyncDatabase, owed: list[Doc], people: dict[ObjectId, Do
     ]
     if mailings:
         await _windows(db).insert_many(mailings)
-        await queue.enqueue_many(db, [(TASK, mailing["_id"], mailing["due"]) for mailing in mailings], at=at)
+    jobs = mailings + (open_ if again else [])
+    if jobs:
+        await queue.enqueue_many(db, [(TASK, mailing["_id"], mailing["due"]) for mailing in jobs], at=at)
 
 
 def tasks() -> list[Function]:
     """The worker's mail task; it waits while the desk sends no email."""
     return [Function(TASK, deliver, max_tries=MAX_TRIES, ready=_mail_on)]
+
+
+async def close_idle(ctx: Context) -> None:
+    """The worker's idle connections to the mail server closed (desk/notifications/mail.py, `Relay`)."""
+    relay = state.current().mail_relay
+    if relay is not None:
+        await relay.close_idle()
 
 
 async def _mail_on(ctx: Context) -> bool:

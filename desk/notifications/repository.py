@@ -12,9 +12,11 @@ from typing import Any
 from bson import ObjectId
 from pymongo import ASCENDING, DESCENDING
 from pymongo.asynchronous.database import AsyncDatabase
+from pymongo.errors import BulkWriteError
 
 Doc = dict[str, Any]
 KEEP = timedelta(days=90)  # a bell is news, not an archive: the order's timeline keeps its history
+DUPLICATE_KEY = 11000
 DESK = "desk"  # the id of the desk's defaults among the people's preferences
 
 
@@ -33,14 +35,35 @@ async def ensure_indexes(db: AsyncDatabase) -> None:
     )
     await notes.create_index([("userId", ASCENDING), ("workOrderId", ASCENDING), ("mail", ASCENDING)], name="mail")
     await notes.create_index([("createdAt", ASCENDING)], expireAfterSeconds=int(KEEP.total_seconds()), name="ttl")
+    # once per fan-out job, person and kind: a retried fan-out stores nothing twice (notifications stored before
+    # fan-outs were jobs have no source, and are left out)
+    await notes.create_index(
+        [("source", ASCENDING), ("userId", ASCENDING), ("kind", ASCENDING)],
+        unique=True,
+        partialFilterExpression={"source": {"$exists": True}},
+        name="once",
+    )
 
 
-async def insert_many(db: AsyncDatabase, docs: list[Doc]) -> list[Doc]:
-    """Store these notifications in one round trip; returns them with their ids."""
-    if docs:
-        result = await _notes(db).insert_many(docs)
-        docs = [{**doc, "_id": oid} for doc, oid in zip(docs, result.inserted_ids, strict=True)]
-    return docs
+async def insert_once(db: AsyncDatabase, docs: list[Doc]) -> tuple[list[Doc], bool]:
+    """Store these notifications in one round trip, those of their source stored already left as they are: the
+    ones stored now with their ids, and whether any was there already (a retried fan-out)."""
+    if not docs:
+        return [], False
+    try:
+        result = await _notes(db).insert_many(docs, ordered=False)
+    except BulkWriteError as error:
+        if any(failed.get("code") != DUPLICATE_KEY for failed in error.details.get("writeErrors", [])):
+            raise
+        # insert_many gave each doc its _id before sending: those that failed are the ones already stored
+        refused = {failed["index"] for failed in error.details["writeErrors"]}
+        return [doc for index, doc in enumerate(docs) if index not in refused], True
+    return [{**doc, "_id": oid} for doc, oid in zip(docs, result.inserted_ids, strict=True)], False
+
+
+async def of_source(db: AsyncDatabase, source: ObjectId) -> list[Doc]:
+    """Every notification one fan-out job stored."""
+    return await _notes(db).find({"source": source}).to_list()
 
 
 def _bell(user_id: ObjectId, *, unread: bool | None = None) -> Doc:

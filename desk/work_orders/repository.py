@@ -242,6 +242,11 @@ async def activity(
     return await cursor.skip(offset).limit(limit).to_list()
 
 
+async def has_entry(db: AsyncDatabase, entry_id: ObjectId) -> bool:
+    """Whether this timeline entry was stored (a write's proof that it was made)."""
+    return await db["activity"].find_one({"_id": entry_id}, {"_id": 1}) is not None
+
+
 async def left_the_queue_last(db: AsyncDatabase, order_id: ObjectId) -> bool:
     """Whether the order's newest change of owner took it from the queue (where anyone could see it)."""
     query = {"workOrderId": order_id, "action": "updated", "after.ownerId": {"$exists": True}}

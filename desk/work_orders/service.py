@@ -14,6 +14,7 @@ from desk.audit import service as audit
 from desk.auth import write_limit
 from desk.errors import Conflict, DeskError, Forbidden, NotFound, NothingToChange
 from desk.notifications import events as notify
+from desk.notifications import outbox as told
 from desk.schema import OffsetPage, after, by_id, during, midnight, now, parse_object_id
 from desk.users import repository as users_repo
 from desk.users import service as users_service
@@ -78,6 +79,7 @@ async def create(*, db: AsyncDatabase, actor: Actor, data: WorkOrderCreate, run_
     await write_limit.admit(db=db, actor=actor)
     moment = now()
     new = {
+        "_id": ObjectId(),  # named before it is stored: its fan-out job is, before it
         "title": data.title,
         "description": data.description,
         "priority": data.priority,
@@ -90,8 +92,9 @@ async def create(*, db: AsyncDatabase, actor: Actor, data: WorkOrderCreate, run_
         "closedAt": None,
     }
     created = timeline_entry(actor, "created", before=None, after=_tracked(new), run_id=run_id)
+    held = await told.announce(db, notify.order_created(actor=actor, order=new, entry=created["_id"], run_id=run_id))
     doc = await repo.insert(db, new, activity=created)
-    await notify.order_created(db=db, actor=actor, order=doc, run_id=run_id)
+    await told.deliver(db, held)
     return WorkOrderRead.model_validate(doc)
 
 
@@ -187,10 +190,15 @@ async def update(
     changed = [key for key in TRACKED if old[key] != new[key]]
     before_fields, after_fields = {k: old[k] for k in changed}, {k: new[k] for k in changed}
     updated = timeline_entry(actor, "updated", before=before_fields, after=after_fields, run_id=run_id)
+    news = notify.order_changed(
+        actor=actor, before=before, after={**before, **fields}, entry=updated["_id"], run_id=run_id
+    )
+    held = await told.announce(db, news)
     after = await repo.update(db, before, fields, at=now(), activity=updated)
     if after is None:
+        await told.drop(db, held)
         raise await _lost_race(db, actor, before["_id"], data.version, taking=taking)
-    await notify.order_changed(db=db, actor=actor, before=before, after=after, run_id=run_id)
+    await told.deliver(db, held)
     return WorkOrderRead.model_validate(after)
 
 
@@ -237,6 +245,7 @@ async def add_comment(*, db: AsyncDatabase, actor: Actor, order_id: str, data: C
         raise NotFound("No such work order.")
     await write_limit.admit(db=db, actor=actor)  # comments too: each is pushed to every screen showing the order
     entry = {
+        "_id": ObjectId(),  # named before it is stored: the comment's fan-out job is, before it
         "workOrderId": doc["_id"],
         "actorId": actor.id,
         "actorKind": actor.kind,
@@ -245,8 +254,9 @@ async def add_comment(*, db: AsyncDatabase, actor: Actor, order_id: str, data: C
         "runId": None,
         "at": now(),
     }
+    held = await told.announce(db, notify.commented(actor=actor, order=doc, entry=entry["_id"], text=data.text))
     stored = await repo.comment(db, doc, entry)
-    await notify.commented(db=db, actor=actor, order=doc, text=data.text)
+    await told.deliver(db, held)
     return CommentRead.model_validate(stored)
 
 
@@ -314,6 +324,7 @@ def _tracked(doc: dict[str, Any]) -> dict[str, Any]:
 def timeline_entry(actor: Actor, action: str, *, before, after, run_id: str | None) -> dict[str, Any]:
     """What a write puts on its order's timeline; the repository stores it with the write (and its order's id)."""
     return {
+        "_id": ObjectId(),  # named before it is stored: a write's fan-out job is keyed by it (notifications/outbox.py)
         "actorId": actor.id,
         "actorKind": actor.kind,
         "action": action,

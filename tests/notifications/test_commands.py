@@ -12,11 +12,12 @@ from tests.conftest import TEST_DB
 from tests.helpers import actor, reconfigure
 from tests.triage.test_commands import Commands
 
-# The comment (6): the order read, the write limit (2), the comment, its change-feed entry (2), then the fan-out:
-# earlier commenters (distinct), the people (one find), their preferences and the desk's (one find), the
-# notifications (one insert_many), the bells' change-feed entry (2), the mail windows open (one find) and new (one
-# insert_many), their jobs (one insert_many).
-COMMENT_COMMANDS = 15
+# The comment (6): the order read, the write limit (2), the comment, its change-feed entry (2); its fan-out job,
+# stored before the comment (one insert) and settled after the fan-out (one update); then the fan-out: earlier
+# commenters (distinct), the people (one find), their preferences and the desk's (one find), the notifications (one
+# insert_many), the bells' change-feed entry (2), the mail windows open (one find) and new (one insert_many), their
+# jobs (one insert_many).
+COMMENT_COMMANDS = 17
 
 
 async def comment_commands(mongo_uri, db, make_user, make_order, people: int) -> Counter:

@@ -3,7 +3,7 @@
 from bson import ObjectId
 
 from desk.actors import SYSTEM_TRIAGE
-from desk.notifications import events, service
+from desk.notifications import events, outbox, service
 from desk.notifications.models import MarkRead, NotificationQuery, PreferencesUpdate
 from desk.work_orders import service as orders
 from desk.work_orders.models import CommentCreate, WorkOrderUpdate
@@ -103,7 +103,7 @@ async def test_flags_reach_only_the_admins_who_opted_in(db, make_user, make_orde
     await service.update_preferences(
         db=db, actor=actor(keen), data=PreferencesUpdate.model_validate({"inApp": {"flagged": True}})
     )
-    await events.flagged(db=db, actor=SYSTEM_TRIAGE, order_id=order.id)
+    await outbox.made(db, events.flagged(actor=SYSTEM_TRIAGE, order_id=order.id))
 
     assert await bell(db, keen) == [("flagged", "The triage agent flagged “Smell of gas” for the dispatcher.")]
     assert await bell(db, busy) == []

@@ -3,122 +3,18 @@ by the worker's queue: batching, preferences, the unsubscribe link, a server tha
 a deactivated person."""
 
 import asyncio
-import email
-import socket
-import ssl
-import threading
-from collections.abc import Iterator
 from datetime import timedelta
 from email.message import EmailMessage
-from email.policy import default
-from pathlib import Path
 
-import pytest
-from aiosmtpd.controller import Controller
-from aiosmtpd.smtp import AuthResult
 from bson import ObjectId
 
-from desk import state
-from desk.jobs.table import Context
-from desk.jobs.worker import Worker
 from desk.notifications import mail_queue, service
 from desk.notifications import repository as notes
 from desk.notifications.models import NotificationQuery, PreferencesUpdate
 from desk.work_orders import service as orders
 from desk.work_orders.models import CommentCreate, WorkOrderUpdate
-from tests.helpers import actor, reconfigure
-
-TLS = Path(__file__).parent.parent / "agent" / "tls"
-SMTP_USER, SMTP_PASSWORD = "desk", "relay-password-never-mailed"
-REFUSED = "nobody@example.com"  # the server refuses this mailbox for good (550)
-
-
-class Inbox:
-    """What the mail server received, as parsed emails; and the server itself, stopped and started by a test."""
-
-    def __init__(self) -> None:
-        self.mails: list[EmailMessage] = []
-        self.arrived = threading.Condition()
-        self.port = _free_port()
-        self.controller: Controller | None = None
-
-    async def handle_RCPT(self, server, session, envelope, address, options):
-        if address == REFUSED:
-            return "550 5.1.1 No such mailbox"
-        envelope.rcpt_tos.append(address)
-        return "250 OK"
-
-    async def handle_DATA(self, server, session, envelope):
-        with self.arrived:
-            self.mails.append(email.message_from_bytes(envelope.content, policy=default))
-        return "250 Message accepted"
-
-    def start(self) -> None:
-        context = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
-        context.load_cert_chain(TLS / "localhost.pem", TLS / "localhost.key")
-        self.controller = Controller(
-            self,
-            hostname="127.0.0.1",
-            port=self.port,
-            server_hostname="localhost",
-            tls_context=context,
-            require_starttls=True,  # nothing, not even the login, before STARTTLS
-            authenticator=_password,
-            auth_required=True,
-        )
-        self.controller.start()
-
-    def stop(self) -> None:
-        if self.controller is not None:
-            self.controller.stop()
-            self.controller = None
-
-
-def _password(server, session, envelope, mechanism, auth_data) -> AuthResult:
-    ok = auth_data.login == SMTP_USER.encode() and auth_data.password == SMTP_PASSWORD.encode()
-    return AuthResult(success=ok)
-
-
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
-
-
-@pytest.fixture(scope="module")
-def smtp_server() -> Iterator[Inbox]:
-    inbox = Inbox()
-    inbox.start()
-    yield inbox
-    inbox.stop()
-
-
-@pytest.fixture
-def inbox(smtp_server: Inbox, settings, clock, monkeypatch) -> Iterator[Inbox]:
-    """The module's mail server, emptied, and the desk pointed at it (trusting the tests' certificate)."""
-    monkeypatch.setenv("SSL_CERT_FILE", str(TLS / "localhost.pem"))
-    if smtp_server.controller is None:
-        smtp_server.start()
-    smtp_server.mails.clear()
-    reconfigure(
-        settings,
-        desk_smtp_url=f"smtp://{SMTP_USER}:{SMTP_PASSWORD}@localhost:{smtp_server.port}?starttls=true",
-        desk_mail_from="desk@example.com",
-        desk_public_url="https://desk.example.com",
-        desk_mail_batch_seconds=300,
-    )
-    yield smtp_server
-
-
-@pytest.fixture
-def run_mail(db, clock):
-    """Run every due mail job once, as the worker would, at the test's clock."""
-
-    async def run() -> int:
-        worker = Worker(functions=mail_queue.tasks(), burst=True, clock=clock, poll_delay=0)
-        return await worker.run_due(Context(db=db, settings=state.current().settings))
-
-    return run
+from tests.helpers import actor
+from tests.notifications.conftest import REFUSED, SMTP_PASSWORD
 
 
 def text_of(mail: EmailMessage) -> str:
@@ -300,3 +196,46 @@ async def test_with_no_smtp_url_nothing_is_queued(db, make_user, make_order, set
         "_id": 0,
         "mail": None,
     }
+
+
+async def test_a_batch_of_mailings_shares_one_connection_to_the_mail_server(db, make_user, make_order, inbox, run_mail):
+    admin = await make_user("admin", name="Ada")
+    people = [await make_user(name=f"Person {number}", email=f"p{number}@example.com") for number in range(5)]
+    for person in people:
+        await make_order(admin, "Leaking tap", owner_id=person["id"])
+
+    assert await run_mail() == 5
+    assert sorted(mail["To"] for mail in inbox.mails) == [f"Person {n} <p{n}@example.com>" for n in range(5)]
+    assert (inbox.connections, inbox.logins) == (1, 1)  # one STARTTLS and one login for the five
+
+
+async def test_a_connection_the_server_dropped_is_replaced_and_nothing_is_lost(
+    db, make_user, make_order, inbox, run_mail
+):
+    admin, lee, kim = await make_user("admin", name="Ada"), await make_user(), await make_user()
+    await make_order(admin, "Leaking tap", owner_id=lee["id"])
+    await run_mail()
+    inbox.stop()  # the mail server restarts between two batches: the desk's kept connection is dead
+    inbox.start()
+    await make_order(admin, "Broken window", owner_id=kim["id"])
+
+    assert await run_mail() == 1
+    assert [mail["Subject"] for mail in inbox.mails] == ["Ada gave you “Leaking tap”.", "Ada gave you “Broken window”."]
+    assert inbox.connections == 2
+    job = await db["outbox_events"].find_one({"type": mail_queue.TASK}, sort=[("availableAt", 1), ("_id", -1)])
+    assert (job["status"], job["attempts"]) == ("done", 1)  # sent on a new connection at once, not retried later
+
+
+async def test_a_refused_recipient_fails_alone_and_the_connection_carries_the_others(
+    db, make_user, make_order, inbox, run_mail
+):
+    admin = await make_user("admin", name="Ada")
+    lee, nobody, kim = await make_user(name="Lee"), await make_user(email=REFUSED), await make_user(name="Kim")
+    for person in (lee, nobody, kim):
+        await make_order(admin, "Leaking tap", owner_id=person["id"])
+
+    assert await run_mail() == 3
+    assert sorted(mail["To"].split(" <")[0] for mail in inbox.mails) == ["Kim", "Lee"]
+    assert inbox.connections == 1
+    dead = await db["outbox_events"].find({"type": mail_queue.TASK, "status": "failed"}).to_list()
+    assert [job["lastError"] for job in dead] == ["mail refused (550)"]

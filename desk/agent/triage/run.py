@@ -42,6 +42,7 @@ from desk.agent.triage.models import TriageProposal
 from desk.config import Settings
 from desk.logs import failure, tag
 from desk.notifications import events as notify
+from desk.notifications import outbox as told
 from desk.work_orders import triage_door as work_orders
 from desk.work_orders.models import CLOSED, PRIORITIES
 
@@ -291,7 +292,7 @@ class _Pass:
             doc["eventId"] = event_id
         stored = await repo.insert(self.db, doc)
         if stored is not None and flagged:  # the admins who asked to hear of flags (a retried pass stores none)
-            await notify.flagged(db=self.db, actor=SYSTEM_TRIAGE, order_id=order["id"])
+            await told.made(self.db, notify.flagged(actor=SYSTEM_TRIAGE, order_id=order["id"]))
         return stored
 
     async def _maybe_apply(self, order: dict, suggestion: dict) -> dict:
