@@ -19,6 +19,9 @@ class Context:
     db: AsyncDatabase
     settings: Settings
     stopping: asyncio.Event = field(default_factory=asyncio.Event)  # set: a job that loops finishes and returns
+    # One per poll of the queue (`Worker.run_due` makes a new one): what a task learnt in this poll (its look before
+    # a claim) may stand for the poll's next claims, never for the next poll's.
+    poll: object = field(default_factory=object, compare=False)
 
 
 @dataclass(frozen=True)
