@@ -1,11 +1,12 @@
 """The triage agent's tasks (AGT-2, AGT-5, AGT-9): the pass over a new order's job, and the reconcile pass.
 
 `task(settings)` is the queue's `Function` for `work_order.created` jobs: desk/tasks.py hands it to the
-worker, which claims, leases, fences, retries and gives up (desk/jobs/). Before every claim it re-reads
-the desk-wide kill switch, the triage agent's own switch, the working hours and the spend caps, and
-asks the provider's breaker (an outage: only its probe is claimed): while any says no, jobs wait,
-pending. With AI_ENABLED=false nothing is claimed and no model is called. What a pass came to is the
-triage's business (desk/agent/triage/run.py); here it becomes what the queue does with the job.
+worker, which claims, leases, fences, retries and gives up (desk/jobs/). Before a claim it reads the
+desk-wide kill switch and the triage agent's own switch (a look that stands for the same poll's next claims
+for `LOOK_KEPT_SECONDS`), checks the working hours, and asks the provider's breaker (an outage: only its
+probe is claimed): while any says no, jobs wait, pending; the spend caps are the pass's (its reservation).
+With AI_ENABLED=false nothing is claimed and no model is called. What a pass came to is the triage's
+business (desk/agent/triage/run.py); here it becomes what the queue does with the job.
 """
 
 import asyncio
@@ -17,6 +18,7 @@ from bson import ObjectId
 from pymongo.asynchronous.database import AsyncDatabase
 
 from desk.actors import SYSTEM_TRIAGE
+from desk.agent.core import switch
 from desk.agent.core.breaker import Breaker
 from desk.agent.core.provider import Provider
 from desk.agent.triage import policy
@@ -35,6 +37,10 @@ from desk.work_orders.models import CLOSED
 log = logging.getLogger("desk.triage")
 RECONCILE_BATCH = 500
 FRESH_LOOK_SECONDS = 1.0  # how old the look before a claim may be to stand for the pass's own read
+# How long a look stands for the next claims of the same poll (a backlog drains one claim after another): a flip of
+# the kill switch in another process is seen by the claims at most this late. What such a claim starts is cut off
+# by the pass's watcher, and its answer is refused by the switch read before the store, as for any pass.
+LOOK_KEPT_SECONDS = 0.25
 INVALID_ANSWER_TRIES = 2  # an invalid answer is tried once more, then given up (issue 41)
 RATE_LIMITED = "status 429"  # the provider's failure kind when it asks the desk to slow down
 # The dead letter of an order the provider failed on AGENT_MAX_ATTEMPTS times (transiently) while it answered others
@@ -51,6 +57,7 @@ def task(settings: Settings, *, provider: Provider | None = None, clock: Clock =
 
     told: list[bool] = []  # the policy's word over the environment, said at this worker's first look
     looked: list[tuple[float, dict]] = []  # the last look before a claim: when (monotonic seconds), the policy read
+    kept: list[tuple[object, float]] = []  # the poll whose claims it stands for, until when (monotonic seconds)
 
     async def run(ctx: Context, job: Job) -> Result:
         if not providers:
@@ -60,10 +67,17 @@ def task(settings: Settings, *, provider: Provider | None = None, clock: Clock =
         return await triage_pass(ctx, job, providers[0], breaker, config=looked[0][1] if fresh else None)
 
     async def ready(ctx: Context) -> bool:
-        config = await may_claim(ctx, told=told)
+        at = clock.monotonic()
+        if kept and kept[0][0] is ctx.poll and at < kept[0][1] and switch.known().on:
+            config = looked[0][1] if policy.in_working_hours(looked[0][1], now()) else None  # a flip here: known
+        else:
+            config = await may_claim(ctx, told=told)
+            kept.clear()
+            if config is not None:
+                looked[:] = [(at, config)]
+                kept.append((ctx.poll, at + LOOK_KEPT_SECONDS))
         if config is None:
             return False
-        looked[:] = [(clock.monotonic(), config)]
         return await breaker.allows(ctx.db)  # the breaker last: a probe is taken only to be used
 
     lease = timedelta(milliseconds=settings.agent_lease_ms)
