@@ -81,15 +81,16 @@ class Worker:
         claimed = 0
         try:
             while True:
-                held = None
+                held, looked = None, False
                 if not ctx.stopping.is_set() and self._take_slot():
                     try:
+                        looked = True
                         held = await self._claim(ctx, resting, spares)
                     finally:
                         if held is None:
                             self._free_slot()
-                if held is None:  # nothing more to claim now: a slot kept for it goes back to the desk
-                    await _release(ctx, spares)
+                if held is None and looked:  # nothing more to claim now: a slot kept for it goes back to the desk
+                    await self._idle(ctx, spares)
                 if held is not None:
                     claimed += 1
                     doc, desk_slot = held
@@ -112,7 +113,7 @@ class Worker:
                 await asyncio.gather(*in_flight, return_exceptions=True)
                 for _ in in_flight:
                     self._free_slot()
-            await asyncio.shield(_release(ctx, spares))
+            await asyncio.shield(self._idle(ctx, spares))
 
     async def perform(
         self,
@@ -167,6 +168,11 @@ class Worker:
         if isinstance(result, Later) and resting is not None:
             resting.add(function.name)
         await self._settle(ctx, function, doc, result)
+
+    async def _idle(self, ctx: Context, spares: list["HeldSlot"]) -> None:
+        """Nothing more to claim now (or the worker stops): the slots kept go back, and each task hears of it."""
+        idle = [function.idle(ctx) for function in self.functions.values() if function.idle is not None]
+        await asyncio.gather(_release(ctx, spares), *idle)
 
     def _take_slot(self) -> bool:
         """One of the worker's `concurrency` slots, taken before the claim (no await in between), or False."""

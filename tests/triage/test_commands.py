@@ -3,8 +3,10 @@
 from collections import Counter
 from datetime import timedelta
 
+import pytest
 from pymongo import AsyncMongoClient, monitoring
 
+from desk.agent.core import budget
 from desk.agent.triage import policy
 from desk.jobs.table import Context
 from desk.schema import now
@@ -17,15 +19,15 @@ from tests.triage.conftest import proposal, triage_worker
 # pass's read before its model call, AGT-9, being a moment old), the claim and a desk-wide slot (AGENT_CONCURRENCY
 # across workers); the order, then its requester and owner (one find; a `$lookup` aggregate doing both was several
 # times slower on the embedded engine); the spend reserved (both scopes, one command); the run; before the store,
-# side by side, the lease, the kill switch (unless the watcher read it during the call: a claim made just as an
-# admin turned AI off is not one the switch took back) and the ledger's settling; the suggestion and its
-# change-feed entry (2: the feed's counter, the entry); the prompt with the answer (one insert) and its tool call;
-# the run's end (with its usage); the ack; the slot let go (when the poll finds nothing more to claim).
+# side by side, the lease and the kill switch (unless the watcher read it during the call: a claim made just as an
+# admin turned AI off is not one the switch took back); the suggestion and its change-feed entry (2: the feed's
+# counter, the entry); the prompt with the answer (one insert) and its tool call; the run's end (with its usage);
+# the ack; at the poll's end, the slot let go and the call's reservation settled (budget.Unsettled).
 PASS_COMMANDS = 18
-# Each further pass of a poll that drains a backlog, 15: the same but for the look, kept for the poll's next claims
-# (up to task.LOOK_KEPT_SECONDS), and the slot, handed from one job to the next (desk/jobs/worker.py, `spares`) and
-# let go once, at the poll's end.
-NEXT_PASS_COMMANDS = PASS_COMMANDS - 3
+# Each further pass of a poll that drains a backlog, 14: the same but for the look, kept for the poll's next claims
+# (up to task.LOOK_KEPT_SECONDS), the slot, handed from one job to the next (desk/jobs/worker.py, `spares`) and let
+# go once, and the settling, sent with the next pass's reservation (one command for both).
+NEXT_PASS_COMMANDS = PASS_COMMANDS - 4
 FIRST = 3  # the worker's first claim puts lapsed jobs back (1); the desk's first slot taken makes its slots (2)
 END = 1  # the poll's last claim, finding nothing (its look kept from the one before)
 BREAKER = 1  # the provider's breaker, read at most once a second by a process (desk/agent/core/breaker.py): its first
@@ -56,7 +58,7 @@ async def test_a_pass_in_suggest_mode_sends_eighteen_commands(
     assert len(sent) == FIRST + BREAKER + PASS_COMMANDS + END, Counter(sent)
 
 
-async def test_each_further_pass_of_a_backlog_sends_fifteen(
+async def test_each_further_pass_of_a_backlog_sends_fourteen(
     mongo_uri, make_user, make_order, fake_provider, triage_settings, provider, db
 ):
     person = await make_user()
@@ -68,6 +70,10 @@ async def test_each_further_pass_of_a_backlog_sends_fifteen(
     assert len(sent) == FIRST + BREAKER + PASS_COMMANDS + 3 * NEXT_PASS_COMMANDS + END, Counter(sent)
     assert Counter(sent)[("update", "job_slots")] == 1  # one slot, handed from job to job and let go once
     assert Counter(sent)[("find", "agent_config")] == 1 + 4  # one look for the poll; the switch before each store
+    assert Counter(sent)[("update", "agent_spend")] == 4 + 1  # a reservation each (with the last call's settling)
+    runs = await db["agent_runs"].find({"agentName": "triage"}).to_list()  # and the ledger settled at the poll's end
+    day = runs[0]["startedAt"].date().isoformat()
+    assert await budget.spent(db, f"agent:triage:{day}") == pytest.approx(sum(run["costUsd"] for run in runs))
 
 
 async def commands_of_one_poll(mongo_uri, db, fake_provider, settings, provider, *, orders: int) -> list:

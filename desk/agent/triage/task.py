@@ -18,7 +18,7 @@ from bson import ObjectId
 from pymongo.asynchronous.database import AsyncDatabase
 
 from desk.actors import SYSTEM_TRIAGE
-from desk.agent.core import switch
+from desk.agent.core import budget, switch
 from desk.agent.core.breaker import Breaker
 from desk.agent.core.provider import Provider
 from desk.agent.triage import policy
@@ -54,6 +54,7 @@ def task(settings: Settings, *, provider: Provider | None = None, clock: Clock =
     """
     providers = [provider] if provider else []  # one connection pool per worker process, made when first needed
     breaker = Breaker(settings, clock=clock)
+    unsettled = budget.Unsettled()  # each pass's call settled with the next pass's reservation, or at the poll's end
 
     told: list[bool] = []  # the policy's word over the environment, said at this worker's first look
     looked: list[tuple[float, dict]] = []  # the last look before a claim: when (monotonic seconds), the policy read
@@ -64,7 +65,11 @@ def task(settings: Settings, *, provider: Provider | None = None, clock: Clock =
             providers.append(Provider.from_settings(ctx.settings))
         # the look before this claim, a moment ago, is the pass's read before its model call (AGT-9): not again
         fresh = looked and clock.monotonic() - looked[0][0] < FRESH_LOOK_SECONDS
-        return await triage_pass(ctx, job, providers[0], breaker, config=looked[0][1] if fresh else None)
+        config = looked[0][1] if fresh else None
+        return await triage_pass(ctx, job, providers[0], breaker, config=config, unsettled=unsettled)
+
+    async def idle(ctx: Context) -> None:
+        await unsettled.settle(ctx.db)
 
     async def ready(ctx: Context) -> bool:
         at = clock.monotonic()
@@ -88,6 +93,7 @@ def task(settings: Settings, *, provider: Provider | None = None, clock: Clock =
         lease=lease,
         ready=ready,
         desk_concurrency=settings.agent_concurrency,  # passes at once across every worker process
+        idle=idle,
     )
 
 
@@ -138,10 +144,17 @@ def say_policy_wins(config: dict, settings: Settings) -> None:
 
 
 async def triage_pass(
-    ctx: Context, job: Job, provider: Provider, breaker: Breaker, *, config: dict | None = None
+    ctx: Context,
+    job: Job,
+    provider: Provider,
+    breaker: Breaker,
+    *,
+    config: dict | None = None,
+    unsettled: budget.Unsettled | None = None,
 ) -> Result:
     """One pass over the job's order, and what the queue does with the job after it; the breaker hears how the
-    provider did. `config`: the policy as read a moment ago (None: the pass reads it)."""
+    provider did. `config`: the policy as read a moment ago (None: the pass reads it); `unsettled`: where its
+    call's settling waits for the next pass's reservation (None: settled at once)."""
     outcome = await triage(
         db=ctx.db,
         settings=ctx.settings,
@@ -150,6 +163,7 @@ async def triage_pass(
         still_ours=job.still_ours,
         event_id=job.id,
         config=config,
+        unsettled=unsettled,
     )
     failure, outage = outcome.failure, False
     if failure is not None and failure.transient:
