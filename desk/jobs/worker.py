@@ -81,15 +81,15 @@ class Worker:
         claimed = 0
         try:
             while True:
-                held, looked = None, False
+                held, tried = None, False
                 if not ctx.stopping.is_set() and self._take_slot():
                     try:
-                        looked = True
+                        tried = True
                         held = await self._claim(ctx, resting, spares)
                     finally:
                         if held is None:
                             self._free_slot()
-                if held is None and looked:  # nothing more to claim now: a slot kept for it goes back to the desk
+                if held is None and tried:  # nothing more to claim now: kept slots go back, the tasks hear of it
                     await self._idle(ctx, spares)
                 if held is not None:
                     claimed += 1
