@@ -13,10 +13,12 @@ seconds). Four parts:
   model call;
 - floor with the run record: the same loop also writing what the spec requires of every pass
   (§9, SEC-11): the AgentRun, its prompt's messages, the answer and its tool call, the run's end
-  with its usage (11 commands). The desk sends 20 (tests/triage/test_commands.py): those, plus the
-  policy read before the claim and again before the model call (AGT-9), the spend check, the lease
-  check before the suggestion, the suggestion's change-feed entry (2) that open pages follow, and
-  the desk-wide concurrency slot taken and released (2), and the spend reserved before the call (1);
+  with its usage (11 commands). The desk sends 14 a pass while it drains a backlog, 18 for a poll's
+  first (tests/triage/test_commands.py): those, plus the lease and kill-switch checks before the
+  suggestion, the spend reserved before the call (the last call's settling in the same command), and
+  the suggestion's change-feed entry (2) that open pages follow; a poll's first pass also looks at the
+  policy and switch, and takes the desk-wide concurrency slot that the poll lets go at its end, with the
+  last settling;
 - slow provider: L = 0.5 s a call, one worker at C = 2: events/s (target >= 0.9 x C / L);
 - steady: one order a second for S seconds, one worker, the slow provider: p95 create -> suggestion
   (target <= AGENT_POLL_INTERVAL_MS + L + 1 s);

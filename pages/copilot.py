@@ -1,14 +1,15 @@
 """/app/copilot: the conversation's full page, with a new conversation and one's own runs, live (COP-8, COP-10)."""
 
-from nicegui import APIRouter, ui
+from nicegui import APIRouter, background_tasks, ui
 
 from components.copilot.panel import Copilot, ai_off_reason, show_current_conversation
 from components.formats import ago, when
 from components.runtime import session
 from components.runtime.page import desk_page
-from desk import access
+from desk import access, state
 from desk.agent.copilot import sessions as agent_sessions
 from desk.agent.copilot.turn import UNREACHED  # the run's call never reached the model: nothing was billed
+from desk.agent.core import switch
 from desk.config import get_settings
 from desk.db.client import get_db
 from desk.errors import DeskError
@@ -20,27 +21,78 @@ RUNS_REFRESH_SECONDS = 3.0  # the list of runs follows turns of other tabs and p
 
 @desk_page(router, "/app/copilot", title="Assistant")
 async def copilot_page(visit: session.Visit, me: session.SessionUser) -> None:
-    off = ai_off_reason(me)
-    if off is not None:
-        _unavailable(off)
-        return
-    with ui.row().classes("w-full gap-6 items-start no-wrap max-md:flex-wrap"):  # a phone: the runs below
-        with ui.column().classes("w-[40rem] max-w-full shrink-0 gap-2"):
-            with ui.card().classes("w-full h-[calc(100vh-12rem)] min-h-[24rem]"):
-                panel = Copilot(visit)
-                panel.build()
-            ui.button("New conversation", icon="add", on_click=lambda: _new(visit)).props("outline").mark("copilot-new")
-        with ui.column().classes("grow min-w-0 gap-2"):
-            ui.label("Your runs").classes("text-lg font-semibold")
-            runs_list = ui.column().classes("w-full gap-0")
+    body = _Body(visit, me)
+    drawn = body.draw(ai_off_reason(me))
+    body.follow()  # before the load: a flip while it loads is not missed
+    if drawn is not None:
+        await drawn.load()
 
-            async def refresh() -> None:
-                await _runs(visit, runs_list)
 
-            panel.on_change = lambda: ui.timer(0.2, refresh, once=True)
-            ui.timer(RUNS_REFRESH_SECONDS, refresh)
-    await panel.load()
-    await refresh()
+class _Body:
+    """The page's body: the assistant, or why there is none. It follows the desk's AI switch while the page is open,
+    as the header does (components/frame.py): an admin's flip, here or (read by any tab's header check) in another
+    process, swaps one for the other without a reload."""
+
+    def __init__(self, visit: session.Visit, me: session.SessionUser) -> None:
+        self.visit, self.me = visit, me
+        self.into = ui.element("div").classes("w-full")
+        self.off: str | None = None
+        self.drawn = False
+
+    def draw(self, off: str | None) -> "_Assistant | None":
+        """Draw the body for `off` (None: the assistant, returned to be loaded); nothing when it shows that already."""
+        if self.drawn and off == self.off:
+            return None
+        self.off, self.drawn = off, True
+        self.into.clear()
+        with self.into:
+            if off is not None:
+                _unavailable(off)
+                return None
+            return _Assistant(self.visit)
+
+    def follow(self) -> None:
+        client = ui.context.client
+
+        def flipped(seen: switch.Switch) -> None:
+            if client.is_deleted or self.visit.gone:  # a page left behind; its on_delete may not have run yet
+                unsubscribe()
+                return
+            with client:
+                panel = self.draw(ai_off_reason(self.me, desk_switch=seen))
+            if panel is not None:
+                background_tasks.create(panel.load(), name="copilot-page-back")
+
+        unsubscribe = state.current().bus.subscribe("ai_switch", None, flipped)
+        client.on_delete(unsubscribe)
+
+
+class _Assistant:
+    """The conversation, a new conversation, and the person's runs, live (drawn where it is made)."""
+
+    def __init__(self, visit: session.Visit) -> None:
+        self.visit = visit
+        with ui.row().classes("w-full gap-6 items-start no-wrap max-md:flex-wrap"):  # a phone: the runs below
+            with ui.column().classes("w-[40rem] max-w-full shrink-0 gap-2"):
+                with ui.card().classes("w-full h-[calc(100vh-12rem)] min-h-[24rem]"):
+                    self.panel = Copilot(visit)
+                    self.panel.build()
+                new = ui.button("New conversation", icon="add", on_click=lambda: _new(visit)).props("outline")
+                new.mark("copilot-new")
+            with ui.column().classes("grow min-w-0 gap-2"):
+                ui.label("Your runs").classes("text-lg font-semibold")
+                self.runs_list = ui.column().classes("w-full gap-0")
+                self.panel.on_change = lambda: ui.timer(0.2, self.refresh, once=True)
+                ui.timer(RUNS_REFRESH_SECONDS, self.refresh)
+
+    async def refresh(self) -> None:
+        if not self.runs_list.is_deleted:  # the switch took this assistant off the page meanwhile
+            await _runs(self.visit, self.runs_list)
+
+    async def load(self) -> None:
+        if not self.runs_list.is_deleted:
+            await self.panel.load()
+        await self.refresh()
 
 
 def _unavailable(off: str) -> None:

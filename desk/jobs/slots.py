@@ -2,8 +2,9 @@
 
 A task that declares `desk_concurrency = N` owns N slot documents (`<task>:0` ... `<task>:N-1`). A worker
 that has claimed a job of the task takes a free one (or one whose lease lapsed; none free: the job goes
-back, uncounted), renews it with the job's lease and releases it once the job is settled, so however many
-worker processes run, at most N jobs of the task run at once. A worker that dies holding a slot holds it
+back, uncounted), renews it with the job's lease and, once the job is settled, hands it to its next job of
+the same poll or releases it (desk/jobs/worker.py), so however many worker processes run, at most N jobs of
+the task run at once. A worker that dies holding a slot holds it
 until its lease lapses. Like a job, a slot moves its `fence` at every take: a worker that lost its slot
 can neither renew nor release it.
 """

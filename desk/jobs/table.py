@@ -19,6 +19,9 @@ class Context:
     db: AsyncDatabase
     settings: Settings
     stopping: asyncio.Event = field(default_factory=asyncio.Event)  # set: a job that loops finishes and returns
+    # One per poll of the queue (`Worker.run_due` makes a new one): what a task learnt in this poll (its look before
+    # a claim) may stand for the poll's next claims, never for the next poll's.
+    poll: object = field(default_factory=object, compare=False)
 
 
 @dataclass(frozen=True)
@@ -89,6 +92,8 @@ class Function:
     hours, a spend cap). `lease`: how long a claim holds the job before another worker may take it over.
     `desk_concurrency`: at most this many of its jobs run at once across every worker process (slots leased
     in the database, desk/jobs/slots.py); None: only each worker's own `concurrency` limits it.
+    `idle(ctx)`: called when a poll has found nothing more to claim, and when the worker stops (what the task
+    left for its next job, such as its last call's settling, is written then).
     """
 
     name: str
@@ -97,6 +102,7 @@ class Function:
     lease: timedelta = timedelta(seconds=15)
     ready: Callable[[Context], Awaitable[bool]] | None = None
     desk_concurrency: int | None = None
+    idle: Callable[[Context], Awaitable[None]] | None = None
 
 
 @dataclass(frozen=True)

@@ -15,6 +15,7 @@ import signal
 import socket
 import uuid
 from collections.abc import Iterable
+from dataclasses import dataclass, replace
 from datetime import datetime, timedelta
 from typing import Any, assert_never
 
@@ -73,22 +74,28 @@ class Worker:
     async def run_due(self, ctx: Context) -> int:
         """Claim and run due jobs, at most `concurrency` at once, until none is due (or the worker stops);
         waits for every job it started; returns how many it claimed."""
+        ctx = replace(ctx, poll=object())
         in_flight: set[asyncio.Task] = set()
         resting: set[str] = set()  # tasks that answered Later: their jobs wait for the next poll
+        spares: list[HeldSlot] = []  # desk-wide slots whose jobs ended, for the claim that follows at once
         claimed = 0
         try:
             while True:
-                held = None
+                held, tried = None, False
                 if not ctx.stopping.is_set() and self._take_slot():
                     try:
-                        held = await self._claim(ctx, resting)
+                        tried = True
+                        held = await self._claim(ctx, resting, spares)
                     finally:
                         if held is None:
                             self._free_slot()
+                if held is None and tried:  # nothing more to claim now: kept slots go back, the tasks hear of it
+                    await self._idle(ctx, spares)
                 if held is not None:
                     claimed += 1
                     doc, desk_slot = held
-                    in_flight.add(asyncio.create_task(self.perform(ctx, doc, resting=resting, desk_slot=desk_slot)))
+                    job = self.perform(ctx, doc, resting=resting, desk_slot=desk_slot, spares=spares)
+                    in_flight.add(asyncio.create_task(job))
                     continue
                 if not in_flight:
                     return claimed
@@ -106,35 +113,50 @@ class Worker:
                 await asyncio.gather(*in_flight, return_exceptions=True)
                 for _ in in_flight:
                     self._free_slot()
+            await asyncio.shield(self._idle(ctx, spares))
 
     async def perform(
-        self, ctx: Context, doc: Doc, *, resting: set[str] | None = None, desk_slot: Doc | None = None
+        self,
+        ctx: Context,
+        doc: Doc,
+        *,
+        resting: set[str] | None = None,
+        desk_slot: "Doc | HeldSlot | None" = None,
+        spares: "list[HeldSlot] | None" = None,
     ) -> None:
         """Run one claimed job and settle it, fenced: a worker that lost the job writes nothing.
 
         A task that answers Later joins `resting`: the poll claims none of its jobs again (it would at once).
-        `desk_slot`: the task's desk-wide slot the job holds, renewed with the job and released after it.
+        `desk_slot`: the task's desk-wide slot the job holds, renewed with the job; after it, the slot joins
+        `spares` (the poll's next claim takes it over, two round trips fewer) or, with none given, is released.
         """
         function = self.functions[doc["type"]]
+        held = (
+            desk_slot if isinstance(desk_slot, HeldSlot) or desk_slot is None else HeldSlot(desk_slot, self.clock.now())
+        )
+        ended = False
         try:
-            await self._perform(ctx, function, doc, resting, desk_slot)
+            await self._perform(ctx, function, doc, resting, held)
+            ended = True
         finally:
-            if desk_slot is not None:
-                await asyncio.shield(slots.release(ctx.db, desk_slot))
+            if held is not None and ended and spares is not None and not held.lost:
+                spares.append(held)
+            elif held is not None:
+                await asyncio.shield(slots.release(ctx.db, held.doc))
 
     async def _perform(
-        self, ctx: Context, function: Function, doc: Doc, resting: set[str] | None, desk_slot: Doc | None
+        self, ctx: Context, function: Function, doc: Doc, resting: set[str] | None, desk_slot: "HeldSlot | None"
     ) -> None:
-        slot_renewed = [self.clock.now()]
-
         async def still_ours() -> bool:
             at = self.clock.now()
-            if desk_slot is None or at - slot_renewed[0] < function.lease / 3:
+            if desk_slot is None or at - desk_slot.renewed < function.lease / 3:
                 return await queue.renew(ctx.db, doc, function.lease, at=at)  # the slot's lease is young: not yet
-            slot_renewed[0] = at
+            desk_slot.renewed = at
             job, slot = await asyncio.gather(
-                queue.renew(ctx.db, doc, function.lease, at=at), slots.renew(ctx.db, desk_slot, function.lease, at=at)
+                queue.renew(ctx.db, doc, function.lease, at=at),
+                slots.renew(ctx.db, desk_slot.doc, function.lease, at=at),
             )
+            desk_slot.lost = desk_slot.lost or not slot
             return job and slot  # a lapsed slot is another worker's now: the job must stop like a lost lease
 
         job = Job(
@@ -153,6 +175,11 @@ class Worker:
             resting.add(function.name)
         await self._settle(ctx, function, doc, result)
 
+    async def _idle(self, ctx: Context, spares: list["HeldSlot"]) -> None:
+        """Nothing more to claim now (or the worker stops): the slots kept go back, and each task hears of it."""
+        idle = [function.idle(ctx) for function in self.functions.values() if function.idle is not None]
+        await asyncio.gather(_release(ctx, spares), *idle)
+
     def _take_slot(self) -> bool:
         """One of the worker's `concurrency` slots, taken before the claim (no await in between), or False."""
         if self._busy >= self.concurrency:
@@ -163,11 +190,14 @@ class Worker:
     def _free_slot(self) -> None:
         self._busy -= 1
 
-    async def _claim(self, ctx: Context, resting: set[str]) -> tuple[Doc, Doc | None] | None:
+    async def _claim(
+        self, ctx: Context, resting: set[str], spares: list["HeldSlot"]
+    ) -> tuple[Doc, "HeldSlot | None"] | None:
         """The newest due job of a task that is ready now, with one of the task's desk-wide slots if it declares a
         limit (`desk_concurrency`); a job whose leases kept lapsing becomes a dead letter.
 
-        The job is claimed first, then its slot: an idle poll costs no slot round trips. With every slot held
+        The job is claimed first, then its slot: an idle poll costs no slot round trips. A slot this worker's
+        last job of the task held (`spares`) is taken over, not let go and taken again. With every slot held
         elsewhere, the job goes straight back (its attempt not counted) and the task waits for this worker's
         next job to end, or its next poll.
         """
@@ -178,12 +208,27 @@ class Worker:
             if function.desk_concurrency is None:
                 return doc, None
             at = self.clock.now()
+            if (spare := await self._spare(ctx, function, spares, at)) is not None:
+                return doc, spare
             limit = function.desk_concurrency
             slot = await slots.take(ctx.db, function.name, limit, owner=self.owner, lease=function.lease, at=at)
             if slot is not None:
-                return doc, slot
+                return doc, HeldSlot(slot, at)
             await queue.put_back(ctx.db, doc, at=at)  # the desk runs as many of its jobs as it may
             ready = [task for task in ready if task is not function]
+        return None
+
+    async def _spare(
+        self, ctx: Context, function: Function, spares: list["HeldSlot"], at: datetime
+    ) -> "HeldSlot | None":
+        """One of `function`'s slots kept from a job that just ended, still ours; None: none is."""
+        for held in [held for held in spares if held.doc["_id"].startswith(f"{function.name}:")]:
+            spares.remove(held)
+            if at - held.renewed >= function.lease / 3:  # renewed first, so it outlives the job's first lease check
+                if not await slots.renew(ctx.db, held.doc, function.lease, at=at):
+                    continue  # it lapsed and is another worker's now
+                held.renewed = at
+            return held
         return None
 
     async def _claim_ready(self, ctx: Context, ready: list[Function]) -> Doc | None:
@@ -284,6 +329,22 @@ class Worker:
                 await runner.drain()
                 scheduler_log.removeFilter(quiet)
                 log.info("worker stopped")
+
+
+@dataclass
+class HeldSlot:
+    """A desk-wide slot (desk/jobs/slots.py) this worker holds: the slot as taken, when its lease was last renewed,
+    and whether a renewal found it another worker's."""
+
+    doc: Doc
+    renewed: datetime
+    lost: bool = False
+
+
+async def _release(ctx: Context, spares: list[HeldSlot]) -> None:
+    """Let go of the slots kept for a claim that found nothing (or that will not come: the worker stops)."""
+    held, spares[:] = list(spares), []
+    await asyncio.gather(*(slots.release(ctx.db, slot.doc) for slot in held))
 
 
 class _QuietOverruns(logging.Filter):

@@ -294,6 +294,39 @@ async def test_a_desk_wide_limit_holds_across_workers(db, ctx, make_worker, enqu
     assert await db["job_slots"].count_documents({"owner": {"$ne": None}}) == 0  # every slot released
 
 
+async def test_a_backlog_keeps_its_desk_wide_slot_from_job_to_job_and_lets_go_at_the_end(db, ctx, make_worker, enqueue):
+    for _ in range(3):
+        await enqueue()
+    fences: list[int] = []
+
+    async def run(ctx: Context, job: Job):
+        fences.append((await db["job_slots"].find_one({"owner": "w1"}))["fence"])
+
+    claimed = await make_worker(Function(TASK, run, lease=LEASE, desk_concurrency=1)).work(ctx)
+
+    assert (claimed, fences) == (3, [1, 1, 1])  # taken once, not let go and taken again between the jobs
+    assert await db["job_slots"].count_documents({"owner": {"$ne": None}}) == 0
+
+
+async def test_a_slot_that_lapsed_during_a_job_is_not_handed_to_the_next(db, ctx, clock, make_worker, enqueue):
+    """The worker's job outlived the slot's lease and another worker took the slot meanwhile: the next job does not
+    run on it; it waits (its attempt not counted) while the other holds the desk's one slot."""
+    first, second = await enqueue(born=clock.now()), await enqueue(born=clock.now() - timedelta(minutes=1))
+
+    async def run(ctx: Context, job: Job):
+        if job.key == first:  # a long job, its slot never renewed; another worker takes the lapsed slot
+            clock.move(LEASE + timedelta(milliseconds=1))
+            await db["job_slots"].update_one({}, {"$set": {"owner": "w2", "leasedUntil": clock.now() + LEASE}})
+            await db["job_slots"].update_one({}, {"$inc": {"fence": 1}})
+
+    claimed = await make_worker(Function(TASK, run, lease=LEASE, desk_concurrency=1)).work(ctx)
+
+    assert claimed == 1  # the second job was claimed, found no slot, and went straight back
+    waiting = await job_of(db, second)
+    assert (waiting["status"], waiting["attempts"]) == ("pending", 0)
+    assert (await db["job_slots"].find_one({}))["owner"] == "w2"
+
+
 async def test_a_desk_wide_slot_held_by_a_dead_worker_lapses_with_its_lease(db, ctx, clock, make_worker, enqueue):
     key = await enqueue()
     await slots.take(db, TASK, 1, owner="dead", lease=LEASE, at=clock.now())  # it died holding the slot

@@ -1,26 +1,35 @@
 """What one triage pass costs the database: the commands it sends, counted at the driver (bench/triage.py's floor)."""
 
 from collections import Counter
+from datetime import timedelta
 
+import pytest
 from pymongo import AsyncMongoClient, monitoring
 
+from desk.agent.core import budget
 from desk.agent.triage import policy
-from desk.agent.triage import task as triage_task
+from desk.jobs.table import Context
+from desk.schema import now
+from tests.clock import ManualClock
 from tests.conftest import TEST_DB
-from tests.triage.conftest import proposal
+from tests.helpers import tuned
+from tests.triage.conftest import proposal, triage_worker
 
-# Suggest mode, 18: the look before the claim (the policy and the kill switch, one find; it stands for the pass's
-# read before its model call, AGT-9, being a moment old), the claim and a desk-wide slot (AGENT_CONCURRENCY across
-# workers); the order, then its requester and owner (one find; a `$lookup` aggregate doing both was several times
-# slower on the embedded engine); the spend reserved (both scopes, one command); the run; before the store, side by
-# side, the lease, the kill switch (unless the watcher read it during the call) and the ledger's settling; the
-# suggestion and its change-feed entry (2); the prompt with the answer (one insert) and its tool call; the run's
-# end (with its usage); the ack; the slot let go. 17 before issue 41, which added the slot (2), the reservation
-# and the switch, and took out the spend check before the claim (the reservation refuses past a cap), the second
-# policy read and the prompt's own insert.
+# A pass in suggest mode, 18: the look before the claim (the policy and the kill switch, one find; it stands for the
+# pass's read before its model call, AGT-9, being a moment old), the claim and a desk-wide slot (AGENT_CONCURRENCY
+# across workers); the order, then its requester and owner (one find; a `$lookup` aggregate doing both was several
+# times slower on the embedded engine); the spend reserved (both scopes, one command); the run; before the store,
+# side by side, the lease and the kill switch (unless the watcher read it during the call: a claim made just as an
+# admin turned AI off is not one the switch took back); the suggestion and its change-feed entry (2: the feed's
+# counter, the entry); the prompt with the answer (one insert) and its tool call; the run's end (with its usage);
+# the ack; at the poll's end, the slot let go and the call's reservation settled (budget.Unsettled).
 PASS_COMMANDS = 18
+# Each further pass of a poll that drains a backlog, 14: the same but for the look, kept for the poll's next claims
+# (up to task.LOOK_KEPT_SECONDS), the slot, handed from one job to the next (desk/jobs/worker.py, `spares`) and let
+# go once, and the settling, sent with the next pass's reservation (one command for both).
+NEXT_PASS_COMMANDS = PASS_COMMANDS - 4
 FIRST = 3  # the worker's first claim puts lapsed jobs back (1); the desk's first slot taken makes its slots (2)
-LOOK = 2  # the poll looking for more (the policy and switch, a claim finding nothing): its second slot's, the last
+END = 1  # the poll's last claim, finding nothing (its look kept from the one before)
 BREAKER = 1  # the provider's breaker, read at most once a second by a process (desk/agent/core/breaker.py): its first
 
 
@@ -40,11 +49,40 @@ class Commands(monitoring.CommandListener):
 
 
 async def test_a_pass_in_suggest_mode_sends_eighteen_commands(
-    mongo_uri, db, make_user, make_order, fake_provider, triage_settings, provider
+    mongo_uri, make_user, make_order, fake_provider, triage_settings, provider, db
 ):
     await make_order(await make_user())
-    await policy.current(db, triage_settings)  # seeded, as on any desk after its first pass
-    fake_provider.script(proposal())
+
+    sent = await commands_of_one_poll(mongo_uri, db, fake_provider, triage_settings, provider, orders=1)
+
+    assert len(sent) == FIRST + BREAKER + PASS_COMMANDS + END, Counter(sent)
+
+
+async def test_each_further_pass_of_a_backlog_sends_fourteen(
+    mongo_uri, make_user, make_order, fake_provider, triage_settings, provider, db
+):
+    person = await make_user()
+    for _ in range(4):
+        await make_order(person)
+
+    sent = await commands_of_one_poll(mongo_uri, db, fake_provider, triage_settings, provider, orders=4)
+
+    assert len(sent) == FIRST + BREAKER + PASS_COMMANDS + 3 * NEXT_PASS_COMMANDS + END, Counter(sent)
+    assert Counter(sent)[("update", "job_slots")] == 1  # one slot, handed from job to job and let go once
+    assert Counter(sent)[("find", "agent_config")] == 1 + 4  # one look for the poll; the switch before each store
+    assert Counter(sent)[("update", "agent_spend")] == 4 + 1  # a reservation each (with the last call's settling)
+    runs = await db["agent_runs"].find({"agentName": "triage"}).to_list()  # and the ledger settled at the poll's end
+    day = runs[0]["startedAt"].date().isoformat()
+    assert await budget.spent(db, f"agent:triage:{day}") == pytest.approx(sum(run["costUsd"] for run in runs))
+
+
+async def commands_of_one_poll(mongo_uri, db, fake_provider, settings, provider, *, orders: int) -> list:
+    """The commands of one poll of a fresh worker (one pass at a time, on a clock that stands still: the breaker's
+    and the look's kept reads do not lapse midway) over `orders` due orders, each triaged once."""
+    await policy.current(db, settings)  # seeded, as on any desk after its first pass
+    fake_provider.script(*[proposal() for _ in range(orders)])
+    one_at_a_time = tuned(settings, agent_concurrency=1)
+    worker = triage_worker(one_at_a_time, provider, clock=ManualClock(now() + timedelta(seconds=1)))
     commands = Commands()
     client = AsyncMongoClient(mongo_uri, tz_aware=True, event_listeners=[commands])
     try:
@@ -52,9 +90,8 @@ async def test_a_pass_in_suggest_mode_sends_eighteen_commands(
         await watched.command("ping")
         commands.sent.clear()
 
-        assert await triage_task.process_due(watched, triage_settings, provider=provider) == 1
+        assert await worker.run_due(Context(db=watched, settings=one_at_a_time)) == orders
     finally:
         await client.close()
-
-    sent = [c for c in commands.sent if c[0] != "endSessions"]
-    assert len(sent) == FIRST + PASS_COMMANDS + 2 * LOOK + BREAKER, Counter(sent)
+    assert await db["triage_suggestions"].count_documents({}) == orders
+    return [c for c in commands.sent if c[0] != "endSessions"]

@@ -174,3 +174,23 @@ async def test_an_answer_that_comes_after_the_switch_went_off_is_not_stored(
     assert (run["status"], run["errorCode"]) == ("aborted", "turned_off")
     event = await event_of(db, order)
     assert (event["status"], event["attempts"]) == ("pending", 0)
+
+
+async def test_a_worker_looks_again_at_its_next_poll_however_soon(
+    db, make_user, make_order, fake_provider, burst, triage_settings
+):
+    """A look before a claim stands for the next claims of its own poll only (task.LOOK_KEPT_SECONDS): turned off
+    in another process between two polls, even a moment apart, the second poll claims nothing."""
+    admin = await make_user("admin")
+    person = await make_user()
+    await make_order(person)
+    fake_provider.script(proposal())
+    assert await burst() == 1
+    later = await make_order(person)
+
+    # as another process turns it off: this one has not heard of it
+    await db["agent_config"].insert_one({"_id": switch.SWITCH_ID, "on": False, "changedBy": admin["id"]})
+
+    assert await burst() == 0
+    assert len(fake_provider.requests) == 1
+    assert (await event_of(db, later))["status"] == "pending"

@@ -443,17 +443,46 @@ async def test_every_open_tab_follows_the_desks_switch_off_and_on_again_without_
 async def test_a_tab_follows_the_switch_turned_on_again_in_another_process(
     user: User, ai_on, make_user, log_in, db, monkeypatch
 ):
+    """Its header and, on the Assistant page, the page's body alike."""
     monkeypatch.setattr(switch, "FRESH_SECONDS", 0.0)  # every look reads the switch
     monkeypatch.setattr(frame, "SWITCH_CHECK_SECONDS", 0.2)  # and the header looks often
     sam, dana = await make_user("user"), await make_user("admin")
     await agents.set_ai(db=db, actor=actor(dana), on=False)
-    await log_in(user, sam)
-    await user.should_see(marker="copilot-off")
+    await log_in(user, sam, landing="/login?redirect_to=/app/copilot")
+    await user.should_see(marker="copilot-off", retries=WAIT)
+    await user.should_see(marker="copilot-page-off")
 
     await db["agent_config"].update_one({"_id": switch.SWITCH_ID}, {"$set": {"on": True}})  # as another process
 
     await user.should_see(marker="copilot-toggle")
     await user.should_not_see(marker="copilot-off")
+    await user.should_see(marker="copilot-input", retries=WAIT)
+    await user.should_not_see(marker="copilot-page-off")
+
+
+async def test_the_assistant_page_follows_the_desks_switch_off_and_on_again_without_a_reload(
+    user: User, ai_on, fake_provider, make_user, log_in, db
+):
+    sam, dana = await make_user("user"), await make_user("admin")
+    await log_in(user, sam, landing="/login?redirect_to=/app/copilot")
+    await user.should_see(marker="copilot-input", retries=WAIT)
+
+    await agents.set_ai(db=db, actor=actor(dana), on=False)  # Dana's click, in this process
+
+    await user.should_see(marker="copilot-page-off")
+    await user.should_see(AiTurnedOff.default_message)
+    await user.should_not_see(marker="copilot-input")
+    await user.should_not_see(marker="copilot-new")
+
+    await agents.set_ai(db=db, actor=actor(dana), on=True)
+
+    await user.should_see(marker="copilot-input")
+    await user.should_not_see(marker="copilot-page-off")
+    fake_provider.script(Turn.text("Hello Sam."))  # the assistant is there, working, as if the page had just opened
+    user.find(marker="copilot-input").type("Hello")
+    user.find(marker="copilot-send").click()
+    await user.should_see("Hello Sam.", retries=WAIT)
+    await user.should_see(marker="run-asked", retries=WAIT)  # its list of runs follows too
 
 
 async def test_the_assistant_page_says_what_would_bring_the_assistant(

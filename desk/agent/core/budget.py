@@ -166,15 +166,26 @@ async def charge(
 
 
 async def reserve(
-    db: AsyncDatabase, settings: Settings, *, user_id: str | None, agent: str, usd: float, zone: str = "UTC"
+    db: AsyncDatabase,
+    settings: Settings,
+    *,
+    user_id: str | None,
+    agent: str,
+    usd: float,
+    zone: str = "UTC",
+    settling: Iterable[tuple[Reservation, float]] = (),
 ) -> Reservation:
     """Count `usd` (the most a call can cost) against every scope before the call; BudgetExceeded, with nothing
     counted, when a scope's spend has reached its cap. Each scope is one conditional $inc, all in one round trip:
-    of the calls that race for a scope's last cents, all but the one that crosses the cap are refused."""
+    of the calls that race for a scope's last cents, all but the one that crosses the cap are refused.
+
+    `settling`: earlier calls' reservations and what those calls cost, settled in the same round trip (first:
+    the caps are checked against what was spent, as far as the database runs a batch in order)."""
     moment = now()
     scopes, day = keys(user_id=user_id, agent=agent, moment=moment, zone=zone), day_of(moment, zone)
     caps = _caps(settings)
-    ops = []
+    ops = [op for held, cost in settling for op in _settling(held, cost)]
+    first = len(ops)  # where this reservation's own ops begin
     for key in scopes:
         # every ledger document has `spentUsd` (a person's from their first message on, see `admit`). No `$or`
         # for a missing one: beside `_id`, the embedded engine matched it on any document of the collection.
@@ -183,8 +194,9 @@ async def reserve(
     try:  # at or over a cap the filter matches nothing, and the upsert's insert meets the existing key
         await asyncio.shield(db["agent_spend"].bulk_write(ops, ordered=False))
     except BulkWriteError as error:
-        refused = {failure["index"] for failure in error.details["writeErrors"] if failure["code"] == DUPLICATE_KEY}
-        if len(refused) != len(error.details["writeErrors"]):
+        failures = error.details["writeErrors"]
+        refused = {failure["index"] - first for failure in failures if failure["code"] == DUPLICATE_KEY}
+        if len(refused) != len(failures) or min(refused) < 0:
             raise
         if counted := [key for n, key in enumerate(scopes) if n not in refused]:
             await asyncio.shield(_add(db, counted, -usd))
@@ -195,6 +207,29 @@ async def reserve(
 async def settle(db: AsyncDatabase, reservation: Reservation, usd: float, *, tidy: Iterable[str] = ()) -> None:
     """The call's real cost in place of its reservation (0: the call was never made), on the reservation's day."""
     await _add(db, list(reservation.keys), usd - reservation.usd, tidy=tidy)
+
+
+def _settling(reservation: Reservation, usd: float) -> list[UpdateOne]:
+    return [UpdateOne({"_id": key}, {"$inc": {"spentUsd": usd - reservation.usd}}) for key in reservation.keys]
+
+
+class Unsettled:
+    """Calls made whose reservations are not settled yet: an agent that makes one call after another (the triage
+    worker draining a backlog) settles each with its next reservation, in the same round trip, and the rest once
+    it stops (`settle`). Until then a call counts at its most: the ledger is high, never low, and a process that
+    dies first leaves it so, as for a call cut off."""
+
+    def __init__(self) -> None:
+        self.calls: list[tuple[Reservation, float]] = []
+
+    def take(self) -> list[tuple[Reservation, float]]:
+        calls, self.calls = self.calls, []
+        return calls
+
+    async def settle(self, db: AsyncDatabase) -> None:
+        """Settle every call waiting (one round trip; none: none)."""
+        if calls := self.take():
+            await asyncio.shield(db["agent_spend"].bulk_write([op for c in calls for op in _settling(*c)]))
 
 
 async def _add(db: AsyncDatabase, scopes: list[str], usd: float, *, tidy: Iterable[str] = ()) -> None:
@@ -245,8 +280,11 @@ class Meter:
         agent: str,
         tidy: Iterable[str] = (),
         zone: str = "UTC",
+        unsettled: Unsettled | None = None,
     ) -> None:
+        """`unsettled`: where a reserved call's settling waits for the next reservation (None: settled at once)."""
         self.db, self.cost, self.user_id, self.agent, self.zone = db, cost, user_id, agent, zone
+        self.unsettled = unsettled
         self.tidy = tuple(tidy)  # the person's stale start counters, dropped with the first charge
         self.unrecorded: Usage | None = None  # the last call, charged to the ledger but not yet to its run
         self.reservation: Reservation | None = None  # the next call's, counted before it is made
@@ -254,8 +292,9 @@ class Meter:
     async def reserve(self, settings: Settings, most: Usage) -> None:
         """Count the next call at the most it can cost (`most`) before making it; BudgetExceeded past a cap."""
         usd = self.cost(most)
+        settling = self.unsettled.take() if self.unsettled is not None else []
         self.reservation = await reserve(
-            self.db, settings, user_id=self.user_id, agent=self.agent, usd=usd, zone=self.zone
+            self.db, settings, user_id=self.user_id, agent=self.agent, usd=usd, zone=self.zone, settling=settling
         )
 
     async def release(self) -> None:
@@ -270,6 +309,9 @@ class Meter:
         tidy, self.tidy = self.tidy, ()
         usd = self.cost(usage)
         held, self.reservation = self.reservation, None
+        if held is not None and self.unsettled is not None and not tidy:
+            self.unsettled.calls.append((held, usd))  # settled with the next reservation
+            return
         if held is not None:
             await asyncio.shield(settle(self.db, held, usd, tidy=tidy))
             return

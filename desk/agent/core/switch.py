@@ -8,8 +8,10 @@ The per-agent switch (the policy's `enabled`) stays in the policy; AI_ENABLED=fa
 beneath both (desk/access.py says what each refusal reads). This module is the only code touching it.
 
 Who reads it, and how soon a flip is seen (it lives in the database: every process sees it):
-- the worker, fresh, before every claim and, while a model call runs, every `WATCH_SECONDS`
-  (desk/agent/triage/task.py, run.py): within about a second, a call in flight is cancelled;
+- the worker before the first claim of a poll (the read stands for that poll's next claims for at most
+  `task.LOOK_KEPT_SECONDS`, unless this process saw a flip meanwhile), after each claim before a suggestion
+  is stored, and, while a model call runs, every `WATCH_SECONDS` (desk/agent/triage/task.py, run.py):
+  within about a second, a call in flight is cancelled;
 - the copilot before a turn and before each step, through `current`: a read at most `FRESH_SECONDS`
   old, kept on the process's Desk, because the message route is the first token's hot path; a flip
   made in this process is kept at once;

@@ -83,9 +83,11 @@ async def triage(
     event_id: ObjectId | None = None,
     triggered_by: str | None = None,
     config: dict | None = None,
+    unsettled: budget.Unsettled | None = None,
 ) -> Outcome:
     """One pass over one work order, under the policy stored now: `config` as read a moment ago (the worker's look
-    before its claim), else read here. Its spend is reserved before the model call: a cap reached, it waits."""
+    before its claim), else read here. Its spend is reserved before the model call: a cap reached, it waits.
+    `unsettled`: earlier passes' calls to settle with this reservation, and where this one's waits (budget.py)."""
     if not settings.ai_enabled:
         return Outcome("disabled")
     read = work_orders.triage_read(db=db, actor=SYSTEM_TRIAGE, order_id=order_id)
@@ -99,7 +101,9 @@ async def triage(
         return Outcome("skipped", error="order_deleted" if target is None else skip)
     order = target.order.model_dump()
     messages = prompt.messages(order)
-    meter = budget.Meter(db, cost=provider.cost, user_id=None, agent=AGENT, zone=policy.zone(config))
+    meter = budget.Meter(
+        db, cost=provider.cost, user_id=None, agent=AGENT, zone=policy.zone(config), unsettled=unsettled
+    )
     # the most this call can cost, counted against the caps before it is made (settled by its bill); a call cut off
     # otherwise (a cancel) keeps the reservation: charged at its most, never under. Refused: no run, the job waits.
     most = Usage(len(json.dumps([messages, prompt.TOOL])) // CHARS_PER_TOKEN, provider.max_output_tokens)
@@ -169,7 +173,7 @@ class _Pass:
             await self.meter.charge_for_later(Usage(len(json.dumps(messages)) // CHARS_PER_TOKEN, 0))
             return await self._let_go()
         latency = time.monotonic() - started
-        # the ledger now (`agent:triage` and `global`), the run with its end
+        # the ledger now (`agent:triage` and `global`; a worker's pass: with its next reservation), the run with its end
         billed = self.meter.charge_for_later(completed.usage)
         return await self._answer(order, completed, latency, event_id, billed)
 

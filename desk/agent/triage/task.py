@@ -1,11 +1,12 @@
 """The triage agent's tasks (AGT-2, AGT-5, AGT-9): the pass over a new order's job, and the reconcile pass.
 
 `task(settings)` is the queue's `Function` for `work_order.created` jobs: desk/tasks.py hands it to the
-worker, which claims, leases, fences, retries and gives up (desk/jobs/). Before every claim it re-reads
-the desk-wide kill switch, the triage agent's own switch, the working hours and the spend caps, and
-asks the provider's breaker (an outage: only its probe is claimed): while any says no, jobs wait,
-pending. With AI_ENABLED=false nothing is claimed and no model is called. What a pass came to is the
-triage's business (desk/agent/triage/run.py); here it becomes what the queue does with the job.
+worker, which claims, leases, fences, retries and gives up (desk/jobs/). Before a claim it reads the
+desk-wide kill switch and the triage agent's own switch (a look that stands for the same poll's next claims
+for `LOOK_KEPT_SECONDS`), checks the working hours, and asks the provider's breaker (an outage: only its
+probe is claimed): while any says no, jobs wait, pending; the spend caps are the pass's (its reservation).
+With AI_ENABLED=false nothing is claimed and no model is called. What a pass came to is the triage's
+business (desk/agent/triage/run.py); here it becomes what the queue does with the job.
 """
 
 import asyncio
@@ -17,6 +18,7 @@ from bson import ObjectId
 from pymongo.asynchronous.database import AsyncDatabase
 
 from desk.actors import SYSTEM_TRIAGE
+from desk.agent.core import budget, switch
 from desk.agent.core.breaker import Breaker
 from desk.agent.core.provider import Provider
 from desk.agent.triage import policy
@@ -35,6 +37,10 @@ from desk.work_orders.models import CLOSED
 log = logging.getLogger("desk.triage")
 RECONCILE_BATCH = 500
 FRESH_LOOK_SECONDS = 1.0  # how old the look before a claim may be to stand for the pass's own read
+# How long a look stands for the next claims of the same poll (a backlog drains one claim after another): a flip of
+# the kill switch in another process is seen by the claims at most this late. What such a claim starts is cut off
+# by the pass's watcher, and its answer is refused by the switch read before the store, as for any pass.
+LOOK_KEPT_SECONDS = 0.25
 INVALID_ANSWER_TRIES = 2  # an invalid answer is tried once more, then given up (issue 41)
 RATE_LIMITED = "status 429"  # the provider's failure kind when it asks the desk to slow down
 # The dead letter of an order the provider failed on AGENT_MAX_ATTEMPTS times (transiently) while it answered others
@@ -48,22 +54,35 @@ def task(settings: Settings, *, provider: Provider | None = None, clock: Clock =
     """
     providers = [provider] if provider else []  # one connection pool per worker process, made when first needed
     breaker = Breaker(settings, clock=clock)
+    unsettled = budget.Unsettled()  # each pass's call settled with the next pass's reservation, or at the poll's end
 
     told: list[bool] = []  # the policy's word over the environment, said at this worker's first look
     looked: list[tuple[float, dict]] = []  # the last look before a claim: when (monotonic seconds), the policy read
+    kept: list[tuple[object, float]] = []  # the poll whose claims it stands for, until when (monotonic seconds)
 
     async def run(ctx: Context, job: Job) -> Result:
         if not providers:
             providers.append(Provider.from_settings(ctx.settings))
         # the look before this claim, a moment ago, is the pass's read before its model call (AGT-9): not again
         fresh = looked and clock.monotonic() - looked[0][0] < FRESH_LOOK_SECONDS
-        return await triage_pass(ctx, job, providers[0], breaker, config=looked[0][1] if fresh else None)
+        config = looked[0][1] if fresh else None
+        return await triage_pass(ctx, job, providers[0], breaker, config=config, unsettled=unsettled)
+
+    async def idle(ctx: Context) -> None:
+        await unsettled.settle(ctx.db)
 
     async def ready(ctx: Context) -> bool:
-        config = await may_claim(ctx, told=told)
+        at = clock.monotonic()
+        if kept and kept[0][0] is ctx.poll and at < kept[0][1] and switch.known().on:
+            config = looked[0][1] if policy.in_working_hours(looked[0][1], now()) else None  # a flip here: known
+        else:
+            config = await may_claim(ctx, told=told)
+            kept.clear()
+            if config is not None:
+                looked[:] = [(at, config)]
+                kept.append((ctx.poll, at + LOOK_KEPT_SECONDS))
         if config is None:
             return False
-        looked[:] = [(clock.monotonic(), config)]
         return await breaker.allows(ctx.db)  # the breaker last: a probe is taken only to be used
 
     lease = timedelta(milliseconds=settings.agent_lease_ms)
@@ -74,6 +93,7 @@ def task(settings: Settings, *, provider: Provider | None = None, clock: Clock =
         lease=lease,
         ready=ready,
         desk_concurrency=settings.agent_concurrency,  # passes at once across every worker process
+        idle=idle,
     )
 
 
@@ -124,10 +144,17 @@ def say_policy_wins(config: dict, settings: Settings) -> None:
 
 
 async def triage_pass(
-    ctx: Context, job: Job, provider: Provider, breaker: Breaker, *, config: dict | None = None
+    ctx: Context,
+    job: Job,
+    provider: Provider,
+    breaker: Breaker,
+    *,
+    config: dict | None = None,
+    unsettled: budget.Unsettled | None = None,
 ) -> Result:
     """One pass over the job's order, and what the queue does with the job after it; the breaker hears how the
-    provider did. `config`: the policy as read a moment ago (None: the pass reads it)."""
+    provider did. `config`: the policy as read a moment ago (None: the pass reads it); `unsettled`: where its
+    call's settling waits for the next pass's reservation (None: settled at once)."""
     outcome = await triage(
         db=ctx.db,
         settings=ctx.settings,
@@ -136,6 +163,7 @@ async def triage_pass(
         still_ours=job.still_ours,
         event_id=job.id,
         config=config,
+        unsettled=unsettled,
     )
     failure, outage = outcome.failure, False
     if failure is not None and failure.transient:
