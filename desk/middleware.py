@@ -23,8 +23,9 @@ MAX_BODY_BYTES = 1024 * 1024  # nginx's `client_max_body_size 1m` (deploy/nginx.
 TOO_LARGE = f"The request body is over {MAX_BODY_BYTES // 1024} KiB; nothing was saved."
 
 
-# An upload's body: the file (DESK_MAX_ATTACHMENT_MB) and its multipart framing (boundaries, headers, the name).
-UPLOAD_PATH = re.compile(r"^/api/v1/work-orders/[^/]+/attachments$")
+# An upload's body: the file (DESK_MAX_ATTACHMENT_MB) and its multipart framing (boundaries, headers, the name),
+# through the API or the order page's uploader (NiceGUI's upload route, which main.py puts behind this limit too).
+UPLOAD_PATH = re.compile(r"^/(api/v1/work-orders/[^/]+/attachments|_nicegui/client/[^/]+/upload/[^/]+)$")
 MULTIPART_SLACK = 64 * 1024
 
 

@@ -17,6 +17,8 @@ ACTIONS = {
     "updated": "changed",
     "deleted": "deleted this work order",
     "commented": "commented",
+    "attached": "attached a file",
+    "detached": "removed a file",
 }
 
 
@@ -41,6 +43,9 @@ def timeline(entries: list[ActivityRead], names: dict[str, str]) -> None:
                         ui.label(ago(entry.at)).classes("text-xs text-grey-7").tooltip(when(entry.at))
                     if entry.action == "commented":  # plain text: a label never renders HTML
                         ui.label(entry.text or "").classes("text-sm whitespace-pre-wrap wrap-anywhere").mark("comment")
+                    elif entry.action in ("attached", "detached"):  # the file's name, as text
+                        name = str((entry.after or {}).get("name", ""))
+                        ui.label(name).classes("text-sm wrap-anywhere").mark("timeline-file")
                     elif entry.action == "updated":
                         for field, old, new in _changes(entry, names):
                             ui.label(f"{field}: {old} → {new}").classes(
