@@ -13,12 +13,17 @@ from typing import Any, BinaryIO
 
 from bson import ObjectId
 from gridfs import AsyncGridFSBucket
+from gridfs.asynchronous import grid_file
 from pymongo import ASCENDING
 from pymongo.asynchronous.database import AsyncDatabase
 
 Doc = dict[str, Any]
 BUCKET = "attachment_files"
 CHUNK_BYTES = 255 * 1024  # GridFS's own default: a download is read and sent a chunk at a time
+# pymongo holds an upload's chunks until 48 MB have gathered (fewer round trips), so a 10 MB photo was held whole
+# and then once more as the insert's BSON. Sent a megabyte at a time instead.
+# Its module's constant, read at each write: the one way to set it, for this process's every GridFS upload.
+grid_file._UPLOAD_BUFFER_SIZE = 1024 * 1024
 
 
 def _attachments(db: AsyncDatabase):
