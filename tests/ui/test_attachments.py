@@ -38,6 +38,7 @@ async def test_a_picture_attached_on_the_page_shows_as_a_thumbnail_on_every_open
     assert await worker.run_due(Context(db=db, settings=state.current().settings)) == 1
     await other.should_see(marker="thumbnail", retries=WAIT)
     await user.should_see(marker="thumbnail", retries=WAIT)
+    await user.should_see(marker="timeline-thumbnail", retries=WAIT)  # its timeline entry shows it too
 
 
 async def test_the_uploader_deletes_a_file_and_the_timeline_says_so(user: User, open_sams_order):
