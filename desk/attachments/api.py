@@ -7,7 +7,7 @@ from urllib.parse import quote
 from fastapi import APIRouter, File, Response, UploadFile, status
 from fastapi.responses import StreamingResponse
 
-from desk.attachments import service
+from desk.attachments import images, service, sniff
 from desk.attachments.models import AttachmentRead
 from desk.errors import ErrorCode
 from desk.http import AUTHED, CurrentActor, Db, errors
@@ -17,7 +17,8 @@ router = APIRouter(prefix="/api/v1/attachments", tags=["attachments"])
 MISSING = (*AUTHED, ErrorCode.NOT_FOUND)
 TOO_LARGE = {413: {"description": "VALIDATION_ERROR: the file is over DESK_MAX_ATTACHMENT_MB, or the order is full"}}
 READ_BYTES = 1024 * 1024
-FILE = {200: {"content": {"application/octet-stream": {}}, "description": "The file's bytes, as an attachment"}}
+FILE = {200: {"content": {kind: {} for kind in sniff.KINDS}, "description": "The file's bytes, as an attachment"}}
+THUMBNAIL = {200: {"content": {images.THUMBNAIL_TYPE: {}}, "description": "A WebP of at most 320 px"}}
 
 
 @orders_router.post(
@@ -46,7 +47,7 @@ async def download(attachment_id: str, db: Db, actor: CurrentActor) -> Streaming
     return _sent(await service.download(db=db, actor=actor, attachment_id=attachment_id))
 
 
-@router.get("/{attachment_id}/thumbnail", response_class=StreamingResponse, responses=FILE | errors(*MISSING))
+@router.get("/{attachment_id}/thumbnail", response_class=StreamingResponse, responses=THUMBNAIL | errors(*MISSING))
 async def thumbnail(attachment_id: str, db: Db, actor: CurrentActor) -> StreamingResponse:
     """A picture's thumbnail (WebP, at most 320 px); 404 until the worker has made it."""
     found = await service.download(db=db, actor=actor, attachment_id=attachment_id, thumbnail=True)

@@ -13,7 +13,7 @@ from desk.jobs.table import Context
 from desk.jobs.worker import Worker
 from desk.work_orders import service as orders
 from desk.work_orders.models import WorkOrderUpdate
-from tests.attachments.files import GPS_IFD, HTML, MAKE, ORIENTATION, SVG, image, phone_jpeg, png
+from tests.attachments.files import GPS_IFD, HTML, MAKE, ORIENTATION, SVG, image, phone_jpeg, png, webp
 from tests.helpers import actor, reconfigure
 
 MB = 1024 * 1024
@@ -86,6 +86,45 @@ async def test_a_png_is_served_as_a_png_download(make_user, make_order, client_f
     assert got.headers["content-disposition"] == "attachment; filename=\"plan.png\"; filename*=UTF-8''plan.png"
     assert got.headers["x-content-type-options"] == "nosniff"
     assert image(got.content).size == (640, 480)
+
+
+@pytest.mark.parametrize(
+    ("name", "make", "kind", "size"),
+    [
+        ("plan.png", png, "image/png", (640, 480)),  # copied as it was, but for its metadata
+        ("leak.webp", webp, "image/webp", (480, 640)),  # drawn again, upright as its EXIF said it was held
+    ],
+)
+async def test_png_and_webp_are_kept_without_their_metadata(name, make, kind, size, make_user, make_order, client_for):
+    sam = await make_user()
+    order = await make_order(sam)
+    client = await client_for(sam)
+    sent = make(tagged=True) if make is png else make()
+    assert b"PhoneMaker" in sent
+
+    answer = await client.post(f"/api/v1/work-orders/{order.id}/attachments", files=_files(name, sent))
+    got = await client.get(f"/api/v1/attachments/{answer.json()['id']}")
+
+    assert answer.json()["contentType"] == kind and got.headers["content-type"] == kind
+    picture = image(got.content)
+    assert picture.size == size and picture.getexif().get_ifd(GPS_IFD) == {}
+    assert b"PhoneMaker" not in got.content and b"Elm Street" not in got.content
+
+
+async def test_a_damaged_picture_is_refused_and_nothing_is_stored(make_user, make_order, client_for, db):
+    sam = await make_user()
+    order = await make_order(sam)
+    client = await client_for(sam)
+    damaged = phone_jpeg()[:5000]  # cut short: its EXIF is there, its picture is not
+
+    answer = await client.post(f"/api/v1/work-orders/{order.id}/attachments", files=_files("IMG.jpg", damaged))
+
+    assert answer.status_code == 400 and answer.json()["error"]["code"] == "VALIDATION_ERROR"
+    assert answer.json()["error"]["message"] == (
+        "This file starts like a JPEG image but cannot be read as one; nothing was saved."
+    )
+    assert await _stored_files(db) == []
+    assert (await client.get(f"/api/v1/work-orders/{order.id}/attachments")).json() == []
 
 
 @pytest.mark.parametrize(
