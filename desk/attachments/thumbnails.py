@@ -2,6 +2,7 @@
 
 import asyncio
 import tempfile
+from datetime import timedelta
 
 from PIL import Image
 
@@ -17,7 +18,8 @@ SPOOL_BYTES = 1024 * 1024  # a picture over this is read from the database to di
 
 
 def tasks() -> list[Function]:
-    return [Function(THUMBNAIL_TASK, make)]
+    # a large PNG decodes in seconds on a busy machine: the claim outlasts it
+    return [Function(THUMBNAIL_TASK, make, lease=timedelta(seconds=60))]
 
 
 async def make(ctx: Context, job: Job) -> Result:

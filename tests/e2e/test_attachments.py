@@ -25,6 +25,8 @@ async def test_a_photo_attached_from_a_phone_sized_window_is_listed_without_its_
     phone.see("IMG_0042.jpg")
     phone.see_containing("JPEG image")
     phone.see("attached a file")
+    phone.run_js("document.querySelector('.q-uploader').scrollIntoView({block: 'center'})")
+    assert phone.sideways_scroll() == 0  # the Files section fits a phone's width
     phone.shoot("photo-attached")
     stored = await e2e_db["attachments"].find_one({"name": "IMG_0042.jpg"})
     assert stored is not None and stored["contentType"] == "image/jpeg" and stored["size"] < photo.stat().st_size
