@@ -1,4 +1,5 @@
-"""A photo attached on the order page in a real browser, held as a phone: picked, uploaded, listed."""
+"""A photo attached on the order page in a real browser, held as a phone: picked, uploaded, listed; then a
+screenshot pasted onto the page."""
 
 from selenium.webdriver.common.by import By
 
@@ -28,5 +29,22 @@ async def test_a_photo_attached_from_a_phone_sized_window_is_listed_without_its_
     phone.run_js("document.querySelector('.q-uploader').scrollIntoView({block: 'center'})")
     assert phone.sideways_scroll() == 0  # the Files section fits a phone's width
     phone.shoot("photo-attached")
+
+    phone.run_js(PASTE_A_SCREENSHOT)
+    phone.see("screenshot.png")
+    phone.see_containing("PNG image")
     stored = await e2e_db["attachments"].find_one({"name": "IMG_0042.jpg"})
     assert stored is not None and stored["contentType"] == "image/jpeg" and stored["size"] < photo.stat().st_size
+
+
+# What the browser does when a person pastes a screenshot: a paste event whose clipboard holds a PNG file.
+PASTE_A_SCREENSHOT = """
+const canvas = document.createElement("canvas");
+canvas.width = canvas.height = 40;
+canvas.getContext("2d").fillRect(0, 0, 40, 40);
+canvas.toBlob((blob) => {
+  const clipboard = new DataTransfer();
+  clipboard.items.add(new File([blob], "screenshot.png", {type: "image/png"}));
+  document.dispatchEvent(new ClipboardEvent("paste", {clipboardData: clipboard, bubbles: true}));
+});
+"""
