@@ -24,6 +24,7 @@ from desk.config import Settings, get_settings
 from desk.db import backup
 from desk.db.client import use_database
 from desk.db.lifecycle import DatabaseUnavailable, database_server, open_database
+from desk.middleware import UPLOAD_PATH, BodyLimit
 from desk.security_headers import SecurityHeaders
 from desk.seed import seed_demo
 from desk.work_orders import counters
@@ -156,10 +157,13 @@ def _api_in_front(api: FastAPI) -> None:
 
     def build() -> ASGIApp:
         pages = _BUILD_PAGES()
+        uploads = BodyLimit(pages)  # NiceGUI's upload route spools whatever it is sent: the limit holds there too
 
         async def dispatch(scope: Scope, receive: Receive, send: Send) -> None:
             if scope["type"] == "http" and scope["path"].startswith(API_PATHS):
                 await api(scope, receive, send)
+            elif scope["type"] == "http" and UPLOAD_PATH.match(scope["path"]):
+                await uploads(scope, receive, send)
             else:  # pages, NiceGUI's websocket and files, and the lifespan (start-up and shut-down work)
                 await pages(scope, receive, send)
 

@@ -24,7 +24,7 @@ OPEN = {("/api/v1/auth/login", "post"): [{"csrfHeader": []}], ("/healthz", "get"
 UNSUBSCRIBE = "/api/v1/notifications/unsubscribe/{token}"
 OPEN |= {(UNSUBSCRIBE, "get"): None, (UNSUBSCRIBE, "post"): None}
 # The docs' sections (the routes' tags) in reading order, whatever order the routes are matched in.
-SECTIONS = ("health", "auth", "work orders", "notifications", "admin", "ai", "agents")
+SECTIONS = ("health", "auth", "work orders", "attachments", "notifications", "admin", "ai", "agents")
 
 
 def install_docs(app: FastAPI) -> None:

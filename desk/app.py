@@ -20,6 +20,9 @@ from desk.agent.triage import repository as triage_repo
 from desk.agent.triage.api import router as triage_router
 from desk.agent.triage.eval.api import router as eval_router
 from desk.api_docs import install_docs
+from desk.attachments import repository as attachments_repo
+from desk.attachments.api import orders_router as order_files_router
+from desk.attachments.api import router as attachments_router
 from desk.audit import repository as audit_repo
 from desk.audit.api import router as audit_router
 from desk.auth import passwords
@@ -86,7 +89,7 @@ def install_api(app: FastAPI) -> None:
     # stream first (its first token waits on it: sixth, it took 0.2 ms to find), then the work orders.
     # The docs keep their own order (api_docs.SECTIONS).
     routers = (ai_router, work_orders_router, health, auth_router, users_router, metrics_router, triage_router)
-    routers += (audit_router, people_router, notifications_router, eval_router)
+    routers += (audit_router, people_router, notifications_router, eval_router, order_files_router, attachments_router)
     for router in (*routers, observability.router):
         # a probe's query is ignored: a load balancer may add a cache-buster, and a probe must not fail for it
         app.include_router(router, dependencies=[] if router is health else [Depends(query_as_declared)])
@@ -100,11 +103,13 @@ def install_api(app: FastAPI) -> None:
     install_docs(app)
 
 
-UNCOMPRESSED = f"{ai_router.prefix}/"
+# the copilot's stream (spec §4.8: proxies hold compressed streams back), and files (sent with their length,
+# mostly compressed already)
+UNCOMPRESSED = (f"{ai_router.prefix}/", f"{attachments_router.prefix}/")
 
 
 class CompressedButTheCopilot:
-    """gzip for API answers, except under /api/v1/ai/ (spec §4.8): proxies hold compressed streams back."""
+    """gzip for API answers, except under /api/v1/ai/ and /api/v1/attachments/ (UNCOMPRESSED)."""
 
     def __init__(self, app: ASGIApp) -> None:
         self.app, self.gzip = app, GZipMiddleware(app)
@@ -119,7 +124,7 @@ class CompressedButTheCopilot:
 async def ensure_indexes(db: AsyncDatabase) -> None:
     """Create every index the desk needs; safe to run at every start."""
     stores = (users_repo, auth_repo, work_orders_repo, agent_store, budget, outbox_repo, agent_policy, triage_repo)
-    stores += (audit_repo, notifications_repo, mail_queue)
+    stores += (audit_repo, notifications_repo, mail_queue, attachments_repo)
     for repository in stores:
         await repository.ensure_indexes(db)
 

@@ -51,6 +51,8 @@ class Settings(BaseSettings):
     desk_login_attempts_per_minute: PositiveInt = 10
     desk_login_free_failures: PositiveInt = 3  # per email and address, before each further try waits longer
     desk_writes_per_minute: PositiveInt = 60  # orders, comments (and uploads) one person writes in any 60 s
+    # the largest file one may attach to an order, in MB (MiB); a request body may carry this much and a little more
+    desk_max_attachment_mb: int = Field(10, ge=1, le=100)
 
     # Email (docs/product.md, "Notifications"; docs/operations.md, "Send email").
     # No DESK_SMTP_URL: no email is sent, and nothing else changes.

@@ -290,7 +290,9 @@ def _http_error(request: Request, error: StarletteHTTPException) -> Response:
     if error.status_code == 405:
         return _method_not_allowed(request)
     if error.status_code == 413:
-        return envelope(ErrorCode.VALIDATION_ERROR, TOO_LARGE, status=413)
+        return envelope(
+            ErrorCode.VALIDATION_ERROR, error.detail if isinstance(error, TooLarge) else TOO_LARGE, status=413
+        )
     if error.status_code == 400 and error.detail == UNREADABLE_BODY:
         unreadable = {"field": "body", "message": "not valid JSON", "type": "json_invalid"}
         return envelope(ErrorCode.VALIDATION_ERROR, NOT_JSON, {"fields": [unreadable]})

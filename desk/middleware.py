@@ -5,6 +5,7 @@ asked for) and answers their refusals in the error envelope.
 """
 
 import asyncio
+import re
 from dataclasses import dataclass
 
 from starlette.exceptions import HTTPException as StarletteHTTPException
@@ -22,11 +23,25 @@ MAX_BODY_BYTES = 1024 * 1024  # nginx's `client_max_body_size 1m` (deploy/nginx.
 TOO_LARGE = f"The request body is over {MAX_BODY_BYTES // 1024} KiB; nothing was saved."
 
 
+# An upload's body: the file (DESK_MAX_ATTACHMENT_MB) and its multipart framing (boundaries, headers, the name),
+# through the API or the order page's uploader (NiceGUI's upload route, which main.py puts behind this limit too).
+UPLOAD_PATH = re.compile(r"^/(api/v1/work-orders/[^/]+/attachments|_nicegui/client/[^/]+/upload/[^/]+)$")
+MULTIPART_SLACK = 64 * 1024
+
+
 class TooLarge(StarletteHTTPException):
     """An HTTPException, so FastAPI lets it through a body read (any other error there becomes a 400)."""
 
-    def __init__(self) -> None:
-        super().__init__(status_code=413)
+    def __init__(self, message: str = TOO_LARGE) -> None:
+        super().__init__(status_code=413, detail=message)
+
+
+def body_limit(scope: Scope) -> tuple[int, str]:
+    """The most bytes this request's body may have, and the words a refusal says."""
+    if scope["method"] == "POST" and UPLOAD_PATH.match(scope["path"]):
+        megabytes = state.current().settings.desk_max_attachment_mb
+        return megabytes * 1024 * 1024 + MULTIPART_SLACK, f"The file is over {megabytes} MB; nothing was saved."
+    return MAX_BODY_BYTES, TOO_LARGE
 
 
 LOOKUP = "desk_token_lookup"
@@ -89,7 +104,8 @@ def _read_out(lookup: asyncio.Future) -> None:
 
 
 class BodyLimit:
-    """Refuse a request body over MAX_BODY_BYTES with a 413 in the envelope before more of it is held in memory.
+    """Refuse a request body over its limit (MAX_BODY_BYTES; an upload's, `body_limit`) with a 413 in the envelope
+    before more of it is held in memory.
 
     By its Content-Length when the route first reads it, before a byte is held; a body sent without one as soon
     as it goes over. A route that takes no body never reads one, and answers as it would without it.
@@ -104,22 +120,23 @@ class BodyLimit:
         if scope["type"] != "http":
             await self.app(scope, receive, send)
             return
+        limit, refusal = body_limit(scope)
         declared = next((value for name, value in scope["headers"] if name == b"content-length"), b"")
         # Too large by its Content-Length: refused at its first read, before a byte of it is held. Not at the
         # door: routed first, so the request metrics count it under its route, not as "unmatched".
-        refuse_at_once = declared.isdigit() and int(declared) > MAX_BODY_BYTES
+        refuse_at_once = declared.isdigit() and int(declared) > limit
         arrived = 0
 
         async def counted() -> Message:
             nonlocal arrived, refuse_at_once
             if refuse_at_once:
-                refuse_at_once, arrived = False, MAX_BODY_BYTES + 1
-                raise TooLarge
+                refuse_at_once, arrived = False, limit + 1
+                raise TooLarge(refusal)
             message = await receive()
-            if arrived <= MAX_BODY_BYTES:  # refused once: a later look (has the client left?) gets its message
+            if arrived <= limit:  # refused once: a later look (has the client left?) gets its message
                 arrived += len(message.get("body", b""))
-                if arrived > MAX_BODY_BYTES:
-                    raise TooLarge
+                if arrived > limit:
+                    raise TooLarge(refusal)
             return message
 
         await self.app(scope, counted, send)

@@ -10,6 +10,7 @@ import logging
 from desk.agent.copilot.sweeper import sweep
 from desk.agent.core.provider import Provider
 from desk.agent.triage import task as triage
+from desk.attachments import thumbnails
 from desk.config import Settings
 from desk.heartbeat import BEAT_SECONDS, beat, worker_name
 from desk.jobs.table import Context, CronJob
@@ -22,21 +23,27 @@ log = logging.getLogger("desk.worker")
 def worker(settings: Settings, *, burst: bool = False, provider: Provider | None = None) -> Worker:
     """The desk's worker: the triage pass per new order; the heartbeat, the sweeper and the reconcile pass on a clock.
 
-    Mail delivery (desk/notifications/mail_queue.py) is here too, and the notifications' fan-outs a writer could not
-    finish (desk/notifications/outbox.py); thumbnails would join `functions` here, each a
-    `Function` of its own package. `provider`: the model's client (tests hand theirs); by default the triage task
-    builds one when it first needs it.
+    Mail delivery (desk/notifications/mail_queue.py) is here too, the notifications' fan-outs a writer could not
+    finish (desk/notifications/outbox.py) and thumbnails (desk/attachments/thumbnails.py), each a `Function` of its
+    own package. `provider`: the model's client (tests hand theirs); by default the triage task builds one when it
+    first needs it.
     """
     return Worker(
-        functions=[triage.task(settings, provider=provider), *mail_queue.tasks(), *outbox.tasks()],
+        functions=[
+            triage.task(settings, provider=provider),
+            *mail_queue.tasks(),
+            *outbox.tasks(),
+            *thumbnails.tasks(),
+        ],
         cron_jobs=[
             CronJob("heartbeat", heartbeat, BEAT_SECONDS),
             CronJob("mail_idle", mail_queue.close_idle, mail.IDLE_SECONDS),
             CronJob("sweep", sweep_stale, settings.agent_sweep_interval_ms / 1000),
             CronJob("reconcile", triage.reconcile_job, settings.agent_reconcile_after_ms / 1000),
         ],
-        # triage passes at once (each holds a model call; slots hold them to AGENT_CONCURRENCY desk-wide), and emails
-        concurrency=settings.agent_concurrency + mail_queue.CONCURRENCY,
+        # triage passes at once (each holds a model call; slots hold them to AGENT_CONCURRENCY desk-wide), emails,
+        # and one thumbnail
+        concurrency=settings.agent_concurrency + mail_queue.CONCURRENCY + 1,
         poll_delay=settings.agent_poll_interval_ms / 1000,
         burst=burst,
     )

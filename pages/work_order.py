@@ -11,6 +11,7 @@ from components.frame import back_to_list, notify_next_page, retitle
 from components.once import one_at_a_time
 from components.runtime import live, session
 from components.runtime.page import desk_page
+from components.work_order.attachments import Files
 from components.work_order.changes import changed_by, what_changed, why_read_only
 from components.work_order.drafts import Draft, show_kept_to_copy
 from components.work_order.edit_form import EditForm
@@ -70,11 +71,15 @@ class WorkOrderView:
         self.body = ui.column().classes("w-full gap-0")
         self._draw_body()
         ui.on("desksave", self.save)  # Ctrl+S / Cmd+S
+        self.files = Files(self.visit.actor, lambda: self.loaded)
+        self.files_part = ui.column().classes("w-full gap-2")  # drawn after `show`: no await may come before it
         ui.label("Activity").classes("text-lg font-semibold mt-4")
         self.comment_draft = Draft(self.actor.id, self.loaded.id, part="comment")
         self.comments = comment_box(self._comment, self.comment_draft, added=lambda: self.history.show(self.actor))
         self.history = History(self.loaded.id)
         await self.show()
+        with self.files_part:
+            await self.files.build()
         live.on_change(self._on_changes)
         if self.editable:
             background_tasks.create(self._restore_draft(), name="restore a kept edit")
@@ -245,8 +250,10 @@ class WorkOrderView:
         mine = [c for c in batch if c["workOrderId"] == self.loaded.id]
         if self.gone or not mine:
             return
-        commented = any(c["kind"] == "commented" for c in mine)
-        if all(c["kind"] == "commented" for c in mine):  # a comment moves no version: only the timeline
+        commented = any(c["kind"] in ("commented", "files") for c in mine)
+        if any(c["kind"] == "files" for c in mine):
+            await self.files.refresh()
+        if all(c["kind"] in ("commented", "files") for c in mine):  # these move no version: only the timeline
             await self.history.show(self.actor)
             return
         current = await service.get(db=get_db(), actor=self.actor, order_id=self.loaded.id)
@@ -290,7 +297,7 @@ class WorkOrderView:
         with self.notice:
             gone_note(deleted=gone)
         # nothing left to assign or comment on (the typed text stays, to be copied)
-        for element in [*self.summary.descendants(), *self.comments.descendants()]:
+        for element in [*self.summary.descendants(), *self.comments.descendants(), *self.files_part.descendants()]:
             if isinstance(element, DisableableElement):
                 element.disable()
 

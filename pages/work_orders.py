@@ -197,7 +197,9 @@ async def work_orders_page(
     ui.keyboard(on_key=keys)
 
     async def on_changes(batch: list[dict]) -> None:
-        if any(change["kind"] != "commented" and permissions.concerns(actor, change) for change in batch):
+        if any(
+            change["kind"] not in ("commented", "files") and permissions.concerns(actor, change) for change in batch
+        ):
             await load(batch[-1]["seq"])
 
     live.on_change(on_changes)

@@ -289,7 +289,7 @@ def test_the_docs_list_their_sections_in_reading_order_whatever_order_routes_are
 
     used = {tag for ops in schema["paths"].values() for op in ops.values() for tag in op.get("tags", [])}
     # Swagger UI shows the sections in this order; a tag missing here would show after them all
-    sections = ["health", "auth", "work orders", "notifications", "admin", "ai", "agents"]
+    sections = ["health", "auth", "work orders", "attachments", "notifications", "admin", "ai", "agents"]
     assert [tag["name"] for tag in schema["tags"]] == sections
     assert used == {tag["name"] for tag in schema["tags"]}
 

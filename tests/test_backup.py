@@ -112,10 +112,16 @@ def test_a_backup_of_a_running_desk_under_writes_restores_into_a_fresh_desk(tmp_
 
 
 def test_the_first_start_after_a_restore_counts_the_orders_again(tmp_path):
-    """A backup is one moment, which can fall between an order's insert and its counters' (separate writes)."""
+    """A backup is one moment, which can fall between an order's insert and its counters' (separate writes).
+    The files attached to orders (GridFS) are in the backup too."""
+    photo = bytes(range(256)) * 2000  # 512 KB: GridFS chunks more than one
     with desk_running(tmp_path / "live", **ADMIN, **WEB_ONLY) as live, _api(live.url) as api:
         for n in range(3):
             assert api.post("/api/v1/work-orders", json={"title": f"Order {n}"}).status_code == 201
+        order = _all(api, "/api/v1/work-orders")[0][0]
+        files = {"file": ("meter.bin", photo, "application/octet-stream")}
+        attached = api.post(f"/api/v1/work-orders/{order['id']}/attachments", files=files)
+        assert attached.status_code == 201, attached.text
     with EmbeddedMongo(tmp_path / "live" / "mongo") as uri, MongoClient(uri) as client:  # caught mid-write, as it were
         client["desk"]["counters"].update_many({"_id": {"$ne": "changes:seq"}}, {"$inc": {"n": -1}})
     backup = tmp_path / "caught.db"
@@ -124,8 +130,12 @@ def test_the_first_start_after_a_restore_counts_the_orders_again(tmp_path):
 
     with desk_running(tmp_path / "fresh", **WEB_ONLY) as fresh, _api(fresh.url) as api:
         orders, total = _all(api, "/api/v1/work-orders")
+        listed = api.get(f"/api/v1/work-orders/{order['id']}/attachments").json()
+        restored_file = api.get(f"/api/v1/attachments/{attached.json()['id']}")
 
     assert (len(orders), total) == (3, 3)
+    assert [f["name"] for f in listed] == ["meter.bin"]
+    assert restored_file.status_code == 200 and restored_file.content == photo
     assert not (tmp_path / "fresh" / "mongo" / "restored").exists()  # recounted once: later starts need not
 
 

@@ -210,6 +210,15 @@ def test_bad_mail_values_name_their_keys():
     ]
 
 
+def test_the_attachment_limit_is_a_size_in_megabytes():
+    assert Settings().desk_max_attachment_mb == 10
+    assert Settings(desk_max_attachment_mb="25").desk_max_attachment_mb == 25
+    for wrong in ("0", "101", "ten"):
+        with pytest.raises(ValidationError) as refused:
+            Settings(desk_max_attachment_mb=wrong)
+        assert [line.split(":")[0] for line in settings_errors(refused.value)] == ["DESK_MAX_ATTACHMENT_MB"]
+
+
 def test_the_triage_asks_for_a_strict_tool_unless_structured_output_says_otherwise():
     assert Settings().ai_structured_output == "tool"
     assert Settings(ai_structured_output="json_object").ai_structured_output == "json_object"

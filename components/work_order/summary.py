@@ -13,6 +13,7 @@ from components.work_order.assignment import assignment
 from components.work_order.changes import owner_values
 from components.work_order.timeline import timeline
 from desk.actors import Actor
+from desk.attachments import service as attachments
 from desk.db.client import get_db
 from desk.errors import NotFound
 from desk.users import service as users_service
@@ -55,11 +56,12 @@ class History:
         names = await users_service.display_names(
             db=get_db(), user_ids={e.actor_id for e in entries} | {str(v) for e in entries for v in owner_values(e)}
         )
+        pictures = await self._pictures(actor) if any(e.action == "attached" for e in entries) else set()
         if not newest():  # two comments in quick succession: the redraw for the first may answer last
             return  # and would hide the second; the newer redraw, which read after both, draws
         self.area.clear()  # only now, after the reads: a live change drawing meanwhile must not draw it twice
         with self.area:
-            timeline(entries, names)
+            timeline(entries, names, pictures=pictures)
             if older:
                 ui.button("Show older entries", on_click=self._older).props("flat").mark("timeline-older")
 
@@ -71,6 +73,14 @@ class History:
         except NotFound:
             return [], False
         return read[:shown], len(read) > shown
+
+    async def _pictures(self, actor: Actor) -> set[str]:
+        """The ids of the order's files that have a thumbnail: their timeline entries show it."""
+        try:
+            files = await attachments.of_order(db=get_db(), actor=actor, order_id=self.order_id)
+        except NotFound:
+            return set()
+        return {file.id for file in files if file.has_thumbnail}
 
     async def _older(self) -> None:
         self.pages += 1

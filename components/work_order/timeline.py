@@ -17,11 +17,16 @@ ACTIONS = {
     "updated": "changed",
     "deleted": "deleted this work order",
     "commented": "commented",
+    "attached": "attached a file",
+    "detached": "removed a file",
 }
 
 
-def timeline(entries: list[ActivityRead], names: dict[str, str]) -> None:
-    """Newest first; every value is shown as text."""
+def timeline(
+    entries: list[ActivityRead], names: dict[str, str], *, pictures: frozenset[str] | set[str] = frozenset()
+) -> None:
+    """Newest first; every value is shown as text; a file attached that has a thumbnail (its id in `pictures`)
+    shows it."""
     if not entries:
         ui.label("No activity yet.").classes("text-grey-7")
         return
@@ -41,6 +46,12 @@ def timeline(entries: list[ActivityRead], names: dict[str, str]) -> None:
                         ui.label(ago(entry.at)).classes("text-xs text-grey-7").tooltip(when(entry.at))
                     if entry.action == "commented":  # plain text: a label never renders HTML
                         ui.label(entry.text or "").classes("text-sm whitespace-pre-wrap wrap-anywhere").mark("comment")
+                    elif entry.action in ("attached", "detached"):  # the file's name, as text
+                        file = entry.after or {}
+                        ui.label(str(file.get("name", ""))).classes("text-sm wrap-anywhere").mark("timeline-file")
+                        if entry.action == "attached" and file.get("attachmentId") in pictures:  # an id the desk made
+                            picture = ui.image(f"/api/v1/attachments/{file['attachmentId']}/thumbnail")
+                            picture.classes("w-24 h-24 rounded").props('fit="cover"').mark("timeline-thumbnail")
                     elif entry.action == "updated":
                         for field, old, new in _changes(entry, names):
                             ui.label(f"{field}: {old} → {new}").classes(

@@ -144,10 +144,11 @@ class ActivityRead(ReadModel):
     work_order_id: IdStr
     actor_id: str
     actor_kind: Literal["human", "system"]
-    action: Literal["created", "updated", "deleted", "commented"]
+    action: Literal["created", "updated", "deleted", "commented", "attached", "detached"]
     before: dict | None = None
     after: dict | None = None
     text: str | None = None  # a comment's words (plain text)
+    # "attached", "detached": `after` names the file ({attachmentId, name, size})
     run_id: str | None = None
     at: datetime
 

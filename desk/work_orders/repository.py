@@ -254,10 +254,11 @@ async def left_the_queue_last(db: AsyncDatabase, order_id: ObjectId) -> bool:
     return entry is not None and entry["before"].get("ownerId") is None and entry["after"]["ownerId"] is not None
 
 
-async def comment(db: AsyncDatabase, order: Doc, entry: Doc) -> Doc:
-    """Add a comment to an order's timeline and tell every open screen of the order."""
+async def comment(db: AsyncDatabase, order: Doc, entry: Doc, *, kind: str = "commented") -> Doc:
+    """Add an entry that changes no field (a comment, a file added or removed) to an order's timeline, and tell
+    every open screen of the order (`kind`: the change feed's word for it)."""
     entry["_id"] = (await db["activity"].insert_one(entry)).inserted_id
-    await changes.record(db, order["_id"], "commented", parties(order))
+    await changes.record(db, order["_id"], kind, parties(order))
     return entry
 
 

@@ -4,12 +4,13 @@ Who may do which of these is decided in `permissions`; every function here asks 
 """
 
 from functools import partial
-from typing import Any
+from typing import Any, Literal
 
 from bson import ObjectId
 from pymongo.asynchronous.database import AsyncDatabase
 
 from desk.actors import Actor
+from desk.attachments import repository as attachments_repo
 from desk.audit import service as audit
 from desk.auth import write_limit
 from desk.errors import Conflict, DeskError, Forbidden, NotFound, NothingToChange
@@ -211,8 +212,11 @@ async def delete(*, db: AsyncDatabase, actor: Actor, order_id: str, version: int
     gone = await repo.delete(db, before["_id"], version, activity=deleted)
     if gone is None:
         raise await _lost_race(db, actor, before["_id"], version)
+    files = await attachments_repo.delete_of_order(db, before["_id"])  # its files go with it
     # The order as it was, for the desk-wide audit log (its own timeline goes with it from every screen).
     kept = {"order": WorkOrderRead.model_validate(gone).model_dump(mode="json", by_alias=True), "runId": run_id}
+    if files:
+        kept["attachments"] = [{"name": doc["name"], "size": doc["size"]} for doc in files]
     await audit.record(db=db, actor=actor, action="work_order_deleted", subject_id=before["_id"], details=kept)
 
 
@@ -258,6 +262,19 @@ async def add_comment(*, db: AsyncDatabase, actor: Actor, order_id: str, data: C
     stored = await repo.comment(db, doc, entry)
     await told.deliver(db, held)
     return CommentRead.model_validate(stored)
+
+
+async def note_file(
+    *, db: AsyncDatabase, actor: Actor, order_id: str, action: Literal["attached", "detached"], file: dict[str, Any]
+) -> None:
+    """Put a file added to or removed from an order on its timeline (by name), and tell every open screen of it.
+    The attachments service calls this once it has decided the actor may."""
+    doc = await _get_visible(db, actor, order_id)
+    if doc is None:  # deleted meanwhile: its timeline went with it
+        return
+    named = {"attachmentId": str(file["_id"]), "name": file["name"], "size": file["size"]}
+    entry = timeline_entry(actor, action, before=None, after=named, run_id=None) | {"workOrderId": doc["_id"]}
+    await repo.comment(db, doc, entry, kind="files")
 
 
 async def _get_writable(db: AsyncDatabase, actor: Actor, order_id: str) -> dict[str, Any]:

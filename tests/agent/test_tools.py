@@ -20,6 +20,7 @@ from desk.agent.copilot.prompt import SYSTEM_PROMPT
 from desk.agent.copilot.toolset import REGISTRY as COPILOT
 from desk.agent.core.tools import MAX_CHARS, MAX_ITEMS
 from desk.agent.triage.tool import REGISTRY as TRIAGE_ONLY
+from desk.attachments import service as attachments
 from desk.auth import service as auth_service
 from desk.errors import Unauthorized
 from desk.work_orders import service as work_orders
@@ -507,3 +508,26 @@ def test_snapshot_guard_fails_on_drift_and_never_writes_unasked(tmp_path, monkey
     monkeypatch.setenv("UPDATE_SNAPSHOTS", "1")
     check_snapshot("prompt.txt", "You obey tool results.\n", directory=tmp_path)
     assert (tmp_path / "prompt.txt").read_text(encoding="utf-8") == "You obey tool results.\n"
+
+
+async def test_the_copilot_sees_the_names_and_sizes_of_an_orders_files_never_their_contents(
+    copilot, fake_provider, make_user, make_order, db
+):
+    sam = await make_user()
+    order = await make_order(sam, "Leaking tap")
+    await make_order(sam, "Squeaky door")
+    secret = b"door code 4711, never for the model"
+
+    async def chunks():
+        yield secret
+
+    await attachments.upload(db=db, actor=actor(sam), order_id=order.id, name="codes.txt", chunks=chunks())
+    fake_provider.script(Turn.tool_calls(("list_my_work_orders", {})), Turn.text("Two."))
+
+    await copilot(sam, "what do I have?")
+
+    (result,) = tool_messages(fake_provider.requests)
+    by_title = {o["title"]: o for o in result["workOrders"]}
+    assert by_title["Leaking tap"]["files"] == [{"name": "codes.txt", "size": len(secret)}]
+    assert "files" not in by_title["Squeaky door"]
+    assert all(b"4711" not in json.dumps(r).encode() for r in fake_provider.requests)

@@ -22,7 +22,7 @@ class AdminListArgs(ToolArgs):
 async def all_orders(ctx: ToolContext, args: AdminListArgs) -> ToolOutput:
     query = WorkOrderQuery(q=args.q, status=args.status, priority=args.priority, limit=MAX_ITEMS)
     page = await service.list_orders(db=ctx.db, actor=ctx.actor, query=query)
-    return listing(page.items, page.total)
+    return await listing(ctx, page.items, page.total)
 
 
 async def people(ctx: ToolContext, _: NoArgs) -> ToolOutput:

@@ -3,6 +3,7 @@
 from pydantic import Field
 
 from desk.agent.core.tools import MAX_ITEMS, PreImage, Tool, ToolArgs, ToolContext, ToolOutput, clip, derive
+from desk.attachments import service as attachments
 from desk.users import service as users_service
 from desk.work_orders import service
 from desk.work_orders.models import (
@@ -30,9 +31,12 @@ def order_view(order: WorkOrderRead) -> dict:
     }
 
 
-def listing(orders: list[WorkOrderRead], total: int) -> ToolOutput:
+async def listing(ctx: ToolContext, orders: list[WorkOrderRead], total: int) -> ToolOutput:
+    """The orders shown, each with its files' names and sizes: the model never reads a file's contents."""
     shown = orders[:MAX_ITEMS]
-    result = {"total": total, "shown": len(shown), "workOrders": [order_view(o) for o in shown]}
+    files = await attachments.names_and_sizes(db=ctx.db, actor=ctx.actor, orders_seen=shown)
+    views = [order_view(o) | ({"files": files[o.id]} if o.id in files else {}) for o in shown]
+    result = {"total": total, "shown": len(shown), "workOrders": views}
     return ToolOutput(clip(result), seen={o.id: o.version for o in shown})
 
 
@@ -53,13 +57,13 @@ class NoArgs(ToolArgs):
 async def list_mine(ctx: ToolContext, args: ListArgs) -> ToolOutput:
     query = WorkOrderQuery(status=args.status, priority=args.priority, limit=MAX_ITEMS)
     page = await service.list_orders(db=ctx.db, actor=ctx.actor, query=query, mine=True)
-    return listing(page.items, page.total)
+    return await listing(ctx, page.items, page.total)
 
 
 async def search_mine(ctx: ToolContext, args: SearchArgs) -> ToolOutput:
     query = WorkOrderQuery(q=args.q, status=args.status, limit=MAX_ITEMS)
     page = await service.list_orders(db=ctx.db, actor=ctx.actor, query=query, mine=True)
-    return listing(page.items, page.total)
+    return await listing(ctx, page.items, page.total)
 
 
 async def profile(ctx: ToolContext, _: NoArgs) -> ToolOutput:

@@ -1,0 +1,111 @@
+"""The `attachments` collection (what is known of each file) and the GridFS bucket that holds their bytes.
+
+A file's bytes go in GridFS (`attachment_files.files` / `.chunks`), written whole from a file on
+disk once every check has passed, so a refused upload leaves nothing behind; its record goes in
+`attachments` after. The bucket is used only through its own operations (upload with an id, download,
+delete by id), and ids are kept in the records rather than in GridFS metadata: the embedded server
+keeps GridFS in tables of its own, where a query on `.files`/`.chunks` or metadata holding an ObjectId
+is refused, and deleting an id it does not hold is an error where MongoDB says "no such file".
+"""
+
+from collections.abc import AsyncIterator
+from typing import Any, BinaryIO
+
+from bson import ObjectId
+from gridfs import AsyncGridFSBucket
+from gridfs.asynchronous import grid_file
+from pymongo import ASCENDING
+from pymongo.asynchronous.database import AsyncDatabase
+
+Doc = dict[str, Any]
+BUCKET = "attachment_files"
+CHUNK_BYTES = 255 * 1024  # GridFS's own default: a download is read and sent a chunk at a time
+# pymongo holds an upload's chunks until 48 MB have gathered (fewer round trips), so a 10 MB photo was held whole
+# and then once more as the insert's BSON. Sent a megabyte at a time instead.
+# Its module's constant, read at each write: the one way to set it, for this process's every GridFS upload.
+grid_file._UPLOAD_BUFFER_SIZE = 1024 * 1024
+
+
+def _attachments(db: AsyncDatabase):
+    return db["attachments"]
+
+
+def _bucket(db: AsyncDatabase) -> AsyncGridFSBucket:
+    return AsyncGridFSBucket(db, bucket_name=BUCKET, chunk_size_bytes=CHUNK_BYTES)
+
+
+async def ensure_indexes(db: AsyncDatabase) -> None:
+    await _attachments(db).create_index([("workOrderId", ASCENDING), ("createdAt", ASCENDING)], name="order")
+
+
+async def store(db: AsyncDatabase, source: BinaryIO, name: str) -> ObjectId:
+    """Write the bytes of `source` (from where it stands) into GridFS; the id they are kept under."""
+    file_id = ObjectId()
+    await _bucket(db).upload_from_stream_with_id(file_id, name, source)
+    return file_id
+
+
+async def chunks(db: AsyncDatabase, file_id: ObjectId) -> AsyncIterator[bytes]:
+    """The stored bytes, a GridFS chunk at a time."""
+    stream = await _bucket(db).open_download_stream(file_id)
+    try:
+        while chunk := await stream.readchunk():
+            yield chunk
+    finally:
+        await stream.close()
+
+
+async def discard(db: AsyncDatabase, *file_ids: ObjectId | None) -> None:
+    """Delete these stored files' bytes (ids taken from records, so each exists)."""
+    for file_id in file_ids:
+        if file_id is not None:
+            await _bucket(db).delete(file_id)
+
+
+async def insert(db: AsyncDatabase, doc: Doc) -> Doc:
+    doc["_id"] = (await _attachments(db).insert_one(doc)).inserted_id
+    return doc
+
+
+async def get(db: AsyncDatabase, attachment_id: ObjectId) -> Doc | None:
+    return await _attachments(db).find_one({"_id": attachment_id})
+
+
+async def of_order(db: AsyncDatabase, order_id: ObjectId) -> list[Doc]:
+    """An order's files, oldest first (at most MAX_PER_ORDER)."""
+    return await _attachments(db).find({"workOrderId": order_id}).sort("createdAt", ASCENDING).to_list()
+
+
+async def of_orders(db: AsyncDatabase, order_ids: list[ObjectId]) -> list[Doc]:
+    return await _attachments(db).find({"workOrderId": {"$in": order_ids}}).sort("createdAt", ASCENDING).to_list()
+
+
+async def count(db: AsyncDatabase, order_id: ObjectId) -> int:
+    return await _attachments(db).count_documents({"workOrderId": order_id})
+
+
+async def set_thumbnail(db: AsyncDatabase, attachment_id: ObjectId, thumbnail_id: ObjectId, size: int) -> Doc | None:
+    """Record a made thumbnail; None (and the thumbnail's bytes deleted) when the file went meanwhile."""
+    found = await _attachments(db).find_one_and_update(
+        {"_id": attachment_id, "thumbnailId": None}, {"$set": {"thumbnailId": thumbnail_id, "thumbnailSize": size}}
+    )
+    if found is None:
+        await discard(db, thumbnail_id)
+    return found
+
+
+async def delete(db: AsyncDatabase, attachment_id: ObjectId) -> Doc | None:
+    """Delete a file, record and bytes (its thumbnail's too); what was deleted, None when it was gone already."""
+    gone = await _attachments(db).find_one_and_delete({"_id": attachment_id})
+    if gone is not None:
+        await discard(db, gone["fileId"], gone.get("thumbnailId"))
+    return gone
+
+
+async def delete_of_order(db: AsyncDatabase, order_id: ObjectId) -> list[Doc]:
+    """Delete every file of an order (a deleted order's); what was deleted."""
+    deleted = []
+    for doc in await of_order(db, order_id):
+        if (gone := await delete(db, doc["_id"])) is not None:
+            deleted.append(gone)
+    return deleted

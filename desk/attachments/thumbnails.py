@@ -1,0 +1,48 @@
+"""The worker's thumbnail job: one per picture attached, a WebP of at most 320 px, made off the web process."""
+
+import asyncio
+import tempfile
+from datetime import timedelta
+
+from PIL import Image
+
+from desk.attachments import images
+from desk.attachments import repository as repo
+from desk.attachments.service import THUMBNAIL_TASK
+from desk.jobs.table import Context, Done, Failed, Function, Job, Result, Skipped
+from desk.work_orders import repository as orders_repo
+from desk.work_orders.changes import record
+from desk.work_orders.repository import parties
+
+SPOOL_BYTES = 1024 * 1024  # a picture over this is read from the database to disk, not into memory
+
+
+def tasks() -> list[Function]:
+    # a large PNG decodes in seconds on a busy machine: the claim outlasts it
+    return [Function(THUMBNAIL_TASK, make, lease=timedelta(seconds=60))]
+
+
+async def make(ctx: Context, job: Job) -> Result:
+    """Make the thumbnail of the attached picture `job.key`, and tell the order's open screens."""
+    doc = await repo.get(ctx.db, job.key)
+    if doc is None:
+        return Skipped("file_gone")
+    if doc.get("thumbnailId") is not None:
+        return Skipped("made_already")
+    with tempfile.SpooledTemporaryFile(SPOOL_BYTES) as picture, tempfile.SpooledTemporaryFile(SPOOL_BYTES) as small:
+        async for chunk in repo.chunks(ctx.db, doc["fileId"]):
+            picture.write(chunk)
+        picture.seek(0)
+        try:
+            await asyncio.to_thread(images.thumbnail, picture, small)
+        except (OSError, ValueError, Image.DecompressionBombError) as error:
+            return Failed(f"not a picture Pillow can draw ({type(error).__name__})")
+        size = small.tell()
+        small.seek(0)
+        thumbnail_id = await repo.store(ctx.db, small, f"thumbnail of {doc['_id']}")
+    if await repo.set_thumbnail(ctx.db, doc["_id"], thumbnail_id, size) is None:
+        return Skipped("file_gone")
+    order = await orders_repo.get(ctx.db, doc["workOrderId"])
+    if order is not None:
+        await record(ctx.db, order["_id"], "files", parties(order))
+    return Done()
