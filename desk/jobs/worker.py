@@ -240,10 +240,11 @@ class Worker:
             self._revived_at = at
             await queue.revive(ctx.db, at=at)
         while ready:
-            # one claim across the ready tasks, leased as long as the longest asks; a shorter one is renewed to its own
-            longest = max(function.lease for function in ready)
+            # one claim across the ready tasks, leased as briefly as the shortest asks (a worker killed right at the
+            # claim holds the job no longer than its own lease says); a longer one is renewed to its own at once
+            shortest = min(function.lease for function in ready)
             at = self.clock.now()
-            doc = await queue.claim(ctx.db, owner=self.owner, lease=longest, tasks=[f.name for f in ready], at=at)
+            doc = await queue.claim(ctx.db, owner=self.owner, lease=shortest, tasks=[f.name for f in ready], at=at)
             if doc is None:
                 return None
             function = self.functions[doc["type"]]
@@ -251,7 +252,7 @@ class Worker:
                 # a worker died on it each time: a dead letter, not another try
                 await queue.settle(ctx.db, doc, "failed", error=doc.get("lastError") or "lease_expired", at=at)
                 continue
-            if function.lease < longest:
+            if function.lease > shortest:
                 await queue.renew(ctx.db, doc, function.lease, at=at)
             return doc
         return None
