@@ -264,6 +264,7 @@ async def test_a_work_order_is_shown_with_its_fields_and_never_its_version_or_ow
             "description": tap.description,
             "priority": tap.priority,
             "status": tap.status,
+            "dueAt": None,
             "createdAt": tap.created_at.isoformat(),
             "updatedAt": tap.updated_at.isoformat(),
         }
