@@ -77,3 +77,17 @@ async def test_a_day_picked_in_the_dialog_and_the_form_is_due_by_its_end_in_the_
     await user.should_see("Due by: 12 Dec 2026, 22:59 UTC → no day", retries=WAIT)
     stored = await db["work_orders"].find_one({"_id": ObjectId(stored["_id"])})
     assert (stored["dueAt"], stored["version"]) == (None, 3)
+
+
+async def test_a_viewer_reads_when_an_order_is_due_and_that_it_is_overdue(
+    user: User, make_user, make_order, change_user, log_in, clock
+):
+    sam, vic = await make_user("user"), await make_user("user")
+    order = await make_order(sam, "Late boiler", dueAt=datetime(2026, 1, 5, 16, 0, tzinfo=UTC))
+    vic = await change_user(vic, role="viewer")
+    await log_in(user, vic)
+
+    await open_order(user, order.id)
+
+    await user.should_see("Due by 05 Jan 2026, 16:00 UTC · Overdue")
+    await user.should_not_see(marker="edit-due_at")
