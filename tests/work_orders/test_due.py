@@ -3,9 +3,11 @@
 from datetime import UTC, datetime, timedelta
 
 import pytest
+from bson import ObjectId
 
 from desk import state
 from desk.agent.core import budget
+from desk.app import ensure_indexes
 from tests.clock import ManualClock
 
 ORDERS = "/api/v1/work-orders"
@@ -144,3 +146,24 @@ async def test_today_and_the_week_are_the_desks_days(make_user, client_for, make
         "Due yesterday evening there",
         "Due at its first moment",
     ]
+
+
+async def test_orders_from_before_due_dates_sort_last_in_lists_and_searches_after_start_up(
+    make_user, client_for, make_order, db
+):
+    sam = await make_user("user")
+    client = await client_for(sam)
+    old = await make_order(sam, "Old pump")
+    await make_order(sam, "Due pump", dueAt=datetime(2027, 1, 10, tzinfo=UTC))
+    # as a desk from before due dates stored it: no due keys on the order nor on its postings
+    await db["work_orders"].update_one(
+        {"_id": ObjectId(old.id)}, {"$unset": {"dueAt": "", "dueKey": "", "openDue": ""}}
+    )
+    await db["search_postings"].delete_many({})
+    await db["search_meta"].delete_many({})  # the marks: the backfill and the postings' format
+
+    await ensure_indexes(db)
+
+    assert await titles(client, sort="dueAt") == ["Due pump", "Old pump"]
+    assert await titles(client, sort="dueAt", q="pump") == ["Due pump", "Old pump"]
+    assert (await client.get(f"{ORDERS}/{old.id}")).json()["dueAt"] is None
