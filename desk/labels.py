@@ -14,6 +14,7 @@ FIELD_NAMES = {  # an order's fields as a person reads them
     "priority": "Priority",
     "status": "Status",
     "ownerId": "Owner",
+    "dueAt": "Due by",
 }
 
 ROLE_LABELS = {"admin": "Admin", "user": "User", "viewer": "Viewer"}

@@ -120,7 +120,7 @@ async def _people(db: AsyncDatabase) -> list[tuple[ObjectId, str]]:
 
 def _history(rng: random.Random, order: dict, people: list[ObjectId]) -> list[dict]:
     """The order's timeline: its creation and, for some, comments by people who can see it."""
-    created = {key: str(order[key]) if key == "ownerId" and order[key] else order[key] for key in TRACKED}
+    created = {key: str(order[key]) if key == "ownerId" and order[key] else order.get(key) for key in TRACKED}
     entry = {"actorKind": "human", "runId": None, "before": None}
     history = [
         {**entry, "actorId": str(order["requesterId"]), "action": "created", "after": created, "at": order["createdAt"]}

@@ -89,6 +89,7 @@ class MetricsBoard:
         """Owner and range of days; any change reads the figures again. `left_out`: what the address named
         that could not be taken, said until the person picks their own filters."""
         note = left_out_note(left_out)
+        self.names = owners
         with ui.row().classes("w-full items-end gap-3"):
             shown = self.query
             owner = ui.select(owners, label="Owner", value=shown.owner_id, clearable=True).props("dense")
@@ -136,6 +137,9 @@ class MetricsBoard:
                 ui.label("Mean time to done").classes("text-sm text-grey-7")
                 self.mean = ui.label().classes("text-4xl font-semibold").mark("mean-to-done")
                 ui.label("from opening to done, over the orders that are done").classes("text-xs text-grey-7")
+            with ui.card().classes("min-w-72 gap-1").mark("overdue-card"):
+                ui.label("Overdue, by owner").classes("text-sm text-grey-7")
+                self.overdue = ui.column().classes("gap-0").mark("overdue-by-owner")
         with ui.row().classes(PAIR):
             with ui.card().classes(HALF):
                 self.by_status = ui.echart(_bars("By status", STATUS_LABELS)).classes("w-full h-64")
@@ -172,12 +176,28 @@ class MetricsBoard:
         self.total.set_text(f"{figures.total:,}")
         self.mean.set_text(duration(figures.mean_hours_to_done))
         _set_bars(self.by_status, figures.by_status, STATUS_HEX)
+        self._show_overdue(figures.overdue_by_owner)
         _set_bars(self.by_priority, figures.by_priority, PRIORITY_HEX)
         options = self.per_day.options
         options["xAxis"]["data"] = [day.day.strftime("%d %b") for day in figures.per_day]
         options["series"][0]["data"] = [day.opened for day in figures.per_day]
         options["series"][1]["data"] = [day.closed for day in figures.per_day]
         self.per_day.update()
+
+    def _show_overdue(self, counts: dict[str, int]) -> None:
+        """Each owner's overdue orders, most first, each a link to that list; names are data, never markup."""
+        self.overdue.clear()
+        with self.overdue:
+            if not counts:
+                ui.label("Nothing is overdue.").classes("text-sm").mark("overdue-none")
+            for owner, count in sorted(counts.items(), key=lambda item: (-item[1], self._name(item[0]))):
+                link = ui.link(
+                    f"{self._name(owner)}: {count:,}", f"/app?{urlencode({'due': 'overdue', 'owner': owner})}"
+                )
+                link.classes("text-sm").mark("overdue-owner")
+
+    def _name(self, owner: str) -> str:
+        return "Unassigned (queue)" if owner == "none" else self.names.get(owner, "someone")
 
     async def show_agents(self, actor: Actor) -> None:
         """Triage volume and acceptance per day, and AI spend per day per scope (desk/agent/triage/service.py)."""

@@ -27,6 +27,7 @@ from desk.work_orders.models import (
     WorkOrderRead,
     WorkOrderUpdate,
 )
+from desk.zone import desk_zone
 
 router = APIRouter()
 
@@ -65,6 +66,7 @@ class WorkOrderView:
 
     async def build(self) -> None:
         self.save = one_at_a_time(self.save)  # the button and Ctrl+S alike: a double press saves once
+        self.zone = await desk_zone(get_db())  # whose days the form's due field shows
         self.summary = ui.column().classes("w-full gap-1")
         self.notice = ui.column().classes("w-full")
         await triage_card(self.visit, lambda: self.loaded, on_conflict=self._conflict)
@@ -105,7 +107,9 @@ class WorkOrderView:
         with self.body:
             if self.editable:
                 self.draft = self.visit.draft = Draft(self.actor.id, self.loaded.id)
-                self.form = EditForm(self.loaded, save=self.save, delete=self._confirm_delete, changed=self._track)
+                self.form = EditForm(
+                    self.loaded, save=self.save, delete=self._confirm_delete, changed=self._track, zone=self.zone
+                )
             else:
                 self.visit.draft = None
                 self.read_only = ui.column().classes("w-full")

@@ -25,6 +25,7 @@ from desk.labels import PRIORITY_LABELS, STATUS_LABELS
 from desk.schema import OffsetPage
 from desk.work_orders import permissions, service
 from desk.work_orders.models import PRIORITIES, STATUSES, WorkOrderQuery, WorkOrderRead
+from desk.zone import desk_zone
 
 router = APIRouter()
 PAGE_SIZE = 25
@@ -34,7 +35,10 @@ SORTS = {
     "-updatedAt": "Recently updated",
     "-priority": "Most urgent first",
     "title": "Title A–Z",
+    "dueAt": "Due soonest first",
 }
+# Open orders by when they are due, days in the desk's time zone (desk/work_orders/repository.py, due_filter)
+DUE_CHOICES = {"overdue": "Overdue", "today": "Due today", "week": "Due in the next 7 days"}
 
 
 OPEN = "open"  # pending and in progress: what is still to do
@@ -45,6 +49,7 @@ FILTER_LABELS = {
     "owner": "Owner",
     "requester": "Requested by",
     "opened": "Opened on",
+    "due": "Due",
     "sort": "Sort",
 }
 # The time column shows what the list is sorted by: when created for the created and priority sorts.
@@ -68,6 +73,7 @@ class Filters:
     sort: str = "-createdAt"
     page: int = 1
     opened: str | None = None  # a UTC day, YYYY-MM-DD: the metrics' per-day chart links here
+    due: str | None = None  # one of DUE_CHOICES
     left_out: list[str] = field(default_factory=list)  # what the address named that could not be taken
 
     @classmethod
@@ -83,6 +89,7 @@ class Filters:
             sort=params.get("sort") if params.get("sort") in SORTS else "-createdAt",
             page=page_from(params.get("page"), PAGE_SIZE),
             opened=(day.isoformat() if (day := day_from(params.get("opened"))) else None),
+            due=params.get("due") if params.get("due") in DUE_CHOICES else None,
         )._leave_out(params)
 
     def _leave_out(self, params) -> "Filters":
@@ -90,13 +97,13 @@ class Filters:
         link may name a person one cannot filter by: the list must not pass for theirs without a word)."""
         named = {key: [v for v in params.getlist(key) if v.strip()] for key in FILTER_LABELS}
         taken = {"status": self.status, "priority": [self.priority], "owner": [self.owner]}
-        taken |= {"requester": [self.requester], "opened": [self.opened], "sort": [self.sort]}
+        taken |= {"requester": [self.requester], "opened": [self.opened], "due": [self.due], "sort": [self.sort]}
         self.left_out = [label for key, label in FILTER_LABELS.items() if any(v not in taken[key] for v in named[key])]
         return self
 
     def chosen(self) -> tuple:
         """What the filters and sort are (not the page)."""
-        return self.q, tuple(self.status), self.priority, self.owner, self.requester, self.sort, self.opened
+        return self.q, tuple(self.status), self.priority, self.owner, self.requester, self.sort, self.opened, self.due
 
     def url(self) -> str:
         """The address of this view; the default view is plain /app."""
@@ -107,6 +114,7 @@ class Filters:
             ("owner", self.owner),
             ("requester", self.requester),
             ("opened", self.opened),
+            ("due", self.due),
         )
         params += [(key, value) for key, value in pairs if value]
         params += [("sort", self.sort)] if self.sort != "-createdAt" else []
@@ -125,6 +133,7 @@ class Filters:
                 "ownerId": self.owner,
                 "requesterId": self.requester,
                 "opened": self.opened,
+                "due": self.due,
                 "sort": self.sort,
                 "offset": (self.page - 1) * PAGE_SIZE,
                 "limit": PAGE_SIZE,
@@ -154,6 +163,7 @@ async def work_orders_page(
 
     redraws, client = live.Redraws(), ui.context.client
     view = _ListView(actor, owners, filters, on_page=lambda number: _set(filters, page=number))
+    view.rows.zone = await desk_zone(get_db())  # whose "today" the due badges mean
     ui.timer(0, lambda: remember_list_view(filters.url()), once=True)  # the tab is known once connected
 
     async def load(change_seq: int | None = None) -> None:
@@ -250,6 +260,7 @@ class _ListView:
         self.time_column.set_visibility(bool(page.items))  # times of nothing: nothing to say
         if not page.items:
             chosen = (filters.q, filters.status, filters.priority, filters.owner, filters.requester, filters.opened)
+            chosen += (filters.due,)
             searching = any(chosen)
             # a fresh page with the same sort: the filter controls are drawn from the address again
             self.clear.props["href"] = Filters(sort=filters.sort).url()
@@ -294,6 +305,7 @@ def _filter_controls(filters: Filters, people: PeopleChoices, change: Callable[.
     _filter_select(PRIORITY_LABELS, "Priority", "priority-filter", pick("priority"), value=filters.priority)
     _filter_select(people.owners, "Owner", "owner-filter", pick("owner"), value=filters.owner)
     _filter_select(people.requesters, "Requested by", "requester-filter", pick("requester"), value=filters.requester)
+    _filter_select(DUE_CHOICES, "Due", "due-filter", pick("due"), value=filters.due)
     sort = ui.select(SORTS, value=filters.sort, label="Sort").props("dense").classes("w-48").mark("sort")
     sort.on_value_change(lambda e: change(sort=e.value))
     if filters.opened:  # from a metrics chart: say so, and let it go

@@ -234,13 +234,14 @@ def test_a_text_fields_schema_pattern_says_exactly_what_its_validators_take(mode
         assert taken == bool(pattern.fullmatch(sample)), f"{name}.{field}: {sample!r}"
 
 
-def test_updates_offer_no_null_but_the_queue_and_the_password_policy_is_in_the_schema():
+def test_updates_offer_no_null_but_the_queue_and_no_due_day_and_the_password_policy_is_in_the_schema():
     schema = _schema()
     shapes = schema["components"]["schemas"]
 
     for name in ("WorkOrderUpdate", "UserAdminUpdate"):
         for field, spec in shapes[name]["properties"].items():
-            if (name, field) == ("WorkOrderUpdate", "ownerId"):  # the one null with a meaning: back to the queue
+            # the nulls with a meaning: back to the queue, and due by no day
+            if (name, field) in {("WorkOrderUpdate", "ownerId"), ("WorkOrderUpdate", "dueAt")}:
                 assert {"type": "null"} in spec["anyOf"]
                 continue
             assert "anyOf" not in spec and "default" not in spec, f"{name}.{field} offers null"

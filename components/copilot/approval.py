@@ -9,6 +9,7 @@ from datetime import datetime
 
 from nicegui import ui
 
+from components.formats import when
 from desk import state
 from desk.agent.core.events import Diff, ToolApprovalRequired
 from desk.labels import CHOICE_LABELS
@@ -65,9 +66,11 @@ def _diff_table(diff: Diff) -> None:
     with ui.grid(columns=columns).classes("w-full gap-x-3 gap-y-1 items-start").mark("diff"):
         for heading in ("", "Before" if diff.before is not None else "", "After" if diff.after is not None else ""):
             ui.label(heading).classes("text-xs text-grey-7 uppercase")
-        for field in EDITABLE:
+        for field in (*EDITABLE, "due_at"):
             changed = field in diff.changed
-            ui.label(field.title()).classes("font-medium text-primary" if changed else "font-medium")
+            ui.label("Due by" if field == "due_at" else field.title()).classes(
+                "font-medium text-primary" if changed else "font-medium"
+            )
             for side in (diff.before, diff.after):
                 value = _shown(field, side.get(field)) if side is not None else ""
                 cell = _value_cell(value)
@@ -96,5 +99,7 @@ def _value_cell(value: str) -> ui.label:
 
 
 def _shown(field: str, value: object) -> str:
+    if field == "due_at":  # a moment (or its text, as the event carried it), or none
+        return when(datetime.fromisoformat(value) if isinstance(value, str) else value) if value else "no day"
     labels = CHOICE_LABELS.get(field)
     return labels.get(str(value), str(value)) if labels else str(value or "")

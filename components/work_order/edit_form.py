@@ -1,4 +1,4 @@
-"""The edit form of one work order: title, description, priority, status, then Save and Delete.
+"""The edit form of one work order: title, description, priority, status, due day, then Save and Delete.
 
 Its values are set from the order when it is drawn and by `fill`, never after an await: the page is
 served at the build's first await (the frame's drafts script waits for the socket), so a person may
@@ -10,6 +10,7 @@ from collections.abc import Awaitable, Callable
 from nicegui import ui
 from nicegui.elements.mixins.disableable_element import DisableableElement
 
+from components.work_order.due_field import due_day, due_input, due_moment
 from desk.labels import CHOICE_LABELS, PRIORITY_LABELS, STATUS_LABELS
 from desk.work_orders.models import EDITABLE, WorkOrderRead
 
@@ -22,9 +23,12 @@ class EditForm:
         save: Callable[[], Awaitable[None]],
         delete: Callable[[], Awaitable[None]],
         changed: Callable[[], None],
+        zone: str = "UTC",
     ) -> None:
-        """Draw the form for `order`; `changed` hears every edit (the draft keeps it, and leaving asks)."""
+        """Draw the form for `order`; `changed` hears every edit (the draft keeps it, and leaving asks); `zone`: the
+        desk's time zone, whose days the due field shows."""
         self.inputs: dict[str, ui.element] = {}
+        self.zone = zone
         with ui.card().classes("w-full gap-2"):
             self.inputs["title"] = ui.input("Title", value=order.title).props("counter maxlength=200").classes("w-full")
             self.inputs["description"] = ui.textarea("Description", value=order.description).classes("w-full")
@@ -34,6 +38,7 @@ class EditForm:
                     "w-40"
                 )
                 self.inputs["status"] = ui.select(STATUS_LABELS, label="Status", value=order.status).classes("w-40")
+                self.inputs["due_at"] = due_input(order.due_at, zone)
             for field, element in self.inputs.items():
                 element.mark(f"edit-{field}")
                 element.on_value_change(changed)
@@ -47,6 +52,9 @@ class EditForm:
         for field in EDITABLE:
             self.inputs[field].value = keep.get(field, getattr(order, field))
             self.inputs[field].error = None
+        due = keep.get("due_at", order.due_at)
+        self.inputs["due_at"].value = due if isinstance(due, str) else due_day(due, self.zone)  # str: not a day
+        self.inputs["due_at"].error = None
 
     def put_back(self, kept: dict[str, object]) -> None:
         """An edit this browser kept: each field's text, and a priority or status only if it is still a choice."""
@@ -58,7 +66,14 @@ class EditForm:
     def edits(self, loaded: WorkOrderRead) -> dict[str, object]:
         """The fields the person changed compared with `loaded`."""
         values = {f: self.inputs[f].value if self.inputs[f].value is not None else "" for f in EDITABLE}
-        return {f: value for f, value in values.items() if value != getattr(loaded, f)}
+        found: dict[str, object] = {f: value for f, value in values.items() if value != getattr(loaded, f)}
+        day = self.inputs["due_at"].value or ""
+        if day != due_day(loaded.due_at, self.zone):  # the same day stays the moment it was, which may be 09:00
+            try:
+                found["due_at"] = due_moment(day, self.zone)
+            except ValueError:
+                found["due_at"] = day  # refused by the update's validation, beside the field
+        return found
 
     def allow_saving(self, allowed: bool) -> None:
         """Save and Delete on or off (off while what the person typed could only be refused)."""

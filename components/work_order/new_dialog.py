@@ -9,12 +9,14 @@ from pydantic import ValidationError
 from components.fields import clear_problems, show_problems
 from components.once import one_at_a_time
 from components.runtime import session
+from components.work_order.due_field import NOT_A_DAY, due_input, due_moment
 from desk.db.client import get_db
 from desk.errors import DeskError
 from desk.labels import PRIORITY_LABELS
 from desk.work_orders import service
 from desk.work_orders.counters import QUEUE
 from desk.work_orders.models import WorkOrderCreate, WorkOrderRead
+from desk.zone import desk_zone
 
 
 def new_work_order_opener(
@@ -63,14 +65,20 @@ def new_work_order_dialog(
         choices = {**owners, QUEUE: "Unassigned (queue)"}
         owner = ui.select(choices, value=visit.user_id if visit.user_id in owners else QUEUE, label="Who works on it")
         owner.classes("w-64").mark("new-owner")
+        due = due_input(None, "UTC").mark("new-due")  # a day: only its text is read, in the desk's zone
         problem = ui.label().classes("text-negative text-sm")
-        inputs = {"title": title, "description": description, "priority": priority, "owner_id": owner}
+        inputs = {"title": title, "description": description, "priority": priority, "owner_id": owner, "due_at": due}
 
         @one_at_a_time
         async def create() -> None:
             clear_problems({k: v for k, v in inputs.items() if v is not None}, problem)
             values = {"title": title.value or "", "description": description.value or "", "priority": priority.value}
             values["owner_id"] = None if owner.value == QUEUE else owner.value  # null: the queue
+            try:
+                values["due_at"] = due_moment(due.value, await desk_zone(get_db()))
+            except ValueError:
+                due.error = NOT_A_DAY
+                return
             try:
                 data = WorkOrderCreate.model_validate(values)
                 order = await service.create(db=get_db(), actor=await visit.actor(), data=data)

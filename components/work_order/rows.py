@@ -7,6 +7,7 @@ the pointer of the person reading it.
 """
 
 from collections.abc import Awaitable, Callable
+from datetime import datetime
 
 from nicegui import ui
 
@@ -14,11 +15,13 @@ from components.chips import PRIORITY_COLORS, STATUS_COLORS, priority_chip, stat
 from components.formats import ago, when
 from components.once import one_at_a_time
 from components.runtime import session
+from desk import state
 from desk.db.client import get_db
 from desk.errors import DeskError
 from desk.labels import PRIORITY_LABELS, STATUS_LABELS
 from desk.work_orders import service
-from desk.work_orders.models import WorkOrderRead, WorkOrderUpdate
+from desk.work_orders.models import CLOSED, WorkOrderRead, WorkOrderUpdate
+from desk.zone import day_in
 
 Take = Callable[[WorkOrderRead], Awaitable[None]]
 
@@ -37,8 +40,10 @@ async def take(visit: session.Visit, order: WorkOrderRead) -> WorkOrderRead | No
 
 
 class _Row:
-    def __init__(self, order: WorkOrderRead, owners: dict[str, str] | None, time_field: str, on_take: Take | None):
-        self.order = order
+    def __init__(
+        self, order: WorkOrderRead, owners: dict[str, str] | None, time_field: str, on_take: Take | None, zone: str
+    ):
+        self.order, self.zone = order, zone
         # One line on a wide screen, the title wrapping inside it; below md (a phone) the title takes a
         # line of its own above the rest, which would otherwise squeeze it to a letter per line.
         row_classes = "w-full items-center gap-x-3 gap-y-1 px-3 py-2 border-b hover:bg-grey-1 no-wrap max-md:flex-wrap"
@@ -50,6 +55,9 @@ class _Row:
             self.title = ui.link(order.title, f"/app/work-orders/{order.id}").classes(title_classes)
             self.title.mark("order-title")
             self.status = status_chip(order.status)
+            # Words, not a colour alone: a screen reader reads them, and they stay when colours are not told apart.
+            self.overdue = ui.label("Overdue").classes(DUE_BADGE + " bg-negative").mark("order-overdue")
+            self.due_today = ui.label("Due today").classes(DUE_BADGE + " bg-warning").mark("order-due-today")
             self.people: tuple[ui.label, ui.label] | None = None  # who works on it, and who asked
             if owners is not None:  # below the owner, who asked, when someone else did (why it is listed)
                 with ui.column().classes("gap-0 w-36 max-md:w-auto shrink-0"):
@@ -71,6 +79,9 @@ class _Row:
         self.title.set_text(order.title)
         _set_chip(self.priority, PRIORITY_LABELS[order.priority], PRIORITY_COLORS[order.priority])
         _set_chip(self.status, STATUS_LABELS[order.status], STATUS_COLORS[order.status])
+        badge = due_badge(order, state.current().clock.now(), self.zone)
+        self.overdue.set_visibility(badge == "overdue")
+        self.due_today.set_visibility(badge == "today")
         if self.people is not None and owners is not None:
             owner, asker = self.people
             owner.set_text(owners.get(order.owner_id, "—") if order.owner_id else "Unassigned")
@@ -88,6 +99,18 @@ class _Row:
         self.updated_tip.set_text(when(moment))
 
 
+DUE_BADGE = "text-xs text-white font-medium rounded px-2 py-0.5 shrink-0"
+
+
+def due_badge(order: WorkOrderRead, now: datetime, zone: str) -> str | None:
+    """ "overdue" (open, past its due moment), "today" (open, due later today in the desk's zone) or None."""
+    if order.due_at is None or order.status in CLOSED:
+        return None
+    if order.due_at < now:
+        return "overdue"
+    return "today" if day_in(order.due_at, zone) == day_in(now, zone) else None
+
+
 def _set_chip(chip: ui.chip, text: str, color: str) -> None:
     if chip.text != text:
         chip.set_text(text)
@@ -103,6 +126,7 @@ class OrderRows:
         self.on_take = on_take  # None: no "Assign to me" (viewers)
         self.rows: dict[str, _Row] = {}
         self.time_field = "updated_at"  # the time each row shows: the one the list is sorted by
+        self.zone = "UTC"  # the desk's time zone, whose "today" the due badge means
         self.container = ui.column().classes("w-full gap-0 border rounded").mark("order-list")
 
     def show(self, orders: list[WorkOrderRead]) -> None:
@@ -113,7 +137,7 @@ class OrderRows:
             row = self.rows.get(order.id)
             if row is None:
                 with self.container:
-                    row = self.rows[order.id] = _Row(order, self.owners, self.time_field, self.on_take)
+                    row = self.rows[order.id] = _Row(order, self.owners, self.time_field, self.on_take, self.zone)
             else:
                 row.show(order, self.owners, self.time_field)
             if self.container.default_slot.children.index(row.element) != index:

@@ -11,7 +11,9 @@ from components.frame import retitle
 from components.runtime import live, session
 from components.work_order.assignment import assignment
 from components.work_order.changes import owner_values
+from components.work_order.rows import due_badge
 from components.work_order.timeline import timeline
+from desk import state
 from desk.actors import Actor
 from desk.attachments import service as attachments
 from desk.db.client import get_db
@@ -39,6 +41,10 @@ async def show_summary(
             status_chip(order.status)
             await assignment(visit, actor, order, on_changed=assigned, unsaved=unsaved)
             ui.label(f"Created {when(order.created_at)} · version {order.version}").classes("text-sm text-grey-7")
+            if order.due_at is not None:  # for everyone who reads the order, viewers too (the form is not theirs)
+                late = due_badge(order, state.current().clock.now(), "UTC") == "overdue"  # "overdue" needs no zone
+                due = ui.label(f"Due by {when(order.due_at)}" + (" · Overdue" if late else ""))
+                due.classes("text-sm " + ("text-negative font-medium" if late else "text-grey-7")).mark("detail-due")
 
 
 class History:

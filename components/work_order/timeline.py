@@ -1,6 +1,7 @@
 """The activity timeline of one work order: who changed what, who said what, and when; agents marked as such."""
 
 from collections.abc import Awaitable, Callable
+from datetime import datetime
 
 from nicegui import background_tasks, ui
 from pydantic import ValidationError
@@ -79,6 +80,8 @@ def _value(field: str, value: object, names: dict[str, str]) -> str:
         return CHOICE_LABELS[field].get(str(value), str(value))
     if field == "ownerId":
         return names.get(str(value), "someone") if value else "Unassigned"
+    if field == "dueAt":
+        return when(value) if isinstance(value, datetime) else "no day"
     text = str(value or "")
     if not text:
         return "(empty)"  # not “”, which reads as a typo

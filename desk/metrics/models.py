@@ -22,6 +22,8 @@ class Metrics(ReadModel):
     by_priority: dict[str, int]
     per_day: list[DayCount]  # the days asked for (default the last 30), oldest first, UTC days
     mean_hours_to_done: float | None  # None until something is done
+    # Open orders past their due moment now, by owner id ("none": the queue); owners with none are left out
+    overdue_by_owner: dict[str, int]
 
 
 class MetricsQuery(BaseModel):

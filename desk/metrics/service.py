@@ -5,6 +5,8 @@ engine, whose date aggregations are wrong (DESIGN §4), and on a real MongoDB. T
 work orders that exist now: deleting one takes it out of every figure. For one owner, counts by
 status and priority are counters too; their days and time to done are read from that person's
 orders only (counted here, not by a date aggregation), so the cost follows one person's orders.
+Overdue orders by owner move with the clock, so no counter keeps them: they are read from the due
+index (`open_due`), so the cost follows the overdue orders, not the desk.
 """
 
 from collections import Counter
@@ -12,6 +14,7 @@ from collections import Counter
 from bson import ObjectId
 from pymongo.asynchronous.database import AsyncDatabase
 
+from desk import state
 from desk.access import require_admin
 from desk.actors import Actor
 from desk.metrics.models import DAYS, DayCount, Metrics, MetricsQuery
@@ -52,4 +55,5 @@ async def desk_metrics(*, db: AsyncDatabase, actor: Actor, query: MetricsQuery |
         by_priority={p: values[total_key(owner, priority=p)] for p in PRIORITIES},
         per_day=[DayCount(day=d, opened=opened.get(d, 0), closed=closed.get(d, 0)) for d in days],
         mean_hours_to_done=round(seconds / done / 3600, 2) if done else None,
+        overdue_by_owner=await orders_repo.overdue_by_owner(db, now=state.current().clock.now(), owner=owner),
     )

@@ -30,8 +30,9 @@ async def list_orders(
     db: Db, actor: CurrentActor, query: Annotated[WorkOrderQuery, Query()]
 ) -> OffsetPage[WorkOrderRead]:
     """The work orders you may see (yours, those you asked for and the queue; admins and viewers: all), filtered
-    (`ownerId=none`: the unassigned queue; `requesterId`: who asked, yourself unless you see all), searched
-    (`q`) and sorted."""
+    (`ownerId=none`: the unassigned queue; `requesterId`: who asked, yourself unless you see all; `due`: open
+    orders `overdue`, due `today` or in the `week` from today, days in the desk's time zone), searched (`q`) and
+    sorted (`sort=dueAt`: due soonest first, orders due by no day last)."""
     return await service.list_orders(db=db, actor=actor, query=query)
 
 

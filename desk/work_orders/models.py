@@ -4,19 +4,21 @@ import re
 from datetime import datetime
 from typing import Annotated, Literal
 
-from pydantic import AfterValidator, BaseModel, ConfigDict, Field, field_validator
+from pydantic import AfterValidator, BaseModel, BeforeValidator, ConfigDict, Field, Strict, field_validator
 from pydantic_core import PydanticCustomError
 
 from desk.schema import (
     MAX_LIMIT,
     MAX_OFFSET,
     OBJECT_ID_PATTERN,
+    WHEN,
     ApiModel,
     Day,
     IdStr,
     Keep,
     ObjectIdStr,
     ReadModel,
+    Timestamp,
     WholeNumber,
     multi_line,
     single_line,
@@ -32,6 +34,23 @@ EDITABLE: tuple[str, ...] = ("title", "description", "priority", "status")
 
 Title = single_line(min_length=1, max_length=200)
 Description = multi_line(max_length=5000)
+
+
+def _moment(value: object) -> object:
+    """Text in RFC 3339 (checked by `Timestamp`) or a datetime: not a number of seconds, which lax mode would take."""
+    if not isinstance(value, str | datetime):
+        raise PydanticCustomError("datetime_type", WHEN)
+    return value
+
+
+def _to_milliseconds(value: datetime) -> datetime:
+    return value.replace(microsecond=value.microsecond // 1000 * 1000)  # what MongoDB keeps: it reads back equal
+
+
+# When the order must be done by: a moment with its offset, stored in UTC (the forms pick a day: its end in the
+# desk's time zone). Null on an update clears it.
+DueAt = Annotated[Timestamp, Strict(False), BeforeValidator(_moment), AfterValidator(_to_milliseconds)]
+Due = Literal["overdue", "today", "week"]  # the list's due views, of open orders (see repository.due_filter)
 Version = Annotated[int, Field(ge=1, le=2**31), WholeNumber]  # the constraints first, for the schema
 
 
@@ -41,6 +60,7 @@ class WorkOrderCreate(ApiModel):
     priority: Priority = "medium"
     # Left out: the creator works on it; null: the unassigned queue; someone else's id: admins only.
     owner_id: ObjectIdStr | None = None
+    due_at: DueAt | None = None
 
     def owner_given(self) -> bool:
         """Whether the request named an owner (null included), rather than leaving the field out."""
@@ -60,12 +80,14 @@ class WorkOrderUpdate(ApiModel):
     # Your own id takes an order from the queue; admins give it to anyone who can work. Null puts it back in
     # the queue: its owner, or an admin.
     owner_id: ObjectIdStr | None = None
+    due_at: DueAt | None = None  # null: no longer due by any day
 
     def changes(self) -> dict[str, object]:
-        """The fields to change, as stored (camelCase), without `version`; `ownerId` null when it was sent null."""
+        """The fields to change, as stored (camelCase), without `version`; `ownerId` and `dueAt` null when sent null."""
         found = self.model_dump(exclude_none=True, by_alias=True, exclude={"version"})
-        if "owner_id" in self.model_fields_set and self.owner_id is None:
-            found["ownerId"] = None
+        for field, stored in (("owner_id", "ownerId"), ("due_at", "dueAt")):
+            if field in self.model_fields_set and getattr(self, field) is None:
+                found[stored] = None
         return found
 
 
@@ -81,6 +103,7 @@ class WorkOrderRead(ReadModel):
     created_at: datetime
     updated_at: datetime
     closed_at: datetime | None = None
+    due_at: datetime | None = None
 
 
 def _owner_filter(value: str) -> str:
@@ -96,7 +119,9 @@ OwnerFilter = Annotated[
 ]
 
 
-Sort = Literal["-createdAt", "createdAt", "-updatedAt", "updatedAt", "-priority", "priority", "title", "-title"]
+Sort = Literal[
+    "-createdAt", "createdAt", "-updatedAt", "updatedAt", "-priority", "priority", "title", "-title", "dueAt"
+]  # dueAt: soonest first, orders due by no day last
 
 
 TIMELINE_PAGE = 200  # a timeline's entries per read: more than any order gathers in a normal life
@@ -122,6 +147,7 @@ class WorkOrderQuery(BaseModel):
     owner_id: OwnerFilter | None = Field(None, alias="ownerId")
     requester_id: ObjectIdStr | None = Field(None, alias="requesterId")  # who asked for the orders
     opened: Day | None = None  # orders opened on this UTC day (the metrics' per-day chart links here)
+    due: Due | None = None  # open orders past their due moment, due today or in the 7 days from today (desk's zone)
     sort: Sort = "-createdAt"
     offset: Annotated[int, Field(ge=0, le=MAX_OFFSET), WholeNumber] = 0
     limit: Annotated[int, Field(ge=1, le=MAX_LIMIT), WholeNumber] = 25

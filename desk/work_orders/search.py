@@ -51,8 +51,10 @@ POSTED = (
     "titleKey",
     "createdAt",
     "updatedAt",
+    "dueKey",
+    "openDue",
 )
-FORMAT = 2  # of the postings; a desk whose postings are older rebuilds them once at start-up
+FORMAT = 3  # of the postings; a desk whose postings are older rebuilds them once at start-up
 log = logging.getLogger(__name__)
 
 

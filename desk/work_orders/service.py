@@ -9,6 +9,7 @@ from typing import Any, Literal
 from bson import ObjectId
 from pymongo.asynchronous.database import AsyncDatabase
 
+from desk import state
 from desk.actors import Actor
 from desk.attachments import repository as attachments_repo
 from desk.audit import service as audit
@@ -33,8 +34,9 @@ from desk.work_orders.models import (
     WorkOrderRead,
     WorkOrderUpdate,
 )
+from desk.zone import desk_zone
 
-TRACKED = (*EDITABLE, "ownerId")
+TRACKED = (*EDITABLE, "ownerId", "dueAt")
 
 
 async def owner_choices(*, db: AsyncDatabase, actor: Actor) -> tuple[dict[str, str], dict[str, str]]:
@@ -91,6 +93,7 @@ async def create(*, db: AsyncDatabase, actor: Actor, data: WorkOrderCreate, run_
         "createdAt": moment,
         "updatedAt": moment,
         "closedAt": None,
+        "dueAt": data.due_at,
     }
     created = timeline_entry(actor, "created", before=None, after=_tracked(new), run_id=run_id)
     held = await told.announce(db, notify.order_created(actor=actor, order=new, entry=created["_id"], run_id=run_id))
@@ -133,13 +136,18 @@ async def list_orders(
     parts, total_keys = permissions.list_parts(actor, owner, mine=mine) if requester is None else ([], [])
     if query.opened:  # one UTC day: counted by the server up to the cap, as a search is
         filter_["createdAt"] = during(midnight(query.opened), after(query.opened))
+    if query.due:  # moves with the clock, so no counter keeps it: counted by the server up to the cap
+        moment, zone = state.current().clock.now(), await desk_zone(db)
+        filter_ |= repo.due_filter(query.due, now=moment, zone=zone)
     if query.q:
         # a requester's orders are searched as the parts whose index ranges hold them, not the word's every posting
         searched = repo.requested_by(requester) if requester is not None else parts
         docs, total, exact = await repo.search_page(
             db, query.q, filter_, searched, sort=query.sort, offset=query.offset, limit=query.limit
         )
-    elif query.opened or requester is not None:  # no counter keeps these: counted by the server up to the cap
+    elif (
+        query.opened or query.due or requester is not None
+    ):  # no counter keeps these: counted by the server up to the cap
         filter_ = repo.within(filter_, parts)
         docs = await repo.page(db, filter_, sort=query.sort, offset=query.offset, limit=query.limit)
         total, exact = await repo.count(db, filter_)
@@ -335,7 +343,8 @@ async def _lost_race(
 
 
 def _tracked(doc: dict[str, Any]) -> dict[str, Any]:
-    return {key: str(doc[key]) if key == "ownerId" and doc[key] else doc[key] for key in TRACKED}
+    """The fields a timeline entry shows; an order stored before due dates is due by no day."""
+    return {key: str(doc[key]) if key == "ownerId" and doc[key] else doc.get(key) for key in TRACKED}
 
 
 def timeline_entry(actor: Actor, action: str, *, before, after, run_id: str | None) -> dict[str, Any]:

@@ -21,7 +21,9 @@ from desk.work_orders import repository as repo
 from desk.work_orders import service
 from desk.work_orders.models import CLOSED, PRIORITIES, WorkOrderRead
 
-TRIAGE_FIELDS = frozenset({"priority"})  # what triage_patch can ever change, whatever a policy allows
+# What triage_patch can ever change, whatever a policy allows. Never `dueAt`: a due day is a person's promise
+# (issue 44); the triage may say an order is urgent, in its summary and its priority, and no more.
+TRIAGE_FIELDS = frozenset({"priority"})
 _log = logging.getLogger(__name__)
 
 

@@ -602,3 +602,37 @@ async def test_deciding_on_an_approval_whose_run_was_never_stored_expires_it(mak
     assert (stored["approval"]["status"], stored["outcome"]) == ("expired", "expired")
     order = await work_orders.get(db=db, actor=actor(sam), order_id=tap.id)
     assert (order.priority, order.version) == ("medium", 1)
+
+
+async def test_a_due_moment_is_staged_diffed_and_can_be_cleared_like_any_field(
+    copilot, approve, fake_provider, make_user, make_order, db
+):
+    sam = await make_user()
+    tap = await make_order(sam, "Leaking tap")
+    fake_provider.script(
+        Turn.tool_calls(("list_my_work_orders", {})),
+        Turn.tool_calls(("update_work_order", {"id": tap.id, "dueAt": "2026-12-10T17:00:00+01:00"})),
+        Turn.text("It is due on the 10th."),
+    )
+
+    events = await copilot(sam, "The tap must be fixed by Thursday 5 pm", decide=approve(sam))
+
+    (staged,) = staged_events(events)
+    assert staged.diff.changed == ["due_at"] and "due_at" not in staged.diff.before
+    assert staged.diff.after["due_at"] == "2026-12-10T16:00:00Z"
+    due = (await work_orders.get(db=db, actor=actor(sam), order_id=tap.id)).due_at
+    assert due is not None and due.isoformat() == "2026-12-10T16:00:00+00:00"
+
+    fake_provider.script(
+        Turn.tool_calls(("list_my_work_orders", {})),
+        Turn.tool_calls(("update_work_order", {"id": tap.id, "dueAt": None})),
+        Turn.text("No longer due by any day."),
+    )
+    events = await copilot(sam, "Take the due date off the tap", decide=approve(sam))
+
+    (staged,) = staged_events(events)
+    assert staged.diff.changed == ["due_at"] and staged.diff.after["due_at"] is None
+    cleared = await work_orders.get(db=db, actor=actor(sam), order_id=tap.id)
+    assert (cleared.due_at, cleared.version) == (None, 3)
+    entry = await db["activity"].find_one({"action": "updated", "after.dueAt": None})
+    assert entry["runId"] == events[-1].run_id

@@ -265,6 +265,7 @@ async def test_a_work_order_is_shown_with_its_fields_and_never_its_version_or_ow
             "description": tap.description,
             "priority": tap.priority,
             "status": tap.status,
+            "dueAt": None,
             "createdAt": tap.created_at.isoformat(),
             "updatedAt": tap.updated_at.isoformat(),
         }
@@ -410,7 +411,8 @@ async def test_the_metrics_tool_shows_the_desks_figures_by_their_api_names(
     await copilot(boss, "how is the desk doing?")
 
     (result,) = tool_messages(fake_provider.requests)
-    assert set(result) == {"total", "byStatus", "byPriority", "perDay", "meanHoursToDone"}
+    assert set(result) == {"total", "byStatus", "byPriority", "perDay", "meanHoursToDone", "overdue"}
+    assert result["overdue"] == 0  # one number: by owner they are ids the model never sees
     assert result["total"] == 2
     assert (result["byStatus"]["pending"], result["byStatus"]["done"]) == (1, 1)
     assert (result["byPriority"]["medium"], result["byPriority"]["high"]) == (1, 1)

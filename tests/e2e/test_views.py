@@ -1,5 +1,7 @@
 """Views in a real browser: Back comes back to the same list view; a viewer reads without edit controls."""
 
+from datetime import UTC, datetime, timedelta
+
 from selenium.webdriver.common.by import By
 
 
@@ -157,3 +159,35 @@ async def test_rows_with_and_without_assign_to_me_keep_their_columns_in_line(bro
     chips = page.driver.find_elements(By.XPATH, "//*[text()[normalize-space(.)='Pending']]")  # both are pending
     lefts = [chip.location["x"] for chip in chips if chip.is_displayed()]
     assert len(lefts) == 2 and lefts[0] == lefts[1], lefts
+
+
+def shown_with_text(page, text: str) -> int:
+    """How many elements on screen read `text` as their own (a hidden badge is not on screen)."""
+    found = page.driver.find_elements(By.XPATH, f"//*[normalize-space(text())='{text}']")
+    return sum(element.is_displayed() for element in found)
+
+
+async def test_the_overdue_view_is_kept_in_the_address_and_says_overdue_in_words(browser, make_person, make_order):
+    sam = await make_person(name="Sam Rivera")
+    now = datetime.now(UTC)  # the desk's own clock: the system's
+    await make_order(sam, "Boiler service", dueAt=now - timedelta(hours=2))
+    await make_order(sam, "Gutters before spring", dueAt=now + timedelta(days=30))
+    await make_order(sam, "Paint the fence")
+
+    page = browser("sam")
+    page.hold_as_phone()
+    page.log_in(sam)
+    page.see("1–3 of 3")
+    page.see("Overdue")  # in words on the late one's row, and only there
+    assert shown_with_text(page, "Overdue") == 1
+    page.choose("Due", "Overdue")
+    page.wait_until(lambda: page.query == {"due": ["overdue"]}, "the overdue view in the address")
+    page.see("1–1 of 1")
+    assert page.texts("a[href^='/app/work-orders/']") == ["Boiler service"]
+    page.shoot("overdue-view")
+    assert page.sideways_scroll() <= 0
+
+    page.driver.refresh()  # a reload, or the bookmark of this address
+    page.see("1–1 of 1")
+    assert page.texts("a[href^='/app/work-orders/']") == ["Boiler service"]
+    assert page.query == {"due": ["overdue"]}

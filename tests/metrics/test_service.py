@@ -85,3 +85,24 @@ async def test_rebuilding_the_counters_gives_the_same_numbers(make_user, make_or
 async def test_metrics_are_for_admins(make_user, client_for):
     response = await (await client_for(await make_user("user"))).get("/api/v1/admin/metrics")
     assert response.status_code == 403
+
+
+async def test_overdue_orders_are_counted_by_owner_and_follow_the_clock(make_user, make_order, client_for, clock, db):
+    admin, sam, lee = await make_user("admin"), await make_user("user"), await make_user("user")
+    moment = clock.now()
+    for person, hours in [(sam, -1), (sam, -30), (lee, -2), (lee, 1)]:
+        await make_order(person, dueAt=moment + timedelta(hours=hours))
+    await make_order(sam, ownerId=None, dueAt=moment - timedelta(days=2))  # the queue's
+    finished = await make_order(lee, dueAt=moment - timedelta(days=1))
+    await make_order(lee)  # due by no day
+    await service.update(db=db, actor=actor(lee), order_id=finished.id, data=WorkOrderUpdate(version=1, status="done"))
+    client = await client_for(admin)
+
+    metrics = (await client.get("/api/v1/admin/metrics")).json()
+    assert metrics["overdueByOwner"] == {sam["id"]: 2, lee["id"]: 1, "none": 1}
+    theirs = (await client.get("/api/v1/admin/metrics", params={"ownerId": lee["id"]})).json()
+    assert theirs["overdueByOwner"] == {lee["id"]: 1}
+
+    clock.move(timedelta(hours=1, minutes=1))  # Lee's next one is past its moment now
+    assert (await client.get("/api/v1/admin/metrics")).json()["overdueByOwner"][lee["id"]] == 2
+    assert (await (await client_for(sam)).get("/api/v1/admin/metrics")).status_code == 403

@@ -9,12 +9,18 @@ never triaged; and the worker says at start when the stored policy overrules the
 import asyncio
 import contextlib
 import logging
+from datetime import UTC, datetime
 
+import pytest
 from bson import ObjectId
 
+from desk.actors import SYSTEM_TRIAGE
+from desk.errors import Forbidden
 from desk.work_orders import service as work_orders
+from desk.work_orders import triage_door
 from desk.work_orders.models import WorkOrderUpdate
 from desk.work_orders.outbox import CREATED
+from tests.fake_provider import Turn
 from tests.helpers import actor, tuned
 from tests.triage.conftest import proposal
 from tests.triage.test_worker import (
@@ -186,3 +192,40 @@ async def test_an_order_closed_while_the_model_looks_is_left_as_it_is(
     assert (stored.priority, stored.status) == ("low", "done")
     (suggestion,) = await suggestions_of(db, order)
     assert (suggestion["applied"], suggestion["appliedNote"]) == (False, "order_closed")
+
+
+async def test_the_triage_may_say_a_day_is_near_but_never_sets_when_an_order_is_due(
+    db, make_user, make_order, fake_provider, burst, triage_settings
+):
+    owner, order = await a_low_order_on_an_auto_apply_desk(db, make_user, make_order, triage_settings)
+    due = "2026-12-20T17:00:00Z"
+    await work_orders.update(
+        db=db, actor=actor(owner), order_id=order.id, data=WorkOrderUpdate.model_validate({"version": 1, "dueAt": due})
+    )
+    sooner = {"summary": "Due tomorrow: urgent.", "suggestedPriority": "urgent", "flagForDispatcher": False}
+    fake_provider.script(  # a model that also sends a due moment is refused whole, then answers in the tool's shape
+        Turn.tool_calls(("triage_propose", sooner | {"dueAt": "2026-12-09T09:00:00Z"})),
+        proposal("urgent", summary="Due on the 20th; the tenant is waiting: urgent."),
+    )
+
+    await burst()
+
+    after = await work_orders.get_or_raise(db=db, actor=actor(owner), order_id=order.id)
+    assert (after.priority, after.due_at.isoformat()) == ("urgent", "2026-12-20T17:00:00+00:00")
+    assert [set(entry.after) for entry in await system_changes(db, owner, order.id)] == [{"priority"}]
+
+
+async def test_the_triage_door_refuses_a_due_moment_whatever_a_policy_allows(db, make_user, make_order):
+    order = await make_order(await make_user())
+
+    with pytest.raises(Forbidden):
+        await triage_door.triage_patch(
+            db=db,
+            actor=SYSTEM_TRIAGE,
+            order_id=order.id,
+            changes={"dueAt": datetime(2026, 12, 9, tzinfo=UTC)},
+            allowed=frozenset({"priority", "dueAt"}),
+            run_id="run",
+        )
+
+    assert (await db["work_orders"].find_one({"_id": ObjectId(order.id)}))["dueAt"] is None

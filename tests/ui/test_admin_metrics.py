@@ -1,6 +1,6 @@
 """/app/admin/metrics: charts of the real work orders that follow changes; admins only."""
 
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 
 import pytest
 from nicegui import ui
@@ -102,3 +102,25 @@ async def test_others_get_the_no_access_page(user: User, make_user, log_in, role
     await user.should_see(marker="current-user", retries=WAIT)
     await user.should_not_see(kind=ui.echart, retries=WAIT)
     await user.should_not_see("Mean time to done", retries=WAIT)
+
+
+async def test_overdue_orders_by_owner_each_open_their_list(user: User, make_user, log_in, make_order, clock):
+    ada = await make_user("admin", name="Ada Lovelace")
+    sam = await make_user("user", name="Sam Rivera")
+    late = clock.now() - timedelta(hours=3)
+    await make_order(sam, "Late tap", dueAt=late)
+    await make_order(sam, "Late door", dueAt=late)
+    await make_order(ada, "Late bulb", dueAt=late)
+    await log_in(user, ada)
+
+    await user.open(PAGE)
+
+    await user.should_see("Sam Rivera: 2", retries=WAIT)
+    (column,) = user.find(marker="overdue-by-owner").elements
+    links = [(link.text, link.props["href"]) for link in column.default_slot.children]  # most overdue first
+    assert links == [
+        ("Sam Rivera: 2", f"/app?due=overdue&owner={sam['id']}"),
+        ("Ada Lovelace: 1", f"/app?due=overdue&owner={ada['id']}"),
+    ]
+    user.find("Sam Rivera: 2").click()
+    await user.should_see("1–2 of 2", retries=WAIT)

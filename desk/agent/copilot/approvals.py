@@ -22,7 +22,7 @@ from desk.errors import Conflict, DeskError, ErrorCode, NotFound
 from desk.schema import CONTROL, by_id
 from desk.work_orders.models import EDITABLE
 
-SHOWN = EDITABLE  # what a person sees of an order is what they may edit on it
+SHOWN = (*EDITABLE, "due_at")  # what a person sees of an order is what they may edit on it
 CREATE_DEFAULTS = {"description": "", "priority": "medium", "status": "pending"}
 
 
@@ -50,8 +50,8 @@ def diff(tool: str, args: dict[str, Any], before: dict[str, Any] | None) -> Diff
         after = {**CREATE_DEFAULTS, **{k: v for k, v in args.items() if k in SHOWN}}
         return Diff(action="create", before=None, after=after, changed=[k for k in SHOWN if k in after])
     if tool == "delete_work_order":
-        return Diff(action="delete", before=before, after=None, changed=list(SHOWN))
-    after = {**(before or {}), **{k: v for k, v in args.items() if k in SHOWN and v is not None}}
+        return Diff(action="delete", before=before, after=None, changed=[k for k in SHOWN if k in (before or {})])
+    after = {**(before or {}), **{k: v for k, v in args.items() if k in SHOWN}}  # a null kept in args: emptied
     changed = [k for k in SHOWN if (before or {}).get(k) != after.get(k)]
     return Diff(action="update", before=before, after=after, changed=changed)
 

@@ -1,6 +1,7 @@
 """Copilot tools over work orders and the person's profile. They call services, as the person."""
 
 from pydantic import Field
+from pydantic_core import to_jsonable_python
 
 from desk.agent.core.tools import MAX_ITEMS, PreImage, Tool, ToolArgs, ToolContext, ToolOutput, clip, derive
 from desk.attachments import service as attachments
@@ -18,14 +19,15 @@ from desk.work_orders.models import (
 
 EVERYONE = frozenset({"admin", "user", "viewer"})
 WRITERS = frozenset({"admin", "user"})
-SHOWN = EDITABLE  # what a person sees of an order is what they may edit on it
+SHOWN = (*EDITABLE, "due_at")  # what a person sees of an order is what they may edit on it
 
 
 def order_view(order: WorkOrderRead) -> dict:
     """A work order as the model sees it: no version, no requester or owner id."""
     return {
         "id": order.id,
-        **{f: getattr(order, f) for f in SHOWN},
+        **{f: getattr(order, f) for f in EDITABLE},
+        "dueAt": order.due_at.isoformat() if order.due_at else None,
         "createdAt": order.created_at.isoformat(),
         "updatedAt": order.updated_at.isoformat(),
     }
@@ -72,7 +74,9 @@ async def profile(ctx: ToolContext, _: NoArgs) -> ToolOutput:
 
 
 CreateArgs = derive("CreateWorkOrderArgs", WorkOrderCreate, drop={"owner_id"})
-UpdateArgs = derive("UpdateWorkOrderArgs", WorkOrderUpdate, drop={"owner_id", "version"}, with_id=True)
+UpdateArgs = derive(
+    "UpdateWorkOrderArgs", WorkOrderUpdate, drop={"owner_id", "version"}, with_id=True, clearable=frozenset({"due_at"})
+)
 
 
 class DeleteArgs(ToolArgs):
@@ -87,6 +91,7 @@ async def create(ctx: ToolContext, args: ToolArgs, version: int | None = None) -
 
 async def update(ctx: ToolContext, args: ToolArgs, version: int) -> ToolOutput:
     fields = args.model_dump(exclude={"id"}, exclude_none=True)
+    fields |= {key: None for key in args.clearable & args.model_fields_set if getattr(args, key) is None}  # emptied
     data = WorkOrderUpdate.model_validate({"version": version, **fields})
     order = await service.update(db=ctx.db, actor=ctx.actor, order_id=args.id, data=data, run_id=ctx.run_id)
     return ToolOutput({"updated": order_view(order)}, seen={order.id: order.version})
@@ -99,7 +104,10 @@ async def delete(ctx: ToolContext, args: DeleteArgs, version: int) -> ToolOutput
 
 async def preimage(ctx: ToolContext, args: ToolArgs) -> PreImage | None:
     order = await service.get(db=ctx.db, actor=ctx.actor, order_id=args.id)
-    return PreImage({f: getattr(order, f) for f in SHOWN}, order.version) if order else None
+    if order is None:
+        return None
+    shown = {f: to_jsonable_python(getattr(order, f)) for f in SHOWN}  # as the frozen args hold them (JSON)
+    return PreImage({f: v for f, v in shown.items() if f != "due_at" or v is not None}, order.version)  # none: unsaid
 
 
 def _count(output: ToolOutput) -> str:

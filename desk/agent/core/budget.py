@@ -30,6 +30,7 @@ from pymongo import ASCENDING, ReturnDocument, UpdateOne
 from pymongo.asynchronous.database import AsyncDatabase
 from pymongo.errors import BulkWriteError
 
+from desk import zone as desk_zones
 from desk.agent.core.provider import Usage
 from desk.agent.core.state import together
 from desk.agent.core.store import agent_runs
@@ -39,7 +40,7 @@ from desk.errors import DeskError, ErrorCode, RateLimited
 from desk.schema import now
 
 DUPLICATE_KEY = 11000
-ZONE = "zone"  # the document naming the desk's time zone
+ZONE = desk_zones.ZONE  # the document naming the desk's time zone
 KEEP_SPEND = timedelta(days=400)  # a year of days and a month over, for a year-on-year look
 CAP_OWNERS = {"user": "your", "agent": "the assistant's", "global": "the desk's"}
 TOO_MANY_MESSAGES = "That was a lot of messages in a short time. Wait a minute, then ask again."
@@ -100,10 +101,7 @@ def day_of(moment: datetime, zone: str) -> str:
     return moment.astimezone(ZoneInfo(zone)).date().isoformat()
 
 
-async def desk_zone(db: AsyncDatabase) -> str:
-    """The desk's time zone, whose days the ledger counts (UTC until the triage policy names one)."""
-    found = await db["agent_spend"].find_one({"_id": ZONE})
-    return found["zone"] if found else "UTC"
+desk_zone = desk_zones.desk_zone  # the desk's time zone, whose days the ledger counts (read by the lists too)
 
 
 async def set_desk_zone(db: AsyncDatabase, zone: str) -> None:

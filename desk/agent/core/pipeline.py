@@ -112,7 +112,8 @@ def parse(
         invalid_json = any(e["type"] == "json_invalid" for e in problem.errors())
         detail = "not valid JSON" if invalid_json else _validation_text(problem)
         return ToolAnswer(id, "error", {"error": f"Invalid arguments: {detail}"}, "Sent invalid arguments to a tool")
-    dumped = args.model_dump(exclude_none=True)
+    dumped = args.model_dump(mode="json", exclude_none=True)  # frozen as JSON text: a due moment as RFC 3339
+    dumped |= {key: None for key in args.clearable & args.model_fields_set if getattr(args, key) is None}
     return Call(id=id, request=request, tool=tool, args=dumped, context=context, wrote=wrote)
 
 

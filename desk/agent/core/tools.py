@@ -9,7 +9,7 @@ capability (SEC-6): never the other way round.
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from functools import cache
-from typing import Any, Literal
+from typing import Any, ClassVar, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, create_model
 from pymongo.asynchronous.database import AsyncDatabase
@@ -78,19 +78,31 @@ def _schema(name: str, description: str, args: type[BaseModel]) -> dict[str, Any
 class ToolArgs(BaseModel):
     """Arguments from the model: strict types, nothing unknown."""
 
-    model_config = ConfigDict(extra="forbid", strict=True)
+    # By name too: frozen arguments are stored by field name and validated again at execution (`dueAt`: due_at).
+    model_config = ConfigDict(extra="forbid", strict=True, validate_by_name=True, validate_by_alias=True)
+    # Fields whose null the model may send to empty them (a due day taken away); other nulls mean "left out".
+    clearable: ClassVar[frozenset[str]] = frozenset()
 
 
 ObjectIdText = Field(pattern=r"^[0-9a-f]{24}$", description="A work-order id from an earlier tool result")
 
 
-def derive(name: str, source: type[BaseModel], *, drop: set[str], with_id: bool = False) -> type[ToolArgs]:
+def derive(
+    name: str,
+    source: type[BaseModel],
+    *,
+    drop: set[str],
+    with_id: bool = False,
+    clearable: frozenset[str] = frozenset(),
+) -> type[ToolArgs]:
     """A tool's argument model made from a write model: the same fields and rules, minus `drop`."""
     fields: dict[str, Any] = {"id": (str, ObjectIdText)} if with_id else {}
     for field_name, info in source.model_fields.items():
         if field_name not in drop:
             fields[field_name] = (info.annotation, info)
-    return create_model(name, __base__=ToolArgs, **fields)
+    model = create_model(name, __base__=ToolArgs, **fields)
+    model.clearable = clearable
+    return model
 
 
 @dataclass(frozen=True)

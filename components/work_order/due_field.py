@@ -1,0 +1,26 @@
+"""The "Due by" field of the order forms: a day picked in the browser, meaning the end of that day in the
+desk's time zone (the API takes any moment; a person picks a day)."""
+
+from datetime import date, datetime
+
+from nicegui import ui
+
+from desk.zone import day_in, end_of_day
+
+NOT_A_DAY = "Pick a day, such as 2026-12-10, or leave it empty."
+
+
+def due_input(moment: datetime | None, zone: str) -> ui.input:
+    """A date field showing the day `moment` falls on in `zone` (empty: due by no day)."""
+    field = ui.input("Due by (optional)", value=due_day(moment, zone))
+    return field.props("type=date clearable stack-label").classes("w-48")
+
+
+def due_day(moment: datetime | None, zone: str) -> str:
+    return day_in(moment, zone).isoformat() if moment else ""
+
+
+def due_moment(text: str | None, zone: str) -> datetime | None:
+    """The moment a picked day means: its last millisecond in `zone`; None for no day. ValueError: not a day."""
+    text = (text or "").strip()
+    return end_of_day(date.fromisoformat(text), zone) if text else None
