@@ -44,7 +44,7 @@ from desk.users import service as users_service
 from desk.users.api import people_router
 from desk.users.api import router as users_router
 from desk.users.models import UserCreate
-from desk.work_orders import repository as work_orders_repo
+from desk.work_orders import startup as work_orders_startup
 from desk.work_orders.api import router as work_orders_router
 
 log = logging.getLogger(__name__)
@@ -123,7 +123,7 @@ class CompressedButTheCopilot:
 
 async def ensure_indexes(db: AsyncDatabase) -> None:
     """Create every index the desk needs; safe to run at every start."""
-    stores = (users_repo, auth_repo, work_orders_repo, agent_store, budget, outbox_repo, agent_policy, triage_repo)
+    stores = (users_repo, auth_repo, work_orders_startup, agent_store, budget, outbox_repo, agent_policy, triage_repo)
     stores += (audit_repo, notifications_repo, mail_queue, attachments_repo)
     for repository in stores:
         await repository.ensure_indexes(db)

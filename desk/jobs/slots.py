@@ -9,7 +9,9 @@ until its lease lapses. Like a job, a slot moves its `fence` at every take: a wo
 can neither renew nor release it.
 """
 
+import asyncio
 import contextlib
+from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any
 
@@ -52,3 +54,19 @@ async def release(db: AsyncDatabase, slot: Doc) -> None:
 
 def _ours(slot: Doc) -> Doc:
     return {"_id": slot["_id"], "fence": slot["fence"]}
+
+
+@dataclass
+class Held:
+    """A slot a worker holds (desk/jobs/worker.py): the slot as taken, when its lease was last renewed, and whether a
+    renewal found it another worker's."""
+
+    doc: dict[str, Any]
+    renewed: datetime
+    lost: bool = False
+
+
+async def release_all(db: AsyncDatabase, spares: list[Held]) -> None:
+    """Let go of the slots kept for a claim that found nothing (or that will not come: the worker stops)."""
+    held, spares[:] = list(spares), []
+    await asyncio.gather(*(release(db, slot.doc) for slot in held))

@@ -15,7 +15,7 @@ import signal
 import socket
 import uuid
 from collections.abc import Iterable
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from datetime import datetime, timedelta
 from typing import Any, assert_never
 
@@ -77,7 +77,7 @@ class Worker:
         ctx = replace(ctx, poll=object())
         in_flight: set[asyncio.Task] = set()
         resting: set[str] = set()  # tasks that answered Later: their jobs wait for the next poll
-        spares: list[HeldSlot] = []  # desk-wide slots whose jobs ended, for the claim that follows at once
+        spares: list[slots.Held] = []  # desk-wide slots whose jobs ended, for the claim that follows at once
         claimed = 0
         try:
             while True:
@@ -121,8 +121,8 @@ class Worker:
         doc: Doc,
         *,
         resting: set[str] | None = None,
-        desk_slot: "Doc | HeldSlot | None" = None,
-        spares: "list[HeldSlot] | None" = None,
+        desk_slot: Doc | slots.Held | None = None,
+        spares: list[slots.Held] | None = None,
     ) -> None:
         """Run one claimed job and settle it, fenced: a worker that lost the job writes nothing.
 
@@ -131,9 +131,9 @@ class Worker:
         `spares` (the poll's next claim takes it over, two round trips fewer) or, with none given, is released.
         """
         function = self.functions[doc["type"]]
-        held = (
-            desk_slot if isinstance(desk_slot, HeldSlot) or desk_slot is None else HeldSlot(desk_slot, self.clock.now())
-        )
+        held = desk_slot
+        if held is not None and not isinstance(held, slots.Held):
+            held = slots.Held(held, self.clock.now())
         ended = False
         try:
             await self._perform(ctx, function, doc, resting, held)
@@ -145,7 +145,7 @@ class Worker:
                 await asyncio.shield(slots.release(ctx.db, held.doc))
 
     async def _perform(
-        self, ctx: Context, function: Function, doc: Doc, resting: set[str] | None, desk_slot: "HeldSlot | None"
+        self, ctx: Context, function: Function, doc: Doc, resting: set[str] | None, desk_slot: slots.Held | None
     ) -> None:
         async def still_ours() -> bool:
             at = self.clock.now()
@@ -175,10 +175,10 @@ class Worker:
             resting.add(function.name)
         await self._settle(ctx, function, doc, result)
 
-    async def _idle(self, ctx: Context, spares: list["HeldSlot"]) -> None:
+    async def _idle(self, ctx: Context, spares: list[slots.Held]) -> None:
         """Nothing more to claim now (or the worker stops): the slots kept go back, and each task hears of it."""
         idle = [function.idle(ctx) for function in self.functions.values() if function.idle is not None]
-        await asyncio.gather(_release(ctx, spares), *idle)
+        await asyncio.gather(slots.release_all(ctx.db, spares), *idle)
 
     def _take_slot(self) -> bool:
         """One of the worker's `concurrency` slots, taken before the claim (no await in between), or False."""
@@ -191,8 +191,8 @@ class Worker:
         self._busy -= 1
 
     async def _claim(
-        self, ctx: Context, resting: set[str], spares: list["HeldSlot"]
-    ) -> tuple[Doc, "HeldSlot | None"] | None:
+        self, ctx: Context, resting: set[str], spares: list[slots.Held]
+    ) -> tuple[Doc, slots.Held | None] | None:
         """The newest due job of a task that is ready now, with one of the task's desk-wide slots if it declares a
         limit (`desk_concurrency`); a job whose leases kept lapsing becomes a dead letter.
 
@@ -213,14 +213,14 @@ class Worker:
             limit = function.desk_concurrency
             slot = await slots.take(ctx.db, function.name, limit, owner=self.owner, lease=function.lease, at=at)
             if slot is not None:
-                return doc, HeldSlot(slot, at)
+                return doc, slots.Held(slot, at)
             await queue.put_back(ctx.db, doc, at=at)  # the desk runs as many of its jobs as it may
             ready = [task for task in ready if task is not function]
         return None
 
     async def _spare(
-        self, ctx: Context, function: Function, spares: list["HeldSlot"], at: datetime
-    ) -> "HeldSlot | None":
+        self, ctx: Context, function: Function, spares: list[slots.Held], at: datetime
+    ) -> slots.Held | None:
         """One of `function`'s slots kept from a job that just ended, still ours; None: none is."""
         for held in [held for held in spares if held.doc["_id"].startswith(f"{function.name}:")]:
             spares.remove(held)
@@ -330,22 +330,6 @@ class Worker:
                 await runner.drain()
                 scheduler_log.removeFilter(quiet)
                 log.info("worker stopped")
-
-
-@dataclass
-class HeldSlot:
-    """A desk-wide slot (desk/jobs/slots.py) this worker holds: the slot as taken, when its lease was last renewed,
-    and whether a renewal found it another worker's."""
-
-    doc: Doc
-    renewed: datetime
-    lost: bool = False
-
-
-async def _release(ctx: Context, spares: list[HeldSlot]) -> None:
-    """Let go of the slots kept for a claim that found nothing (or that will not come: the worker stops)."""
-    held, spares[:] = list(spares), []
-    await asyncio.gather(*(slots.release(ctx.db, slot.doc) for slot in held))
 
 
 class _QuietOverruns(logging.Filter):
