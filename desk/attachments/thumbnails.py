@@ -9,7 +9,7 @@ from PIL import Image
 from desk.attachments import images
 from desk.attachments import repository as repo
 from desk.attachments.service import THUMBNAIL_TASK
-from desk.jobs.table import Context, Done, Failed, Function, Job, Result, Skipped
+from desk.jobs.table import Context, Done, Function, Job, Result, Skipped
 from desk.work_orders import repository as orders_repo
 from desk.work_orders.changes import record
 from desk.work_orders.repository import parties
@@ -36,7 +36,8 @@ async def make(ctx: Context, job: Job) -> Result:
         try:
             await asyncio.to_thread(images.thumbnail, picture, small)
         except (OSError, ValueError, Image.DecompressionBombError) as error:
-            return Failed(f"not a picture Pillow can draw ({type(error).__name__})")
+            # nothing a retry can mend: the file stays attached, shown by its name and type as any other file
+            return Skipped(f"not_drawable ({type(error).__name__})")
         size = small.tell()
         small.seek(0)
         thumbnail_id = await repo.store(ctx.db, small, f"thumbnail of {doc['_id']}")
