@@ -51,7 +51,9 @@ async def download(attachment_id: str, db: Db, actor: CurrentActor) -> Streaming
 async def thumbnail(attachment_id: str, db: Db, actor: CurrentActor) -> StreamingResponse:
     """A picture's thumbnail (WebP, at most 320 px); 404 until the worker has made it."""
     found = await service.download(db=db, actor=actor, attachment_id=attachment_id, thumbnail=True)
-    return _sent(found, name=f"thumbnail-{found.file.name}.webp")
+    # a thumbnail never changes (a file's id is its content's): kept by the browser, every redraw of a page's
+    # gallery or timeline does not fetch each again
+    return _sent(found, name=f"thumbnail-{found.file.name}.webp", cache="private, max-age=86400, immutable")
 
 
 @router.delete(
@@ -70,14 +72,14 @@ async def _chunks(file: UploadFile) -> AsyncIterator[bytes]:
         yield chunk
 
 
-def _sent(found: service.Download, *, name: str | None = None) -> StreamingResponse:
+def _sent(found: service.Download, *, name: str | None = None, cache: str = "private, no-store") -> StreamingResponse:
     headers = {
         "Content-Length": str(found.size),
         "Content-Disposition": disposition(name or found.file.name),
         "X-Content-Type-Options": "nosniff",
         # should a browser render it anyway, nothing in it runs, loads or reaches the desk's origin
         "Content-Security-Policy": "default-src 'none'; sandbox",
-        "Cache-Control": "private, no-store",
+        "Cache-Control": cache,
     }
     return StreamingResponse(found.chunks, media_type=found.content_type, headers=headers)
 

@@ -118,11 +118,15 @@ async def download(*, db: AsyncDatabase, actor: Actor, attachment_id: str, thumb
     """A file (or its thumbnail) of an order the actor may see; NotFound otherwise, or while it has no thumbnail."""
     doc, _ = await _visible(db, actor, attachment_id)
     if not thumbnail:
-        return Download(read_model(doc), doc["contentType"], doc["size"], repo.chunks(db, doc["fileId"]))
-    if doc.get("thumbnailId") is None:
+        kind, size, file_id = doc["contentType"], doc["size"], doc["fileId"]
+    elif doc.get("thumbnailId") is None:
         raise NotFound("This file has no thumbnail (yet: the desk makes one for each picture, shortly after upload).")
-    size = doc.get("thumbnailSize", 0)
-    return Download(read_model(doc), images.THUMBNAIL_TYPE, size, repo.chunks(db, doc["thumbnailId"]))
+    else:
+        kind, size, file_id = images.THUMBNAIL_TYPE, doc.get("thumbnailSize", 0), doc["thumbnailId"]
+    chunks = await repo.opened(db, file_id)
+    if chunks is None:  # deleted since its record was read
+        raise NotFound("No such file.")
+    return Download(read_model(doc), kind, size, chunks)
 
 
 async def delete(*, db: AsyncDatabase, actor: Actor, attachment_id: str) -> None:

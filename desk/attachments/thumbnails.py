@@ -29,8 +29,11 @@ async def make(ctx: Context, job: Job) -> Result:
         return Skipped("file_gone")
     if doc.get("thumbnailId") is not None:
         return Skipped("made_already")
+    chunks = await repo.opened(ctx.db, doc["fileId"])
+    if chunks is None:
+        return Skipped("file_gone")
     with tempfile.SpooledTemporaryFile(SPOOL_BYTES) as picture, tempfile.SpooledTemporaryFile(SPOOL_BYTES) as small:
-        async for chunk in repo.chunks(ctx.db, doc["fileId"]):
+        async for chunk in chunks:
             picture.write(chunk)
         picture.seek(0)
         try:

@@ -73,6 +73,22 @@ async def test_a_phone_photo_is_kept_without_its_gps_position_and_gets_a_thumbna
     small = await client.get(f"/api/v1/attachments/{body['id']}/thumbnail")
     assert small.status_code == 200 and small.headers["content-type"] == "image/webp"
     assert image(small.content).size == (240, 320)  # at most 320 px, and upright
+    assert small.headers["cache-control"] == "private, max-age=86400, immutable"  # a gallery's redraw refetches none
+    assert got.headers["cache-control"] == "private, no-store"  # the file itself is asked for each time
+
+
+async def test_a_file_whose_bytes_went_meanwhile_is_not_found(make_user, make_order, client_for, db):
+    # found by a review: the bytes were opened only once the answer's headers had gone out, as a 200
+    sam = await make_user()
+    order = await make_order(sam)
+    client = await client_for(sam)
+    answer = await client.post(f"/api/v1/work-orders/{order.id}/attachments", files=_files("a.pdf", b"%PDF-1.7 ..."))
+    (stored,) = await _stored_files(db)
+    await AsyncGridFSBucket(db, bucket_name=repository.BUCKET).delete(stored._id)  # a delete racing the download
+
+    got = await client.get(f"/api/v1/attachments/{answer.json()['id']}")
+
+    assert got.status_code == 404 and got.json()["error"]["code"] == "NOT_FOUND"
 
 
 async def test_a_png_is_served_as_a_png_download(make_user, make_order, client_for):
