@@ -369,3 +369,23 @@ async def test_an_unknown_or_malformed_file_id_is_not_found(make_user, client_fo
     for file_id in (str(ObjectId()), "not-an-id"):
         assert (await client.get(f"/api/v1/attachments/{file_id}")).status_code == 404
         assert (await client.delete(f"/api/v1/attachments/{file_id}")).status_code == 404
+
+
+async def test_a_stranger_is_refused_before_their_upload_is_read(make_user, make_order, anonymous):
+    # found by a review: as a `File()` parameter, the whole body (10 MB of anyone's) was read and spooled to
+    # disk before the answer was 401
+    order = await make_order(await make_user())
+    sent: list[int] = []
+
+    async def body():
+        yield b'--b\r\nContent-Disposition: form-data; name="file"; filename="big.bin"\r\n\r\n'
+        for _ in range(10):
+            sent.append(MB)
+            yield os.urandom(MB)
+        yield b"\r\n--b--\r\n"
+
+    headers = {"content-type": "multipart/form-data; boundary=b"}
+    answer = await anonymous.post(f"/api/v1/work-orders/{order.id}/attachments", content=body(), headers=headers)
+
+    assert answer.status_code == 401 and answer.json()["error"]["code"] == "UNAUTHORIZED"
+    assert sum(sent) <= MB  # not read: at most what the transport took before the answer
