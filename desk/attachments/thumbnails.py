@@ -18,8 +18,10 @@ SPOOL_BYTES = 1024 * 1024  # a picture over this is read from the database to di
 
 
 def tasks() -> list[Function]:
-    # a large PNG decodes in seconds on a busy machine: the claim outlasts it
-    return [Function(THUMBNAIL_TASK, make, lease=timedelta(seconds=60))]
+    # A large PNG decodes in seconds on a busy machine: the claim outlasts it. One at a time across the desk: a
+    # picture of up to 80 megapixels decodes to hundreds of MB, and twenty attached at once must not all decode
+    # together (the worker's pool has room for one beside its triage passes and emails: desk/tasks.py).
+    return [Function(THUMBNAIL_TASK, make, lease=timedelta(seconds=60), desk_concurrency=1)]
 
 
 async def make(ctx: Context, job: Job) -> Result:
