@@ -369,6 +369,8 @@ class _Runner:
         return tick
 
     async def once(self, job: CronJob) -> None:
+        if job.name in self.running.values():  # a start-up pass still running: a tick beside it would double it
+            return
         task = asyncio.create_task(job.run(self.ctx), name=f"worker-{job.name}")
         self.running[task] = job.name
         task.add_done_callback(lambda done: self.running.pop(done, None))
