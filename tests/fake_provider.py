@@ -62,6 +62,7 @@ class Turn:
     body: bytes = b""  # the whole body of an answer that is not a stream (errors)
     delay: float = 0.0  # seconds to wait before each frame
     hang_up: bool = False  # drop the connection after the frames instead of ending the response
+    until: threading.Event | None = None  # the answer waits for the test to set it (the server runs in a thread)
 
     @classmethod
     def text(
@@ -149,6 +150,11 @@ class Turn:
 
     def with_delay(self, delay: float) -> "Turn":
         return replace(self, delay=delay)
+
+    def held_until(self, event: threading.Event) -> "Turn":
+        """The answer starts once the test sets `event`: what the test does meanwhile, however slow the machine,
+        happens while the call is in flight (a delay is a race the test loses under load)."""
+        return replace(self, until=event)
 
     def at_once(self) -> "Turn":
         """The same answer in one write (after one `delay`): a provider that answers in one piece."""
@@ -246,6 +252,8 @@ async def _play(turn: Turn, receive: Any, send: Any) -> bool:
     try:
         headers = [(name.encode(), value.encode()) for name, value in turn.headers]
         await send({"type": "http.response.start", "status": turn.status, "headers": headers})
+        while turn.until is not None and not turn.until.is_set() and not gone.is_set():
+            await asyncio.sleep(0.01)
         for frame in turn.frames:
             if turn.delay:
                 with contextlib.suppress(TimeoutError):  # the delay ends early if the client leaves

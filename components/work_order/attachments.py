@@ -11,6 +11,7 @@ from nicegui import events, ui
 
 from components.confirm import confirm
 from components.once import one_at_a_time
+from components.runtime import live
 from desk.actors import Actor
 from desk.attachments import service
 from desk.attachments.models import MAX_PER_ORDER, AttachmentRead
@@ -53,6 +54,7 @@ class Files:
         self.me = await self.actor()
         ui.label("Files").classes("text-lg font-semibold mt-4")
         self.shown = ui.column().classes("w-full gap-2").mark("files")
+        self.redraws = live.Redraws()
         self.dialogs = ui.element()  # outside `shown`: a refresh (this screen's or another's change) keeps them open
         if service.may_attach(self.me):
             self._uploaders()
@@ -84,13 +86,14 @@ class Files:
         ui.notify(f"A file is over {get_settings_mb()} MB; it was not attached.", type="negative")
 
     async def refresh(self) -> None:
+        newest = self.redraws.start()
         self.me = await self.actor()
         try:
             found = await service.of_order(db=get_db(), actor=self.me, order_id=self.order().id)
         except DeskError:  # the order went, or is no longer theirs to see: the page says so
             found = []
-        if self.shown.is_deleted:
-            return
+        if self.shown.is_deleted or not newest():  # an upload's, a live change's and a thumbnail's redraws overlap:
+            return  # an older read answering last would bring back a deleted file, or hide a new one
         self.shown.clear()
         with self.shown:
             pictures = [file for file in found if file.has_thumbnail]

@@ -56,8 +56,16 @@ class _Row:
             self.title.mark("order-title")
             self.status = status_chip(order.status)
             # Words, not a colour alone: a screen reader reads them, and they stay when colours are not told apart.
-            self.overdue = ui.label("Overdue").classes(DUE_BADGE + " bg-negative").mark("order-overdue")
-            self.due_today = ui.label("Due today").classes(DUE_BADGE + " bg-warning").mark("order-due-today")
+            self.overdue = (
+                ui.label("Overdue")
+                .classes("text-xs text-white font-medium rounded px-2 py-0.5 shrink-0 bg-negative")
+                .mark("order-overdue")
+            )
+            self.due_today = (
+                ui.label("Due today")
+                .classes("text-xs text-white font-medium rounded px-2 py-0.5 shrink-0 bg-warning")
+                .mark("order-due-today")
+            )
             self.people: tuple[ui.label, ui.label] | None = None  # who works on it, and who asked
             if owners is not None:  # below the owner, who asked, when someone else did (why it is listed)
                 with ui.column().classes("gap-0 w-36 max-md:w-auto shrink-0"):
@@ -97,9 +105,6 @@ class _Row:
         moment = getattr(order, time_field)
         self.updated.set_text(ago(moment))
         self.updated_tip.set_text(when(moment))
-
-
-DUE_BADGE = "text-xs text-white font-medium rounded px-2 py-0.5 shrink-0"
 
 
 def due_badge(order: WorkOrderRead, now: datetime, zone: str) -> str | None:

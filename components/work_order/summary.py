@@ -44,7 +44,7 @@ async def show_summary(
             if order.due_at is not None:  # for everyone who reads the order, viewers too (the form is not theirs)
                 late = due_badge(order, state.current().clock.now(), "UTC") == "overdue"  # "overdue" needs no zone
                 due = ui.label(f"Due by {when(order.due_at)}" + (" · Overdue" if late else ""))
-                due.classes("text-sm " + ("text-negative font-medium" if late else "text-grey-7")).mark("detail-due")
+                due.classes("text-sm text-negative font-medium" if late else "text-sm text-grey-7").mark("detail-due")
 
 
 class History:

@@ -1,15 +1,16 @@
 """/api/v1/work-orders/{id}/attachments and /api/v1/attachments/{id}: thin routes over the attachments service."""
 
 from collections.abc import AsyncIterator
-from typing import Annotated
 from urllib.parse import quote
 
-from fastapi import APIRouter, File, Response, UploadFile, status
+from fastapi import APIRouter, HTTPException, Request, Response, status
 from fastapi.responses import StreamingResponse
+from starlette.datastructures import UploadFile  # what a parsed form holds (FastAPI's is a subclass)
+from starlette.formparsers import MultiPartException
 
 from desk.attachments import images, service, sniff
 from desk.attachments.models import AttachmentRead
-from desk.errors import ErrorCode
+from desk.errors import ErrorCode, ValidationFailed
 from desk.http import AUTHED, CurrentActor, Db, errors
 
 orders_router = APIRouter(prefix="/api/v1/work-orders", tags=["attachments"])
@@ -19,19 +20,37 @@ TOO_LARGE = {413: {"description": "VALIDATION_ERROR: the file is over DESK_MAX_A
 READ_BYTES = 1024 * 1024
 FILE = {200: {"content": {kind: {} for kind in sniff.KINDS}, "description": "The file's bytes, as an attachment"}}
 THUMBNAIL = {200: {"content": {images.THUMBNAIL_TYPE: {}}, "description": "A WebP of at most 320 px"}}
+NOT_CLEANABLE = {415: {"description": "VALIDATION_ERROR: a HEIC photo, whose location the desk cannot take out"}}
+FORM = {"type": "object", "required": ["file"], "properties": {"file": {"type": "string", "format": "binary"}}}
+NO_FILE = "Send the file as multipart form data, in a field named `file` (one file)."
 
 
 @orders_router.post(
     "/{order_id}/attachments",
     status_code=201,
     response_model=AttachmentRead,
-    responses=errors(*MISSING, ErrorCode.RATE_LIMITED) | TOO_LARGE,
+    responses=errors(*MISSING, ErrorCode.RATE_LIMITED) | TOO_LARGE | NOT_CLEANABLE,
+    openapi_extra={"requestBody": {"required": True, "content": {"multipart/form-data": {"schema": FORM}}}},
 )
-async def attach(order_id: str, file: Annotated[UploadFile, File()], db: Db, actor: CurrentActor) -> AttachmentRead:
+async def attach(order_id: str, request: Request, db: Db, actor: CurrentActor) -> AttachmentRead:
     """Attach a file (multipart, field `file`; at most DESK_MAX_ATTACHMENT_MB, 20 per order): anyone who can
     change or comment on the order, not viewers. Its type is found from its bytes; JPEG, PNG and WebP are kept
-    without their metadata (no GPS position); a picture's thumbnail follows shortly (`hasThumbnail`)."""
-    return await service.upload(db=db, actor=actor, order_id=order_id, name=file.filename, chunks=_chunks(file))
+    without their metadata (no GPS position), a HEIC photo is refused (415); a picture's thumbnail follows
+    shortly (`hasThumbnail`)."""
+    # The form is read here, once the caller is known: as a `File()` parameter, FastAPI read (and spooled to
+    # disk) a whole body of anyone's, 10 MB, before it answered 401.
+    try:
+        async with request.form(max_files=1, max_fields=1) as form:  # its spooled file is closed on the way out
+            file = form.get("file")
+            if not isinstance(file, UploadFile):
+                raise ValidationFailed(NO_FILE, details={"field": "file"})
+            return await service.upload(db=db, actor=actor, order_id=order_id, name=file.filename, chunks=_chunks(file))
+    except HTTPException as error:
+        if error.status_code != 400:  # the body over its limit (413) stays what it is
+            raise
+        raise ValidationFailed(NO_FILE, details={"field": "file"}) from error  # malformed, or more than one file
+    except (MultiPartException, ValueError) as error:
+        raise ValidationFailed(NO_FILE, details={"field": "file"}) from error
 
 
 @orders_router.get("/{order_id}/attachments", response_model=list[AttachmentRead], responses=errors(*MISSING))
@@ -51,7 +70,9 @@ async def download(attachment_id: str, db: Db, actor: CurrentActor) -> Streaming
 async def thumbnail(attachment_id: str, db: Db, actor: CurrentActor) -> StreamingResponse:
     """A picture's thumbnail (WebP, at most 320 px); 404 until the worker has made it."""
     found = await service.download(db=db, actor=actor, attachment_id=attachment_id, thumbnail=True)
-    return _sent(found, name=f"thumbnail-{found.file.name}.webp")
+    # a thumbnail never changes (a file's id is its content's): kept by the browser, every redraw of a page's
+    # gallery or timeline does not fetch each again
+    return _sent(found, name=f"thumbnail-{found.file.name}.webp", cache="private, max-age=86400, immutable")
 
 
 @router.delete(
@@ -70,14 +91,14 @@ async def _chunks(file: UploadFile) -> AsyncIterator[bytes]:
         yield chunk
 
 
-def _sent(found: service.Download, *, name: str | None = None) -> StreamingResponse:
+def _sent(found: service.Download, *, name: str | None = None, cache: str = "private, no-store") -> StreamingResponse:
     headers = {
         "Content-Length": str(found.size),
         "Content-Disposition": disposition(name or found.file.name),
         "X-Content-Type-Options": "nosniff",
         # should a browser render it anyway, nothing in it runs, loads or reaches the desk's origin
         "Content-Security-Policy": "default-src 'none'; sandbox",
-        "Cache-Control": "private, no-store",
+        "Cache-Control": cache,
     }
     return StreamingResponse(found.chunks, media_type=found.content_type, headers=headers)
 

@@ -18,13 +18,20 @@ from desk.errors import ValidationFailed
 THUMBNAIL_PX = 320
 THUMBNAIL_TYPE = "image/webp"
 # Pillow refuses (DecompressionBombError) an image with more pixels than this: a small file that decodes huge.
-Image.MAX_IMAGE_PIXELS = 40_000_000 // 2  # refused beyond twice this (80 MP): a phone's photo is 12 to 50
+Image.MAX_IMAGE_PIXELS = 40_000_000  # refused beyond twice this (80 MP): a phone's photo is 12 to 50
+# An animated WebP is decoded frame by frame to be written again: its frames' pixels together are bounded too
+# (a 10 MB file of small delta frames on a large canvas would keep a thread busy for minutes).
+MAX_ANIMATION_PIXELS = 100_000_000
 BLOCK = 64 * 1024
 ORIENTATION = 0x0112
 
 
 class Damaged(ValidationFailed):
     """The file has an image's signature but not its structure."""
+
+
+class TooManyFrames(ValidationFailed):
+    """An animated picture whose frames together are more than the desk decodes to clean it."""
 
 
 def strip(kind: str, source: BinaryIO, target: BinaryIO) -> None:
@@ -144,6 +151,8 @@ def _strip_png(reader: "_Reader", target: BinaryIO) -> None:
 def _reencode_webp(source: BinaryIO, target: BinaryIO) -> None:
     with Image.open(source) as image:
         animated = getattr(image, "is_animated", False)
+        if animated and image.n_frames * image.width * image.height > MAX_ANIMATION_PIXELS:
+            raise TooManyFrames("This animation has too many frames to be cleaned of its metadata.")
         upright = image if animated else ImageOps.exif_transpose(image)  # its orientation goes with its EXIF
         # no exif, xmp or icc_profile given: Pillow writes none
         upright.save(target, "WEBP", quality=90, save_all=animated, exif=b"", xmp=b"")

@@ -14,6 +14,7 @@ from typing import Any, BinaryIO
 from bson import ObjectId
 from gridfs import AsyncGridFSBucket
 from gridfs.asynchronous import grid_file
+from gridfs.errors import NoFile
 from pymongo import ASCENDING
 from pymongo.asynchronous.database import AsyncDatabase
 
@@ -45,9 +46,18 @@ async def store(db: AsyncDatabase, source: BinaryIO, name: str) -> ObjectId:
     return file_id
 
 
-async def chunks(db: AsyncDatabase, file_id: ObjectId) -> AsyncIterator[bytes]:
-    """The stored bytes, a GridFS chunk at a time."""
-    stream = await _bucket(db).open_download_stream(file_id)
+async def opened(db: AsyncDatabase, file_id: ObjectId) -> AsyncIterator[bytes] | None:
+    """The stored bytes, opened now and read a GridFS chunk at a time; None when they are gone (deleted since the
+    record was read). Opened before an answer's headers go out: a file deleted meanwhile is a 404, not a 200 whose
+    body breaks off."""
+    try:
+        stream = await _bucket(db).open_download_stream(file_id)
+    except NoFile:
+        return None
+    return _read(stream)
+
+
+async def _read(stream: Any) -> AsyncIterator[bytes]:
     try:
         while chunk := await stream.readchunk():
             yield chunk

@@ -33,6 +33,14 @@ STRIPPED = frozenset({sniff.JPEG, sniff.PNG, sniff.WEBP})  # rewritten without m
 MiB = 1024 * 1024
 
 
+class NotCleanable(ValidationFailed):
+    """A photo format whose metadata (a phone's GPS position) the desk cannot take out: 415, nothing kept."""
+
+    @property
+    def status(self) -> int:
+        return 415
+
+
 class TooLarge(ValidationFailed):
     """A file over DESK_MAX_ATTACHMENT_MB, or one more than an order holds: 413, nothing kept."""
 
@@ -66,6 +74,11 @@ async def upload(
         kind = sniff.content_type(received.read(sniff.HEAD_BYTES))
         received.seek(0)
         kept: BinaryIO = received
+        if kind == sniff.HEIC:  # Pillow reads it only with a plugin the desk does not have: refused, not kept as sent
+            raise NotCleanable(
+                "A HEIC photo cannot be cleaned of its location here, so it was not saved. Send it as a JPEG "
+                "(an iPhone does when its camera's format is set to Most Compatible)."
+            )
         if kind in STRIPPED:
             await asyncio.to_thread(images.strip, kind, received, cleaned)
             size, kept = cleaned.tell(), cleaned
@@ -105,11 +118,15 @@ async def download(*, db: AsyncDatabase, actor: Actor, attachment_id: str, thumb
     """A file (or its thumbnail) of an order the actor may see; NotFound otherwise, or while it has no thumbnail."""
     doc, _ = await _visible(db, actor, attachment_id)
     if not thumbnail:
-        return Download(read_model(doc), doc["contentType"], doc["size"], repo.chunks(db, doc["fileId"]))
-    if doc.get("thumbnailId") is None:
+        kind, size, file_id = doc["contentType"], doc["size"], doc["fileId"]
+    elif doc.get("thumbnailId") is None:
         raise NotFound("This file has no thumbnail (yet: the desk makes one for each picture, shortly after upload).")
-    size = doc.get("thumbnailSize", 0)
-    return Download(read_model(doc), images.THUMBNAIL_TYPE, size, repo.chunks(db, doc["thumbnailId"]))
+    else:
+        kind, size, file_id = images.THUMBNAIL_TYPE, doc.get("thumbnailSize", 0), doc["thumbnailId"]
+    chunks = await repo.opened(db, file_id)
+    if chunks is None:  # deleted since its record was read
+        raise NotFound("No such file.")
+    return Download(read_model(doc), kind, size, chunks)
 
 
 async def delete(*, db: AsyncDatabase, actor: Actor, attachment_id: str) -> None:

@@ -11,7 +11,7 @@ HEAD_BYTES = 32  # enough for every signature below
 OCTET_STREAM = "application/octet-stream"
 JPEG, PNG, WEBP, GIF, HEIC = "image/jpeg", "image/png", "image/webp", "image/gif", "image/heic"
 PDF, ZIP = "application/pdf", "application/zip"
-# what the worker makes a thumbnail of (HEIC needs a decoder Pillow does not have here)
+# what the worker makes a thumbnail of (HEIC is refused at upload: see service.upload)
 PICTURES = frozenset({JPEG, PNG, WEBP, GIF})
 HEIF_BRANDS = (b"heic", b"heix", b"hevc", b"heim", b"heis", b"mif1", b"msf1")
 
@@ -42,7 +42,11 @@ _UNSAFE = re.compile(r"[\x00-\x1f\x7f/\\]")
 def file_name(given: str | None) -> str:
     """The name a file is listed and downloaded under: its last path part, no control characters, not too long."""
     name = unicodedata.normalize("NFC", given or "").replace("\\", "/").rsplit("/", 1)[-1]
-    name = _UNSAFE.sub("_", name).strip().lstrip(".") or "file"
+    name = _UNSAFE.sub("_", name)
+    # no invisible formatting (category Cf: a right-to-left override shows "invoice\u202efdp.exe" as
+    # "invoiceexe.pdf"), nor line or paragraph separators (Zl, Zp)
+    name = "".join(char for char in name if unicodedata.category(char) not in ("Cf", "Zl", "Zp"))
+    name = name.strip().lstrip(".") or "file"
     if len(name) > MAX_NAME:
         stem, dot, ext = name.rpartition(".")
         name = (stem[: MAX_NAME - len(ext) - 1] + dot + ext) if dot and len(ext) <= 10 else name[:MAX_NAME]

@@ -9,7 +9,7 @@ from PIL import Image
 from desk.attachments import images
 from desk.attachments import repository as repo
 from desk.attachments.service import THUMBNAIL_TASK
-from desk.jobs.table import Context, Done, Failed, Function, Job, Result, Skipped
+from desk.jobs.table import Context, Done, Function, Job, Result, Skipped
 from desk.work_orders import repository as orders_repo
 from desk.work_orders.changes import record
 from desk.work_orders.repository import parties
@@ -18,8 +18,10 @@ SPOOL_BYTES = 1024 * 1024  # a picture over this is read from the database to di
 
 
 def tasks() -> list[Function]:
-    # a large PNG decodes in seconds on a busy machine: the claim outlasts it
-    return [Function(THUMBNAIL_TASK, make, lease=timedelta(seconds=60))]
+    # A large PNG decodes in seconds on a busy machine: the claim outlasts it. One at a time across the desk: a
+    # picture of up to 80 megapixels decodes to hundreds of MB, and twenty attached at once must not all decode
+    # together (the worker's pool has room for one beside its triage passes and emails: desk/tasks.py).
+    return [Function(THUMBNAIL_TASK, make, lease=timedelta(seconds=60), desk_concurrency=1)]
 
 
 async def make(ctx: Context, job: Job) -> Result:
@@ -29,14 +31,18 @@ async def make(ctx: Context, job: Job) -> Result:
         return Skipped("file_gone")
     if doc.get("thumbnailId") is not None:
         return Skipped("made_already")
+    chunks = await repo.opened(ctx.db, doc["fileId"])
+    if chunks is None:
+        return Skipped("file_gone")
     with tempfile.SpooledTemporaryFile(SPOOL_BYTES) as picture, tempfile.SpooledTemporaryFile(SPOOL_BYTES) as small:
-        async for chunk in repo.chunks(ctx.db, doc["fileId"]):
+        async for chunk in chunks:
             picture.write(chunk)
         picture.seek(0)
         try:
             await asyncio.to_thread(images.thumbnail, picture, small)
         except (OSError, ValueError, Image.DecompressionBombError) as error:
-            return Failed(f"not a picture Pillow can draw ({type(error).__name__})")
+            # nothing a retry can mend: the file stays attached, shown by its name and type as any other file
+            return Skipped(f"not_drawable ({type(error).__name__})")
         size = small.tell()
         small.seek(0)
         thumbnail_id = await repo.store(ctx.db, small, f"thumbnail of {doc['_id']}")

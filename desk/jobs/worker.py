@@ -89,9 +89,9 @@ class Worker:
                     finally:
                         if held is None:
                             self._free_slot()
-                if held is None and tried:  # nothing more to claim now: kept slots go back, the tasks hear of it
-                    await self._idle(ctx, spares)
-                if held is not None:
+                if held is None:
+                    await self._claimed_nothing(ctx, spares, tried=tried)
+                else:
                     claimed += 1
                     doc, desk_slot = held
                     job = self.perform(ctx, doc, resting=resting, desk_slot=desk_slot, spares=spares)
@@ -174,6 +174,15 @@ class Worker:
         if isinstance(result, Later) and resting is not None:
             resting.add(function.name)
         await self._settle(ctx, function, doc, result)
+
+    async def _claimed_nothing(self, ctx: Context, spares: list[slots.Held], *, tried: bool) -> None:
+        """Nothing more to claim now (`tried`): the tasks hear of it. Or the worker is full (of other tasks' jobs)
+        or stops: either way a desk-wide slot kept for a next claim that cannot come now goes back, or it would hold
+        other workers back until its lease lapsed."""
+        if tried:
+            await self._idle(ctx, spares)
+        elif spares:
+            await slots.release_all(ctx.db, spares)
 
     async def _idle(self, ctx: Context, spares: list[slots.Held]) -> None:
         """Nothing more to claim now (or the worker stops): the slots kept go back, and each task hears of it."""
@@ -360,6 +369,8 @@ class _Runner:
         return tick
 
     async def once(self, job: CronJob) -> None:
+        if job.name in self.running.values():  # a start-up pass still running: a tick beside it would double it
+            return
         task = asyncio.create_task(job.run(self.ctx), name=f"worker-{job.name}")
         self.running[task] = job.name
         task.add_done_callback(lambda done: self.running.pop(done, None))

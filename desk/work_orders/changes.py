@@ -58,9 +58,13 @@ async def latest(db: AsyncDatabase) -> int:
     return int(counter["n"]) if counter else 0
 
 
-async def since(db: AsyncDatabase, seq: int, *, limit: int = 500) -> list[dict[str, Any]]:
-    """Changes after `seq`, oldest first."""
-    return await db["changes"].find({"seq": {"$gt": seq}}, {"_id": 0}).sort("seq", ASCENDING).limit(limit).to_list()
+async def since(
+    db: AsyncDatabase, seq: int, *, limit: int = 500, leaving_out: set[int] | None = None
+) -> list[dict[str, Any]]:
+    """Changes after `seq`, oldest first, but those numbered in `leaving_out` (handed out already, past a gap: the
+    `limit` must go to changes the reader has not seen, or 500 of those would hide every newer one)."""
+    after: dict[str, Any] = {"$gt": seq} | ({"$nin": sorted(leaving_out)} if leaving_out else {})
+    return await db["changes"].find({"seq": after}, {"_id": 0}).sort("seq", ASCENDING).limit(limit).to_list()
 
 
 @dataclass
@@ -78,7 +82,7 @@ class Cursor:
 
     async def read(self, db: AsyncDatabase, *, clock: float | None = None) -> list[dict[str, Any]]:
         """The changes not handed out yet, oldest first."""
-        fresh = [change for change in await since(db, self.seq) if change["seq"] not in self.ahead]
+        fresh = await since(db, self.seq, leaving_out=self.ahead)
         self.ahead.update(change["seq"] for change in fresh)
         self._close_gaps(time.monotonic() if clock is None else clock)
         return fresh

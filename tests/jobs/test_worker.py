@@ -308,6 +308,27 @@ async def test_a_backlog_keeps_its_desk_wide_slot_from_job_to_job_and_lets_go_at
     assert await db["job_slots"].count_documents({"owner": {"$ne": None}}) == 0
 
 
+async def test_a_kept_slot_goes_back_while_the_worker_is_full_of_other_jobs(db, ctx, clock, make_worker, enqueue):
+    # found by a review: a triage pass ended, the worker filled up with an email, and the desk's one triage slot
+    # stayed kept for a claim that could not come, holding every other worker's triage back
+    await enqueue("test.slow", born=clock.now() - timedelta(minutes=1))
+    await enqueue(born=clock.now())  # the newest: claimed first
+    go_on = asyncio.Event()
+
+    async def slow(ctx: Context, job: Job):
+        await go_on.wait()
+
+    one_at_a_time = Function(TASK, echo(Done()).run, lease=LEASE, desk_concurrency=1)
+    worker = asyncio.create_task(make_worker(one_at_a_time, Function("test.slow", slow, lease=LEASE)).work(ctx))
+    try:
+        await until(lambda: db["outbox_events"].count_documents({"status": "done"}), what="the first job done")
+        free = lambda: db["job_slots"].count_documents({"owner": None})  # noqa: E731
+        await until(free, what="the slot given back while the slow job runs")
+    finally:
+        go_on.set()
+        assert await worker == 2
+
+
 async def test_a_slot_that_lapsed_during_a_job_is_not_handed_to_the_next(db, ctx, clock, make_worker, enqueue):
     """The worker's job outlived the slot's lease and another worker took the slot meanwhile: the next job does not
     run on it; it waits (its attempt not counted) while the other holds the desk's one slot."""

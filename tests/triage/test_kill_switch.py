@@ -8,6 +8,7 @@ process: tests/triage/test_faults.py.)
 """
 
 import asyncio
+import threading
 
 import pytest
 from bson import ObjectId
@@ -159,7 +160,8 @@ async def test_an_answer_that_comes_after_the_switch_went_off_is_not_stored(
     admin_user = await make_user("admin")
     admin = await client_for(admin_user)
     order = await make_order(await make_user())
-    fake_provider.script(proposal("urgent").with_delay(0.3))
+    flipped = threading.Event()
+    fake_provider.script(proposal("urgent").held_until(flipped))
     running = asyncio.create_task(burst())
     assert await fake_provider.wait_for_request()
 
@@ -167,6 +169,7 @@ async def test_an_answer_that_comes_after_the_switch_went_off_is_not_stored(
         await admin.post(f"{ADMIN}/disable")
     else:
         await db["agent_config"].insert_one({"_id": switch.SWITCH_ID, "on": False, "changedBy": admin_user["id"]})
+    flipped.set()  # the answer comes now, after the switch went off, however long that took
     await running
 
     assert await db["triage_suggestions"].count_documents({}) == 0

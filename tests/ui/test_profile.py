@@ -274,6 +274,7 @@ async def test_an_expired_token_is_listed_as_expired(user: User, make_user, log_
     await db["api_tokens"].update_one({"_id": ObjectId(token.id)}, {"$set": {"expiresAt": now() - timedelta(days=2)}})
 
     await log_in(user, sam, landing=PAGE)
+    await user.should_see(marker="token-row")  # drawn once the page has read the tokens (a scope does not wait)
 
     with user.scope(marker="token-row"):
         await user.should_see("Old laptop", retries=WAIT)

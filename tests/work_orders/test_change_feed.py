@@ -46,3 +46,18 @@ async def test_a_number_never_written_is_stepped_over_after_a_while(db):
     assert cursor.seq == 2 and not cursor.ahead  # stepped over 1: reads go on from 2
     await changes.record(db, None, "created", set())
     assert await _read(cursor, db, clock=changes.GAP_SECONDS + 2) == [3]
+
+
+async def test_changes_past_a_gap_are_handed_out_however_many_wait_behind_it(db):
+    # found by a review: with 500 changes handed out past a gap, each read fetched those 500 again (its limit)
+    # and nothing newer reached any screen until the gap closed
+    cursor = changes.Cursor(await changes.latest(db))
+    await _took(db, 502)
+    entries = [
+        {"seq": n, "workOrderId": "", "kind": "created", "owners": [], "at": datetime.now(UTC)} for n in range(2, 502)
+    ]
+    await db["changes"].insert_many(entries)
+    assert len(await _read(cursor, db)) == 500  # 2 to 501; 1 is missing
+
+    await _wrote(db, 502)
+    assert await _read(cursor, db) == [502]
