@@ -205,7 +205,9 @@ class UserRow:
             return
         with self.lock_area:
             ui.icon("lock", color="negative")
-            ui.label(f"Locked until {when(self.shown.locked_until)}").classes("text-sm text-negative").mark("locked")
+            ui.label(f"Locked until {when(auth_service.lock_ends(self.shown.locked_until))}").classes(
+                "text-sm text-negative"
+            ).mark("locked")
             ui.button("Unlock", on_click=self.unlock).props("flat dense").mark("unlock")
 
     async def unlock(self) -> None:

@@ -11,7 +11,7 @@ from components.forbidden import MESSAGE as NO_ACCESS
 from components.frame import SESSION_CHECK_SECONDS
 from desk.auth import service as auth_service
 from desk.auth.passwords import TOO_COMMON
-from desk.errors import Unauthorized
+from desk.errors import Forbidden, Unauthorized
 from desk.schema import now
 from desk.users import service as users_service
 from desk.users.models import UserAdminUpdate, UserCreate
@@ -289,6 +289,23 @@ async def test_the_users_page_shows_who_is_locked_and_unlocks_them(user: User, m
     with user.scope(marker="user:sam@example.com"):
         await user.should_not_see(marker="locked", retries=WAIT)
     assert (await auth_service.login(db=db, email=sam["email"], password=PASSWORD, ip="test")).user["_id"]
+
+
+async def test_the_users_page_and_the_login_tell_the_same_minute_a_lock_ends(user: User, make_user, log_in, db):
+    # found by an admin: the Users page said 17:00 and the login 17:01 for a lock ending at 17:00:21
+    sam = await make_user("user", email="sam@example.com", name="Sam Rivera")
+    await lock_out(db, sam["email"])
+    ends = (now() + timedelta(minutes=20)).replace(second=21, microsecond=0)
+    await db["users"].update_one({"_id": ObjectId(sam["id"])}, {"$set": {"lockedUntil": ends}})
+    told = (ends.replace(second=0) + timedelta(minutes=1)).strftime("%H:%M UTC")
+
+    with pytest.raises(Forbidden) as refused:
+        await auth_service.login(db=db, email=sam["email"], password=PASSWORD, ip="test")
+    assert f"until {told}." in refused.value.message
+    await open_as_admin(user, make_user, log_in)
+    with user.scope(marker="user:sam@example.com"):
+        (shown,) = user.find(marker="locked").elements
+    assert shown.text.endswith(f", {told}")
 
 
 async def test_what_others_change_shows_up_while_the_list_is_open(user: User, make_user, log_in, db, monkeypatch):
