@@ -75,6 +75,9 @@ class Copilot:
                 if on_close is not None:
                     close = ui.button(icon="close", on_click=on_close).props('flat round dense aria-label="Close"')
                     close.tooltip("Close (Ctrl+K)").mark("copilot-close")
+            # the conversation is the person's, wherever it began: one an API client opened says so
+            self.origin = ui.label("Started from the API").classes("text-xs text-grey-8").mark("copilot-origin")
+            self.origin.set_visibility(False)
             self.log = ConversationLog()
             self.thinking = ui.label("Thinking…").classes("text-sm text-grey-7 italic").mark("copilot-thinking")
             self.waiting = ui.chip(
@@ -125,6 +128,7 @@ class Copilot:
             return
         with self.root:
             self.session_id = found.session_id
+            self.origin.set_visibility(found.from_api)
             live = running(actor.id)
             begun = bool(found.messages) or live is not None  # else a new conversation: what the assistant is for
             self.log.clear(hint_for_writer=None if begun else actor.can_write)

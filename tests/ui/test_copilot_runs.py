@@ -1,4 +1,5 @@
-"""/app/copilot's "Your runs": each opens its conversation, read only, and only for the person whose run it is."""
+"""The person's copilot conversations as the pages show them: "Your runs" on /app/copilot, each opening its
+conversation read only (the person's own alone), and where a conversation began (an API client's is labelled)."""
 
 from nicegui.testing import User
 
@@ -47,3 +48,22 @@ async def test_someone_elses_run_is_not_theirs_to_read(
 
     await user.should_see(marker="missing", retries=WAIT)
     await user.should_not_see("Your order is done.")
+
+
+async def test_a_conversation_an_api_client_started_says_so_in_the_drawer(
+    user: User, ai_settings, provider, fake_provider, make_user, log_in, client_for
+):
+    # found by an API client's owner: the script's conversation sat in their drawer as if they had typed it
+    sam = await make_user("user")
+    fake_provider.script(Turn.text("Two orders are open."))
+    await ask_over_the_api(client_for, sam, "How many orders are open?")
+    await log_in(user, sam, landing="/login?redirect_to=/app/copilot")
+
+    await user.should_see("Two orders are open.", retries=WAIT)
+    await user.should_see(marker="copilot-origin")
+    await user.should_see("Started from the API")
+
+    user.find(marker="copilot-new").click()  # a conversation of the desk's own pages: nothing to say
+
+    await user.should_not_see("Two orders are open.", retries=WAIT)
+    await user.should_not_see(marker="copilot-origin")
