@@ -328,7 +328,7 @@ async def test_viewers_can_ask_but_are_never_offered_a_write(user: User, ai_on, 
     await user.should_not_see(marker="approval")
     assert await db["work_orders"].count_documents({}) == 0
     offered = {tool["function"]["name"] for tool in fake_provider.requests[0]["tools"]}
-    assert offered == {"list_my_work_orders", "search_my_work_orders", "get_profile"}
+    assert offered == {"list_my_work_orders", "search_my_work_orders", "get_profile", "list_work_orders"}  # reads only
 
 
 def press_ctrl_k(user: User) -> None:
