@@ -14,7 +14,7 @@ from bson import ObjectId
 from nicegui import ui
 
 from components.agents.policy_form import shown
-from components.formats import ago, usd, when
+from components.formats import ago, when
 from components.once import one_at_a_time
 from components.paging import last_page, pager
 from components.runtime import session
@@ -151,7 +151,7 @@ class WorkerHealth:
                     ui.linear_progress(share, show_value=False, color="red-7" if share >= 1 else "primary").classes(
                         "grow"
                     )
-                    ui.label(f"{usd(spend.spent_usd)} of ${spend.cap_usd:.2f}").classes("w-40 text-right text-sm")
+                    ui.label(f"${spend.spent_usd:.4f} of ${spend.cap_usd:.2f}").classes("w-40 text-right text-sm")
         if state.failed:
             with ui.card().classes("w-full gap-0").mark("failed-events"):
                 total, first = state.failed_total, (self.failed_page - 1) * FAILED_PAGE + 1
