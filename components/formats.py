@@ -1,5 +1,6 @@
-"""How dates and people read on screen."""
+"""How dates, people and money read on screen."""
 
+import math
 from datetime import UTC, datetime
 
 
@@ -19,3 +20,12 @@ def ago(moment: datetime, now: datetime | None = None) -> str:
         return f"{int(seconds // 3600)} h ago"
     days = int(seconds // 86400)
     return f"{days} day{'s' if days > 1 else ''} ago"
+
+
+def usd(amount: float) -> str:
+    """`$0.0012`; under a hundredth of a cent, to its first two significant digits (`$0.000021`), so a run
+    of a few hundred tokens reads what it cost, not `$0.0000`, and its figures add up to the day's ledger."""
+    if amount <= 0:
+        return "$0.0000"
+    decimals = max(4, min(10, 1 - math.floor(math.log10(amount))))
+    return f"${amount:,.{decimals}f}"

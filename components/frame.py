@@ -232,6 +232,7 @@ def _copilot_drawer(visit: session.Visit) -> tuple[Callable, Callable[[], None],
             ui.run_javascript(KEEP_FOCUS)
             panel.input.run_method("focus")
             await panel.load()
+            panel.open_approval()  # a change waiting (after a reload, or from another page) is what to see first
 
     def escape() -> None:
         if drawer.value and panel.dialog is None:  # with a change waiting, Escape is the approval's "Not now"

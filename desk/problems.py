@@ -43,6 +43,9 @@ HEADER = re.compile(r"[A-Za-z][A-Za-z0-9-]*")  # a header's name has hyphens ("i
 
 def message(item: dict[str, Any]) -> str:
     context = item.get("ctx") or {}
+    where = (item.get("loc") or ("",))[0]
+    if item["type"] == "missing" and where in _SENT_IN:
+        return _SENT_IN[where](item["loc"])  # a bare "required" sends a client looking for it in the JSON body
     words = _MESSAGES.get(item["type"])
     if words is None:
         if item["type"] in _PYDANTICS_OWN:
@@ -52,6 +55,10 @@ def message(item: dict[str, Any]) -> str:
 
 
 _PYDANTICS_OWN = frozenset(get_args(ErrorType))
+_SENT_IN: dict[str, Callable[[tuple], str]] = {
+    "query": lambda loc: f"required, in the query string (?{loc[-1]}=...)",
+    "header": lambda loc: f"required, as the {loc[-1]} header",
+}
 
 
 def _too_short(context: dict[str, Any]) -> str:

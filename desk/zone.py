@@ -5,7 +5,7 @@ here, outside the agent, so the work-order lists can ask it too. UTC until a pol
 """
 
 from datetime import UTC, date, datetime, time, timedelta
-from zoneinfo import ZoneInfo
+from zoneinfo import ZoneInfo, available_timezones
 
 from pymongo.asynchronous.database import AsyncDatabase
 
@@ -28,3 +28,16 @@ def end_of_day(day: date, zone: str) -> datetime:
     """The last millisecond of `day` in `zone`, in UTC: what "due on 10 Dec" means (by the day's end)."""
     next_midnight = datetime.combine(day + timedelta(days=1), time(), tzinfo=ZoneInfo(zone))
     return next_midnight.astimezone(UTC) - timedelta(milliseconds=1)
+
+
+# tzdata's regions; what lies outside them (W-SU, Zulu, ROC, US/Pacific, Etc/GMT+3...) are legacy aliases kept only
+# so old settings still read
+REGIONS = ("Africa", "America", "Antarctica", "Arctic", "Asia", "Atlantic", "Australia", "Europe", "Indian", "Pacific")
+
+
+def offered(current: str | None = None) -> list[str]:
+    """The time zones a picker offers: UTC and the regions' IANA names, sorted; and `current`, the stored value,
+    whatever it is (a legacy name saved before must still show, and save again unchanged)."""
+    zones = {name for name in available_timezones() if name.split("/", 1)[0] in REGIONS and "/" in name}
+    zones |= {"UTC"} | ({current} if current else set())
+    return sorted(zones)

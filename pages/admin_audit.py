@@ -41,6 +41,7 @@ ACTIONS = {
     "token_created": "API token created",
     "token_revoked": "API token revoked",
     "tokens_revoked": "All API tokens revoked",
+    "orders_returned_to_queue": "Orders returned to the queue",
 }
 
 
@@ -226,6 +227,8 @@ def _what(entry: AuditRead, names: dict[str, str]) -> str:  # noqa: PLR0911 - on
             return f"{token} of {known or entry.subject_id}{_grants(details)}"  # `name` is the token's here
         case "tokens_revoked":
             return f"{details.get('count', 0)} tokens of {person}"
+        case "orders_returned_to_queue":  # when they were made a viewer
+            return f"{details.get('count', 0)} open work orders of {person}"
         case unknown:
             assert_never(unknown)
 

@@ -40,7 +40,7 @@ PAIR, HALF = "w-full gap-4 max-md:flex-col md:flex-nowrap", "w-full md:w-1/2"
 
 @desk_page(router, PATH, title="Metrics", admin=True)
 async def admin_metrics_page(visit: session.Visit, me: session.SessionUser, request: Request) -> None:
-    owners, _ = await orders_service.owner_choices(db=get_db(), actor=me.actor)
+    owners, _, _ = await orders_service.owner_choices(db=get_db(), actor=me.actor)
     query, left_out = from_address(request.query_params, owners)
     board = MetricsBoard(visit, query)
     board.filters(owners, left_out)

@@ -14,7 +14,7 @@ from nicegui import APIRouter, ui
 
 from components.agents.heading import RUNS_PATH, agents_tabs, switch_banner
 from components.agents.run_detail import run_detail, run_status_chip
-from components.formats import when
+from components.formats import usd, when
 from components.paging import address, day_from, last_page, page_from, pager
 from components.runtime import session
 from components.runtime.page import desk_page
@@ -165,7 +165,7 @@ class RunsScreen:
             else:
                 ui.label("—").classes("w-40")
             ui.label(f"{run.input_tokens:,} in · {run.output_tokens:,} out").classes("text-sm text-grey-8 w-40")
-            ui.label(f"${extra.cost_usd:.4f}" if extra else "").classes("text-sm text-grey-8 w-20")
+            ui.label(usd(extra.cost_usd) if extra else "").classes("text-sm text-grey-8 w-20")
             with ui.column().classes("grow gap-0 min-w-0"):
                 if run.error_code:  # the words a person reads, the stored code beneath them for whoever digs further
                     ui.label(run_error(run.error_code)).classes("text-sm text-red-8 wrap-anywhere").mark("run-error")

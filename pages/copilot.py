@@ -12,11 +12,13 @@ from desk.agent.copilot.turn import UNREACHED  # the run's call never reached th
 from desk.agent.core import switch
 from desk.config import get_settings
 from desk.db.client import get_db
-from desk.errors import DeskError
+from desk.errors import DeskError, NotFound
 from desk.labels import RUN_STATUSES
 
 router = APIRouter()
 RUNS_REFRESH_SECONDS = 3.0  # the list of runs follows turns of other tabs and processes
+RUNS_PATH = "/app/copilot/runs"
+SPEAKERS = {"user": "You", "assistant": "Assistant"}  # a transcript's tool results and system text are the admin's
 
 
 @desk_page(router, "/app/copilot", title="Assistant")
@@ -26,6 +28,28 @@ async def copilot_page(visit: session.Visit, me: session.SessionUser) -> None:
     body.follow()  # before the load: a flip while it loads is not missed
     if drawn is not None:
         await drawn.load()
+
+
+@desk_page(router, RUNS_PATH + "/{run_id}", title="A past conversation")
+async def past_run_page(visit: session.Visit, me: session.SessionUser, run_id: str) -> None:
+    """One of the person's own runs, read only: what was asked and answered (the service refuses anyone else's)."""
+    ui.link("← Back to the assistant", "/app/copilot").classes("text-sm")
+    try:
+        detail = await agent_sessions.own_run(db=get_db(), actor=me.actor, run_id=run_id)
+    except NotFound:
+        ui.label("There is no such run of yours (runs are kept 90 days).").classes("text-lg").mark("missing")
+        return
+    run = detail.run
+    ui.label(f"Asked {when(run.started_at)}").classes("text-2xl font-semibold")
+    ui.label(RUN_STATUSES.get(run.status, run.status)).classes("text-sm text-grey-8").mark("past-run-status")
+    with ui.column().classes("w-full max-w-3xl gap-2").mark("past-transcript"):
+        said = [m for m in detail.messages if m.role in SPEAKERS and m.content]
+        if not said:
+            ui.label("No messages kept for this run.").classes("text-grey-7")
+        for message in said:
+            with ui.card().classes("w-full gap-1" if message.role == "assistant" else "w-full gap-1 bg-grey-1"):
+                ui.label(f"{SPEAKERS[message.role]} · {when(message.created_at)}").classes("text-xs text-grey-8")
+                ui.label(message.content).classes("whitespace-pre-wrap wrap-anywhere").mark("past-message")
 
 
 class _Body:
@@ -141,7 +165,8 @@ async def _runs(visit: session.Visit, into: ui.column) -> None:
                 with ui.column().classes("w-full gap-0 px-3 py-1 border-b text-sm"):
                     question = asked.get(run.id, "")
                     shown = question if len(question) <= 80 else question[:80] + "…"
-                    ui.label(shown).classes("w-full wrap-anywhere").mark("run-asked")
+                    opened = ui.link(shown or "(no question kept)", f"{RUNS_PATH}/{run.id}")
+                    opened.classes("w-full wrap-anywhere").mark("run-asked")
                     with ui.row().classes("gap-x-3 gap-y-0"):
                         ui.label(RUN_STATUSES.get(run.status, run.status))
                         if run.error_code == UNREACHED:

@@ -12,7 +12,7 @@ from components.once import one_at_a_time
 from components.runtime import live, session
 from components.runtime.page import desk_page
 from components.work_order.attachments import Files
-from components.work_order.changes import changed_by, what_changed, why_read_only
+from components.work_order.changes import changed_by, pending, what_changed, why_read_only
 from components.work_order.drafts import Draft, show_kept_to_copy
 from components.work_order.edit_form import EditForm
 from components.work_order.notices import changed_elsewhere_card, conflict_card, gone_note, restored_card
@@ -205,6 +205,7 @@ class WorkOrderView:
         """Someone saved first: say what they changed; let the person reload or apply their edit again."""
         who = await changed_by(self.actor, self.loaded, current)
         theirs = await what_changed(self.loaded, current, who=who)
+        yours = pending(self.loaded, mine)
         await self._show_theirs(current)
         self.told = current.version
         self.notice.clear()
@@ -216,7 +217,7 @@ class WorkOrderView:
             await self.save()
 
         with self.notice:
-            conflict_card(who, theirs, reload=lambda: self._reload(current), reapply=reapply)
+            conflict_card(who, theirs, yours, reload=lambda: self._reload(current), reapply=reapply)
 
     async def _reload(self, current: WorkOrderRead) -> None:
         self.actor = await self.visit.actor()
@@ -281,6 +282,7 @@ class WorkOrderView:
         # read before the check: no await may come between it and `self.told` set (a Save's card would be covered)
         who = await changed_by(self.actor, self.loaded, current)
         lines = await what_changed(self.loaded, current, who=who)
+        yours = pending(self.loaded, self.edits())
         await self._show_theirs(current)
         if self.told == current.version:  # the person's Save met this change meanwhile: its conflict card stays
             return
@@ -289,7 +291,7 @@ class WorkOrderView:
         still = permissions.can_change(self.actor, current)
         self._allow_saving(still)  # off while it could only be refused; on again when given back
         with self.notice:
-            changed_elsewhere_card(who, lines, still=still, reload=lambda: self._reload(current))
+            changed_elsewhere_card(who, lines, yours, still=still, reload=lambda: self._reload(current))
 
     def _deleted(self, *, gone: bool = True) -> None:
         self.gone = True

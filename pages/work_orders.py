@@ -57,10 +57,11 @@ TIME_COLUMNS = {"-createdAt": "created", "createdAt": "created", "-priority": "c
 
 
 class PeopleChoices(NamedTuple):
-    """What the owner and requester filters offer, names by id."""
+    """Names by id: whom the owner and requester filters take from an address, and whom the Owner filter offers."""
 
     owners: dict[str, str]
     requesters: dict[str, str]
+    offered_owners: dict[str, str]  # the queue and those who can own orders: no viewers, nobody deactivated
 
 
 @dataclass
@@ -141,17 +142,17 @@ class Filters:
         )
 
 
-async def _owner_choices(me: session.SessionUser) -> tuple[dict[str, str], dict[str, str]]:
+async def _owner_choices(me: session.SessionUser) -> service.OwnerChoices:
     return await service.owner_choices(db=get_db(), actor=me.actor)
 
 
 @desk_page(router, "/app", title="Work orders", read=_owner_choices)  # the filters in the first paint
 async def work_orders_page(
-    visit: session.Visit, me: session.SessionUser, found: tuple[dict[str, str], dict[str, str]], request: Request
+    visit: session.Visit, me: session.SessionUser, found: service.OwnerChoices, request: Request
 ) -> None:
     actor = me.actor
-    owners, assignable = found
-    people = _people_choices(actor, owners)
+    owners, assignable, _ = found
+    people = _people_choices(actor, found)
     filters = Filters.from_params(request.query_params, people)
 
     with ui.row().classes("w-full items-end gap-3"):
@@ -282,10 +283,13 @@ class _ListView:
         return None
 
 
-def _people_choices(actor: Actor, owners: dict[str, str]) -> PeopleChoices:
-    """Who an order is for, and who asked for it: anyone (admins, viewers) or oneself; as owner, also the queue."""
-    people = owners if permissions.sees_all(actor) else {actor.id: "Me"}
-    return PeopleChoices(owners={"none": "Unassigned (queue)"} | people, requesters=people)
+def _people_choices(actor: Actor, found: service.OwnerChoices) -> PeopleChoices:
+    """Who an order is for, and who asked for it: anyone (admins, viewers) or oneself; as owner, also the queue.
+    The Owner filter offers only those who can own orders; a link naming someone else still filters by them."""
+    queue = {"none": "Unassigned (queue)"}
+    if not permissions.sees_all(actor):
+        return PeopleChoices(queue | {actor.id: "Me"}, {actor.id: "Me"}, queue | {actor.id: "Me"})
+    return PeopleChoices(queue | found.everyone, found.everyone, queue | found.workers)
 
 
 def _filter_controls(filters: Filters, people: PeopleChoices, change: Callable[..., None]) -> ui.input:
@@ -303,7 +307,10 @@ def _filter_controls(filters: Filters, people: PeopleChoices, change: Callable[.
 
     # built with their values: setting them afterwards would fire the handler while the page is still being built
     _filter_select(PRIORITY_LABELS, "Priority", "priority-filter", pick("priority"), value=filters.priority)
-    _filter_select(people.owners, "Owner", "owner-filter", pick("owner"), value=filters.owner)
+    offered = people.offered_owners
+    if filters.owner and filters.owner not in offered:  # a link naming a viewer or someone deactivated
+        offered = offered | {filters.owner: people.owners[filters.owner]}
+    _filter_select(offered, "Owner", "owner-filter", pick("owner"), value=filters.owner)
     _filter_select(people.requesters, "Requested by", "requester-filter", pick("requester"), value=filters.requester)
     _filter_select(DUE_CHOICES, "Due", "due-filter", pick("due"), value=filters.due)
     sort = ui.select(SORTS, value=filters.sort, label="Sort").props("dense").classes("w-48").mark("sort")

@@ -6,7 +6,6 @@ overwritten: the form says what they changed and offers to load their version in
 """
 
 from collections.abc import Awaitable, Callable
-from zoneinfo import available_timezones
 
 from nicegui import ui
 from pydantic import ValidationError
@@ -16,6 +15,7 @@ from components.fields import clear_problems, show_problems
 from components.formats import when
 from components.once import one_at_a_time
 from components.runtime import session
+from desk import zone as desk_zones
 from desk.actors import Actor
 from desk.agent.triage import policy
 from desk.agent.triage.eval import quality
@@ -47,7 +47,7 @@ class PolicyForm:
 
     def build(self) -> None:
         config = self.loaded
-        zones = sorted(available_timezones())
+        zones = desk_zones.offered(config.time_zone)
         with ui.card().classes("grow min-w-0 gap-2").mark("policy"):
             with ui.row().classes("w-full items-center justify-between"):
                 ui.label("Policy").classes("text-lg font-semibold")

@@ -5,7 +5,7 @@ import json
 
 from nicegui import ui
 
-from components.formats import when
+from components.formats import usd, when
 from desk.agent.core.models import AgentRunDetail, AgentToolCallRead
 from desk.agent.triage import service as triage
 from desk.labels import AGENT_NAMES, APPROVAL_STATUSES, PRIORITY_LABELS, RUN_STATUSES, TOOL_OUTCOMES, run_error
@@ -31,7 +31,7 @@ def run_detail(detail: AgentRunDetail, extra: triage.RunExtra | None, names: dic
         who = names.get(person, "someone") if person else "no person (the triage agent works alone)"
         ui.label(f"For {who} · {run.mode} · model {run.model}").classes("text-sm text-grey-8")
         ui.label(f"Started {when(run.started_at)} · finished {when(run.finished_at) or '—'}").classes("text-sm")
-        cost = f" · ${extra.cost_usd:.4f}" if extra else ""
+        cost = f" · {usd(extra.cost_usd)}" if extra else ""
         ui.label(f"{run.input_tokens:,} tokens in · {run.output_tokens:,} out{cost}").classes("text-sm").mark(
             "run-usage"
         )

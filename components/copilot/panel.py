@@ -75,17 +75,16 @@ class Copilot:
                 if on_close is not None:
                     close = ui.button(icon="close", on_click=on_close).props('flat round dense aria-label="Close"')
                     close.tooltip("Close (Ctrl+K)").mark("copilot-close")
+            # the conversation is the person's, wherever it began: one an API client opened says so
+            self.origin = ui.label("Started from the API").classes("text-xs text-grey-8").mark("copilot-origin")
+            self.origin.set_visibility(False)
             self.log = ConversationLog()
             self.thinking = ui.label("Thinking…").classes("text-sm text-grey-7 italic").mark("copilot-thinking")
-            self.waiting = ui.chip(
-                "Waiting for your approval",
-                icon="pending_actions",
-                color="amber-8",
-                text_color="white",
-                on_click=self._reopen,
-            ).mark("approval-chip")
-            # Quasar's clickable chip takes Tab and Enter but is announced as text, and Space does nothing
-            self.waiting.props("role=button").on("keydown.space.prevent", self._reopen)
+            # a button, not a chip: after a reload only this shows the change, and a chip neither looked clickable
+            # nor was announced as something to press
+            self.waiting = ui.button("Waiting for your approval", icon="pending_actions", on_click=self.open_approval)
+            self.waiting.props("unelevated no-caps color=amber-3 text-color=grey-10").mark("approval-chip")
+            self.waiting.props["aria-label"] = "Review the change waiting for your approval"
             self.input = ui.textarea(placeholder="Ask about your work orders…").props("autogrow outlined dense")
             self.input.classes("w-full copilot-input").mark("copilot-input")
             self.input.on("keydown.enter.prevent", self.send)
@@ -125,6 +124,7 @@ class Copilot:
             return
         with self.root:
             self.session_id = found.session_id
+            self.origin.set_visibility(found.from_api)
             live = running(actor.id)
             begun = bool(found.messages) or live is not None  # else a new conversation: what the assistant is for
             self.log.clear(hint_for_writer=None if begun else actor.can_write)
@@ -167,7 +167,7 @@ class Copilot:
         if self.live is not None or self.remote_run is not None:
             if self.pending is not None:  # not busy: waiting for this person, who may not have seen the chip
                 self.log.note(WAITING_FOR_YOU, error=True)
-                self._reopen()
+                self.open_approval()
             else:
                 self.log.note(start.ApprovalPending.default_message, error=True)
             return
@@ -303,7 +303,8 @@ class Copilot:
             with self.root:
                 self._close_approval()
 
-    def _reopen(self) -> None:
+    def open_approval(self) -> None:
+        """Put the waiting change before the person again (its button, or the drawer opening with it waiting)."""
         if self.dialog is not None:
             self.dialog.open()
 

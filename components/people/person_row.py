@@ -14,6 +14,7 @@ from components.confirm import confirm
 from components.fields import clear_problems, new_password, sentence, show_problems
 from components.formats import ago, when
 from components.once import one_at_a_time
+from components.people.demotion import ask_to_make_viewer, orders
 from components.people.tokens import token_row
 from components.runtime import session
 from desk.auth import service as auth_service
@@ -21,6 +22,7 @@ from desk.auth.models import TokenRead
 from desk.db.client import get_db
 from desk.errors import DeskError
 from desk.labels import ROLE_LABELS, ROLE_NOUNS
+from desk.users import handover
 from desk.users import service as users_service
 from desk.users.models import UserAdminUpdate, UserRead
 
@@ -108,15 +110,22 @@ class UserRow:
             if not await confirm(question, until, action="Deactivate", marker="confirm-deactivate"):
                 self._show_stored()
                 return
-        # admin rights given or taken, or every change taken (a viewer reads only): as deliberate
-        if field == "role" and ("admin" in (value, self.shown.role) or value == "viewer"):
+        returning = False  # a new viewer's open orders go back to the queue
+        if field == "role" and value == "viewer":  # every change taken (a viewer reads only): as deliberate
+            actor = await self.visit.actor()
+            owned = await handover.open_orders_owned(db=get_db(), actor=actor, user_id=self.shown.id)
+            chosen = await ask_to_make_viewer(self.shown.name, owned)
+            if chosen is None:
+                self._show_stored()
+                return
+            returning = chosen == "return"
+        elif field == "role" and "admin" in (value, self.shown.role):  # admin rights given or taken
             name, noun = self.shown.name, ROLE_NOUNS[str(value)]
-            if value == "admin":
-                what = "They can then manage people and settings."
-            elif value == "viewer":
-                what = "They can then read work orders but no longer change anything, at once."
-            else:
-                what = "They lose the admin pages at once."
+            what = (
+                "They can then manage people and settings."
+                if value == "admin"
+                else "They lose the admin pages at once."
+            )
             if not await confirm(f"Make {name} {noun}?", what, action=f"Make {noun}", marker="confirm-role"):
                 self._show_stored()
                 return
@@ -128,7 +137,12 @@ class UserRow:
             self._show_stored()
             return
         self._show_stored()
-        ui.notify(_changed(self.shown, field), type="positive")
+        said = _changed(self.shown, field)
+        if returning:
+            actor = await self.visit.actor()
+            back = await handover.return_to_queue(db=get_db(), actor=actor, user_id=self.shown.id)
+            said += f" {orders(back)} went back to the queue." if back else ""
+        ui.notify(said, type="positive")
 
     def _show_stored(self) -> None:
         self.role.value, self.ai.value, self.active.value = self.shown.role, self.shown.ai_enabled, self.shown.active
@@ -205,7 +219,9 @@ class UserRow:
             return
         with self.lock_area:
             ui.icon("lock", color="negative")
-            ui.label(f"Locked until {when(self.shown.locked_until)}").classes("text-sm text-negative").mark("locked")
+            ui.label(f"Locked until {when(auth_service.lock_ends(self.shown.locked_until))}").classes(
+                "text-sm text-negative"
+            ).mark("locked")
             ui.button("Unlock", on_click=self.unlock).props("flat dense").mark("unlock")
 
     async def unlock(self) -> None:

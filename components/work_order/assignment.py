@@ -34,7 +34,7 @@ async def assignment(
         "requester"
     )
     if actor.is_admin:
-        everyone, assignable = await service.owner_choices(db=get_db(), actor=actor)
+        everyone, assignable, _ = await service.owner_choices(db=get_db(), actor=actor)
         if order.owner_id and order.owner_id not in assignable:  # someone deactivated since keeps their orders
             # in name order, named so ("Lee Chen (deactivated)")
             assignable = {key: name for key, name in everyone.items() if key in assignable or key == order.owner_id}

@@ -7,7 +7,8 @@ from desk.users import service as users_service
 from desk.work_orders import service
 from desk.work_orders.models import EDITABLE, WorkOrderRead
 
-COPILOT, TRIAGE, SELF = "Your copilot", "The triage agent", "You, in another tab or window,"
+# one's own save in a second tab: "You changed…" read as this tab's own edit, so that tab is named as such
+COPILOT, TRIAGE, SELF = "Your copilot", "The triage agent", "Your other tab (or window)"
 
 
 def why_read_only(actor: Actor, order: WorkOrderRead) -> str:
@@ -45,7 +46,15 @@ async def what_changed(before: WorkOrderRead, after: WorkOrderRead, *, who: str 
 
 
 def _pronoun(who: str) -> str:
-    return {SELF: "You", COPILOT: "It", TRIAGE: "It"}.get(who, "They")  # a colleague may be called Youssef
+    return {SELF: "That tab", COPILOT: "It", TRIAGE: "It"}.get(who, "They")  # a colleague may be called Youssef
+
+
+def pending(before: WorkOrderRead, edits: dict[str, object]) -> list[str]:
+    """This tab's own edit, not saved, a line a field: beside what another tab saved, which is whose is plain."""
+    return [
+        f"{field}: {_shown(field, getattr(before, field, ''))} → {_shown(field, value)}"
+        for field, value in edits.items()
+    ]
 
 
 def owner_values(entry) -> list[object]:

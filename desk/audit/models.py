@@ -20,6 +20,7 @@ Action = Literal[
     "token_created",
     "token_revoked",
     "tokens_revoked",
+    "orders_returned_to_queue",
 ]
 ACTIONS: tuple[Action, ...] = Action.__args__  # type: ignore[attr-defined]
 

@@ -148,12 +148,17 @@ async def _count_failure(*, db: AsyncDatabase, user: dict, moment: datetime, ip:
     await audit.record(db=db, actor=None, action="account_locked", subject_id=user["_id"], details=details)
 
 
-def _locked_message(until: datetime) -> str:
+def lock_ends(until: datetime) -> datetime:
+    """When a lock ends as people are told it (the login page, the Users page): the next whole minute, since
+    17:00:21 told as "17:00" would have a retry then refused; both read it here so they never differ."""
     whole = until.replace(second=0, microsecond=0)
-    until = whole if whole == until else whole + timedelta(minutes=1)  # 17:00:21 is "17:01": a retry then works
+    return whole if whole == until else whole + timedelta(minutes=1)
+
+
+def _locked_message(until: datetime) -> str:
     return (
         f"This account was locked for {LOCK_MINUTES} minutes after many failed logins from many addresses, "
-        f"until {until.astimezone(UTC):%H:%M} UTC. Try again then, or ask an admin to unlock it."
+        f"until {lock_ends(until).astimezone(UTC):%H:%M} UTC. Try again then, or ask an admin to unlock it."
     )
 
 

@@ -4,7 +4,7 @@ Who may do which of these is decided in `permissions`; every function here asks 
 """
 
 from functools import partial
-from typing import Any, Literal
+from typing import Any, Literal, NamedTuple
 
 from bson import ObjectId
 from pymongo.asynchronous.database import AsyncDatabase
@@ -39,19 +39,29 @@ from desk.zone import desk_zone
 TRACKED = (*EDITABLE, "ownerId", "dueAt")
 
 
-async def owner_choices(*, db: AsyncDatabase, actor: Actor) -> tuple[dict[str, str], dict[str, str]]:
-    """Names by id of everyone (to show and filter by), and of those the actor may give an order to.
+class OwnerChoices(NamedTuple):
+    """Names by id: of `everyone` (to show), of those the actor may give an order to (`assignable`), and of
+    those who can own orders at all (`workers`: active users and admins, what the Owner filter offers)."""
 
-    Admins give to anyone who can work, people only to themselves, viewers to nobody; both in
+    everyone: dict[str, str]
+    assignable: dict[str, str]
+    workers: dict[str, str]
+
+
+async def owner_choices(*, db: AsyncDatabase, actor: Actor) -> OwnerChoices:
+    """The people the owner pickers and filters offer.
+
+    Admins give to anyone who can work, people only to themselves, viewers to nobody; all in
     alphabetical order. Someone deactivated keeps their orders, and is named so ("Lee Chen (deactivated)").
     Everyone is read: a desk's people number in the hundreds, not the millions.
     """
     permissions.require_person(actor)
     people = await users_service.everyone(db=db)  # in the people list's order: any case, any accents
     names = {str(p["_id"]): p["name"] + ("" if p.get("active", True) else " (deactivated)") for p in people}
+    workers = {str(p["_id"]): p["name"] for p in people if permissions.can_work(p)}
     if actor.is_admin:
-        return names, {str(p["_id"]): p["name"] for p in people if permissions.can_work(p)}
-    return names, ({actor.id: names.get(actor.id, "Me")} if actor.can_write else {})
+        return OwnerChoices(names, workers, workers)
+    return OwnerChoices(names, {actor.id: names.get(actor.id, "Me")} if actor.can_write else {}, workers)
 
 
 async def _owner_id(db: AsyncDatabase, actor: Actor, requested: str | None, *, refused: str) -> ObjectId:

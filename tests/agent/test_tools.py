@@ -36,15 +36,16 @@ READ_ARGS: dict[str, dict[str, Any]] = {  # how the walk calls each read tool
     "search_my_work_orders": {"q": "tap"},
     "get_profile": {},
     "admin_list_work_orders": {},
+    "list_work_orders": {},
     "admin_list_users": {},
     "admin_metrics": {},
 }
 WRITES = ("create_work_order", "update_work_order", "delete_work_order")
 TRIAGE = ("triage_propose",)  # the System Actor's alone (tests/triage/test_gate.py); its result is its arguments
 OFFERED = {
-    "viewer": {"list_my_work_orders", "search_my_work_orders", "get_profile"},
+    "viewer": {"list_my_work_orders", "search_my_work_orders", "get_profile", "list_work_orders"},
     "user": {"list_my_work_orders", "search_my_work_orders", "get_profile", *WRITES},
-    "admin": {*READ_ARGS, *WRITES},
+    "admin": {*READ_ARGS, *WRITES} - {"list_work_orders"},
 }
 DENIED_KEYS = {"passwordhash", "failedlogincount", "lockeduntil"}  # and any key ending in "hash"
 
@@ -435,6 +436,22 @@ async def test_each_role_is_offered_only_its_allowlist(role, copilot, fake_provi
         assert not any(name.startswith("admin_") for name in offered)
     if role == "viewer":
         assert not offered & set(WRITES)
+
+
+async def test_a_viewers_assistant_reads_every_order_and_changes_none(copilot, fake_provider, make_user, make_order):
+    # found by a viewer: asked about the desk's orders, it looked only at theirs (a viewer owns none) and found none
+    sam, vic = await make_user("user"), await make_user("viewer")
+    await make_order(sam, "Leaking tap")
+    await make_order(sam, "Broken blind")
+    fake_provider.script(Turn.tool_calls(("list_work_orders", {"q": "tap"})), Turn.text("One: the leaking tap."))
+
+    events = await copilot(vic, "Is anything about a tap open?")
+
+    (result,) = tool_messages(fake_provider.requests)
+    assert [order["title"] for order in result["workOrders"]] == ["Leaking tap"]
+    offered = {t["function"]["name"] for t in fake_provider.requests[0]["tools"]}
+    assert not offered & set(WRITES)  # COP-5: reading all, a viewer is still offered no write
+    assert [e.outcome for e in events if e.kind == "tool_result"] == ["ok"]
 
 
 def test_no_tool_schema_lets_the_model_name_a_version_or_an_owner():

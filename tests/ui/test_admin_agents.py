@@ -115,6 +115,27 @@ async def test_an_open_policy_form_saves_after_the_switch_was_flipped(user: User
     await until(lambda: label_text(user, "last-pass-value") == "off", what="the last pass to read off")
 
 
+async def test_the_time_zone_picker_offers_canonical_names_and_keeps_a_stored_legacy_one(
+    user: User, make_user, log_in, db, ai_settings
+):
+    # found by an admin: W-SU, Zulu and ROC sat among the time zones, names kept only for old settings
+    await policy.current(db, ai_settings)
+    await db["agent_config"].update_one({"_id": "triage"}, {"$set": {"timeZone": "W-SU"}})  # saved long ago
+    await log_in(user, await make_user("admin"), landing=PAGE)
+    await user.should_see(marker="policy")
+
+    (zone,) = user.find(marker="policy-timeZone").elements
+    assert {"UTC", "Europe/Moscow", "America/New_York"} <= set(zone.options)
+    assert not set(zone.options) & {"Zulu", "ROC", "US/Pacific", "Etc/GMT+3", "GB"}
+    assert zone.value == "W-SU" and "W-SU" in zone.options  # the stored one still shows
+    user.find(marker="policy-dailyActionCap").clear().type("50")
+    user.find(marker="policy-save").click()
+
+    await user.should_see("Policy saved.")
+    stored = await config(db)
+    assert (stored["timeZone"], stored["dailyActionCap"]) == ("W-SU", 50)
+
+
 async def test_the_policy_is_validated_saved_and_audited(user: User, make_user, log_in, db, ai_settings):
     ada = await make_user("admin", name="Ada Lovelace")
     await log_in(user, ada, landing=PAGE)

@@ -230,3 +230,21 @@ async def test_a_failed_run_says_why_in_words_with_its_code_beneath(
     user.find(marker="run-open").click()
     await user.should_see("Why: the AI provider failed (status 401)", retries=WAIT)
     await user.should_see(marker="run-error-code")
+
+
+async def test_each_run_shows_what_it_cost_as_the_ledger_counted_it(
+    user: User, make_user, log_in, db, ai_settings, provider, fake_provider, client_for
+):
+    # found when trying it: a run of 110 tokens read $0.0000 while the day's total was right
+    ada = await make_user("admin")
+    fake_provider.script(Turn.text("Hi Ada."))
+    await copilot_run(client_for, ada, "Hi Ada.")
+    (spend,) = await db["agent_spend"].find({"_id": {"$regex": "^global:"}}).to_list()
+    assert round(spend["spentUsd"], 8) == 0.000021  # 100 tokens in, 10 out at $0.15 and $0.60 a million
+
+    await log_in(user, ada, landing=PAGE)
+
+    await user.should_see("$0.000021", retries=WAIT)
+    await user.should_not_see("$0.0000 ")
+    user.find(marker="run-open").click()
+    await user.should_see("100 tokens in · 10 out · $0.000021", retries=WAIT)

@@ -11,10 +11,13 @@ from components.forbidden import MESSAGE as NO_ACCESS
 from components.frame import SESSION_CHECK_SECONDS
 from desk.auth import service as auth_service
 from desk.auth.passwords import TOO_COMMON
-from desk.errors import Unauthorized
+from desk.errors import Forbidden, Unauthorized
 from desk.schema import now
+from desk.users import handover
 from desk.users import service as users_service
 from desk.users.models import UserAdminUpdate, UserCreate
+from desk.work_orders import service as work_orders_service
+from desk.work_orders.models import WorkOrderUpdate
 from pages import admin_users
 from tests.helpers import PASSWORD, actor, error_of, lock_out, until
 from tests.ui.conftest import WAIT, submit, text_shown_as_typed
@@ -124,6 +127,45 @@ async def test_an_admin_changes_role_and_ai_access(user: User, make_user, log_in
     with user.scope(marker="user:sam@example.com"):
         await user.should_see("Viewer", retries=WAIT)
         await user.should_see("AI off", retries=WAIT)
+
+
+async def test_making_someone_a_viewer_offers_to_return_their_open_orders_to_the_queue(
+    user: User, make_user, make_order, log_in, db
+):
+    # found by an admin: a new viewer kept their open orders, which then waited for someone who could not work
+    sam = await make_user("user", email="sam@example.com", name="Sam Rivera")
+    await make_order(sam, "Leaking tap")
+    await make_order(sam, "Broken blind")
+    done = await make_order(sam, "Fixed door")
+    closing = WorkOrderUpdate(version=done.version, status="done")
+    await work_orders_service.update(db=db, actor=actor(sam), order_id=done.id, data=closing)
+    ada = await open_as_admin(user, make_user, log_in)
+
+    with user.scope(marker="user:sam@example.com"):
+        choose(user, "role", "Viewer")
+    await user.should_see("Sam Rivera owns 2 open work orders, which nobody would then work on.", retries=WAIT)
+    user.find(marker="confirm-role-return").click()
+
+    await user.should_see("Sam Rivera is now a viewer. 2 open work orders went back to the queue.", retries=WAIT)
+    owners = {o["title"]: o["ownerId"] for o in await db["work_orders"].find().to_list()}
+    assert owners == {"Leaking tap": None, "Broken blind": None, "Fixed door": ObjectId(sam["id"])}
+    (entry,) = await db["audit_log"].find({"action": "orders_returned_to_queue"}).to_list()
+    assert (entry["actorId"], entry["subjectId"], entry["details"]) == (
+        ada["id"],
+        sam["id"],
+        {"name": "Sam Rivera", "count": 2},
+    )
+
+
+async def test_only_an_admin_returns_someones_orders_to_the_queue(make_user, make_order, db):
+    sam, priya = await make_user("user"), await make_user("user")
+    await make_order(sam, "Leaking tap")
+
+    with pytest.raises(Forbidden):
+        await handover.return_to_queue(db=db, actor=actor(priya), user_id=sam["id"])
+    with pytest.raises(Forbidden):
+        await handover.open_orders_owned(db=db, actor=actor(priya), user_id=sam["id"])
+    assert await db["work_orders"].count_documents({"ownerId": ObjectId(sam["id"])}) == 1
 
 
 async def test_giving_or_taking_admin_rights_asks_first(user: User, make_user, log_in, db):
@@ -289,6 +331,23 @@ async def test_the_users_page_shows_who_is_locked_and_unlocks_them(user: User, m
     with user.scope(marker="user:sam@example.com"):
         await user.should_not_see(marker="locked", retries=WAIT)
     assert (await auth_service.login(db=db, email=sam["email"], password=PASSWORD, ip="test")).user["_id"]
+
+
+async def test_the_users_page_and_the_login_tell_the_same_minute_a_lock_ends(user: User, make_user, log_in, db):
+    # found by an admin: the Users page said 17:00 and the login 17:01 for a lock ending at 17:00:21
+    sam = await make_user("user", email="sam@example.com", name="Sam Rivera")
+    await lock_out(db, sam["email"])
+    ends = (now() + timedelta(minutes=20)).replace(second=21, microsecond=0)
+    await db["users"].update_one({"_id": ObjectId(sam["id"])}, {"$set": {"lockedUntil": ends}})
+    told = (ends.replace(second=0) + timedelta(minutes=1)).strftime("%H:%M UTC")
+
+    with pytest.raises(Forbidden) as refused:
+        await auth_service.login(db=db, email=sam["email"], password=PASSWORD, ip="test")
+    assert f"until {told}." in refused.value.message
+    await open_as_admin(user, make_user, log_in)
+    with user.scope(marker="user:sam@example.com"):
+        (shown,) = user.find(marker="locked").elements
+    assert shown.text.endswith(f", {told}")
 
 
 async def test_what_others_change_shows_up_while_the_list_is_open(user: User, make_user, log_in, db, monkeypatch):

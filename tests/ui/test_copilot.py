@@ -328,7 +328,7 @@ async def test_viewers_can_ask_but_are_never_offered_a_write(user: User, ai_on, 
     await user.should_not_see(marker="approval")
     assert await db["work_orders"].count_documents({}) == 0
     offered = {tool["function"]["name"] for tool in fake_provider.requests[0]["tools"]}
-    assert offered == {"list_my_work_orders", "search_my_work_orders", "get_profile"}
+    assert offered == {"list_my_work_orders", "search_my_work_orders", "get_profile", "list_work_orders"}  # reads only
 
 
 def press_ctrl_k(user: User) -> None:
@@ -537,6 +537,28 @@ async def test_a_waiting_change_follows_the_person_to_another_page(user: User, a
     await user.should_see("Make the tap urgent", retries=WAIT)
     await user.should_see(marker="approval-chip", retries=WAIT)
     user.find(marker="approval-chip").click()
+    user.find(marker="approve").click()
+    await user.should_see("It is urgent now.", retries=WAIT)
+    assert (await service.get(db=db, actor=actor(sam), order_id=tap.id)).priority == "urgent"
+
+
+async def test_opening_the_drawer_with_a_change_waiting_puts_it_before_the_person(
+    user: User, ai_on, db, open_the_copilot_by_sams_tap
+):
+    # found by a new user: after a reload only an amber chip showed the change, and it did not look clickable
+    sam, tap = await open_the_copilot_by_sams_tap(answer="It is urgent now.")
+    ask(user, "Make the tap urgent")
+    await user.should_see(marker="approval", retries=WAIT)
+    user.find(marker="approval-dismiss").click()
+
+    await user.open("/app")  # a reload: the drawer is closed
+    await user.should_see(marker="copilot-toggle", retries=WAIT)
+    user.find(marker="copilot-toggle").click()
+
+    await until(lambda: approval_open(user), what="the approval window to open with the drawer")
+    (waiting,) = user.find(marker="approval-chip").elements
+    assert isinstance(waiting, ui.button)  # a real button, read out as what it does
+    assert waiting.props["aria-label"] == "Review the change waiting for your approval"
     user.find(marker="approve").click()
     await user.should_see("It is urgent now.", retries=WAIT)
     assert (await service.get(db=db, actor=actor(sam), order_id=tap.id)).priority == "urgent"

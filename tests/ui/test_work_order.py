@@ -92,12 +92,17 @@ async def test_ones_own_save_in_another_tab_is_not_blamed_on_someone_else(user: 
     other_tab = WorkOrderUpdate(version=1, priority="urgent", title="Broken window, hall")
     await service.update(db=db, actor=actor(sam), order_id=order.id, data=other_tab)
 
-    mine = "You, in another tab or window, just changed this work order. Your edit is kept until you choose."
+    mine = "Your other tab (or window) just changed this work order. Your edit is kept until you choose."
     await user.should_see(mine, retries=WAIT)
-    await user.should_see("You changed priority: Medium → Urgent")  # not "They changed": it was this person
+    # not "They changed": it was this person; nor "You changed", read as this tab's edit, which is said beside it
+    await user.should_see("That tab changed priority: Medium → Urgent")
+    await user.should_see("In this tab, not saved yet:")
+    await user.should_see("title: “Broken window” → “My title”")
     user.find(marker="save").click()
-    first = "You, in another tab or window, saved this work order first. Nothing of yours was saved yet."
+    first = "Your other tab (or window) saved this work order first. Nothing of yours was saved yet."
     await user.should_see(first, retries=WAIT)
+    with user.scope(marker="conflict"):
+        await user.should_see(marker="conflict-yours")
     await user.should_not_see("Someone else")
     await user.should_not_see("They changed")
 

@@ -127,6 +127,30 @@ async def test_admins_see_everyone_and_filter_by_owner(user: User, make_user, ma
     assert titles(user) == ["Sam's order"]
 
 
+async def test_the_owner_filter_offers_only_people_who_can_own_orders(
+    user: User, make_user, make_order, change_user, log_in
+):
+    # found by an admin: viewers and deactivated people, who own nothing new, crowded the Owner filter
+    viewer = await make_user("viewer", name="Val Viewer")
+    await make_user("user", name="Sam Rivera")
+    lee = await make_user("user", name="Lee Chen")
+    await make_order(lee, "Lee's order")
+    await change_user(lee, active=False)  # keeps the order: a link naming him still filters by him
+    await log_in(user, viewer)
+    await user.should_see("1–1 of 1", retries=WAIT)
+
+    (owner,) = user.find(marker="owner-filter").elements
+    offered = set(owner.options.values())
+    assert {"Unassigned (queue)", "Sam Rivera"} <= offered
+    assert not offered & {"Val Viewer", "Lee Chen", "Lee Chen (deactivated)"}
+    await user.should_see("Lee Chen (deactivated)")  # his order's owner, named as ever
+
+    await user.open(f"/app?owner={lee['id']}")
+    await user.should_see("1–1 of 1", retries=WAIT)
+    (owner,) = user.find(marker="owner-filter").elements
+    assert (owner.value, owner.options[lee["id"]]) == (lee["id"], "Lee Chen (deactivated)")
+
+
 async def test_an_admin_can_give_a_new_order_only_to_someone_who_can_work_on_it(
     user: User, make_user, make_order, change_user, log_in
 ):

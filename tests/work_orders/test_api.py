@@ -218,3 +218,18 @@ async def test_search_follows_edits_and_deletes(make_user, client_for, make_orde
 
     await client.delete(f"/api/v1/work-orders/{order.id}", params={"version": 2})
     assert (await client.get("/api/v1/work-orders", params={"q": "faucet"})).json()["total"] == 0
+
+
+async def test_a_delete_without_its_version_is_told_it_goes_in_the_query(make_user, client_for, make_order):
+    # found by an API client: "version: required" sent them to put it in a JSON body, which a DELETE has none of
+    sam = await make_user("user")
+    order = await make_order(sam, "Blocked sink")
+
+    refused = await (await client_for(sam)).delete(f"/api/v1/work-orders/{order.id}")
+
+    assert refused.status_code == 400
+    error = refused.json()["error"]
+    assert error["message"] == "The request is not valid: version: required, in the query string (?version=...)."
+    assert error["details"]["fields"] == [
+        {"field": "version", "message": "required, in the query string (?version=...)", "type": "missing"}
+    ]

@@ -113,7 +113,7 @@ async def test_an_admin_can_give_an_order_to_anyone_who_can_work_however_many_pe
     for person in crowd:  # many people, stored as they are (no password needed to be chosen)
         await users_repo.insert(db, person)
 
-    names, assignable = await service.owner_choices(db=db, actor=actor(boss))
+    names, assignable, _ = await service.owner_choices(db=db, actor=actor(boss))
 
     assert first_hired["id"] in assignable and len(assignable) == 122
     assert list(assignable.values()) == sorted(assignable.values(), key=str.casefold)  # alphabetical

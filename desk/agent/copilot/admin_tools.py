@@ -1,4 +1,5 @@
-"""Copilot read tools for admins: every work order, the people, the desk's metrics."""
+"""Copilot read tools over the whole desk: every work order (admins, and viewers, who read every order and own
+nothing, so the person's-own tools find them nothing), the people and the desk's metrics (admins)."""
 
 from pydantic import Field
 
@@ -11,6 +12,7 @@ from desk.work_orders import service
 from desk.work_orders.models import Priority, Status, WorkOrderQuery
 
 ADMINS = frozenset({"admin"})
+VIEWERS = frozenset({"viewer"})  # reads only: a viewer is offered no write (COP-5), this one included
 
 
 class AdminListArgs(ToolArgs):
@@ -42,6 +44,16 @@ async def metrics(ctx: ToolContext, _: NoArgs) -> ToolOutput:
 
 
 TOOLS = [
+    Tool(
+        "list_work_orders",
+        "List or search every work order on the desk (the person reads them all and changes none).",
+        AdminListArgs,
+        "read",
+        VIEWERS,
+        "copilot",
+        all_orders,
+        lambda o: f"Looked up {_many(o.result['shown'], 'work order', 'work orders')} on the desk",
+    ),
     Tool(
         "admin_list_work_orders",
         "Admins: list or search every work order on the desk.",

@@ -43,7 +43,7 @@ KEY_MAX = 200  # characters of an Idempotency-Key
 @router.post("/sessions", status_code=201, response_model=CopilotSessionRead, responses=errors(*AI_ERRORS))
 async def open_session(db: Db, actor: CurrentActor) -> CopilotSessionRead:
     """Start a new conversation (the previous one is archived)."""
-    return await sessions.open_session(db=db, settings=get_settings(), actor=actor)
+    return await sessions.open_session(db=db, settings=get_settings(), actor=actor, from_api=True)
 
 
 @router.get("/sessions", response_model=list[CopilotSessionWithMessages], responses=errors(*AUTHED))

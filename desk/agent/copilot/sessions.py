@@ -19,13 +19,16 @@ from desk.errors import Conflict, NotFound
 from desk.schema import by_id, parse_object_id
 
 
-async def open_session(*, db: AsyncDatabase, settings: Settings, actor: Actor) -> CopilotSessionRead:
-    """A fresh conversation; the previous one is archived unless a run in it is still going."""
+async def open_session(
+    *, db: AsyncDatabase, settings: Settings, actor: Actor, from_api: bool = False
+) -> CopilotSessionRead:
+    """A fresh conversation; the previous one is archived unless a run in it is still going. `from_api`: opened
+    by an API client (POST /api/v1/ai/sessions), which the person's drawer says."""
     user = await require_ai_user(db, settings, actor)
     current = await copilot_sessions.active_session(db, user["_id"])
     if current is not None and not await copilot_sessions.archive_session(db, current["_id"]):
         raise ApprovalPending("Your last conversation is still running or waiting for your approval.")
-    created = await copilot_sessions.insert_session(db, user["_id"])
+    created = await copilot_sessions.insert_session(db, user["_id"], from_api=from_api)
     if created is None:  # a concurrent request opened one first: the same answer as a failed archive above,
         # which is what a loser of that race usually meets first (clients see one code for "not now")
         raise ApprovalPending("Another conversation was just started; use that one.")
@@ -90,6 +93,7 @@ class Conversation:
     running_run_id: str | None
     waiting: list[ToolApprovalRequired]
     endings: dict[str, tuple[str, str | None]]  # run id -> status and error code, for those not ended complete
+    from_api: bool = False  # started by an API client, not in the desk's pages
 
 
 async def conversation(*, db: AsyncDatabase, settings: Settings, actor: Actor, limit: int = 50) -> Conversation:
@@ -110,6 +114,7 @@ async def conversation(*, db: AsyncDatabase, settings: Settings, actor: Actor, l
         running_run_id=str(running) if running else None,
         waiting=[_waiting_event(call) for call in waiting if call["approval"]["expiresAt"] > moment],
         endings={str(run_id): ending for run_id, ending in ended.items()},
+        from_api=bool(found and found.get("startedFrom") == "api"),
     )
 
 

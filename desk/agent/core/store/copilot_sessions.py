@@ -29,8 +29,8 @@ async def ensure_indexes(db: AsyncDatabase) -> None:
 CLAIM_GRACE = timedelta(minutes=3)
 
 
-async def insert_session(db: AsyncDatabase, user_id: ObjectId) -> Doc | None:
-    """A new active session, or None when the user already has one."""
+async def insert_session(db: AsyncDatabase, user_id: ObjectId, *, from_api: bool = False) -> Doc | None:
+    """A new active session, or None when the user already has one; `from_api`: opened by an API client."""
     moment = now()
     doc = {
         "userId": user_id,
@@ -42,6 +42,8 @@ async def insert_session(db: AsyncDatabase, user_id: ObjectId) -> Doc | None:
         "updatedAt": moment,
         "expiresAt": moment + KEEP_RUNS,
     }
+    if from_api:  # the person's browser drawer shows the same conversation: it says where this one came from
+        doc["startedFrom"] = "api"
     try:
         doc["_id"] = (await db["copilot_sessions"].insert_one(doc)).inserted_id
     except DuplicateKeyError:
