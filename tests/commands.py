@@ -1,0 +1,100 @@
+"""The database work of a piece of the desk's work, counted at the driver (pymongo's command monitoring).
+
+The count tests pin these figures and the benches print them (bench/api.py, bench/copilot.py, bench/triage.py,
+bench/notifications.py): both count through this module, so a bench prints what the suite pins (issue 46).
+"""
+
+from collections import Counter
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+
+import httpx
+from fastapi import FastAPI
+from pymongo import AsyncMongoClient, monitoring
+
+from desk import state
+from desk.db.client import Database, use_database
+
+
+class Commands(monitoring.CommandListener):
+    """Every command a client sends, as (command, collection); `endSessions` (sent as a client closes) left out."""
+
+    def __init__(self) -> None:
+        self.sent: list[tuple[str, str]] = []
+
+    def started(self, event: monitoring.CommandStartedEvent) -> None:
+        if event.command_name == "endSessions":
+            return
+        collection = event.command.get(event.command_name)
+        self.sent.append((event.command_name, collection if isinstance(collection, str) else ""))
+
+    def succeeded(self, event: monitoring.CommandSucceededEvent) -> None:
+        pass
+
+    def failed(self, event: monitoring.CommandFailedEvent) -> None:
+        pass
+
+    def counted(self) -> Counter[tuple[str, str]]:
+        return Counter(self.sent)
+
+    def clear(self) -> None:
+        self.sent.clear()
+
+
+@asynccontextmanager
+async def watched(uri: str, name: str) -> AsyncIterator[tuple[Database, Commands]]:
+    """A database handle on a client of its own whose every command is counted, from a connected start (its
+    connection's handshake and first `ping` are not counted)."""
+    commands = Commands()
+    client: AsyncMongoClient = AsyncMongoClient(uri, tz_aware=True, event_listeners=[commands])
+    try:
+        database = Database(client, name)
+        await database.command("ping")
+        commands.clear()
+        yield database, commands
+    finally:
+        await client.close()
+
+
+@asynccontextmanager
+async def api_watched(
+    app: FastAPI, uri: str, name: str, token: str
+) -> AsyncIterator[tuple[httpx.AsyncClient, Commands]]:
+    """An API client sending `token` as a script would, to `app` in process, the app's database counted meanwhile.
+
+    The process's database is the counted one until the block ends (then the one before it again).
+    """
+    before = state.current().db
+    async with watched(uri, name) as (database, commands):
+        use_database(database)
+        headers = {"Authorization": f"Bearer {token}"}
+        transport = httpx.ASGITransport(app)
+        try:
+            async with httpx.AsyncClient(transport=transport, base_url="http://desk.test", headers=headers) as client:
+                yield client, commands
+        finally:
+            use_database(before)
+
+
+async def of_request(client: httpx.AsyncClient, commands: Commands, method: str, path: str, **kwargs) -> Counter:
+    """The commands of one request (its answer read to the end), counted."""
+    commands.clear()
+    async with client.stream(method, path, **kwargs) as response:
+        await response.aread()
+    assert response.is_success, response.text
+    return commands.counted()
+
+
+async def of_requests(client: httpx.AsyncClient, commands: Commands, *, order: dict, word: str) -> dict[str, Counter]:
+    """The commands of each kind of work-order request, as the count tests pin them and bench/api.py prints them:
+    a page of the list, a one-word search for `word`, a create and an update of `order` (its id and version)."""
+    orders = "/api/v1/work-orders"
+    await client.get("/api/v1/auth/me")  # the token's first use stores when (then at most once a minute): not counted
+    return {
+        "list": await of_request(client, commands, "GET", orders),
+        "search": await of_request(client, commands, "GET", orders, params={"q": word}),
+        "create": await of_request(client, commands, "POST", orders, json={"title": "Door will not latch"}),
+        "update": await of_request(
+            client, commands, "PATCH", f"{orders}/{order['id']}", json={"version": order["version"], "priority": "high"}
+        ),
+    }
