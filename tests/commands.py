@@ -13,6 +13,8 @@ from fastapi import FastAPI
 from pymongo import AsyncMongoClient, monitoring
 
 from desk import state
+from desk.app import install_api, wire
+from desk.config import Settings, use_settings
 from desk.db.client import Database, use_database
 
 
@@ -98,3 +100,21 @@ async def of_requests(client: httpx.AsyncClient, commands: Commands, *, order: d
             client, commands, "PATCH", f"{orders}/{order['id']}", json={"version": order["version"], "priority": "high"}
         ),
     }
+
+
+async def of_turn(client: httpx.AsyncClient, commands: Commands) -> Counter:
+    """The commands of one copilot turn answered with text (its stream read to the end), in a conversation already
+    open, as the count test pins them and bench/copilot.py prints them."""
+    await client.get("/api/v1/auth/me")  # the token's first use: not counted (see `of_requests`)
+    session = (await client.post("/api/v1/ai/sessions")).json()["id"]
+    return await of_request(client, commands, "POST", f"/api/v1/ai/sessions/{session}/messages", json={"content": "hi"})
+
+
+def api(settings: Settings) -> FastAPI:
+    """The desk's API as `desk run` mounts it, in this process, on `settings` (a bench counting what a request to its
+    `desk run` sends; the tests have their `app` fixture)."""
+    use_settings(settings)
+    wire(state.current())
+    app = FastAPI()
+    install_api(app)
+    return app
