@@ -80,26 +80,28 @@ async def api_watched(
 
 async def of_request(client: httpx.AsyncClient, commands: Commands, method: str, path: str, **kwargs) -> Counter:
     """The commands of one request (its answer read to the end), counted."""
+    return (await _counted(client, commands, method, path, **kwargs))[0]
+
+
+async def _counted(client: httpx.AsyncClient, commands: Commands, method: str, path: str, **kwargs) -> tuple:
     commands.clear()
     async with client.stream(method, path, **kwargs) as response:
         await response.aread()
     assert response.is_success, response.text
-    return commands.counted()
+    return commands.counted(), response
 
 
-async def of_requests(client: httpx.AsyncClient, commands: Commands, *, order: dict, word: str) -> dict[str, Counter]:
+async def of_requests(client: httpx.AsyncClient, commands: Commands, *, word: str) -> dict[str, Counter]:
     """The commands of each kind of work-order request, as the count tests pin them and bench/api.py prints them:
-    a page of the list, a one-word search for `word`, a create and an update of `order` (its id and version)."""
+    a page of the list, a one-word search for `word`, a create, and an update of the order just created."""
     orders = "/api/v1/work-orders"
     await client.get("/api/v1/auth/me")  # the token's first use stores when (then at most once a minute): not counted
-    return {
-        "list": await of_request(client, commands, "GET", orders),
-        "search": await of_request(client, commands, "GET", orders, params={"q": word}),
-        "create": await of_request(client, commands, "POST", orders, json={"title": "Door will not latch"}),
-        "update": await of_request(
-            client, commands, "PATCH", f"{orders}/{order['id']}", json={"version": order["version"], "priority": "high"}
-        ),
-    }
+    listed = await of_request(client, commands, "GET", orders)
+    found = await of_request(client, commands, "GET", orders, params={"q": word})
+    created, response = await _counted(client, commands, "POST", orders, json={"title": "Door will not latch"})
+    change = {"version": response.json()["version"], "priority": "high"}
+    updated = await of_request(client, commands, "PATCH", f"{orders}/{response.json()['id']}", json=change)
+    return {"list": listed, "search": found, "create": created, "update": updated}
 
 
 async def of_turn(client: httpx.AsyncClient, commands: Commands) -> Counter:
