@@ -7,7 +7,10 @@ orders they asked for or own, and the queue) and as an admin (everyone's), the l
 filtered by who asked (the user's own requests, `requesterId`), plus list requests/s at concurrency 8.
 Run by hand, never in CI:
 
-    .venv/bin/python -m bench.api [--sizes 1000,100000] [--requests 200] [--data-dir DIR]
+    .venv/bin/python -m bench.api [--sizes 1000,100000] [--requests 200] [--data-dir DIR] [--counts-only]
+
+At each size it also prints the database commands of a list, a search, a create and an update, counted as
+tests/work_orders/test_commands.py counts (and pins) them, through tests/commands.py (--counts-only: only those).
 
 Seeding 100,000 orders takes 17 to 25 minutes. With --data-dir, each size is kept as it was just
 after seeding (DIR/orders-<size>: the database files and what the script knows about them), and a

@@ -11,12 +11,16 @@ of each run gives the two targets of issue 14 (sequential added p50 within 1 ms 
 10 concurrent streams, added p95 within 1.25 x the floor's). Run by hand, never in CI:
 
     .venv/bin/python -m bench.copilot [--turns 200] [--concurrent 10] [--rounds 100] [--repeat 1] [--via-nginx]
+                                      [--counts-only]
 
 With --via-nginx, a second `desk run` (DESK_RUN_WORKER=false) joins the first on the same database and
 Debian's nginx runs deploy/nginx.conf in front of both (bench/nginx.py); each round then times the one
 process without nginx and nginx with its two processes side by side, and what nginx itself adds: a turn
 routed through it to the first process, paired with the same person's direct turn to that process
 (the floor then stays out).
+
+First it prints the database commands of one turn, counted as tests/agent/test_commands.py counts (and pins)
+them, through tests/commands.py; --counts-only stops there.
 
 Both paths read every answer to its end, so both keep their connection to the fake alive, as
 the desk's provider client does. Load averages are printed with each run: the machine is shared.

@@ -7,15 +7,23 @@ bench/notifications.py): both count through this module, so a bench prints what 
 from collections import Counter
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
+from datetime import timedelta
 
 import httpx
 from fastapi import FastAPI
 from pymongo import AsyncMongoClient, monitoring
 
 from desk import state
+from desk.agent.core.provider import Provider
+from desk.agent.triage import policy
 from desk.app import install_api, wire
 from desk.config import Settings, use_settings
 from desk.db.client import Database, use_database
+from desk.jobs.table import Context
+from desk.schema import now
+from tests.clock import ManualClock
+from tests.helpers import tuned
+from tests.triage.conftest import triage_worker
 
 
 class Commands(monitoring.CommandListener):
@@ -120,3 +128,17 @@ def api(settings: Settings) -> FastAPI:
     app = FastAPI()
     install_api(app)
     return app
+
+
+async def of_one_poll(uri: str, name: str, settings: Settings, provider: Provider, *, orders: int) -> list:
+    """The commands of one poll of a fresh triage worker over `orders` due orders, each triaged once (one pass at a
+    time, on a clock that stands still: the breaker's and the look's kept reads do not lapse midway), as
+    tests/triage/test_commands.py pins them and bench/triage.py prints them. The desk's policy is stored already,
+    as on any desk after its first pass."""
+    async with watched(uri, name) as (database, commands):
+        await policy.current(database, settings)
+        one_at_a_time = tuned(settings, agent_concurrency=1)
+        worker = triage_worker(one_at_a_time, provider, clock=ManualClock(now() + timedelta(seconds=1)))
+        commands.clear()
+        assert await worker.run_due(Context(db=database, settings=one_at_a_time)) == orders
+    return list(commands.sent)

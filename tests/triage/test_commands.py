@@ -1,19 +1,13 @@
 """What one triage pass costs the database: the commands it sends, counted at the driver (bench/triage.py's floor)."""
 
 from collections import Counter
-from datetime import timedelta
 
 import pytest
 
 from desk.agent.core import budget
-from desk.agent.triage import policy
-from desk.jobs.table import Context
-from desk.schema import now
-from tests.clock import ManualClock
-from tests.commands import watched
+from tests.commands import of_one_poll
 from tests.conftest import TEST_DB
-from tests.helpers import tuned
-from tests.triage.conftest import proposal, triage_worker
+from tests.triage.conftest import proposal
 
 # A pass in suggest mode, 18: the look before the claim (the policy and the kill switch, one find; it stands for the
 # pass's read before its model call, AGT-9, being a moment old), the claim and a desk-wide slot (AGENT_CONCURRENCY
@@ -62,13 +56,8 @@ async def test_each_further_pass_of_a_backlog_sends_fourteen(
 
 
 async def commands_of_one_poll(mongo_uri, db, fake_provider, settings, provider, *, orders: int) -> list:
-    """The commands of one poll of a fresh worker (one pass at a time, on a clock that stands still: the breaker's
-    and the look's kept reads do not lapse midway) over `orders` due orders, each triaged once."""
-    await policy.current(db, settings)  # seeded, as on any desk after its first pass
+    """The commands of one poll of a fresh worker over `orders` due orders, each triaged once (tests/commands.py)."""
     fake_provider.script(*[proposal() for _ in range(orders)])
-    one_at_a_time = tuned(settings, agent_concurrency=1)
-    worker = triage_worker(one_at_a_time, provider, clock=ManualClock(now() + timedelta(seconds=1)))
-    async with watched(mongo_uri, TEST_DB) as (counted, commands):
-        assert await worker.run_due(Context(db=counted, settings=one_at_a_time)) == orders
+    sent = await of_one_poll(mongo_uri, TEST_DB, settings, provider, orders=orders)
     assert await db["triage_suggestions"].count_documents({}) == orders
-    return commands.sent
+    return sent
