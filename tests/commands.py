@@ -91,7 +91,9 @@ async def of_request(client: httpx.AsyncClient, commands: Commands, method: str,
     return (await _counted(client, commands, method, path, **kwargs))[0]
 
 
-async def _counted(client: httpx.AsyncClient, commands: Commands, method: str, path: str, **kwargs) -> tuple:
+async def _counted(
+    client: httpx.AsyncClient, commands: Commands, method: str, path: str, **kwargs
+) -> tuple[Counter, httpx.Response]:
     commands.clear()
     async with client.stream(method, path, **kwargs) as response:
         await response.aread()
@@ -113,8 +115,8 @@ async def of_requests(client: httpx.AsyncClient, commands: Commands, *, word: st
 
 
 async def of_turn(client: httpx.AsyncClient, commands: Commands) -> Counter:
-    """The commands of one copilot turn answered with text (its stream read to the end), in a conversation already
-    open, as the count test pins them and bench/copilot.py prints them."""
+    """The commands of one copilot turn answered with text (its stream read to the end), the first of a conversation
+    opened for it (not counted), as the count test pins them and bench/copilot.py prints them."""
     await client.get("/api/v1/auth/me")  # the token's first use: not counted (see `of_requests`)
     session = (await client.post("/api/v1/ai/sessions")).json()["id"]
     return await of_request(client, commands, "POST", f"/api/v1/ai/sessions/{session}/messages", json={"content": "hi"})
