@@ -7,7 +7,10 @@ orders they asked for or own, and the queue) and as an admin (everyone's), the l
 filtered by who asked (the user's own requests, `requesterId`), plus list requests/s at concurrency 8.
 Run by hand, never in CI:
 
-    .venv/bin/python -m bench.api [--sizes 1000,100000] [--requests 200] [--data-dir DIR]
+    .venv/bin/python -m bench.api [--sizes 1000,100000] [--requests 200] [--data-dir DIR] [--counts-only]
+
+At each size it also prints the database commands of a list, a search, a create and an update, counted as
+tests/work_orders/test_commands.py counts (and pins) them, through tests/commands.py (--counts-only: only those).
 
 Seeding 100,000 orders takes 17 to 25 minutes. With --data-dir, each size is kept as it was just
 after seeding (DIR/orders-<size>: the database files and what the script knows about them), and a
@@ -34,7 +37,11 @@ import httpx
 from bson import ObjectId
 
 from bench.harness import desk_running
+from desk.actors import Actor, Role
 from desk.app import ensure_indexes
+from desk.auth import write_limit
+from desk.auth.service import create_token
+from desk.config import Settings
 from desk.db.client import connect
 from desk.db.embedded import EmbeddedMongo
 from desk.schema import now
@@ -42,6 +49,7 @@ from desk.seed import _order
 from desk.users.models import UserCreate
 from desk.users.service import register
 from desk.work_orders import repository, search
+from tests.commands import api, api_watched, of_requests
 
 DB_NAME = "desk"
 ADMIN_EMAIL = "admin@bench.local"
@@ -72,7 +80,7 @@ class Desk:
     rare_word: str | None = None  # the asset tag of the measured user's first order
 
 
-async def main(sizes: list[int], requests: int, data_dir: Path | None) -> None:
+async def main(sizes: list[int], requests: int, data_dir: Path | None, *, counts_only: bool = False) -> None:
     with tempfile.TemporaryDirectory(prefix="desk-bench-") as tmp:
         mongo = EmbeddedMongo(Path(tmp) / "mongo")
         desk: Desk | None = None
@@ -92,8 +100,11 @@ async def main(sizes: list[int], requests: int, data_dir: Path | None) -> None:
                     await db.client.close()
                 if data_dir is not None and desk.count > seeded:
                     _keep(data_dir / f"orders-{size}", mongo, desk)
-                rows += await _measure(size, mongo.start(), Path(tmp), desk, requests)
-            _report(rows, sizes)
+                if not counts_only:
+                    rows += await _measure(size, mongo.start(), Path(tmp), desk, requests)
+                await _counts(size, mongo.start(), desk)
+            if not counts_only:
+                _report(rows, sizes)
         finally:
             mongo.stop()
 
@@ -221,6 +232,28 @@ async def _measure(size: int, uri: str, tmp: Path, desk: Desk, requests: int) ->
     return rows
 
 
+async def _counts(size: int, uri: str, desk: Desk) -> None:
+    """The database commands of each kind of request, as tests/work_orders/test_commands.py counts (and pins) them:
+    one request each, with a token, through the desk's API in this process, for the user and for an admin."""
+    app = api(Settings(mongodb_uri=uri, mongodb_db=DB_NAME, ai_enabled=False, desk_writes_per_minute=1000))
+    db = connect(uri, DB_NAME)
+    try:
+        for who, email in [("user", "user0@bench.local"), ("admin", ADMIN_EMAIL)]:
+            person = await db["users"].find_one({"email": email})
+            me = Actor(id=str(person["_id"]), role=Role(person["role"]))
+            token = (await create_token(db=db, actor=me, name="bench counts")).secret
+            # a person who has written in the last two minutes, as the test's has: their first write after that
+            # starts their write-limit document (one more command; tests/work_orders/test_commands.py)
+            await write_limit.admit(db=db, actor=me)
+            async with api_watched(app, uri, DB_NAME, token) as (client, commands):
+                sent = await of_requests(client, commands, word=MEDIUM_WORD)
+            _tally(desk, {"title": "Door will not latch", "description": ""}, mine=who == "user")  # the create
+            line = ", ".join(f"{kind} {sum(counted.values())}" for kind, counted in sent.items())
+            print(f"database commands per request at {size:,} orders, as {who}: {line}", flush=True)
+    finally:
+        await db.client.close()
+
+
 async def _by_requester(client: httpx.AsyncClient, size: int, who: str, desk: Desk, requests: int) -> list[tuple]:
     """The list and a search filtered by who asked: what the measured user asked for (the seed's requesters
     are its owners, so that is what they own). No counter keeps requesters: the server counts to the cap."""
@@ -339,6 +372,8 @@ if __name__ == "__main__":
     )
     parser.add_argument("--requests", type=int, default=200, help="timed requests per measurement (default 200)")
     parser.add_argument("--data-dir", type=Path, help="keep each seeded size here and reuse it in later runs")
+    parser.add_argument("--counts-only", action="store_true", help="print the database commands per request, untimed")
     args = parser.parse_args()
     sizes = sorted(int(size) for size in args.sizes.split(","))
-    asyncio.run(main(sizes, max(args.requests, 20), args.data_dir.resolve() if args.data_dir else None))
+    data_dir = args.data_dir.resolve() if args.data_dir else None
+    asyncio.run(main(sizes, max(args.requests, 20), data_dir, counts_only=args.counts_only))

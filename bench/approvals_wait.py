@@ -23,7 +23,7 @@ from datetime import timedelta
 from pathlib import Path
 
 from bson import ObjectId
-from pymongo import AsyncMongoClient, monitoring
+from pymongo import AsyncMongoClient
 
 from desk.actors import Actor
 from desk.agent.copilot import approvals, live
@@ -34,20 +34,7 @@ from desk.agent.core.state import RunState
 from desk.agent.core.store import agent_runs
 from desk.app import ensure_indexes
 from desk.db.embedded import EmbeddedMongo
-
-
-class Counter(monitoring.CommandListener):
-    def __init__(self) -> None:
-        self.count = 0
-
-    def started(self, event: monitoring.CommandStartedEvent) -> None:
-        self.count += 1
-
-    def succeeded(self, event: monitoring.CommandSucceededEvent) -> None:
-        pass
-
-    def failed(self, event: monitoring.CommandFailedEvent) -> None:
-        pass
+from tests.commands import Commands
 
 
 async def _elsewhere(_tool_call_id: str) -> None:
@@ -96,16 +83,16 @@ async def decide_all(db, owner: Actor, waits: list, *, here: bool) -> list[float
 
 
 async def measure(uri: str, n: int, seconds: float) -> None:
-    counter = Counter()
+    counter = Commands()
     db = AsyncMongoClient(uri, tz_aware=True, event_listeners=[counter])["bench_approvals"]
     await ensure_indexes(db)
     owner = Actor(id=str(ObjectId()), role="user")
     waits = [await waiting(db, owner) for _ in range(n)]
     tasks = [asyncio.ensure_future(staging._decision(staged)) for staging, staged in waits]
     await asyncio.sleep(2)  # settled into their rhythm
-    before, started = counter.count, time.monotonic()
+    before, started = len(counter.sent), time.monotonic()
     await asyncio.sleep(seconds)
-    rate = (counter.count - before) / (time.monotonic() - started)
+    rate = (len(counter.sent) - before) / (time.monotonic() - started)
     for task in tasks:
         task.cancel()
     await asyncio.gather(*tasks, return_exceptions=True)

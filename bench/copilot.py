@@ -11,12 +11,16 @@ of each run gives the two targets of issue 14 (sequential added p50 within 1 ms 
 10 concurrent streams, added p95 within 1.25 x the floor's). Run by hand, never in CI:
 
     .venv/bin/python -m bench.copilot [--turns 200] [--concurrent 10] [--rounds 100] [--repeat 1] [--via-nginx]
+                                      [--counts-only]
 
 With --via-nginx, a second `desk run` (DESK_RUN_WORKER=false) joins the first on the same database and
 Debian's nginx runs deploy/nginx.conf in front of both (bench/nginx.py); each round then times the one
 process without nginx and nginx with its two processes side by side, and what nginx itself adds: a turn
 routed through it to the first process, paired with the same person's direct turn to that process
 (the floor then stays out).
+
+First it prints the database commands of one turn, counted as tests/agent/test_commands.py counts (and pins)
+them, through tests/commands.py; --counts-only stops there.
 
 Both paths read every answer to its end, so both keep their connection to the fake alive, as
 the desk's provider client does. Load averages are printed with each run: the machine is shared.
@@ -40,7 +44,11 @@ import httpx
 from bench.floor_app import floor_running, seed
 from bench.harness import desk_running, free_port, running, serve
 from bench.nginx import Nginx, nginx_running
+from desk.agent.core.client import use_provider
+from desk.agent.core.provider import Provider
+from desk.config import Settings
 from desk.db.embedded import EmbeddedMongo
+from tests.commands import api, api_watched, of_turn
 from tests.fake_provider import FakeProvider, Turn
 
 ADMIN_EMAIL, PASSWORD = "admin@bench.local", "bench-" + secrets.token_urlsafe(12)
@@ -204,8 +212,14 @@ async def measure(
     pids: dict[str, int],
     nginx: Nginx | None = None,
     floor_url: str | None = None,
+    counted: Settings | None = None,
+    counts_only: bool = False,
 ) -> None:
     tokens = await login_tokens(base, concurrent)
+    if counted is not None:
+        await turn_commands(counted, tokens[0])
+    if counts_only:
+        return
     clients = [httpx.AsyncClient(base_url=base, headers={"Authorization": f"Bearer {t}"}, timeout=60) for t in tokens]
     sessions = [(await c.post("/api/v1/ai/sessions")).json()["id"] for c in clients]
     desks = [Stream(base, {"Authorization": f"Bearer {t}"}) for t in tokens]
@@ -239,6 +253,22 @@ async def measure(
         await client.aclose()
     for stream in desks + fakes + proxied + floors:
         await stream.close()
+
+
+async def turn_commands(settings: Settings, token: str) -> None:
+    """The database commands of one turn, as tests/agent/test_commands.py counts (and pins) them: a person's turn
+    with their token, through the desk's API in this process, on the same database, fake and settings."""
+    app = api(settings)
+    provider = Provider.from_settings(settings)
+    use_provider(provider)
+    uri = settings.mongodb_uri.get_secret_value() if settings.mongodb_uri else ""
+    try:
+        async with api_watched(app, uri, settings.mongodb_db, token) as (client, commands):
+            sent = await of_turn(client, commands)
+    finally:
+        use_provider(None)
+        await provider.aclose()
+    print(f"database commands per copilot turn: {sum(sent.values())}", flush=True)
 
 
 async def compare(
@@ -382,6 +412,7 @@ def arguments(description: str, *, via_nginx: bool = False) -> argparse.Namespac
     parser.add_argument("--repeat", type=int, default=1, help="measure this many times against the same server")
     if via_nginx:
         parser.add_argument("--via-nginx", action="store_true", help="also through nginx in front of two processes")
+        parser.add_argument("--counts-only", action="store_true", help="print the commands of a turn, untimed")
     return parser.parse_args()
 
 
@@ -412,7 +443,9 @@ def main() -> None:
     ):
         pids = {"desk": desk.process.pid, "database": database.pid, "fake": fake.pid, "bench": os.getpid()}
         nginx, floor_url = None, None
-        if not args.via_nginx:  # the floor with the turn's writes, on a database of its own, beside the desk
+        if args.counts_only:  # untimed: neither the floor nor nginx
+            pass
+        elif not args.via_nginx:  # the floor with the turn's writes, on a database of its own, beside the desk
             floor_database = EmbeddedMongo(Path(tmp) / "floor-mongo")
             floor_uri = more.enter_context(floor_database)
             seed(floor_uri, args.concurrent)
@@ -435,6 +468,8 @@ def main() -> None:
                 pids=pids,
                 nginx=nginx,
                 floor_url=floor_url,
+                counted=Settings(**{key.lower(): value for key, value in settings.items()}, mongodb_uri=uri),
+                counts_only=args.counts_only,
             )
         )
 

@@ -25,7 +25,7 @@ from contextlib import contextmanager
 from pathlib import Path
 
 from bson import ObjectId
-from pymongo import AsyncMongoClient, monitoring
+from pymongo import AsyncMongoClient
 
 from bench.harness import free_port
 from desk import state, tasks
@@ -41,22 +41,9 @@ from desk.users import service as users_service
 from desk.users.models import UserCreate
 from desk.work_orders import service as orders
 from desk.work_orders.models import CommentCreate, WorkOrderCreate
+from tests.commands import watched
 
 TLS = Path(__file__).parent.parent / "tests" / "agent" / "tls"
-
-
-class Commands(monitoring.CommandListener):
-    def __init__(self) -> None:
-        self.sent = 0
-
-    def started(self, event: monitoring.CommandStartedEvent) -> None:
-        self.sent += event.command_name != "endSessions"
-
-    def succeeded(self, event: monitoring.CommandSucceededEvent) -> None:
-        pass
-
-    def failed(self, event: monitoring.CommandFailedEvent) -> None:
-        pass
 
 
 async def person(db, role: str = "user") -> Actor:
@@ -73,14 +60,9 @@ async def round_trips(uri: str, db, people: int) -> int:
         await orders.add_comment(db=db, actor=await person(db), order_id=order.id, data=CommentCreate(text="Me too"))
     await db["mail_windows"].delete_many({})
     stranger = await person(db, "admin")
-    commands = Commands()
-    client = AsyncMongoClient(uri, tz_aware=True, event_listeners=[commands])
-    watched = Database(client, db.name)
-    await watched.command("ping")
-    commands.sent = 0
-    await orders.add_comment(db=watched, actor=stranger, order_id=order.id, data=CommentCreate(text="Fixed"))
-    await client.close()
-    return commands.sent
+    async with watched(uri, db.name) as (counted, commands):  # counted as tests/notifications/test_commands.py does
+        await orders.add_comment(db=counted, actor=stranger, order_id=order.id, data=CommentCreate(text="Fixed"))
+    return len(commands.sent)
 
 
 async def mails_per_second(db, settings: Settings, mails: int) -> tuple[float, int]:

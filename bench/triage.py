@@ -25,9 +25,12 @@ seconds). Four parts:
 - outage (`--outage`, on its own, bench/triage_outage.py): a 10-minute provider outage with 300 orders
   arriving: no dead letters, and everything triaged within 2 minutes of recovery.
 
+First it prints the database commands of a worker's poll over 1 and over 4 orders, counted as the test that
+pins them counts them (tests/triage/test_commands.py, through tests/commands.py); --counts-only stops there.
+
 Run by hand, never in CI (the machine is shared: load averages are printed):
 
-    .venv/bin/python -m bench.triage [--orders 1000] [--slow-orders 60] [--steady 60] [--poll-ms 1000]
+    .venv/bin/python -m bench.triage [--counts-only] [--orders 1000] [--slow-orders 60] [--steady 60] [--poll-ms 1000]
 """
 
 import argparse
@@ -48,14 +51,16 @@ from pymongo.asynchronous.database import AsyncDatabase
 from bench.harness import free_port, running, serve
 from bench.workers import Workers, worker_settings, workers
 from desk.actors import Actor, Role
+from desk.agent.core.provider import Provider
 from desk.agent.triage import policy
 from desk.app import ensure_indexes
-from desk.config import Settings
+from desk.config import Settings, use_settings
 from desk.db.embedded import EmbeddedMongo
 from desk.users import service as users_service
 from desk.users.models import UserCreate
 from desk.work_orders import service as work_orders
 from desk.work_orders.models import WorkOrderCreate
+from tests.commands import of_one_poll
 from tests.fake_provider import FakeProvider, Turn
 
 LATENCY = 0.5  # L, seconds a slow call takes
@@ -302,7 +307,34 @@ def line(title: str, figures: tuple[float, float, int, float], note: str = "") -
     )
 
 
+async def poll_commands(uri: str, instant: str) -> None:
+    """The database commands of a worker's poll over 1 and over 4 due orders, as tests/triage/test_commands.py counts
+    (and pins) them: a worker in this process, one pass at a time, on a fresh database each, the instant fake."""
+    sent = {}
+    for orders in (1, 4):
+        name = f"counts{orders}"
+        settings = Settings(
+            **{k.lower(): v for k, v in worker_settings(mongodb_uri=uri, db_name=name, provider_url=instant).items()}
+        )
+        use_settings(settings)  # a fresh Desk: the breaker's first read, as a new worker process makes
+        db = await new_db(uri, name)
+        await create(db, await owner_of(db), orders)
+        provider = Provider.from_settings(settings)
+        try:
+            sent[orders] = len(await of_one_poll(uri, name, settings, provider, orders=orders))
+        finally:
+            await provider.aclose()
+            await db.client.close()
+    further = (sent[4] - sent[1]) // 3
+    print(
+        f"database commands of a worker's poll: {sent[1]} over 1 order, {sent[4]} over 4 ({further} each further pass)"
+    )
+
+
 async def measure(args: argparse.Namespace, uri: str, tmp: Path, instant: str, slow: str) -> None:
+    await poll_commands(uri, instant)
+    if args.counts_only:
+        return
     common = {"AGENT_POLL_INTERVAL_MS": str(args.poll_ms), "AGENT_CONCURRENCY": str(CONCURRENCY)}
     print(f"load average {os.getloadavg()}; AGENT_POLL_INTERVAL_MS={args.poll_ms}", flush=True)
     settings = worker_settings(mongodb_uri=uri, db_name="x", provider_url=instant, **common)
@@ -337,6 +369,7 @@ def main() -> None:
     parser.add_argument("--slow-orders", type=int, default=60, help="orders for the slow provider's throughput")
     parser.add_argument("--steady", type=int, default=60, help="seconds (= orders) of one order a second")
     parser.add_argument("--poll-ms", type=int, default=1000, help="AGENT_POLL_INTERVAL_MS of the workers")
+    parser.add_argument("--counts-only", action="store_true", help="print the commands of a poll, untimed")
     parser.add_argument("--outage", action="store_true", help="run only the outage (bench/triage_outage.py)")
     parser.add_argument("--outage-seconds", type=float, default=600, help="how long the provider is down")
     parser.add_argument("--outage-orders", type=int, default=300, help="orders arriving during the outage")

@@ -3,14 +3,11 @@ as one concerning 5 (bench/notifications.py prints the figure)."""
 
 from collections import Counter
 
-from pymongo import AsyncMongoClient
-
-from desk.db.client import Database
 from desk.work_orders import service as orders
 from desk.work_orders.models import CommentCreate
+from tests.commands import watched
 from tests.conftest import TEST_DB
 from tests.helpers import actor, reconfigure
-from tests.triage.test_commands import Commands
 
 # The comment (6): the order read, the write limit (2), the comment, its change-feed entry (2); its fan-out job,
 # stored before the comment (one insert) and settled after the fan-out (one update); then the fan-out: earlier
@@ -27,20 +24,12 @@ async def comment_commands(mongo_uri, db, make_user, make_order, people: int) ->
         text = CommentCreate(text="Same here")
         await orders.add_comment(db=db, actor=actor(await make_user()), order_id=order.id, data=text)
     await db["mail_windows"].delete_many({})  # each person's first email of a new window: the costliest path
-    commands = Commands()
-    client = AsyncMongoClient(mongo_uri, tz_aware=True, event_listeners=[commands])
-    try:
-        watched = Database(client, TEST_DB)
-        await watched.command("ping")
-        commands.sent.clear()
-        stranger = await make_user("admin")  # an admin who never commented: concerns are the 50 others
-        commands.sent.clear()
-        await orders.add_comment(db=watched, actor=actor(stranger), order_id=order.id, data=CommentCreate(text="Fixed"))
-    finally:
-        await client.close()
+    stranger = await make_user("admin")  # an admin who never commented: concerns are the 50 others
+    async with watched(mongo_uri, TEST_DB) as (counted, commands):
+        await orders.add_comment(db=counted, actor=actor(stranger), order_id=order.id, data=CommentCreate(text="Fixed"))
     told = await db["notifications"].count_documents({"text": {"$regex": "Fixed$"}})
     assert told == people
-    return Counter(command for command, _ in commands.sent if command != "endSessions")
+    return Counter(command for command, _ in commands.sent)
 
 
 async def test_a_comment_concerning_fifty_people_costs_what_one_concerning_five_does(

@@ -1,19 +1,13 @@
 """What one triage pass costs the database: the commands it sends, counted at the driver (bench/triage.py's floor)."""
 
 from collections import Counter
-from datetime import timedelta
 
 import pytest
-from pymongo import AsyncMongoClient, monitoring
 
 from desk.agent.core import budget
-from desk.agent.triage import policy
-from desk.jobs.table import Context
-from desk.schema import now
-from tests.clock import ManualClock
+from tests.commands import of_one_poll
 from tests.conftest import TEST_DB
-from tests.helpers import tuned
-from tests.triage.conftest import proposal, triage_worker
+from tests.triage.conftest import proposal
 
 # A pass in suggest mode, 18: the look before the claim (the policy and the kill switch, one find; it stands for the
 # pass's read before its model call, AGT-9, being a moment old), the claim and a desk-wide slot (AGENT_CONCURRENCY
@@ -31,21 +25,6 @@ NEXT_PASS_COMMANDS = PASS_COMMANDS - 4
 FIRST = 3  # the worker's first claim puts lapsed jobs back (1); the desk's first slot taken makes its slots (2)
 END = 1  # the poll's last claim, finding nothing (its look kept from the one before)
 BREAKER = 1  # the provider's breaker, read at most once a second by a process (desk/agent/core/breaker.py): its first
-
-
-class Commands(monitoring.CommandListener):
-    def __init__(self) -> None:
-        self.sent: list[tuple[str, str]] = []
-
-    def started(self, event: monitoring.CommandStartedEvent) -> None:
-        collection = event.command.get(event.command_name)
-        self.sent.append((event.command_name, collection if isinstance(collection, str) else ""))
-
-    def succeeded(self, event: monitoring.CommandSucceededEvent) -> None:
-        pass
-
-    def failed(self, event: monitoring.CommandFailedEvent) -> None:
-        pass
 
 
 async def test_a_pass_in_suggest_mode_sends_eighteen_commands(
@@ -77,21 +56,8 @@ async def test_each_further_pass_of_a_backlog_sends_fourteen(
 
 
 async def commands_of_one_poll(mongo_uri, db, fake_provider, settings, provider, *, orders: int) -> list:
-    """The commands of one poll of a fresh worker (one pass at a time, on a clock that stands still: the breaker's
-    and the look's kept reads do not lapse midway) over `orders` due orders, each triaged once."""
-    await policy.current(db, settings)  # seeded, as on any desk after its first pass
+    """The commands of one poll of a fresh worker over `orders` due orders, each triaged once (tests/commands.py)."""
     fake_provider.script(*[proposal() for _ in range(orders)])
-    one_at_a_time = tuned(settings, agent_concurrency=1)
-    worker = triage_worker(one_at_a_time, provider, clock=ManualClock(now() + timedelta(seconds=1)))
-    commands = Commands()
-    client = AsyncMongoClient(mongo_uri, tz_aware=True, event_listeners=[commands])
-    try:
-        watched = client[TEST_DB]
-        await watched.command("ping")
-        commands.sent.clear()
-
-        assert await worker.run_due(Context(db=watched, settings=one_at_a_time)) == orders
-    finally:
-        await client.close()
+    sent = await of_one_poll(mongo_uri, TEST_DB, settings, provider, orders=orders)
     assert await db["triage_suggestions"].count_documents({}) == orders
-    return [c for c in commands.sent if c[0] != "endSessions"]
+    return sent
