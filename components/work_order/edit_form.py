@@ -6,6 +6,7 @@ already be typing, and values set later would overwrite that.
 """
 
 from collections.abc import Awaitable, Callable
+from datetime import datetime
 
 from nicegui import ui
 from nicegui.elements.mixins.disableable_element import DisableableElement
@@ -57,11 +58,15 @@ class EditForm:
         self.inputs["due_at"].error = None
 
     def put_back(self, kept: dict[str, object]) -> None:
-        """An edit this browser kept: each field's text, and a priority or status only if it is still a choice."""
+        """An edit this browser kept: each field's text, a priority or status only if it is still a choice, and the
+        due day."""
         for field in EDITABLE:
             value = kept.get(field)
             if isinstance(value, str) and (field not in CHOICE_LABELS or value in CHOICE_LABELS[field]):
                 self.inputs[field].value = value
+        day = kept_day(kept, self.zone)
+        if day is not None:
+            self.inputs["due_at"].value = day
 
     def edits(self, loaded: WorkOrderRead) -> dict[str, object]:
         """The fields the person changed compared with `loaded`."""
@@ -86,3 +91,19 @@ class EditForm:
         for element in [*self.inputs.values(), *self.actions.descendants()]:
             if isinstance(element, DisableableElement):
                 element.disable()
+
+
+def kept_day(kept: dict[str, object], zone: str) -> str | None:
+    """The due field's text for what a draft kept of it, as `EditForm.edits` gave it: the day of a moment (kept as
+    text) in `zone`, empty for a cleared day, other text as it was typed (Save refuses it beside the field, as it
+    did before); None when the draft has no due day (or one that is no field's value)."""
+    value = kept.get("due_at", False)
+    if value is None:
+        return ""
+    if not isinstance(value, str):
+        return None
+    try:
+        moment = datetime.fromisoformat(value)
+    except ValueError:
+        return value
+    return due_day(moment, zone) if moment.tzinfo is not None else value
