@@ -87,12 +87,20 @@ async def confirm(db: AsyncDatabase, attachment_id: ObjectId) -> bool:
 
 
 async def sweep_pending(db: AsyncDatabase, before: datetime) -> int:
-    """Delete the files left pending since before `before` (their upload died with its process); how many."""
+    """Delete the files left pending since before `before` (their upload died with its process), and the bytes of
+    thumbnails begun before it and never recorded (the worker died making them); how many."""
     swept = 0
     for doc in await _attachments(db).find({"pendingSince": {"$lt": before}}).to_list():
         # the bytes first: should this stop half-way, the record still names them for the next sweep
-        await discard(db, doc["fileId"])
+        await discard(db, doc["fileId"], (doc.get("pendingThumbnail") or {}).get("id"))
         swept += (await _attachments(db).delete_one({"_id": doc["_id"], "pendingSince": {"$lt": before}})).deleted_count
+    for doc in await _attachments(db).find({"pendingThumbnail.since": {"$lt": before}}).to_list():
+        died = doc["pendingThumbnail"]
+        await discard(db, died["id"])
+        gone = await _attachments(db).update_one(
+            {"_id": doc["_id"], "pendingThumbnail.id": died["id"]}, {"$unset": {"pendingThumbnail": ""}}
+        )
+        swept += gone.modified_count
     return swept
 
 
@@ -115,10 +123,24 @@ async def count(db: AsyncDatabase, order_id: ObjectId) -> int:
     return await _attachments(db).count_documents({"workOrderId": order_id})
 
 
+async def reserve_thumbnail(db: AsyncDatabase, attachment_id: ObjectId, thumbnail_id: ObjectId, at: datetime) -> bool:
+    """Name the thumbnail about to be written (`pendingThumbnail`), so that the sweep finds its bytes should the
+    worker die before `set_thumbnail`; a try that died before this one has its bytes deleted. False: the file went,
+    or has its thumbnail."""
+    before = await _attachments(db).find_one_and_update(
+        {"_id": attachment_id, "thumbnailId": None, **KEPT},
+        {"$set": {"pendingThumbnail": {"id": thumbnail_id, "since": at}}},
+    )
+    if before is not None and (died := before.get("pendingThumbnail")):
+        await discard(db, died["id"])
+    return before is not None
+
+
 async def set_thumbnail(db: AsyncDatabase, attachment_id: ObjectId, thumbnail_id: ObjectId, size: int) -> Doc | None:
     """Record a made thumbnail; None (and the thumbnail's bytes deleted) when the file went meanwhile."""
     found = await _attachments(db).find_one_and_update(
-        {"_id": attachment_id, "thumbnailId": None}, {"$set": {"thumbnailId": thumbnail_id, "thumbnailSize": size}}
+        {"_id": attachment_id, "thumbnailId": None},
+        {"$set": {"thumbnailId": thumbnail_id, "thumbnailSize": size}, "$unset": {"pendingThumbnail": ""}},
     )
     if found is None:
         await discard(db, thumbnail_id)
@@ -129,7 +151,7 @@ async def delete(db: AsyncDatabase, attachment_id: ObjectId) -> Doc | None:
     """Delete a file, record and bytes (its thumbnail's too); what was deleted, None when it was gone already."""
     gone = await _attachments(db).find_one_and_delete({"_id": attachment_id})
     if gone is not None:
-        await discard(db, gone["fileId"], gone.get("thumbnailId"))
+        await discard(db, gone["fileId"], gone.get("thumbnailId"), (gone.get("pendingThumbnail") or {}).get("id"))
     return gone
 
 

@@ -12,7 +12,9 @@ from gridfs import AsyncGridFSBucket
 
 from desk import state, tasks
 from desk.attachments import pending, repository
+from desk.attachments.thumbnails import tasks as thumbnail_tasks
 from desk.jobs.table import Context
+from desk.jobs.worker import Worker
 from desk.schema import now
 from tests.attachments.files import png
 
@@ -85,3 +87,36 @@ async def test_dead_uploads_hold_their_places_until_swept_and_never_reach_the_ti
     assert attached.status_code == 201, attached.text
     assert await _stored_files(db) == ["one.png"]
     assert await db["activity"].count_documents({"action": "attached"}) == 1  # the dead ones never reached it
+
+
+async def _thumbnail_died(db, attachment_id: str) -> None:
+    """What the thumbnail job wrote before its worker died: the thumbnail named on the file, and its bytes."""
+    thumbnail_id, attachment = ObjectId(), ObjectId(attachment_id)
+    assert await repository.reserve_thumbnail(db, attachment, thumbnail_id, state.current().clock.now())
+    await repository.store(db, io.BytesIO(b"half a thumbnail"), f"thumbnail of {attachment}", thumbnail_id)
+
+
+async def test_a_thumbnail_whose_worker_died_is_swept_or_replaced_by_the_retry(
+    make_user, make_order, client_for, db, clock
+):
+    sam = await make_user()
+    order = await make_order(sam)
+    client = await client_for(sam)
+    ids = []
+    for name in ("swept.png", "retried.png"):
+        sent = await client.post(f"/api/v1/work-orders/{order.id}/attachments", files={"file": (name, png())})
+        ids.append(sent.json()["id"])
+        await _thumbnail_died(db, ids[-1])
+    await db["outbox_events"].delete_many({"payloadRef": ObjectId(ids[0])})  # its job: given up, say
+    context = Context(db=db, settings=state.current().settings)
+    assert len(await _stored_files(db)) == 4  # two pictures, two thumbnails nothing records
+
+    assert await Worker(functions=thumbnail_tasks(), burst=True, clock=clock, poll_delay=0).run_due(context) == 1
+    clock.move(timedelta(hours=1, seconds=1))
+    await pending.sweep(context)
+
+    assert await _stored_files(db) == ["retried.png", "swept.png", f"thumbnail of {ids[1]}"]
+    listed = (await client.get(f"/api/v1/work-orders/{order.id}/attachments")).json()
+    assert [(f["name"], f["hasThumbnail"]) for f in listed] == [("swept.png", False), ("retried.png", True)]
+    small = await client.get(f"/api/v1/attachments/{ids[1]}/thumbnail")
+    assert small.status_code == 200 and small.content[:4] == b"RIFF"  # the retry's WebP, not the dead try's bytes
