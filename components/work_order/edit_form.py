@@ -6,12 +6,11 @@ already be typing, and values set later would overwrite that.
 """
 
 from collections.abc import Awaitable, Callable
-from datetime import datetime
 
 from nicegui import ui
 from nicegui.elements.mixins.disableable_element import DisableableElement
 
-from components.work_order.due_field import due_day, due_input, due_moment
+from components.work_order.due_field import due_day, due_input, due_moment, kept_day
 from desk.labels import CHOICE_LABELS, PRIORITY_LABELS, STATUS_LABELS
 from desk.work_orders.models import EDITABLE, WorkOrderRead
 
@@ -91,19 +90,3 @@ class EditForm:
         for element in [*self.inputs.values(), *self.actions.descendants()]:
             if isinstance(element, DisableableElement):
                 element.disable()
-
-
-def kept_day(kept: dict[str, object], zone: str) -> str | None:
-    """The due field's text for what a draft kept of it, as `EditForm.edits` gave it: the day of a moment (kept as
-    text) in `zone`, empty for a cleared day, other text as it was typed (Save refuses it beside the field, as it
-    did before); None when the draft has no due day (or one that is no field's value)."""
-    value = kept.get("due_at", False)
-    if value is None:
-        return ""
-    if not isinstance(value, str):
-        return None
-    try:
-        moment = datetime.fromisoformat(value)
-    except ValueError:
-        return value
-    return due_day(moment, zone) if moment.tzinfo is not None else value

@@ -367,3 +367,18 @@ async def test_a_due_day_picked_or_cleared_is_kept_and_put_back(user: User, make
     await user.open(f"/app/work-orders/{order.id}")
     await user.should_see(marker="draft-restored", retries=3 * WAIT)
     assert user.find(marker="edit-due_at").elements.pop().value == ""
+
+
+async def test_a_kept_due_day_is_shown_to_copy_when_it_cannot_be_put_back(
+    user: User, make_user, make_order, log_in, db
+):
+    sam, order, storage = await sam_logged_in_with_a_leaking_tap(user, make_user, make_order, log_in)
+    kept = {"version": 1, "edits": {"due_at": "2026-12-12 23:59:59.999000+00:00"}}  # as the page keeps a day
+    await storage.plant(f"desk-draft:{sam['id']}:{order.id}", kept)
+    admin = await make_user("admin")
+    await users_service.update_user(db=db, actor=actor(admin), user_id=sam["id"], data=UserAdminUpdate(role="viewer"))
+
+    await user.open(f"/app/work-orders/{order.id}")
+
+    await user.should_see(marker="draft-kept", retries=3 * WAIT)
+    assert [text.text for text in user.find(marker="kept-text").elements] == ["Due by: 2026-12-12"]
