@@ -10,7 +10,7 @@ import logging
 from desk.agent.copilot.sweeper import sweep
 from desk.agent.core.provider import Provider
 from desk.agent.triage import task as triage
-from desk.attachments import thumbnails
+from desk.attachments import pending, thumbnails
 from desk.config import Settings
 from desk.heartbeat import BEAT_SECONDS, beat, worker_name
 from desk.jobs.table import Context, CronJob
@@ -24,9 +24,9 @@ def worker(settings: Settings, *, burst: bool = False, provider: Provider | None
     """The desk's worker: the triage pass per new order; the heartbeat, the sweeper and the reconcile pass on a clock.
 
     Mail delivery (desk/notifications/mail_queue.py) is here too, the notifications' fan-outs a writer could not
-    finish (desk/notifications/outbox.py) and thumbnails (desk/attachments/thumbnails.py), each a `Function` of its
-    own package. `provider`: the model's client (tests hand theirs); by default the triage task builds one when it
-    first needs it.
+    finish (desk/notifications/outbox.py), thumbnails (desk/attachments/thumbnails.py) and the sweep of uploads
+    that died half-way (desk/attachments/pending.py), each from its own package. `provider`: the model's client
+    (tests hand theirs); by default the triage task builds one when it first needs it.
     """
     return Worker(
         functions=[
@@ -40,6 +40,7 @@ def worker(settings: Settings, *, burst: bool = False, provider: Provider | None
             CronJob("mail_idle", mail_queue.close_idle, mail.IDLE_SECONDS),
             CronJob("sweep", sweep_stale, settings.agent_sweep_interval_ms / 1000),
             CronJob("reconcile", triage.reconcile_job, settings.agent_reconcile_after_ms / 1000),
+            CronJob("attachments_pending", pending.sweep, pending.SWEEP_SECONDS),
         ],
         # triage passes at once (each holds a model call; slots hold them to AGENT_CONCURRENCY desk-wide), emails,
         # and one thumbnail

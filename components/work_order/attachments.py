@@ -79,8 +79,12 @@ class Files:
             )
         except DeskError as error:
             ui.notify(error.message, type="negative")  # the service's words, as text
-            return
-        await self.refresh()
+        else:
+            await self.refresh()
+        # Finished either way (listed now, or refused in words): off the uploader's queue, where it stood at 100 %.
+        # Only the uploaded ones: Quasar's `reset` would abort a file of the same pick still on its way.
+        if not event.sender.is_deleted:
+            event.sender.run_method("removeUploadedFiles")
 
     def _rejected(self) -> None:
         ui.notify(f"A file is over {get_settings_mb()} MB; it was not attached.", type="negative")

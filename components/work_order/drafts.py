@@ -22,9 +22,12 @@ from typing import Any
 from nicegui import Client, background_tasks, ui
 
 from components.work_order.changes import why_read_only
+from components.work_order.due_field import due_day, kept_day
 from desk.actors import Actor
+from desk.db.client import get_db
 from desk.labels import CHOICE_LABELS, FIELD_NAMES
 from desk.work_orders.models import EDITABLE, WorkOrderRead
+from desk.zone import desk_zone
 
 KEY = "desk-draft:"
 # Static (no user text in it): the browser's side of kept drafts, installed once per page. A draft
@@ -171,6 +174,9 @@ async def show_kept_to_copy(actor: Actor, order: WorkOrderRead, into: ui.element
         draft = Draft(actor.id, order.id)
     kept = await draft.restore() or {}
     typed = {field: v for field in EDITABLE if isinstance(v := kept.get(field), str) and v != getattr(order, field)}
+    zone = await desk_zone(get_db())
+    if (day := kept_day(kept, zone)) is not None and day != due_day(order.due_at, zone):
+        typed["dueAt"] = day or "no day"
     if not typed or client.is_deleted:
         return
     with client, into, ui.card().classes("w-full bg-amber-1 gap-1").mark("draft-kept") as card:

@@ -24,3 +24,19 @@ def due_moment(text: str | None, zone: str) -> datetime | None:
     """The moment a picked day means: its last millisecond in `zone`; None for no day. ValueError: not a day."""
     text = (text or "").strip()
     return end_of_day(date.fromisoformat(text), zone) if text else None
+
+
+def kept_day(kept: dict[str, object], zone: str) -> str | None:
+    """The due field's text for what a draft kept of it, as `EditForm.edits` gave it: the day of a moment (kept as
+    text) in `zone`, empty for a cleared day, other text as it was typed (Save refuses it beside the field, as it
+    did before); None when the draft has no due day (or one that is no field's value)."""
+    value = kept.get("due_at", False)
+    if value is None:
+        return ""
+    if not isinstance(value, str):
+        return None
+    try:
+        moment = datetime.fromisoformat(value)
+    except ValueError:
+        return value
+    return due_day(moment, zone) if moment.tzinfo is not None else value

@@ -10,7 +10,7 @@ from collections.abc import Awaitable, Callable
 from nicegui import ui
 from nicegui.elements.mixins.disableable_element import DisableableElement
 
-from components.work_order.due_field import due_day, due_input, due_moment
+from components.work_order.due_field import due_day, due_input, due_moment, kept_day
 from desk.labels import CHOICE_LABELS, PRIORITY_LABELS, STATUS_LABELS
 from desk.work_orders.models import EDITABLE, WorkOrderRead
 
@@ -57,11 +57,15 @@ class EditForm:
         self.inputs["due_at"].error = None
 
     def put_back(self, kept: dict[str, object]) -> None:
-        """An edit this browser kept: each field's text, and a priority or status only if it is still a choice."""
+        """An edit this browser kept: each field's text, a priority or status only if it is still a choice, and the
+        due day."""
         for field in EDITABLE:
             value = kept.get(field)
             if isinstance(value, str) and (field not in CHOICE_LABELS or value in CHOICE_LABELS[field]):
                 self.inputs[field].value = value
+        day = kept_day(kept, self.zone)
+        if day is not None:
+            self.inputs["due_at"].value = day
 
     def edits(self, loaded: WorkOrderRead) -> dict[str, object]:
         """The fields the person changed compared with `loaded`."""

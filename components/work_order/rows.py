@@ -7,7 +7,8 @@ the pointer of the person reading it.
 """
 
 from collections.abc import Awaitable, Callable
-from datetime import datetime
+from datetime import UTC, datetime, time
+from zoneinfo import ZoneInfo
 
 from nicegui import ui
 
@@ -87,9 +88,7 @@ class _Row:
         self.title.set_text(order.title)
         _set_chip(self.priority, PRIORITY_LABELS[order.priority], PRIORITY_COLORS[order.priority])
         _set_chip(self.status, STATUS_LABELS[order.status], STATUS_COLORS[order.status])
-        badge = due_badge(order, state.current().clock.now(), self.zone)
-        self.overdue.set_visibility(badge == "overdue")
-        self.due_today.set_visibility(badge == "today")
+        self.show_badge(state.current().clock.now())
         if self.people is not None and owners is not None:
             owner, asker = self.people
             owner.set_text(owners.get(order.owner_id, "—") if order.owner_id else "Unassigned")
@@ -106,6 +105,11 @@ class _Row:
         self.updated.set_text(ago(moment))
         self.updated_tip.set_text(when(moment))
 
+    def show_badge(self, now: datetime) -> None:
+        badge = due_badge(self.order, now, self.zone)
+        self.overdue.set_visibility(badge == "overdue")
+        self.due_today.set_visibility(badge == "today")
+
 
 def due_badge(order: WorkOrderRead, now: datetime, zone: str) -> str | None:
     """ "overdue" (open, past its due moment), "today" (open, due later today in the desk's zone) or None."""
@@ -114,6 +118,15 @@ def due_badge(order: WorkOrderRead, now: datetime, zone: str) -> str | None:
     if order.due_at < now:
         return "overdue"
     return "today" if day_in(order.due_at, zone) == day_in(now, zone) else None
+
+
+def next_badge_change(order: WorkOrderRead, now: datetime, zone: str) -> datetime | None:
+    """When the order's due badge next changes on its own, time passing: at the start of its due day ("Due today")
+    or at its due moment ("Overdue"); None when it will not (no due moment, closed, or overdue already)."""
+    if order.due_at is None or order.status in CLOSED or order.due_at < now:
+        return None
+    day_starts = datetime.combine(day_in(order.due_at, zone), time(), tzinfo=ZoneInfo(zone)).astimezone(UTC)
+    return day_starts if day_starts > now else order.due_at
 
 
 def _set_chip(chip: ui.chip, text: str, color: str) -> None:
@@ -133,6 +146,10 @@ class OrderRows:
         self.time_field = "updated_at"  # the time each row shows: the one the list is sorted by
         self.zone = "UTC"  # the desk's time zone, whose "today" the due badge means
         self.container = ui.column().classes("w-full gap-0 border rounded").mark("order-list")
+        # One timer for the page, at the soonest moment a shown order's due badge changes (the rows are read as of
+        # the list's last read): an order turns "Overdue" on screen when it does, not at the next redraw.
+        self.timers = ui.element().classes("hidden")  # the timer's place: outside the rows' column, which they order
+        self.wake: tuple[datetime, ui.timer] | None = None
 
     def show(self, orders: list[WorkOrderRead]) -> None:
         wanted = {order.id for order in orders}
@@ -148,3 +165,27 @@ class OrderRows:
             if self.container.default_slot.children.index(row.element) != index:
                 row.element.move(target_index=index)
         self.container.set_visibility(bool(orders))
+        self._wake_at_next_badge_change()
+
+    def _wake_at_next_badge_change(self) -> None:
+        clock = state.current().clock  # the Desk's, as the badges read it: a test moves it past a due moment
+        now = clock.now()
+        moments = [m for row in self.rows.values() if (m := next_badge_change(row.order, now, self.zone))]
+        soonest = min(moments, default=None)
+        if self.wake is not None and self.wake[0] == soonest:
+            return
+        if self.wake is not None:
+            self.wake[1].delete()  # cancels it
+            self.wake = None
+        if soonest is not None and not self.timers.is_deleted:
+            with self.timers:
+                # a moment past by a millisecond: the badges are read at or after it (an early wake-up sets another)
+                delay = (soonest - now).total_seconds() + 0.001
+                self.wake = (soonest, ui.timer(delay, self._badges_due, once=True))
+
+    def _badges_due(self) -> None:
+        self.wake = None
+        now = state.current().clock.now()
+        for row in self.rows.values():
+            row.show_badge(now)
+        self._wake_at_next_badge_change()

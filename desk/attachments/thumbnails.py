@@ -4,8 +4,10 @@ import asyncio
 import tempfile
 from datetime import timedelta
 
+from bson import ObjectId
 from PIL import Image
 
+from desk import state
 from desk.attachments import images
 from desk.attachments import repository as repo
 from desk.attachments.service import THUMBNAIL_TASK
@@ -45,7 +47,11 @@ async def make(ctx: Context, job: Job) -> Result:
             return Skipped(f"not_drawable ({type(error).__name__})")
         size = small.tell()
         small.seek(0)
-        thumbnail_id = await repo.store(ctx.db, small, f"thumbnail of {doc['_id']}")
+        thumbnail_id = ObjectId()
+        # named before its bytes are written, as an upload's file is: the sweep finds them should this worker die
+        if not await repo.reserve_thumbnail(ctx.db, doc["_id"], thumbnail_id, state.current().clock.now()):
+            return Skipped("file_gone")
+        await repo.store(ctx.db, small, f"thumbnail of {doc['_id']}", thumbnail_id)
     if await repo.set_thumbnail(ctx.db, doc["_id"], thumbnail_id, size) is None:
         return Skipped("file_gone")
     order = await orders_repo.get(ctx.db, doc["workOrderId"])

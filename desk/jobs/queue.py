@@ -128,10 +128,16 @@ async def enqueue_held(
     return job
 
 
-async def enqueue_many(db: AsyncDatabase, jobs: Iterable[tuple[str, ObjectId, datetime]], *, at: datetime) -> int:
-    """Several jobs (task, key, due from) in one round trip, as `enqueue` makes each, born `at`; those that exist
-    already are left as they are. Returns how many were made."""
-    docs = [_new_job(task, key, not_before=not_before, born=at, at=at) for task, key, not_before in jobs]
+async def enqueue_many(
+    db: AsyncDatabase, jobs: Iterable[tuple[str, ObjectId, datetime, Doc | None]], *, at: datetime
+) -> int:
+    """Several jobs (task, key, due from, payload or None) in one round trip, as `enqueue` makes each, born `at`;
+    those that exist already are left as they are. Returns how many were made. A payload is what the job's function
+    reads as `Job.payload` (what it would otherwise read from the database)."""
+    docs = [
+        _new_job(task, key, not_before=not_before, born=at, at=at) | ({"payload": payload} if payload else {})
+        for task, key, not_before, payload in jobs
+    ]
     if not docs:
         return 0
     try:

@@ -72,8 +72,9 @@ async def schedule(db: AsyncDatabase, owed: list[Doc], people: dict[ObjectId, Do
     if mailings:
         await _windows(db).insert_many(mailings)
     jobs = mailings + (open_ if again else [])
-    if jobs:
-        await queue.enqueue_many(db, [(TASK, mailing["_id"], mailing["due"]) for mailing in jobs], at=at)
+    if jobs:  # each job carries its mailing's person and order: `deliver` reads no window
+        made = [(TASK, m["_id"], m["due"], {"userId": m["userId"], "workOrderId": order_id}) for m in jobs]
+        await queue.enqueue_many(db, made, at=at)
 
 
 def tasks() -> list[Function]:
@@ -95,7 +96,7 @@ async def _mail_on(ctx: Context) -> bool:
 async def deliver(ctx: Context, job: Job) -> Result:
     """Send what a mailing owes its person: the first event at once, or the digest of the rest at the window's end."""
     db = ctx.db
-    window = await _windows(db).find_one({"_id": job.key})
+    window = _mailing(job) or await _windows(db).find_one({"_id": job.key})  # a job queued before jobs carried it
     if window is None:
         return Skipped("window_gone")
     owed = await repo.claim_mail(db, window["userId"], window["workOrderId"], window["_id"])
@@ -120,6 +121,14 @@ async def deliver(ctx: Context, job: Job) -> Result:
             return result
     await repo.mark_mailed(db, [doc["_id"] for doc in owed], at=at)
     return Done() if wanted else Skipped("unsubscribed")
+
+
+def _mailing(job: Job) -> Doc | None:
+    """The mailing a job carries (its person and order), as its window would give them; None if it carries none."""
+    carried = job.payload or {}
+    if "userId" not in carried or "workOrderId" not in carried:
+        return None
+    return {"_id": job.key, "userId": carried["userId"], "workOrderId": carried["workOrderId"]}
 
 
 async def _send(ctx: Context, person: Doc, order: Doc, owed: list[Doc]) -> Result | None:

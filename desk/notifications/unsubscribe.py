@@ -19,14 +19,22 @@ from desk.notifications.models import KINDS, Kind
 KEY_ID = "unsubscribe_key"
 
 
+# The key once read, by database name: it never changes (a restore, which could bring another, runs with the desk
+# stopped), so each email's link costs no read. One entry per database the process serves (tests use several).
+_KEPT: dict[str, bytes] = {}
+
+
 async def _key(db: AsyncDatabase) -> bytes:
     """The signing key, made by whichever process needs it first (the upsert keeps the first one made)."""
+    if (kept := _KEPT.get(db.name)) is not None:
+        return kept
     doc = await db["mail_keys"].find_one({"_id": KEY_ID})
     if doc is None:
         made = secrets.token_urlsafe(32)
         await db["mail_keys"].update_one({"_id": KEY_ID}, {"$setOnInsert": {"key": made}}, upsert=True)
         doc = await db["mail_keys"].find_one({"_id": KEY_ID})
-    return doc["key"].encode()
+    _KEPT[db.name] = doc["key"].encode()
+    return _KEPT[db.name]
 
 
 def _b64(data: bytes) -> str:

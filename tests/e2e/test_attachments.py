@@ -33,6 +33,8 @@ async def test_a_photo_attached_from_a_phone_sized_window_is_listed_without_its_
     phone.run_js(PASTE_A_SCREENSHOT)
     phone.see("screenshot.png")
     phone.see_containing("PNG image")
+    # listed, so off the uploaders' queues (no row left standing at 100 %)
+    phone.wait_until(lambda: phone.texts(".q-uploader__file") == [], "the uploaders' queues to empty")
     stored = await e2e_db["attachments"].find_one({"name": "IMG_0042.jpg"})
     assert stored is not None and stored["contentType"] == "image/jpeg" and stored["size"] < photo.stat().st_size
 

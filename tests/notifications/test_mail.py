@@ -239,3 +239,18 @@ async def test_a_refused_recipient_fails_alone_and_the_connection_carries_the_ot
     assert inbox.connections == 1
     dead = await db["outbox_events"].find({"type": mail_queue.TASK, "status": "failed"}).to_list()
     assert [job["lastError"] for job in dead] == ["mail refused (550)"]
+
+
+async def test_a_mail_job_queued_before_jobs_carried_their_mailing_still_sends(
+    db, make_user, make_order, inbox, run_mail
+):
+    """Jobs a desk queued before an upgrade name their mailing alone: its window is read, as it was then."""
+    admin, lee = await make_user("admin", name="Ada"), await make_user(name="Lee", email="lee@example.com")
+    await make_order(admin, "Leaking tap", owner_id=lee["id"])
+    unset = await db["outbox_events"].update_many({"type": mail_queue.TASK}, {"$unset": {"payload": ""}})
+    assert unset.modified_count == 2  # the first email's job and the digest's
+
+    await run_mail()
+
+    (first,) = inbox.mails
+    assert first["To"] == "Lee <lee@example.com>" and first["Subject"] == "Ada gave you “Leaking tap”."

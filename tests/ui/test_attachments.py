@@ -9,6 +9,7 @@ from desk.attachments.thumbnails import tasks as thumbnail_tasks
 from desk.jobs.table import Context
 from desk.jobs.worker import Worker
 from tests.attachments.files import HTML, png
+from tests.helpers import until
 from tests.ui.conftest import WAIT, open_order
 
 
@@ -62,3 +63,35 @@ async def test_a_viewer_sees_the_files_but_cannot_attach(user: User, sam, make_u
 
     await user.should_see("No files yet.")
     await user.should_not_see(marker="upload")
+
+
+async def test_a_finished_upload_leaves_the_uploaders_queue_once_it_is_listed(user: User, open_sams_order):
+    """The `user` fixture runs no Quasar (tests/e2e/test_attachments.py sees the queue empty in Chromium): here, the
+    page tells the uploader that took a file to drop its finished ones once the file is listed or refused, and
+    never to `reset`, which would abort the rest of a pick still on its way."""
+    await open_sams_order("Broken window")
+    (uploader,) = user.find(marker="upload").elements
+    told: list[tuple[str, bool]] = []  # (what the browser was told to run, whether the file was listed by then)
+    send = user.client.outbox.enqueue_message
+
+    def listed() -> bool:
+        files = user.find(marker="files").elements.pop().descendants()
+        return any(isinstance(link, ui.link) and link.text == "quote.pdf" for link in files)
+
+    def recorded(kind, data, target) -> None:
+        if kind == "run_javascript" and "runMethod" in data["code"]:
+            told.append((data["code"], listed()))
+        send(kind, data, target)
+
+    user.client.outbox.enqueue_message = recorded  # type: ignore[method-assign]
+    dropped = f'return runMethod({uploader.id}, "removeUploadedFiles", [])'
+
+    await _attach(user, "quote.pdf", b"%PDF-1.7 a quote", "application/pdf")
+    await user.should_see("PDF document, 16 bytes", retries=WAIT)
+    await until(lambda: told != [], what="the uploader told to drop the finished file")
+    assert told == [(dropped, True)]
+
+    await _attach(user, "notes.bin", b"x" * (11 * 1024 * 1024), "application/octet-stream")  # refused: over 10 MB
+    await user.should_see("The file is over 10 MB; nothing was saved.", retries=WAIT)
+    await until(lambda: len(told) == 2, what="the refused file off the queue too")
+    assert told[1][0] == dropped

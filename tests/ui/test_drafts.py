@@ -345,3 +345,40 @@ async def test_an_edit_of_someone_made_a_viewer_while_typing_is_shown_to_copy(
     user.find(marker="draft-discard").click()
     await user.should_not_see(marker="draft-kept", retries=WAIT)
     await until(lambda: key not in storage, what="the discarded edit forgotten", within=15)
+
+
+async def test_a_due_day_picked_or_cleared_is_kept_and_put_back(user: User, make_user, make_order, log_in):
+    sam = await make_user("user")
+    order = await make_order(sam, "Leaking tap", dueAt="2026-12-10T23:59:59.999Z")
+    storage = browser_storage(user)
+    await log_in(user, sam)
+    key = f"desk-draft:{sam['id']}:{order.id}"
+    await user.open(f"/app/work-orders/{order.id}")
+    await user.should_see(marker="detail-title", retries=WAIT)
+
+    user.find(marker="edit-due_at").elements.pop().set_value("2026-12-12")
+    await until(lambda: "due_at" in storage.get(key, {}).get("edits", {}), what="the due day kept", within=15)
+    await user.open(f"/app/work-orders/{order.id}")  # a reload, or another tab of the session
+    await user.should_see(marker="draft-restored", retries=3 * WAIT)
+    assert user.find(marker="edit-due_at").elements.pop().value == "2026-12-12"
+
+    user.find(marker="edit-due_at").elements.pop().set_value("")  # due by no day after all
+    await until(lambda: storage[key]["edits"].get("due_at", "") is None, what="the cleared day kept", within=15)
+    await user.open(f"/app/work-orders/{order.id}")
+    await user.should_see(marker="draft-restored", retries=3 * WAIT)
+    assert user.find(marker="edit-due_at").elements.pop().value == ""
+
+
+async def test_a_kept_due_day_is_shown_to_copy_when_it_cannot_be_put_back(
+    user: User, make_user, make_order, log_in, db
+):
+    sam, order, storage = await sam_logged_in_with_a_leaking_tap(user, make_user, make_order, log_in)
+    kept = {"version": 1, "edits": {"due_at": "2026-12-12 23:59:59.999000+00:00"}}  # as the page keeps a day
+    await storage.plant(f"desk-draft:{sam['id']}:{order.id}", kept)
+    admin = await make_user("admin")
+    await users_service.update_user(db=db, actor=actor(admin), user_id=sam["id"], data=UserAdminUpdate(role="viewer"))
+
+    await user.open(f"/app/work-orders/{order.id}")
+
+    await user.should_see(marker="draft-kept", retries=3 * WAIT)
+    assert [text.text for text in user.find(marker="kept-text").elements] == ["Due by: 2026-12-12"]

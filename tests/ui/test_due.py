@@ -91,3 +91,31 @@ async def test_a_viewer_reads_when_an_order_is_due_and_that_it_is_overdue(
 
     await user.should_see("Due by 05 Jan 2026, 16:00 UTC · Overdue")
     await user.should_not_see(marker="edit-due_at")
+
+
+def badges(user: User) -> dict[str, str]:
+    """Each listed order's title, and the due badge its row shows ("" for none)."""
+    found = {}
+    for row in user.find(marker="order-row").elements:
+        inside = list(row.descendants())
+        (title,) = [element.text for element in inside if "order-title" in element._markers]
+        due = {"order-overdue", "order-due-today"}
+        found[title] = " ".join(e.text for e in inside if due & set(e._markers) and e.visible)
+    return found
+
+
+async def test_shown_orders_turn_due_today_and_overdue_on_screen_as_their_moments_pass(
+    user: User, make_user, make_order, log_in
+):
+    clock = state.current().clock = ManualClock(datetime(2026, 12, 9, 23, 59, 59, tzinfo=UTC))  # a UTC desk
+    sam = await make_user("user")
+    await make_order(sam, "Noon tomorrow", dueAt=datetime(2026, 12, 10, 12, 0, tzinfo=UTC))
+    await make_order(sam, "Half a second", dueAt=datetime(2026, 12, 9, 23, 59, 59, 500000, tzinfo=UTC))
+    await log_in(user, sam)
+    await user.should_see("1–2 of 2", retries=WAIT)
+    assert badges(user) == {"Half a second": "Due today", "Noon tomorrow": ""}
+
+    clock.move(timedelta(seconds=1))  # midnight: nothing reads the list again, and no order changes
+
+    now_shown = {"Half a second": "Overdue", "Noon tomorrow": "Due today"}
+    await until(lambda: badges(user) == now_shown, what="the badges as of midnight", within=10)
