@@ -29,10 +29,8 @@ def tasks() -> list[Function]:
 async def make(ctx: Context, job: Job) -> Result:
     """Make the thumbnail of the attached picture `job.key`, and tell the order's open screens."""
     doc = await repo.get(ctx.db, job.key)
-    if doc is None:
-        return Skipped("file_gone")
-    if doc.get("thumbnailId") is not None:
-        return Skipped("made_already")
+    if doc is None or doc.get("thumbnailId") is not None:
+        return Skipped("file_gone" if doc is None else "made_already")
     chunks = await repo.opened(ctx.db, doc["fileId"])
     if chunks is None:
         return Skipped("file_gone")
