@@ -10,6 +10,7 @@ from contextlib import contextmanager
 
 from nicegui import app, ui
 
+from components import theme
 from components.confirm import confirm
 from components.copilot.panel import Copilot, ai_off_reason
 from components.notifications.bell import Bell
@@ -36,7 +37,7 @@ def frame(title: str, me: SessionUser, *, path: str) -> Iterator[session.Visit]:
     visit = session.visit(me, path)
     drafts.own(visit.drafts_owner)  # the browser drops the drafts of any other session, and those a day old
     retitle(title)
-    ui.colors(primary="#2f4f6f")
+    theme.look()
     off = ai_off_reason(me)
     # Whether this person has an assistant when the desk's AI switch is on: then the header follows the switch live
     # (an admin turning AI back on must not leave every open tab grey until a reload), else it says why not for good.

@@ -4,6 +4,7 @@ from fastapi import Request
 from fastapi.responses import RedirectResponse
 from nicegui import APIRouter, ui
 
+from components import theme
 from components.runtime import session
 from components.work_order import drafts
 from desk.errors import DeskError
@@ -28,6 +29,7 @@ async def login_page(request: Request, redirect_to: str | None = None, reason: s
     ip = request.client.host if request.client else "unknown"
     browser = session.browser_of(request)
     ui.page_title("Log in · Work Order Desk")
+    theme.look()
 
     async def submit() -> None:
         message.set_text("")

@@ -62,7 +62,7 @@ class Inbox:
             with ui.column().classes("gap-0 grow min-w-0"):
                 words = ui.link(item.text, f"/app/work-orders/{item.work_order_id}").classes("wrap-anywhere")
                 words.classes("text-black no-underline" if item.read else "font-semibold").mark("notification-link")
-                ui.label(when(item.created_at)).classes("text-xs text-grey-7")
+                ui.label(when(item.created_at)).classes("text-xs text-grey-8")  # AA on an unread row's blue
             if not item.read:
                 mark = ui.button("Mark read", on_click=one_at_a_time(lambda i=item.id: self.mark([i])))
                 mark.props("flat dense").mark("mark-read", f"read-{item.id}")

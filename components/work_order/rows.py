@@ -11,7 +11,7 @@ from datetime import datetime
 
 from nicegui import ui
 
-from components.chips import PRIORITY_COLORS, STATUS_COLORS, priority_chip, status_chip
+from components.chips import PRIORITY_COLORS, STATUS_COLORS, priority_chip, status_chip, text_color
 from components.formats import ago, when
 from components.once import one_at_a_time
 from components.runtime import session
@@ -78,7 +78,7 @@ class _Row:
         self.order = order
         self.title.set_text(order.title)
         _set_chip(self.priority, PRIORITY_LABELS[order.priority], PRIORITY_COLORS[order.priority])
-        _set_chip(self.status, STATUS_LABELS[order.status], STATUS_COLORS[order.status])
+        _set_chip(self.status, STATUS_LABELS[order.status], STATUS_COLORS[order.status], text_color(order.status))
         badge = due_badge(order, state.current().clock.now(), self.zone)
         self.overdue.set_visibility(badge == "overdue")
         self.due_today.set_visibility(badge == "today")
@@ -111,10 +111,11 @@ def due_badge(order: WorkOrderRead, now: datetime, zone: str) -> str | None:
     return "today" if day_in(order.due_at, zone) == day_in(now, zone) else None
 
 
-def _set_chip(chip: ui.chip, text: str, color: str) -> None:
+def _set_chip(chip: ui.chip, text: str, color: str, text_color: str = "white") -> None:
     if chip.text != text:
         chip.set_text(text)
         chip.set_background_color(color)
+        chip.set_text_color(text_color)
         chip.update()  # a colour change alone does not send the element
 
 
