@@ -4,7 +4,7 @@ axe-core 4.4 comes bundled in `axe-core-python` (`axe-selenium-python` 3, with a
 3.12). One admin walks every screen issue 45 lists: the login page, the list, the new-order dialog, the copilot
 drawer and its approval modal, an order with a comment and a triage suggestion, the profile with a token, the
 admin pages, a run's transcript, the assistant's page and the notifications; each is checked as it is shown.
-Moderate findings are listed in docs/accessibility.md.
+Moderate findings are listed in docs/accessibility.md. Then the same browser asks for reduced motion.
 """
 
 from collections.abc import Iterator
@@ -30,6 +30,8 @@ WCAG_21_A_AA = {"runOnly": {"type": "tag", "values": ["wcag2a", "wcag2aa", "wcag
 # axe's own `run` would wait forever on a rejected promise: here its error comes back as the answer
 RUN_AXE = """const done = arguments[arguments.length - 1];
 axe.run(document, arguments[0]).then(done, error => done({error: String(error && error.stack || error)}));"""
+# How long a button's hover and focus highlight takes to fade in (Quasar: 0.3 s, and 0.4 s for its opacity).
+BUTTON_FADE = "return getComputedStyle(document.querySelector('.q-btn .q-focus-helper')).transitionDuration"
 BLOCKING = ("serious", "critical")
 COMMENT = "The tap drips all night; a bucket is under it."
 QUESTION = "What is open?"
@@ -115,6 +117,16 @@ async def test_every_screen_has_no_serious_or_critical_wcag_violation(
 
     failing = {screen: violations for screen, violations in found.items() if violations}
     assert not failing, "\n".join(f"{screen}:\n{violations}" for screen, violations in failing.items())
+
+    # A button's highlight fades in; for a person who asked their system for less motion it just appears.
+    assert person.run_js(BUTTON_FADE) not in ("0s", "1e-05s")
+    person.driver.execute_cdp_cmd(
+        "Emulation.setEmulatedMedia", {"features": [{"name": "prefers-reduced-motion", "value": "reduce"}]}
+    )
+    try:
+        assert set(person.run_js(BUTTON_FADE).split(", ")) == {"1e-05s"}  # 0.01 ms: transitionend still fires
+    finally:
+        person.driver.execute_cdp_cmd("Emulation.setEmulatedMedia", {"features": []})
 
 
 def _shows(person: Browser, texts: list[str]) -> bool:
