@@ -9,6 +9,10 @@ PRIMARY = "#2f4f6f"  # white on it: 8.9:1
 CSS = (
     # NiceGUI's link blue (#3b82f6) is 3.7:1 on white: a darker blue reads at 6.7:1 (5.9:1 on an unread row's blue)
     ".nicegui-link { color: #1d4ed8; }"
+    # Quasar marks a focused button by a faint tint alone: someone on a keyboard must see where they are. A ring
+    # of shadow, white then blue, shows on light and dark; an outline would lose to Quasar's `no-outline`.
+    " :is(.q-btn, a, .q-item, [role=button]):focus-visible {"
+    " box-shadow: 0 0 0 2px #fff, 0 0 0 4px #1d4ed8 !important; }"
     # Quasar's ripples, drawers, dialogs and spinners move; someone made ill or distracted by motion asked not to
     " @media (prefers-reduced-motion: reduce) { *, *::before, *::after {"
     " animation-duration: 0.01ms !important; animation-iteration-count: 1 !important;"

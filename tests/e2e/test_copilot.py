@@ -345,7 +345,7 @@ async def test_on_a_phone_the_drawer_fits_the_screen_and_closes(browser, make_pe
 
 
 IN_THE_MODAL = "return !!document.activeElement?.closest('[role=dialog]')"
-FOCUSED = "return document.activeElement?.outerHTML.slice(0, 200)"
+FOCUS_RING = "return getComputedStyle(document.activeElement).boxShadow"
 IN_THE_DRAWER = "return !!document.activeElement?.closest('.q-drawer')"
 
 
@@ -360,9 +360,10 @@ async def test_the_approval_modal_keeps_the_keyboard_and_escape_means_not_now(
 
     for tab in range(8):  # round its few controls, and past the last one: Tab never leaves the modal
         robin.driver.switch_to.active_element.send_keys(Keys.TAB)
-        assert robin.run_js(IN_THE_MODAL), (tab, robin.run_js(FOCUSED))
+        assert robin.run_js(IN_THE_MODAL), tab
     robin.driver.switch_to.active_element.send_keys(Keys.SHIFT, Keys.TAB)
     assert robin.run_js(IN_THE_MODAL)
+    assert "rgb(29, 78, 216) 0px 0px 0px 4px" in robin.run_js(FOCUS_RING)  # a ring, not only a faint tint
     robin.shoot("modal-focus")
 
     robin.driver.switch_to.active_element.send_keys(Keys.ESCAPE)
