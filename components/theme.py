@@ -20,6 +20,16 @@ CSS = (
 )
 
 
+def page_heading(label: ui.label) -> ui.label:
+    """Make `label`, the page's title as shown, its level-one heading for a screen reader."""
+    return label.props('role=heading aria-level="1"')
+
+
+def unseen_heading(text: str) -> ui.label:
+    """A level-one heading only a screen reader finds, for a page that shows no title of its own."""
+    return page_heading(ui.label(text).classes("sr-only"))
+
+
 def look() -> None:
     """Give the page being built the desk's colours and its global rules."""
     ui.colors(primary=PRIMARY)

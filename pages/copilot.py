@@ -19,7 +19,7 @@ router = APIRouter()
 RUNS_REFRESH_SECONDS = 3.0  # the list of runs follows turns of other tabs and processes
 
 
-@desk_page(router, "/app/copilot", title="Assistant")
+@desk_page(router, "/app/copilot", title="Assistant", heading=True)
 async def copilot_page(visit: session.Visit, me: session.SessionUser) -> None:
     body = _Body(visit, me)
     drawn = body.draw(ai_off_reason(me))

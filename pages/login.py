@@ -50,7 +50,7 @@ async def login_page(request: Request, redirect_to: str | None = None, reason: s
         ui.navigate.to(signed_in)  # an HTTP request sets the new session cookie, then goes on to the target
 
     with ui.card().classes("absolute-center w-96 gap-3"):
-        ui.label("Work Order Desk").classes("text-xl font-semibold")
+        theme.page_heading(ui.label("Work Order Desk").classes("text-xl font-semibold"))
         if reason == session.ENDED:
             ui.label(
                 "Your session ended (you logged out, it expired, or an admin changed your account). "

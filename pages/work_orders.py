@@ -145,7 +145,7 @@ async def _owner_choices(me: session.SessionUser) -> tuple[dict[str, str], dict[
     return await service.owner_choices(db=get_db(), actor=me.actor)
 
 
-@desk_page(router, "/app", title="Work orders", read=_owner_choices)  # the filters in the first paint
+@desk_page(router, "/app", title="Work orders", read=_owner_choices, heading=True)  # the filters in the first paint
 async def work_orders_page(
     visit: session.Visit, me: session.SessionUser, found: tuple[dict[str, str], dict[str, str]], request: Request
 ) -> None:

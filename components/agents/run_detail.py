@@ -5,6 +5,7 @@ import json
 
 from nicegui import ui
 
+from components import theme
 from components.formats import when
 from desk.agent.core.models import AgentRunDetail, AgentToolCallRead
 from desk.agent.triage import service as triage
@@ -30,7 +31,7 @@ def run_detail(detail: AgentRunDetail, extra: triage.RunExtra | None, names: dic
     agent = AGENT_NAMES.get(run.agent_name or "copilot", run.agent_name or "")
     with ui.card().classes("w-full gap-1").mark("run-facts"):
         with ui.row().classes("items-center gap-3"):
-            ui.label(f"{agent} run").classes("text-2xl font-semibold")
+            theme.page_heading(ui.label(f"{agent} run").classes("text-2xl font-semibold"))
             run_status_chip(run.status)
         person = run.actor_id if run.actor_kind == "human" else None
         who = names.get(person, "someone") if person else "no person (the triage agent works alone)"

@@ -5,6 +5,7 @@ It redraws when the person's notifications change anywhere (a new one; some mark
 
 from nicegui import ui
 
+from components import theme
 from components.formats import when
 from components.once import one_at_a_time
 from components.paging import last_page, pager
@@ -22,7 +23,7 @@ class Inbox:
     def __init__(self, visit: session.Visit) -> None:
         self.visit, self.page_number = visit, 1
         with ui.row().classes("w-full items-center gap-4"):
-            ui.label("Notifications").classes("text-2xl font-semibold")
+            theme.page_heading(ui.label("Notifications").classes("text-2xl font-semibold"))
             ui.space()
             self.unread_only = ui.switch("Unread only", on_change=lambda: self.show(first=True)).mark("unread-only")
             marking = one_at_a_time(self.mark_all)
