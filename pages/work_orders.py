@@ -238,6 +238,7 @@ class _ListView:
             self.clear = ui.link("Clear filters", "/app").mark("clear-filters")  # its address: `show`
         with ui.row().classes("w-full items-center"):
             self.count = ui.label().classes("text-sm text-grey-7").mark("count")
+            self.count.props('aria-live="polite"')  # a new order (or one gone) is heard as the count changing
             ui.space()
             self.time_column = ui.label().classes("text-xs text-grey-7 pr-3").mark("time-column")
         self.rows = OrderRows(owners)

@@ -37,6 +37,8 @@ RUN_AXE = """const done = arguments[arguments.length - 1];
 axe.run(document, arguments[0]).then(done, error => done({error: String(error && error.stack || error)}));"""
 # How long a button's hover and focus highlight takes to fade in (Quasar: 0.3 s, and 0.4 s for its opacity).
 BUTTON_FADE = "return getComputedStyle(document.querySelector('.q-btn .q-focus-helper')).transitionDuration"
+# What polite live regions on the page hold: a screen reader reads their changes out without moving the focus.
+POLITE = "return [...document.querySelectorAll('[aria-live=polite]')].map(region => region.innerText)"
 BLOCKING = ("serious", "critical")
 COMMENT = "The tap drips all night; a bucket is under it."
 QUESTION = "What is open?"
@@ -91,6 +93,7 @@ async def test_every_screen_has_no_serious_or_critical_wcag_violation(
     person.log_in(ada)
     person.see("Leaking tap in the staff room")
     found["list"] = _serious(person)
+    assert "1–2 of 2" in person.run_js(POLITE)  # a new order is heard as the count changing
 
     person.press("New work order")
     person.field("Title")
@@ -102,6 +105,8 @@ async def test_every_screen_has_no_serious_or_critical_wcag_violation(
     ask(person, QUESTION)
     person.see("Two orders are open.")
     found["copilot drawer"] = _serious(person)
+    assert any("Two orders are open." in text for text in person.run_js(POLITE))  # read out to a screen reader
+    assert person.run_js("return document.activeElement.closest('.q-drawer') !== null")  # the focus stayed
     person.shoot("drawer")
     fake_provider.script(*Turn.read_then_update(given.id, priority="urgent"), Turn.text("It is urgent now."))
     person.driver.find_element(By.XPATH, INPUT).send_keys("Make the staff room tap urgent")
@@ -119,6 +124,8 @@ async def test_every_screen_has_no_serious_or_critical_wcag_violation(
         person.wait_until(lambda texts=texts: _shows(person, texts), f"the {name} page to show its texts")
         found[name] = _serious(person)
         person.shoot(name)
+        if name == "order":  # a suggestion arriving while the order is open is heard
+            assert any("Water leaking under the kitchen sink." in text for text in person.run_js(POLITE))
 
     failing = {screen: violations for screen, violations in found.items() if violations}
     assert not failing, "\n".join(f"{screen}:\n{violations}" for screen, violations in failing.items())
