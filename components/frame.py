@@ -67,7 +67,7 @@ def frame(title: str, me: SessionUser, *, path: str) -> Iterator[session.Visit]:
         # the assistant's code blocks wrap too: a long line in one would widen the drawer
         " .copilot-log pre { white-space: pre-wrap; overflow-wrap: anywhere; }"
     )
-    with ui.header().classes("items-center gap-x-2 gap-y-0 sm:gap-x-4 px-2 sm:px-4 py-2 bg-primary"):
+    with ui.header().classes("items-center gap-x-2 gap-y-0 sm:gap-x-4 px-2 sm:px-4 py-1 sm:py-2 bg-primary"):
         ui.link("Work Order Desk", "/app").classes("text-lg font-semibold text-white no-underline")
         screens = [("Work orders", "/app"), *([("Assistant", COPILOT_PAGE)] if follows else [])]
         screens += ADMIN_SCREENS if me.is_admin else []

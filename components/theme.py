@@ -13,6 +13,8 @@ CSS = (
     # of shadow, white then blue, shows on light and dark; an outline would lose to Quasar's `no-outline`.
     " :is(.q-btn, a, .q-item, [role=button]):focus-visible {"
     " box-shadow: 0 0 0 2px #fff, 0 0 0 4px #1d4ed8 !important; }"
+    # a finger needs 44 px (WCAG 2.5.5): on a phone no button is smaller, dense or round ones included
+    " @media (max-width: 639px) { .q-btn { min-height: 44px; min-width: 44px; } }"
     # Quasar's ripples, drawers, dialogs and spinners move; someone made ill or distracted by motion asked not to
     " @media (prefers-reduced-motion: reduce) { *, *::before, *::after {"
     " animation-duration: 0.01ms !important; animation-iteration-count: 1 !important;"

@@ -98,6 +98,7 @@ async def test_on_a_phone_the_list_gives_each_title_a_line_of_its_own(browser, m
     page.see("Assign to me")
     page.shoot("phone-list")
     assert page.sideways_scroll() <= 0
+    assert page.run_js(SMALL_BUTTONS) == []  # every button a finger's size
     page.driver.set_window_size(360, 740)  # a small phone
     header = page.run_js("return document.querySelector('.q-header').getBoundingClientRect().height")
     assert header <= 2 * 48  # two rows at most: on a phone the header's buttons are icons
@@ -106,6 +107,10 @@ async def test_on_a_phone_the_list_gives_each_title_a_line_of_its_own(browser, m
     assert title.size["height"] <= 2 * 28  # so a line or two, not a word or a letter per line
 
 
+# The visible buttons smaller than 44 by 44 px, by their text or label.
+SMALL_BUTTONS = """return [...document.querySelectorAll('button, [role=button]')].filter(b => b.checkVisibility())
+    .filter(b => { const r = b.getBoundingClientRect(); return r.width < 44 || r.height < 44; })
+    .map(b => b.innerText.trim() || b.getAttribute('aria-label'));"""
 HEADER_HEIGHT = "return document.querySelector('.q-header').getBoundingClientRect().height"
 DRAWER_EDGES = "const r = document.querySelector('.q-drawer').getBoundingClientRect(); return [r.left, r.right]"
 # Each chart's width as a share of the page's content width.
