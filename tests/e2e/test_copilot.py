@@ -353,7 +353,7 @@ async def test_the_approval_modal_keeps_the_keyboard_and_escape_means_not_now(
     browser, make_person, make_order, fake_provider
 ):
     robin, order = await robin_with_a_leaking_tap(browser, make_person, make_order)
-    fake_provider.script(*Turn.read_then_update(order.id, priority="urgent"))
+    fake_provider.script(*Turn.read_then_update(order.id, priority="urgent"), Turn.text("Left as it was."))
     ask(robin, "Make the leaking tap urgent")
     robin.see("Change this work order?")
     robin.wait_until(lambda: robin.run_js(IN_THE_MODAL), "the focus to move into the modal")
@@ -372,3 +372,6 @@ async def test_the_approval_modal_keeps_the_keyboard_and_escape_means_not_now(
     robin.see("Waiting for your approval")  # "not now": the change still waits, the drawer stays open
     robin.wait_until(lambda: robin.run_js(IN_THE_DRAWER), "the focus back in the drawer it came from")
     assert robin.run_js(DRAWER_SHOWN)
+    robin.click("Waiting for your approval")  # and decided after all: the turn ends with the test
+    robin.press("Reject")
+    robin.see("Left as it was.")
