@@ -116,6 +116,7 @@ def _run(settings: Settings) -> None:
         proxy_headers=bool(proxies := _proxies(settings)),
         forwarded_allow_ips=proxies,
         favicon="🛠",
+        language="en-US",  # <html lang>: a screen reader reads the pages in English
         # NiceGUI's own browser cookie carries no session (that is the desk's cookie), but it lives no
         # longer than a session and travels only over https when the desk is served so.
         session_middleware_kwargs={

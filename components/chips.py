@@ -4,8 +4,14 @@ from nicegui import ui
 
 from desk.labels import PRIORITY_LABELS, STATUS_LABELS
 
-PRIORITY_COLORS = {"low": "grey-6", "medium": "blue-6", "high": "orange-8", "urgent": "red-7"}
-STATUS_COLORS = {"pending": "amber-8", "in_progress": "indigo-6", "done": "green-7", "cancelled": "grey-7"}
+# White text on each at 4.5:1 or more (WCAG AA); pending is amber, which only dark text reads on.
+PRIORITY_COLORS = {"low": "grey-8", "medium": "blue-9", "high": "deep-orange-10", "urgent": "red-9"}
+STATUS_COLORS = {"pending": "amber-8", "in_progress": "indigo-6", "done": "green-9", "cancelled": "grey-8"}
+DARK_TEXT = {"pending"}
+
+
+def text_color(status: str) -> str:
+    return "black" if status in DARK_TEXT else "white"
 
 
 def priority_chip(priority: str) -> ui.chip:
@@ -13,4 +19,4 @@ def priority_chip(priority: str) -> ui.chip:
 
 
 def status_chip(status: str) -> ui.chip:
-    return ui.chip(STATUS_LABELS[status], color=STATUS_COLORS[status], text_color="white").props("dense")
+    return ui.chip(STATUS_LABELS[status], color=STATUS_COLORS[status], text_color=text_color(status)).props("dense")

@@ -10,6 +10,7 @@ from contextlib import contextmanager
 
 from nicegui import app, ui
 
+from components import theme
 from components.confirm import confirm
 from components.copilot.panel import Copilot, ai_off_reason
 from components.notifications.bell import Bell
@@ -25,6 +26,13 @@ SWITCH_CHECK_SECONDS = 3.0  # how soon a tab's header sees the AI switch flipped
 NOTICE = "notice"  # in the tab's storage: what the next page of this tab tells the person (notify_next_page)
 LIST_VIEW = "list_view"  # in the tab's storage: the work-order list's address as this tab last showed it
 COPILOT_PAGE = "/app/copilot"  # the conversation's own page: no second panel in a drawer there
+ADMIN_SCREENS = [
+    ("Users", "/app/admin/users"),
+    ("Metrics", "/app/admin/metrics"),
+    ("Agents", "/app/admin/agents"),
+    ("Audit", "/app/admin/audit"),
+    ("Settings", "/app/admin/settings"),
+]
 
 
 @contextmanager
@@ -36,7 +44,7 @@ def frame(title: str, me: SessionUser, *, path: str) -> Iterator[session.Visit]:
     visit = session.visit(me, path)
     drafts.own(visit.drafts_owner)  # the browser drops the drafts of any other session, and those a day old
     retitle(title)
-    ui.colors(primary="#2f4f6f")
+    theme.look()
     off = ai_off_reason(me)
     # Whether this person has an assistant when the desk's AI switch is on: then the header follows the switch live
     # (an admin turning AI back on must not leave every open tab grey until a reload), else it says why not for good.
@@ -59,18 +67,20 @@ def frame(title: str, me: SessionUser, *, path: str) -> Iterator[session.Visit]:
         # the assistant's code blocks wrap too: a long line in one would widen the drawer
         " .copilot-log pre { white-space: pre-wrap; overflow-wrap: anywhere; }"
     )
-    with ui.header().classes("items-center gap-2 sm:gap-4 px-2 sm:px-4 py-2 bg-primary"):
+    with ui.header().classes("items-center gap-x-2 gap-y-0 sm:gap-x-4 px-2 sm:px-4 py-1 sm:py-2 bg-primary"):
         ui.link("Work Order Desk", "/app").classes("text-lg font-semibold text-white no-underline")
-        with ui.row().classes("gap-3"):
-            _nav("Work orders", "/app", path)
-            if follows:
-                header.available.append(_nav("Assistant", "/app/copilot", path))
-            if me.is_admin:
-                _nav("Users", "/app/admin/users", path)
-                _nav("Metrics", "/app/admin/metrics", path)
-                _nav("Agents", "/app/admin/agents", path)
-                _nav("Audit", "/app/admin/audit", path)
-                _nav("Settings", "/app/admin/settings", path)
+        screens = [("Work orders", "/app"), *([("Assistant", COPILOT_PAGE)] if follows else [])]
+        screens += ADMIN_SCREENS if me.is_admin else []
+        # An admin's seven links need a wide screen: narrower, they fold into a menu (on a phone they made the
+        # header three rows, 165 px of every screen). A person's two always fit.
+        fold = me.is_admin
+        with ui.row().classes("gap-3" + (" max-xl:hidden" if fold else "")):
+            for label, target in screens:
+                link = _nav(label, target, path)
+                if target == COPILOT_PAGE:
+                    header.available.append(link)
+        if fold and (assistant := _nav_menu(screens, path).get(COPILOT_PAGE)) is not None:
+            header.available.append(assistant)
         ui.space()
         header.build(toggle)
         Bell(me)
@@ -260,10 +270,27 @@ def _shortcut(toggle: Callable, *, on_escape: Callable[[], None] | None = None) 
     ui.keyboard(on_key=shortcut, ignore=[])
 
 
+def _is_here(target: str, path: str) -> bool:
+    under = "/app/work-orders/" if target == "/app" else target  # an order's page is under "Work orders"
+    return path == target or path.startswith(under)
+
+
+def _nav_menu(screens: list[tuple[str, str]], path: str) -> dict[str, ui.item]:
+    """The nav folded into a menu button, shown where the links do not fit (the links are hidden there);
+    its items by address."""
+    items = {}
+    button = ui.button(icon="menu").props('flat round color=white aria-label="Screens"').classes("xl:hidden")
+    with button, ui.menu(), ui.list().props("dense"):
+        for label, target in screens:
+            items[target] = ui.item(label).props(f"href={target}")  # the desk's own address, no person's text
+            if _is_here(target, path):
+                items[target].classes("font-semibold").props('aria-current="page" active')
+    return items
+
+
 def _nav(label: str, target: str, path: str) -> ui.link:
     """A link of the nav; the one for the screen you are on stands out, and says so to screen readers."""
-    under = "/app/work-orders/" if target == "/app" else target  # an order's page is under "Work orders"
-    active = path == target or path.startswith(under)
+    active = _is_here(target, path)
     link = ui.link(label, target).classes("text-white no-underline px-2 py-1 rounded")
     if active:
         link.classes("bg-white/20 font-semibold underline underline-offset-4").props('aria-current="page"')

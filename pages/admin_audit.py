@@ -45,7 +45,7 @@ ACTIONS = {
 }
 
 
-@desk_page(router, PATH, title="Audit log", admin=True)
+@desk_page(router, PATH, title="Audit log", admin=True, heading=True)
 async def admin_audit_page(visit: session.Visit, me: session.SessionUser, request: Request) -> None:
     people = {str(p["_id"]): p["name"] for p in await users_service.everyone(db=get_db())}
     subject = _an_id(request.query_params.get("subject"))

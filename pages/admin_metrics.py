@@ -38,7 +38,7 @@ PRIORITY_HEX = {"low": "#9e9e9e", "medium": "#1e88e5", "high": "#ef6c00", "urgen
 PAIR, HALF = "w-full gap-4 max-md:flex-col md:flex-nowrap", "w-full md:w-1/2"
 
 
-@desk_page(router, PATH, title="Metrics", admin=True)
+@desk_page(router, PATH, title="Metrics", admin=True, heading=True)
 async def admin_metrics_page(visit: session.Visit, me: session.SessionUser, request: Request) -> None:
     owners, _, _ = await orders_service.owner_choices(db=get_db(), actor=me.actor)
     query, left_out = from_address(request.query_params, owners)

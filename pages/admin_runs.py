@@ -32,7 +32,7 @@ PATH = RUNS_PATH
 PAGE_SIZE = 25
 
 
-@desk_page(router, PATH, title="Agent runs", admin=True)
+@desk_page(router, PATH, title="Agent runs", admin=True, heading=True)
 async def admin_runs_page(visit: session.Visit, me: session.SessionUser, request: Request) -> None:
     agents_tabs(PATH)
     await switch_banner(me.actor)

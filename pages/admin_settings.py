@@ -2,6 +2,7 @@
 
 from nicegui import APIRouter, ui
 
+from components import theme
 from components.notifications.switches import switches_card
 from components.runtime import session
 from components.runtime.page import desk_page
@@ -18,7 +19,7 @@ async def settings_page(visit: session.Visit, me: session.SessionUser) -> None:
     async def save(change: PreferencesUpdate) -> Preferences:
         return await service.update_desk_defaults(db=get_db(), actor=await visit.actor(), data=change)
 
-    ui.label("Desk settings").classes("text-2xl font-semibold")
+    theme.page_heading(ui.label("Desk settings").classes("text-2xl font-semibold"))
     current = await service.get_desk_defaults(db=get_db(), actor=me.actor)
     blurb = "What people hear about until they choose on their profile; their own choices stay theirs."
     mail = get_settings().mail_enabled

@@ -26,7 +26,7 @@ PAGE_SIZE = 25
 FOLLOW_SECONDS = 3.0  # how often an open list reads its page again, to show what changed meanwhile
 
 
-@desk_page(router, "/app/admin/users", title="Users", admin=True)
+@desk_page(router, "/app/admin/users", title="Users", admin=True, heading=True)
 async def admin_users_page(visit: session.Visit, me: session.SessionUser) -> None:
     screen = UsersScreen(visit)
     screen.new_user_form()

@@ -21,7 +21,7 @@ RUNS_PATH = "/app/copilot/runs"
 SPEAKERS = {"user": "You", "assistant": "Assistant"}  # a transcript's tool results and system text are the admin's
 
 
-@desk_page(router, "/app/copilot", title="Assistant")
+@desk_page(router, "/app/copilot", title="Assistant", heading=True)
 async def copilot_page(visit: session.Visit, me: session.SessionUser) -> None:
     body = _Body(visit, me)
     drawn = body.draw(ai_off_reason(me))

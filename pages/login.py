@@ -4,6 +4,7 @@ from fastapi import Request
 from fastapi.responses import RedirectResponse
 from nicegui import APIRouter, ui
 
+from components import theme
 from components.runtime import session
 from components.work_order import drafts
 from desk.errors import DeskError
@@ -28,6 +29,7 @@ async def login_page(request: Request, redirect_to: str | None = None, reason: s
     ip = request.client.host if request.client else "unknown"
     browser = session.browser_of(request)
     ui.page_title("Log in · Work Order Desk")
+    theme.look()
 
     async def submit() -> None:
         message.set_text("")
@@ -48,7 +50,7 @@ async def login_page(request: Request, redirect_to: str | None = None, reason: s
         ui.navigate.to(signed_in)  # an HTTP request sets the new session cookie, then goes on to the target
 
     with ui.card().classes("absolute-center w-96 gap-3"):
-        ui.label("Work Order Desk").classes("text-xl font-semibold")
+        theme.page_heading(ui.label("Work Order Desk").classes("text-xl font-semibold"))
         if reason == session.ENDED:
             ui.label(
                 "Your session ended (you logged out, it expired, or an admin changed your account). "

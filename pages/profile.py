@@ -5,6 +5,7 @@ from collections.abc import Awaitable, Callable
 from nicegui import APIRouter, ui
 from pydantic import ValidationError
 
+from components import theme
 from components.confirm import confirm
 from components.fields import clear_problems, new_password, show_problems
 from components.frame import notify_next_page
@@ -30,7 +31,7 @@ PATH = "/app/profile"
 async def profile_page(visit: session.Visit, me: session.SessionUser) -> None:
     told = await notifications.get_preferences(db=get_db(), actor=me.actor)  # read before drawing: one paint
     with ui.column().classes("gap-0"):
-        ui.label(me.name).classes("text-2xl font-semibold wrap-anywhere").mark("profile-name")
+        theme.page_heading(ui.label(me.name).classes("text-2xl font-semibold wrap-anywhere").mark("profile-name"))
         ui.label(f"{me.email} · {me.role}").classes("text-grey-7 wrap-anywhere")
     tokens = TokensCard(visit, admin=me.is_admin)
     _password_card(visit, on_tokens_revoked=tokens.show)

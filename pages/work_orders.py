@@ -146,7 +146,7 @@ async def _owner_choices(me: session.SessionUser) -> service.OwnerChoices:
     return await service.owner_choices(db=get_db(), actor=me.actor)
 
 
-@desk_page(router, "/app", title="Work orders", read=_owner_choices)  # the filters in the first paint
+@desk_page(router, "/app", title="Work orders", read=_owner_choices, heading=True)  # the filters in the first paint
 async def work_orders_page(
     visit: session.Visit, me: session.SessionUser, found: service.OwnerChoices, request: Request
 ) -> None:
@@ -239,6 +239,7 @@ class _ListView:
             self.clear = ui.link("Clear filters", "/app").mark("clear-filters")  # its address: `show`
         with ui.row().classes("w-full items-center"):
             self.count = ui.label().classes("text-sm text-grey-7").mark("count")
+            self.count.props('aria-live="polite"')  # a new order (or one gone) is heard as the count changing
             ui.space()
             self.time_column = ui.label().classes("text-xs text-grey-7 pr-3").mark("time-column")
         self.rows = OrderRows(owners)

@@ -2,6 +2,7 @@
 
 from nicegui import ui
 
+from components import theme
 from desk.actors import Actor
 from desk.agent.triage import policy
 from desk.agent.triage import service as triage
@@ -15,7 +16,7 @@ RUNS_PATH = f"{SETTINGS_PATH}/runs"
 def agents_tabs(path: str) -> None:
     """Settings and runs, side by side under the one "Agents" entry of the navigation."""
     with ui.row().classes("gap-4 items-center"):
-        ui.label("Agents").classes("text-2xl font-semibold")
+        theme.page_heading(ui.label("Agents").classes("text-2xl font-semibold"))
         for label, target in (("Triage settings", SETTINGS_PATH), ("All runs", RUNS_PATH)):
             link = ui.link(label, target).classes("text-base")
             if target == path:

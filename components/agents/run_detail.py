@@ -5,17 +5,23 @@ import json
 
 from nicegui import ui
 
+from components import theme
 from components.formats import usd, when
 from desk.agent.core.models import AgentRunDetail, AgentToolCallRead
 from desk.agent.triage import service as triage
 from desk.labels import AGENT_NAMES, APPROVAL_STATUSES, PRIORITY_LABELS, RUN_STATUSES, TOOL_OUTCOMES, run_error
 
-RUN_STATUS_COLORS = {"running": "blue-6", "complete": "green-7", "error": "red-7", "budget_exceeded": "orange-8"}
+RUN_STATUS_COLORS = {
+    "running": "blue-9",
+    "complete": "green-9",
+    "error": "red-9",
+    "budget_exceeded": "deep-orange-10",
+}  # AA
 
 
 def run_status_chip(status: str) -> ui.chip:
     return ui.chip(
-        RUN_STATUSES.get(status, status), color=RUN_STATUS_COLORS.get(status, "grey-7"), text_color="white"
+        RUN_STATUSES.get(status, status), color=RUN_STATUS_COLORS.get(status, "grey-8"), text_color="white"
     ).props("dense")
 
 
@@ -25,7 +31,7 @@ def run_detail(detail: AgentRunDetail, extra: triage.RunExtra | None, names: dic
     agent = AGENT_NAMES.get(run.agent_name or "copilot", run.agent_name or "")
     with ui.card().classes("w-full gap-1").mark("run-facts"):
         with ui.row().classes("items-center gap-3"):
-            ui.label(f"{agent} run").classes("text-2xl font-semibold")
+            theme.page_heading(ui.label(f"{agent} run").classes("text-2xl font-semibold"))
             run_status_chip(run.status)
         person = run.actor_id if run.actor_kind == "human" else None
         who = names.get(person, "someone") if person else "no person (the triage agent works alone)"
@@ -63,7 +69,7 @@ def _tool_call(call: AgentToolCallRead) -> None:
         with ui.row().classes("items-center gap-2"):
             ui.label(call.tool).classes("font-mono font-medium")
             outcome = TOOL_OUTCOMES.get(call.outcome, call.outcome)
-            ui.badge(outcome, color="green-7" if call.outcome == "ok" else "grey-7").mark("tool-outcome")
+            ui.badge(outcome, color="green-9" if call.outcome == "ok" else "grey-8").mark("tool-outcome")
             if call.approval is not None:
                 approval = APPROVAL_STATUSES.get(call.approval.status, call.approval.status)
                 ui.badge(f"Approval: {approval}", color="purple-6").props("outline")

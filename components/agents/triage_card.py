@@ -53,7 +53,7 @@ class TriageCard:
         me: session.SessionUser,
     ) -> None:
         self.visit, self.order, self.on_conflict = visit, order, on_conflict
-        self.area = ui.column().classes("w-full")
+        self.area = ui.column().classes("w-full").props('aria-live="polite"')  # a suggestion arriving is heard
         self.client = ui.context.client
         self.redraws = live.Redraws()
         # The person as of the page's build or their last decision; live redraws use it (the frame's check

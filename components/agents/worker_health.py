@@ -148,9 +148,8 @@ class WorkerHealth:
                     .mark(f"spend-{spend.scope.lower().replace(' ', '-')}")
                 ):
                     ui.label(spend.scope).classes("w-32")
-                    ui.linear_progress(share, show_value=False, color="red-7" if share >= 1 else "primary").classes(
-                        "grow"
-                    )
+                    bar = ui.linear_progress(share, show_value=False, color="red-7" if share >= 1 else "primary")
+                    bar.classes("grow").props["aria-label"] = f"{spend.scope}: share of the cap spent"  # as data
                     ui.label(f"${spend.spent_usd:.4f} of ${spend.cap_usd:.2f}").classes("w-40 text-right text-sm")
         if state.failed:
             with ui.card().classes("w-full gap-0").mark("failed-events"):

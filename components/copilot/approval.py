@@ -16,6 +16,10 @@ from desk.labels import CHOICE_LABELS
 from desk.work_orders.models import EDITABLE
 
 LONG_VALUE = 400  # a value longer than this is shown shortened, with "Show all"
+# Quasar keeps the focus from moving to the page behind, but Tab past the last button leaves the page for
+# the browser's own controls. A sentinel at each end of the card sends the focus round to the other end.
+CONTROLS = "button:not([disabled]), input:not([disabled]), textarea:not([disabled]), a[href]"
+ROUND_TO = "e => {{ const c = [...e.target.closest('.q-card').querySelectorAll('{controls}')]; c.at({end})?.focus(); }}"
 Decide = Callable[[bool, str | None], Awaitable[None]]  # (approve, reason): what Approve and Reject call
 
 
@@ -25,6 +29,7 @@ def approval_dialog(event: ToolApprovalRequired, *, decide: Decide) -> ui.dialog
         ui.dialog().props("persistent=false") as dialog,
         ui.card().classes("w-[40rem] max-w-[95vw]").mark("approval"),
     ):
+        _sentinel(-1)  # Shift+Tab from the first control: to the last
         ui.label(_headline(event.diff)).classes("text-lg font-semibold")
         _diff_table(event.diff)
         _countdown(event.expires_at)
@@ -37,7 +42,14 @@ def approval_dialog(event: ToolApprovalRequired, *, decide: Decide) -> ui.dialog
             )
             approve = ui.button("Approve", on_click=lambda: decide(True, None)).mark("approve")
             approve.on("click", approve.disable)  # a second click can never send a second decision
+        _sentinel(0)  # Tab from the last control: to the first
     return dialog
+
+
+def _sentinel(end: int) -> None:
+    """A focusable spot that takes no room and passes the focus to the card's first (0) or last (-1) control."""
+    spot = ui.element().props("tabindex=0").classes("absolute w-0 h-0 overflow-hidden")
+    spot.on("focus", js_handler=ROUND_TO.format(controls=CONTROLS, end=end))
 
 
 def _countdown(expires: datetime) -> None:

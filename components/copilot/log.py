@@ -30,7 +30,7 @@ class ConversationLog:
 
     def __init__(self) -> None:
         self.area = ui.column().classes("copilot-log w-full gap-2 grow overflow-auto min-h-0 no-wrap")
-        self.area.mark("copilot-log")
+        self.area.mark("copilot-log").props('aria-live="polite"')  # the answer is read out; the focus stays put
         self.answer: ui.markdown | None = None
         self.hint: ui.label | None = None  # what the assistant is for, on a conversation not begun
 

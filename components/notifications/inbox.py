@@ -5,6 +5,7 @@ It redraws when the person's notifications change anywhere (a new one; some mark
 
 from nicegui import ui
 
+from components import theme
 from components.formats import when
 from components.once import one_at_a_time
 from components.paging import last_page, pager
@@ -22,7 +23,7 @@ class Inbox:
     def __init__(self, visit: session.Visit) -> None:
         self.visit, self.page_number = visit, 1
         with ui.row().classes("w-full items-center gap-4"):
-            ui.label("Notifications").classes("text-2xl font-semibold")
+            theme.page_heading(ui.label("Notifications").classes("text-2xl font-semibold"))
             ui.space()
             self.unread_only = ui.switch("Unread only", on_change=lambda: self.show(first=True)).mark("unread-only")
             marking = one_at_a_time(self.mark_all)
@@ -62,7 +63,7 @@ class Inbox:
             with ui.column().classes("gap-0 grow min-w-0"):
                 words = ui.link(item.text, f"/app/work-orders/{item.work_order_id}").classes("wrap-anywhere")
                 words.classes("text-black no-underline" if item.read else "font-semibold").mark("notification-link")
-                ui.label(when(item.created_at)).classes("text-xs text-grey-7")
+                ui.label(when(item.created_at)).classes("text-xs text-grey-8")  # AA on an unread row's blue
             if not item.read:
                 mark = ui.button("Mark read", on_click=one_at_a_time(lambda i=item.id: self.mark([i])))
                 mark.props("flat dense").mark("mark-read", f"read-{item.id}")

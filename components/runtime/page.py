@@ -16,6 +16,7 @@ from functools import wraps
 from fastapi import Request
 from nicegui import APIRouter
 
+from components import theme
 from components.forbidden import forbidden
 from components.frame import frame
 from components.runtime import session
@@ -29,18 +30,25 @@ GIVEN = ("visit", "me", "found")  # what the guard gives the body; the rest of i
 
 
 def desk_page(
-    router: APIRouter, path: str, *, title: str, admin: bool = False, read: Read | None = None
+    router: APIRouter,
+    path: str,
+    *,
+    title: str,
+    admin: bool = False,
+    read: Read | None = None,
+    heading: bool = False,
 ) -> Callable[[Body], Body]:
-    """Register the page body below as `path` on `router`, behind the guard (`guarded`)."""
+    """Register the page body below as `path` on `router`, behind the guard (`guarded`); `heading`: the page
+    shows no title of its own, and `title` is its level-one heading for a screen reader."""
 
     def register(body: Body) -> Body:
-        return router.page(path)(guarded(title=title, admin=admin, read=read)(body))
+        return router.page(path)(guarded(title=title, admin=admin, read=read, heading=heading)(body))
 
     return register
 
 
 def guarded(
-    *, title: str, admin: bool = False, read: Read | None = None
+    *, title: str, admin: bool = False, read: Read | None = None, heading: bool = False
 ) -> Callable[[Body], Callable[..., Awaitable[object]]]:
     """The body behind the guard, as a NiceGUI page function (for a router, or as `ui.run`'s root page).
 
@@ -66,6 +74,8 @@ def guarded(
                 if admin and not me.is_admin:
                     forbidden()
                     return None
+                if heading:
+                    theme.unseen_heading(title)
                 await body(visit, me, **route, **given)
             return None
 

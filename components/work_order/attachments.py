@@ -41,6 +41,19 @@ DROP_AND_PASTE = """
   });
 })();
 """
+# Quasar puts each uploader's file input inside its "+" button: a control in a control, neither named. The input,
+# named after its uploader, is the one control (the element ids are the only things put into the script).
+NAME_PICKERS = """
+for (const id of [%d, %d]) {
+  const uploader = document.getElementById("c" + id);
+  const input = uploader?.querySelector("input[type=file]");
+  const button = input?.closest(".q-btn");
+  if (!input || !button) continue;
+  input.setAttribute("aria-label", uploader.querySelector(".q-uploader__title")?.textContent || "Choose files");
+  button.removeAttribute("role");
+  button.removeAttribute("tabindex");
+}
+"""
 
 
 class Files:
@@ -68,6 +81,7 @@ class Files:
             photo = ui.upload(on_upload=self._upload, on_rejected=self._rejected, max_file_size=limit)
             photo.props(PHOTO).classes("grow").mark("upload-photo")
         ui.run_javascript(DROP_AND_PASTE % files.id)
+        ui.run_javascript(NAME_PICKERS % (files.id, photo.id))
         ui.label(f"Drop or paste files anywhere on the page. Up to {MAX_PER_ORDER} files of {get_settings_mb()} MB.")
         self.uploader = files
 

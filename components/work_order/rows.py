@@ -12,7 +12,7 @@ from zoneinfo import ZoneInfo
 
 from nicegui import ui
 
-from components.chips import PRIORITY_COLORS, STATUS_COLORS, priority_chip, status_chip
+from components.chips import PRIORITY_COLORS, STATUS_COLORS, priority_chip, status_chip, text_color
 from components.formats import ago, when
 from components.once import one_at_a_time
 from components.runtime import session
@@ -87,7 +87,7 @@ class _Row:
         self.order = order
         self.title.set_text(order.title)
         _set_chip(self.priority, PRIORITY_LABELS[order.priority], PRIORITY_COLORS[order.priority])
-        _set_chip(self.status, STATUS_LABELS[order.status], STATUS_COLORS[order.status])
+        _set_chip(self.status, STATUS_LABELS[order.status], STATUS_COLORS[order.status], text_color(order.status))
         self.show_badge(state.current().clock.now())
         if self.people is not None and owners is not None:
             owner, asker = self.people
@@ -129,10 +129,11 @@ def next_badge_change(order: WorkOrderRead, now: datetime, zone: str) -> datetim
     return day_starts if day_starts > now else order.due_at
 
 
-def _set_chip(chip: ui.chip, text: str, color: str) -> None:
+def _set_chip(chip: ui.chip, text: str, color: str, text_color: str = "white") -> None:
     if chip.text != text:
         chip.set_text(text)
         chip.set_background_color(color)
+        chip.set_text_color(text_color)
         chip.update()  # a colour change alone does not send the element
 
 

@@ -5,6 +5,7 @@ from collections.abc import Awaitable, Callable
 
 from nicegui import ui
 
+from components import theme
 from components.chips import priority_chip, status_chip
 from components.formats import when
 from components.frame import retitle
@@ -34,7 +35,7 @@ async def show_summary(
 ) -> None:
     into.clear()
     with into:
-        ui.label(order.title).classes("text-2xl font-semibold wrap-anywhere").mark("detail-title")
+        theme.page_heading(ui.label(order.title).classes("text-2xl font-semibold wrap-anywhere").mark("detail-title"))
         retitle(order.title)  # a live rename renames the tab too
         with ui.row().classes("items-center gap-2"):
             priority_chip(order.priority)

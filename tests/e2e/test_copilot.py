@@ -342,3 +342,36 @@ async def test_on_a_phone_the_drawer_fits_the_screen_and_closes(browser, make_pe
     robin.wait_until(lambda: not robin.driver.find_element(By.XPATH, INPUT).is_displayed(), "the drawer to close")
     robin.see("Leaking tap in the kitchen")
     robin.shoot("phone-drawer-closed")
+
+
+IN_THE_MODAL = "return !!document.activeElement?.closest('[role=dialog]')"
+FOCUS_RING = "return getComputedStyle(document.activeElement).boxShadow"
+IN_THE_DRAWER = "return !!document.activeElement?.closest('.q-drawer')"
+
+
+async def test_the_approval_modal_keeps_the_keyboard_and_escape_means_not_now(
+    browser, make_person, make_order, fake_provider
+):
+    robin, order = await robin_with_a_leaking_tap(browser, make_person, make_order)
+    fake_provider.script(*Turn.read_then_update(order.id, priority="urgent"), Turn.text("Left as it was."))
+    ask(robin, "Make the leaking tap urgent")
+    robin.see("Change this work order?")
+    robin.wait_until(lambda: robin.run_js(IN_THE_MODAL), "the focus to move into the modal")
+
+    for tab in range(8):  # round its few controls, and past the last one: Tab never leaves the modal
+        robin.driver.switch_to.active_element.send_keys(Keys.TAB)
+        assert robin.run_js(IN_THE_MODAL), tab
+    robin.driver.switch_to.active_element.send_keys(Keys.SHIFT, Keys.TAB)
+    assert robin.run_js(IN_THE_MODAL)
+    assert "rgb(29, 78, 216) 0px 0px 0px 4px" in robin.run_js(FOCUS_RING)  # a ring, not only a faint tint
+    robin.shoot("modal-focus")
+
+    robin.driver.switch_to.active_element.send_keys(Keys.ESCAPE)
+
+    robin.wait_until(lambda: not approval_open(robin), "Escape to close the modal")
+    robin.see("Waiting for your approval")  # "not now": the change still waits, the drawer stays open
+    robin.wait_until(lambda: robin.run_js(IN_THE_DRAWER), "the focus back in the drawer it came from")
+    assert robin.run_js(DRAWER_SHOWN)
+    robin.click("Waiting for your approval")  # and decided after all: the turn ends with the test
+    robin.press("Reject")
+    robin.see("Left as it was.")

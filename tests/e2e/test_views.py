@@ -98,6 +98,7 @@ async def test_on_a_phone_the_list_gives_each_title_a_line_of_its_own(browser, m
     page.see("Assign to me")
     page.shoot("phone-list")
     assert page.sideways_scroll() <= 0
+    assert page.run_js(SMALL_BUTTONS) == []  # every button a finger's size
     page.driver.set_window_size(360, 740)  # a small phone
     header = page.run_js("return document.querySelector('.q-header').getBoundingClientRect().height")
     assert header <= 2 * 48  # two rows at most: on a phone the header's buttons are icons
@@ -106,6 +107,12 @@ async def test_on_a_phone_the_list_gives_each_title_a_line_of_its_own(browser, m
     assert title.size["height"] <= 2 * 28  # so a line or two, not a word or a letter per line
 
 
+# The visible buttons smaller than 44 by 44 px, by their text or label.
+SMALL_BUTTONS = """return [...document.querySelectorAll('button, [role=button]')].filter(b => b.checkVisibility())
+    .filter(b => { const r = b.getBoundingClientRect(); return r.width < 44 || r.height < 44; })
+    .map(b => b.innerText.trim() || b.getAttribute('aria-label'));"""
+HEADER_HEIGHT = "return document.querySelector('.q-header').getBoundingClientRect().height"
+DRAWER_EDGES = "const r = document.querySelector('.q-drawer').getBoundingClientRect(); return [r.left, r.right]"
 # Each chart's width as a share of the page's content width.
 CHART_SHARES = """const page = document.querySelector('.q-page, .nicegui-content').getBoundingClientRect().width;
 return [...document.querySelectorAll('.nicegui-echart')].map(chart => chart.getBoundingClientRect().width / page);"""
@@ -117,6 +124,17 @@ async def test_on_a_phone_no_screen_scrolls_sideways_or_squeezes_a_column(browse
     page = browser("ada")
     page.hold_as_phone()
     page.log_in(ada)
+    # an admin's seven screens fold into a menu: the header was three rows, 165 px of every screen
+    assert page.run_js(HEADER_HEIGHT) <= 2 * 48
+    page.driver.find_element(By.CSS_SELECTOR, "button[aria-label='Screens']").click()
+    page.click("Audit")
+    page.wait_for_path("/app/admin/audit")
+    page.driver.set_window_size(375, 812)  # the assistant's drawer covers a smaller phone, and no more
+    page.driver.find_element(By.CSS_SELECTOR, "button[aria-label='Assistant']").click()
+    page.wait_until(lambda: page.run_js(DRAWER_EDGES) == [0, 375], "the drawer to cover the screen")
+    page.shoot("drawer-375")
+    assert page.sideways_scroll() == 0
+    page.hold_as_phone()
     screens = {
         "/app/admin/users": "Add a person",
         "/app/admin/agents": "Policy",
