@@ -164,7 +164,6 @@ async def work_orders_page(
 
     redraws, client = live.Redraws(), ui.context.client
     view = _ListView(actor, owners, filters, on_page=lambda number: _set(filters, page=number))
-    view.rows.zone = await desk_zone(get_db())  # whose "today" the due badges mean
     ui.timer(0, lambda: remember_list_view(filters.url()), once=True)  # the tab is known once connected
 
     async def load(change_seq: int | None = None) -> None:
@@ -195,6 +194,9 @@ async def work_orders_page(
     if actor.can_write:
         view.rows.on_take = take
 
+    # The first await of the page, after everything its controls call is defined: a filter changed while the page
+    # still builds (a slow database) would find `_set` not there yet.
+    view.rows.zone = await desk_zone(get_db())  # whose "today" the due badges mean
     await load()
 
     def keys(event) -> None:

@@ -3,9 +3,10 @@
 from collections.abc import AsyncIterator
 from urllib.parse import quote
 
-from fastapi import APIRouter, HTTPException, Request, Response, status
+from fastapi import APIRouter, Request, Response, status
 from fastapi.responses import StreamingResponse
 from starlette.datastructures import UploadFile  # what a parsed form holds (FastAPI's is a subclass)
+from starlette.exceptions import HTTPException  # what a form that cannot be parsed raises (FastAPI's is a subclass)
 from starlette.formparsers import MultiPartException
 
 from desk.attachments import images, service, sniff
@@ -21,7 +22,12 @@ READ_BYTES = 1024 * 1024
 FILE = {200: {"content": {kind: {} for kind in sniff.KINDS}, "description": "The file's bytes, as an attachment"}}
 THUMBNAIL = {200: {"content": {images.THUMBNAIL_TYPE: {}}, "description": "A WebP of at most 320 px"}}
 NOT_CLEANABLE = {415: {"description": "VALIDATION_ERROR: a HEIC photo, whose location the desk cannot take out"}}
-FORM = {"type": "object", "required": ["file"], "properties": {"file": {"type": "string", "format": "binary"}}}
+FORM = {
+    "type": "object",
+    "required": ["file"],
+    "properties": {"file": {"type": "string", "format": "binary"}},
+    "additionalProperties": False,
+}
 NO_FILE = "Send the file as multipart form data, in a field named `file` (one file)."
 
 
@@ -40,7 +46,7 @@ async def attach(order_id: str, request: Request, db: Db, actor: CurrentActor) -
     # The form is read here, once the caller is known: as a `File()` parameter, FastAPI read (and spooled to
     # disk) a whole body of anyone's, 10 MB, before it answered 401.
     try:
-        async with request.form(max_files=1, max_fields=1) as form:  # its spooled file is closed on the way out
+        async with request.form(max_files=1, max_fields=10) as form:  # its spooled file is closed on the way out
             file = form.get("file")
             if not isinstance(file, UploadFile):
                 raise ValidationFailed(NO_FILE, details={"field": "file"})

@@ -389,3 +389,20 @@ async def test_a_stranger_is_refused_before_their_upload_is_read(make_user, make
 
     assert answer.status_code == 401 and answer.json()["error"]["code"] == "UNAUTHORIZED"
     assert sum(sent) <= MB  # not read: at most what the transport took before the answer
+
+
+async def test_a_form_without_its_file_or_with_two_is_told_what_to_send(make_user, make_order, client_for, db):
+    sam = await make_user()
+    order = await make_order(sam)
+    client = await client_for(sam)
+    url = f"/api/v1/work-orders/{order.id}/attachments"
+
+    none = await client.post(url, data={"note": "the file is missing"}, files={"other": ("a.txt", b"hi")})
+    two = await client.post(url, files=[("file", ("a.pdf", b"%PDF-1")), ("file", ("b.pdf", b"%PDF-2"))])
+    extra = await client.post(url, data={"note": "kept aside"}, files=_files("a.pdf", b"%PDF-1.7", "application/pdf"))
+
+    for refused in (none, two):
+        assert refused.status_code == 400 and refused.json()["error"]["details"]["fields"][0]["field"] == "file"
+        assert "a field named `file`" in refused.json()["error"]["message"]
+    assert extra.status_code == 201  # a field beside the file is no harm
+    assert len(await _stored_files(db)) == 1

@@ -40,9 +40,13 @@ def test_a_person_never_passes_for_the_triage_tool(person):
 
 
 def test_a_person_still_passes_for_the_copilot_tools_of_their_role():
-    admin = Actor(id="a", role=Role.ADMIN)
-    assert {outcome(name, "copilot", admin) for name in COPILOT_TOOLS} == {"admitted"}
+    admin, viewer = Actor(id="a", role=Role.ADMIN), Actor(id="v", role=Role.VIEWER)
+    admins = [name for name in COPILOT_TOOLS if "admin" in COPILOT.tools[name].roles]
+    assert len(admins) == len(COPILOT_TOOLS) - 1  # all but the viewer's own read of every order
+    assert {outcome(name, "copilot", admin) for name in admins} == {"admitted"}
     assert outcome("admin_metrics", "copilot", Actor(id="u", role=Role.USER)) == "forbidden"
+    assert outcome("list_work_orders", "copilot", viewer) == "admitted"
+    assert outcome("list_work_orders", "copilot", Actor(id="u", role=Role.USER)) == "forbidden"
 
 
 def test_a_system_actor_without_the_triage_capability_passes_for_nothing():
