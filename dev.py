@@ -145,10 +145,11 @@ def test(args: list[str]) -> None:
     setup({"dev"})
     ensure_chromium()
     compile_sources()
-    # Two processes (pytest-xdist), each with its own embedded database: the suite is mostly waiting on a
-    # single-threaded database server, so two come near halving it (16 min to under 10 on 2 cores). A test file
-    # stays in one process, so a file's shared desk or browser starts once. `-n 0` runs in one process.
-    pytest = [BIN / "pytest", "-n", "2", "--dist", "loadfile", "--cov=desk", "--cov-report=term-missing:skip-covered"]
+    # Three processes (pytest-xdist), each with its own embedded database: the suite mostly waits (on a
+    # single-threaded database server, on browsers, on desks it starts), and two processes kept less than one of
+    # the two cores busy (measured 2026-12-08: 0.9 core). A test file stays in one process, so a file's shared
+    # desk or browser starts once. `-n 0` runs in one process.
+    pytest = [BIN / "pytest", "-n", "3", "--dist", "loadfile", "--cov=desk", "--cov-report=term-missing:skip-covered"]
     # Extra arguments mean a partial run (a folder, -x, -k ...), which cannot meet the coverage bar.
     pytest += args if args else ["--cov-fail-under=85"]
     steps = [
