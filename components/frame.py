@@ -74,7 +74,9 @@ def frame(title: str, me: SessionUser, *, path: str) -> Iterator[session.Visit]:
         # An admin's seven links need a wide screen: narrower, they fold into a menu (on a phone they made the
         # header three rows, 165 px of every screen). A person's two always fit.
         fold = me.is_admin
-        with ui.row().classes("gap-3" + (" max-xl:hidden" if fold else "")):
+        with ui.row().classes("gap-3") as links:
+            if fold:
+                links.classes("max-xl:hidden")
             for label, target in screens:
                 link = _nav(label, target, path)
                 if target == COPILOT_PAGE:
@@ -282,7 +284,8 @@ def _nav_menu(screens: list[tuple[str, str]], path: str) -> dict[str, ui.item]:
     button = ui.button(icon="menu").props('flat round color=white aria-label="Screens"').classes("xl:hidden")
     with button, ui.menu(), ui.list().props("dense"):
         for label, target in screens:
-            items[target] = ui.item(label).props(f"href={target}")  # the desk's own address, no person's text
+            items[target] = ui.item(label)
+            items[target].props["href"] = target  # as data: a props string is parsed (the desk's own address anyway)
             if _is_here(target, path):
                 items[target].classes("font-semibold").props('aria-current="page" active')
     return items

@@ -104,9 +104,13 @@ async def test_model_text_and_titles_in_the_drawer_stay_text(browser, make_perso
     assert order.title in pat.texts("a[href^='/app/work-orders/']")
 
 
+def press_ctrl_k(person: Browser) -> None:
+    person.driver.find_element(By.TAG_NAME, "body").send_keys(Keys.CONTROL, "k")
+
+
 def open_drawer(person: Browser) -> None:
     """Ctrl+K, and wait for the focus to land in the drawer's input (the drawer is open)."""
-    person.driver.find_element(By.TAG_NAME, "body").send_keys(Keys.CONTROL, "k")
+    press_ctrl_k(person)
     person.wait_until(
         lambda: person.driver.switch_to.active_element.get_attribute("placeholder") == "Ask about your work orders…",
         "the focus to land in the assistant's input",
@@ -157,22 +161,24 @@ async def test_approve_after_a_reload_and_the_other_tab_sees_it(
 
     robin.driver.refresh()  # a full page load: the drawer and its modal are gone with the page
     robin.see("Leaking tap in the kitchen")
-    open_drawer(robin)
+    press_ctrl_k(robin)  # with a change waiting, the drawer opens on it (issue 45: easy to miss otherwise)
+    robin.see("Change this work order?")
+    robin.driver.switch_to.active_element.send_keys(Keys.ESCAPE)  # "not now"
+    robin.wait_until(lambda: not approval_open(robin), "the approval window to close")
     robin.see("Make the leaking tap urgent")  # the conversation came back
     robin.see("Waiting for your approval")
     robin.shoot("reopened-drawer")
 
     second = robin.open_window()  # the same person in a second tab, with the change open there too
     robin.open("/app")
-    open_drawer(robin)
-    robin.click("Waiting for your approval")
+    press_ctrl_k(robin)
     robin.see("Change this work order?")
     assert approval_open(robin)
     robin.shoot("second-tab-modal")
 
     robin.use_window(first)
-    chips = robin.driver.find_elements(By.XPATH, "//*[@role='button'][contains(., 'Waiting for your approval')]")
-    (chip,) = [found for found in chips if found.is_displayed()]  # announced as a button, and Enter works it
+    chips = robin.driver.find_elements(By.XPATH, "//button[contains(., 'Waiting for your approval')]")
+    (chip,) = [found for found in chips if found.is_displayed()]  # a real button, and Enter works it
     chip.send_keys(Keys.ENTER)
     robin.see("Change this work order?")
     robin.press("Approve")

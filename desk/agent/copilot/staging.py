@@ -136,6 +136,8 @@ class Staging:
                         ended = run is None
                     woken.clear()
                     current = await agent_tool_calls.get_tool_call(db, call_id)
+                    if current is None:  # gone from the database under the run (a restore, a clean-up): nothing to do
+                        raise RunEnded("aborted")
                     if current["approval"]["status"] != "pending":
                         return current
                     if ended:  # the run was ended elsewhere (Stop, a logout, the sweeper) and the call is pending
