@@ -191,17 +191,22 @@ def _tally(desk: Desk, doc: dict, *, mine: bool) -> None:
         desk.my_words.update(found)
 
 
-async def _measure(size: int, uri: str, tmp: Path, desk: Desk, requests: int) -> list[tuple]:
-    """Time list and search for a user and an admin against a fresh `desk run`."""
-    rows = []
-    settings = {
+def desk_settings(uri: str) -> dict[str, str]:
+    """The environment of the `desk run` a bench measures: its seeded database, AI off, logins not limited."""
+    return {
         "MONGODB_URI": uri,
         "MONGODB_DB": DB_NAME,
         "DESK_SECRET": secrets.token_urlsafe(32),
         "DESK_LOGIN_ATTEMPTS_PER_MINUTE": "100",
         "AI_ENABLED": "false",
     }
-    with desk_running(tmp / f"web-{size}", **settings) as server:  # blocks the loop while it starts: nothing else runs
+
+
+async def _measure(size: int, uri: str, tmp: Path, desk: Desk, requests: int) -> list[tuple]:
+    """Time list and search for a user and an admin against a fresh `desk run`."""
+    rows = []
+    # blocks the loop while it starts: nothing else runs
+    with desk_running(tmp / f"web-{size}", **desk_settings(uri)) as server:
         base = server.url
         load_before = os.getloadavg()[0]
         searches = [("search rare", desk.rare_word), ("search medium", MEDIUM_WORD), ("search common", COMMON_WORD)]

@@ -16,7 +16,6 @@ Seeding 100,000 orders takes about 20 minutes on a quiet machine (bench/api.py's
 import argparse
 import asyncio
 import os
-import secrets
 import tempfile
 import time
 from dataclasses import dataclass
@@ -34,6 +33,7 @@ from bench.api import (
     _new_desk,
     _next_order,
     _percentiles,
+    desk_settings,
 )
 from bench.harness import desk_running
 from desk.db.client import connect
@@ -107,14 +107,7 @@ async def _seed(db, desk: Desk, tally: Tally, size: int) -> float:
 async def _measure(size: int, uri: str, tmp: Path, desk: Desk, tally: Tally, *, requests: int) -> list[tuple]:
     """Time each view for a user and an admin against a fresh `desk run`."""
     rows = []
-    settings = {
-        "MONGODB_URI": uri,
-        "MONGODB_DB": DB_NAME,
-        "DESK_SECRET": secrets.token_urlsafe(32),
-        "DESK_LOGIN_ATTEMPTS_PER_MINUTE": "100",
-        "AI_ENABLED": "false",
-    }
-    with desk_running(tmp / f"web-{size}", **settings) as server:
+    with desk_running(tmp / f"web-{size}", **desk_settings(uri)) as server:
         load_before = os.getloadavg()[0]
         for who, email in [("user", "user0@bench.local"), ("admin", ADMIN_EMAIL)]:
             cookie = await _login(server.url, email, desk.password)
