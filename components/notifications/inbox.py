@@ -32,6 +32,7 @@ class Inbox:
         self.list = ui.column().classes("w-full gap-2").mark("notifications")
         self.numbers = pager()
         self.numbers.on_value_change(lambda e: self._to_page(e.value))
+        self.redraws = live.Redraws()
         live.on_bell(visit.user_id, self.show)
 
     async def show(self, *, first: bool = False) -> None:
@@ -40,10 +41,11 @@ class Inbox:
         query = NotificationQuery(
             unread=bool(self.unread_only.value) or None, offset=(self.page_number - 1) * PAGE_SIZE, limit=PAGE_SIZE
         )
+        newest = self.redraws.start()
         actor = await self.visit.actor(touch=False)
         found = await service.page(db=get_db(), actor=actor, query=query)
-        if self.visit.gone:
-            return
+        if self.visit.gone or not newest():  # a bell's redraw and a click's overlap: an older read answering last
+            return  # would show what was just marked read as unread again
         self.list.clear()
         with self.list:
             if not found.items:
